@@ -1,0 +1,1 @@
+export { CosyVoice } from './cosyvoice.js';

@@ -1,0 +1,64 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { watch } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { findEntry } from './entry-discovery.js';
+
+export interface DevOptions {
+  readonly host: string;
+  readonly port: number;
+}
+
+const BIN = fileURLToPath(new URL('../../bin/serve-fn.js', import.meta.url));
+const IGNORED = /(^|[/\\])(node_modules|\.git|dist)([/\\]|$)/;
+
+/**
+ * `serve-fn dev`: runs the server in a child process and replaces it when a file under the entry's
+ * folder changes. A fresh process is the only way to drop ESM modules and worker threads cleanly.
+ */
+export function devCommand(entryPath: string | undefined, options: DevOptions): void {
+  const entry = findEntry(entryPath);
+  let child: ChildProcess | undefined;
+  let restartTimer: NodeJS.Timeout | undefined;
+  let stopping = false;
+
+  const launch = (): void => {
+    const args = [BIN, 'start', entry.file, '--dev', '--host', options.host, '--port', String(options.port)];
+    const proc = spawn(process.execPath, args, { stdio: 'inherit' });
+    child = proc;
+    proc.on('exit', (code, signal) => {
+      if (child === proc) child = undefined;
+      if (!stopping && code !== 0 && signal === null) process.stdout.write(`serve-fn dev: server exited with code ${code}; waiting for a file change\n`);
+    });
+  };
+
+  const stopChild = async (): Promise<void> => {
+    const proc = child;
+    if (!proc || proc.exitCode !== null) return;
+    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+    proc.kill('SIGTERM');
+    const killer = setTimeout(() => proc.kill('SIGKILL'), 3000);
+    await exited;
+    clearTimeout(killer);
+  };
+
+  const restart = (file: string): void => {
+    clearTimeout(restartTimer);
+    restartTimer = setTimeout(() => {
+      process.stdout.write(`serve-fn dev: ${file} changed, reloading\n`);
+      void stopChild().then(launch);
+    }, 50);
+  };
+
+  const watcher = watch(entry.root, { recursive: true }, (_event, file) => {
+    if (file && !IGNORED.test(file)) restart(file);
+  });
+
+  const quit = (): void => {
+    stopping = true;
+    watcher.close();
+    void stopChild().then(() => process.exit(0));
+  };
+  process.once('SIGINT', quit);
+  process.once('SIGTERM', quit);
+  launch();
+}

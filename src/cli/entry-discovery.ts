@@ -1,0 +1,39 @@
+import { existsSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { isModelClass } from '../definition/definition-builder.js';
+import type { ModelClass } from '../definition/model-definition.js';
+import { createError } from '../errors/index.js';
+
+export const FOLDER_ENTRIES = ['serve-fn.config.ts', 'serve-fn.config.js', 'index.ts', 'index.js'];
+
+export interface DiscoveredEntry {
+  /** The module file that exports the model classes (imported again by every worker). */
+  readonly file: string;
+  readonly moduleUrl: string;
+  /** Folder watched by `serve-fn dev`. */
+  readonly root: string;
+}
+
+/** Finds the entry module: a file, or a folder holding serve-fn.config.ts or index.ts. */
+export function findEntry(path = '.'): DiscoveredEntry {
+  const target = resolve(path);
+  if (!existsSync(target)) throw createError('SF_ERR_ENTRY_NOT_FOUND', path);
+  if (statSync(target).isFile()) return { file: target, moduleUrl: pathToFileURL(target).href, root: dirname(target) };
+  for (const name of FOLDER_ENTRIES) {
+    const file = join(target, name);
+    if (existsSync(file)) return { file, moduleUrl: pathToFileURL(file).href, root: target };
+  }
+  throw createError('SF_ERR_ENTRY_NOT_FOUND', path);
+}
+
+/** Imports the entry and collects every exported @Model class (and a default `{ models }` list). */
+export async function loadModels(entry: DiscoveredEntry): Promise<ModelClass[]> {
+  const exports = (await import(entry.moduleUrl)) as Record<string, unknown>;
+  const found = new Set<ModelClass>();
+  for (const value of Object.values(exports)) if (isModelClass(value)) found.add(value);
+  const listed = (exports.default as { models?: unknown[] } | undefined)?.models;
+  if (Array.isArray(listed)) for (const value of listed) if (isModelClass(value)) found.add(value);
+  if (found.size === 0) throw createError('SF_ERR_ENTRY_NO_MODELS', entry.file);
+  return [...found];
+}

@@ -1,0 +1,126 @@
+import { createError } from '../errors/index.js';
+import { readBatches, readEndpoints, readInstances, readModel } from '../metadata/reflection.js';
+import type { EndpointRecord, HttpMethod } from '../metadata/records.js';
+import { normalizeBatchPolicy } from '../runtime/batch-policy.js';
+import type { EndpointDefinition, InstanceGroupDefinition, ModelClass, ModelDefinition } from './model-definition.js';
+
+const HTTP_METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'DELETE'];
+
+export function isModelClass(value: unknown): value is ModelClass {
+  return typeof value === 'function' && readModel(value as ModelClass) !== undefined;
+}
+
+/**
+ * Second phase of the metadata: checks what the decorators recorded and freezes it. Every misuse
+ * is reported here, at start-up, with the class, the method and the fix.
+ */
+export function buildDefinitions(classes: readonly ModelClass[]): readonly ModelDefinition[] {
+  const definitions = classes.map(buildDefinition);
+  const names = new Map<string, string>();
+  const routes = new Map<string, string>();
+  for (const def of definitions) {
+    const key = `${def.name}@${def.version}`;
+    if (names.has(key)) throw createError('SF_ERR_MODEL_DUPLICATE', def.name, def.version);
+    names.set(key, def.className);
+    for (const ep of def.endpoints) {
+      const route = `${ep.httpMethod} ${normalizePath(ep.path)}`;
+      const other = routes.get(route);
+      if (other !== undefined) throw createError('SF_ERR_ENDPOINT_DUPLICATE', ep.httpMethod, ep.path, other, ep.id);
+      routes.set(route, ep.id);
+    }
+  }
+  return Object.freeze(definitions);
+}
+
+export function buildDefinition(target: ModelClass): ModelDefinition {
+  const model = readModel(target);
+  if (!model) throw createError('SF_ERR_MODEL_NOT_DECORATED', target.name);
+  const name = model.options.name;
+  if (typeof name !== 'string' || name.trim() === '') throw createError('SF_ERR_MODEL_NAME_MISSING', target.name);
+
+  const batches = new Map(readBatches(target).map((b) => [b.method, b]));
+  const endpointRecords = readEndpoints(target);
+  for (const method of batches.keys()) {
+    if (!endpointRecords.some((e) => e.method === method)) {
+      throw createError('SF_ERR_BATCH_WITHOUT_ENDPOINT', `${target.name}.${method}`);
+    }
+  }
+  const tag = model.options.tag ?? name;
+  const endpoints = endpointRecords.map((record) => buildEndpoint(target, record, batches.get(record.method), tag));
+  const prototype = target.prototype as Record<string, unknown>;
+  for (const hook of ['initialize', 'finalize'] as const) {
+    const member = prototype[hook];
+    if (member !== undefined && typeof member !== 'function') {
+      throw createError('SF_ERR_HOOK_NOT_FUNCTION', target.name, hook, typeof member);
+    }
+  }
+  return Object.freeze({
+    name,
+    version: model.options.version ?? '1',
+    description: model.options.description,
+    className: target.name,
+    target,
+    instances: buildInstances(target),
+    endpoints: Object.freeze(endpoints),
+    hooks: Object.freeze({
+      initialize: typeof prototype.initialize === 'function',
+      finalize: typeof prototype.finalize === 'function',
+    }),
+  });
+}
+
+function buildEndpoint(
+  target: ModelClass,
+  record: EndpointRecord,
+  batch: ReturnType<typeof readBatches>[number] | undefined,
+  tag: string,
+): EndpointDefinition {
+  const id = `${target.name}.${record.method}`;
+  if (!record.isFunction) throw createError('SF_ERR_ENDPOINT_NOT_A_METHOD', id);
+  if (!record.path.startsWith('/')) throw createError('SF_ERR_ENDPOINT_PATH_INVALID', record.path, id);
+  const httpMethod = (record.options.method ?? 'POST').toUpperCase() as HttpMethod;
+  if (!HTTP_METHODS.includes(httpMethod)) throw createError('SF_ERR_ENDPOINT_METHOD_INVALID', id, record.options.method);
+  if (batch && batch.metadataEmitted && batch.firstParamType !== Array) {
+    const dto = record.options.body ?? record.options.query;
+    throw createError('SF_ERR_BATCH_NOT_LIST', id, dto?.name ?? 'Request');
+  }
+  return Object.freeze({
+    id,
+    methodName: record.method,
+    httpMethod,
+    path: record.path,
+    body: record.options.body,
+    query: record.options.query,
+    params: record.options.params,
+    response: record.options.response,
+    consumes: record.options.consumes ?? 'json',
+    produces: record.options.produces ?? 'application/octet-stream',
+    summary: record.options.summary,
+    description: record.options.description,
+    tags: Object.freeze([...(record.options.tags ?? [tag])]),
+    status: record.options.status ?? 200,
+    batch: batch ? normalizeBatchPolicy(batch.policy, id) : undefined,
+  });
+}
+
+function buildInstances(target: ModelClass): InstanceGroupDefinition {
+  const record = readInstances(target);
+  const count = record?.count ?? 1;
+  if (!Number.isInteger(count) || count < 1) {
+    throw createError('SF_ERR_INSTANCES_INVALID', target.name, `count must be an integer >= 1 (got ${String(count)})`);
+  }
+  const kind = record?.options.kind ?? 'cpu';
+  if (!['cpu', 'gpu', 'npu'].includes(kind)) {
+    throw createError('SF_ERR_INSTANCES_INVALID', target.name, `kind must be 'cpu', 'gpu' or 'npu' (got '${kind}')`);
+  }
+  const devices = record?.options.devices ?? [0];
+  if (devices.length === 0 || devices.some((d) => !Number.isInteger(d) || d < 0)) {
+    throw createError('SF_ERR_INSTANCES_INVALID', target.name, 'devices must be a non-empty list of device ids >= 0');
+  }
+  return Object.freeze({ count, kind, devices: Object.freeze([...devices]), inline: record?.options.inline ?? false });
+}
+
+/** `/a/:id` and `/a/:name` are the same route for the router. */
+function normalizePath(path: string): string {
+  return path.replace(/:[^/]+/g, ':').replace(/\/+$/, '') || '/';
+}

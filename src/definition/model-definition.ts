@@ -1,0 +1,44 @@
+import type { BatchPolicy } from '../runtime/batch-policy.js';
+import type { DtoClass, HttpMethod } from '../metadata/records.js';
+
+/** Frozen, checked descriptions of served models, built once at start-up from decorator records. */
+
+export type ModelClass = new (...args: never[]) => object;
+
+export interface EndpointDefinition {
+  /** `ClassName.method`, used in logs and error messages. */
+  readonly id: string;
+  readonly methodName: string;
+  readonly httpMethod: HttpMethod;
+  readonly path: string;
+  readonly body?: DtoClass;
+  readonly query?: DtoClass;
+  readonly params?: DtoClass;
+  readonly response?: DtoClass;
+  readonly consumes: 'json' | 'multipart';
+  readonly produces: string;
+  readonly summary?: string;
+  readonly description?: string;
+  readonly tags: readonly string[];
+  readonly status: number;
+  /** Present when the method takes a batch (a list of requests). */
+  readonly batch?: BatchPolicy;
+}
+
+export interface InstanceGroupDefinition {
+  readonly count: number;
+  readonly kind: 'cpu' | 'gpu' | 'npu';
+  readonly devices: readonly number[];
+  readonly inline: boolean;
+}
+
+export interface ModelDefinition {
+  readonly name: string;
+  readonly version: string;
+  readonly description?: string;
+  readonly className: string;
+  readonly target: ModelClass;
+  readonly instances: InstanceGroupDefinition;
+  readonly endpoints: readonly EndpointDefinition[];
+  readonly hooks: { readonly initialize: boolean; readonly finalize: boolean };
+}

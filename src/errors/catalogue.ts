@@ -1,0 +1,89 @@
+/**
+ * The one catalogue of serve-fn errors. Every error a user can see is listed here with its HTTP
+ * status and message template (`%s` placeholders are filled in order). docs/errors.md mirrors this
+ * table and test/unit/errors.test.ts keeps the two in step.
+ */
+export interface ErrorSpec {
+  readonly status: number;
+  readonly message: string;
+}
+
+function spec(status: number, message: string): ErrorSpec {
+  return { status, message };
+}
+
+export const ERROR_CATALOGUE = {
+  // Definition errors: raised at start-up while building model definitions.
+  SF_ERR_MODEL_NAME_MISSING: spec(500, "Model class '%s' has no name: pass @Model({ name: '...' })."),
+  SF_ERR_MODEL_NOT_DECORATED: spec(500, "Class '%s' is not a model: decorate it with @Model({ name: '...' })."),
+  SF_ERR_MODEL_DUPLICATE: spec(500, "Two model classes are named '%s' (version '%s'): give each @Model a distinct name or version."),
+  SF_ERR_ENDPOINT_DUPLICATE: spec(500, "Endpoint %s %s is declared twice: by %s and by %s. Give each method its own path or HTTP method."),
+  SF_ERR_ENDPOINT_PATH_INVALID: spec(500, "Endpoint path '%s' on %s must start with '/'."),
+  SF_ERR_ENDPOINT_METHOD_INVALID: spec(500, "Endpoint %s uses HTTP method '%s'; use GET, POST, PUT or DELETE."),
+  SF_ERR_ENDPOINT_NOT_A_METHOD: spec(500, "%s is decorated with @Endpoint but is not a method of the class."),
+  SF_ERR_BATCH_WITHOUT_ENDPOINT: spec(500, '%s has @Batch but no @Endpoint: add @Endpoint(path) so requests can reach it.'),
+  SF_ERR_BATCH_NOT_LIST: spec(500, '%s has @Batch but its parameter is not an array: declare it as `(batch: %s[])`, and return an array of the same length.'),
+  SF_ERR_BATCH_SIZE_INVALID: spec(500, '%s: @Batch max size must be an integer >= 1 (got %s).'),
+  SF_ERR_BATCH_OPTION_INVALID: spec(500, '%s: @Batch option %s is invalid: %s.'),
+  SF_ERR_INSTANCES_INVALID: spec(500, '%s: @Instances %s.'),
+  SF_ERR_HOOK_NOT_FUNCTION: spec(500, "%s.%s must be a method (it is a %s)."),
+  SF_ERR_DEPENDENCY_UNRESOLVED: spec(500, "Cannot construct model class '%s': %s. Make each constructor dependency @injectable() or register it in the container."),
+
+  // Start-up and entry discovery.
+  SF_ERR_ENTRY_NOT_FOUND: spec(500, "No entry found at '%s': pass a .ts/.js file exporting @Model classes, or a folder with serve-fn.config.ts or index.ts."),
+  SF_ERR_ENTRY_NO_MODELS: spec(500, "Entry '%s' exports no @Model classes."),
+  SF_ERR_INITIALIZE_FAILED: spec(500, "Model '%s' instance %s failed in initialize(): %s"),
+  SF_ERR_FINALIZE_FAILED: spec(500, "Model '%s' instance %s failed in finalize(): %s"),
+
+  // Request-time errors.
+  SF_ERR_NOT_FOUND: spec(404, 'Not Found'),
+  SF_ERR_BAD_REQUEST: spec(400, '%s'),
+  SF_ERR_BODY_INVALID_JSON: spec(400, 'Request body is not valid JSON: %s'),
+  SF_ERR_BODY_TOO_LARGE: spec(413, 'Request body is larger than the limit of %s bytes.'),
+  SF_ERR_UNSUPPORTED_MEDIA_TYPE: spec(415, "Content type '%s' is not accepted by %s; send %s."),
+  SF_ERR_MULTIPART_INVALID: spec(400, 'Multipart body could not be read: %s'),
+  SF_ERR_NOT_READY: spec(503, 'Server is not ready: %s.'),
+  SF_ERR_DRAINING: spec(503, 'Server is stopping, scheduler for model has stopped accepting new inference requests'),
+  SF_ERR_QUEUE_FULL: spec(503, 'Exceeds maximum queue size'),
+  SF_ERR_TIMEOUT: spec(503, 'Request timeout expired'),
+  SF_ERR_CANCELLED: spec(499, 'Request was cancelled by the client before it ran.'),
+  SF_ERR_PRIORITY_INVALID: spec(400, 'Priority %s is out of range: this model has priority levels 1..%s (0 = default).'),
+  SF_ERR_TIMEOUT_INVALID: spec(400, 'Timeout %s is invalid: give a non-negative integer number of microseconds.'),
+
+  // Execution errors: raised by the runtime while running model code.
+  SF_ERR_EXECUTION_FAILED: spec(500, "Model '%s' failed in %s: %s"),
+  SF_ERR_BATCH_RESULT_LENGTH: spec(500, '%s returned %s results for a batch of %s requests: a @Batch method must return one result (or Error) per request, in order.'),
+  SF_ERR_BATCH_RESULT_NOT_ARRAY: spec(500, '%s must return an array for its batch, got %s.'),
+  SF_ERR_INSTANCE_CRASHED: spec(500, "Model '%s' instance %s stopped while running this request (%s); the instance is being restarted."),
+  SF_ERR_INSTANCE_RESTART_LIMIT: spec(503, "Model '%s' instance %s crashed %s times in %s ms; it is not restarted until the window passes."),
+  SF_ERR_RESPONSE_NOT_SERIALIZABLE: spec(500, '%s returned a value that cannot be sent back: %s'),
+
+  // Models, tensors and backends.
+  SF_ERR_MODEL_UNKNOWN: spec(404, "Request for unknown model: '%s' is not found"),
+  SF_ERR_MODEL_VERSION_UNKNOWN: spec(404, "Request for unknown model: '%s' version %s is not found"),
+  SF_ERR_MODEL_NOT_READY: spec(503, "Model '%s' version %s is not ready"),
+  SF_ERR_TENSOR_DATATYPE: spec(400, "Tensor '%s': expected datatype %s, got %s."),
+  SF_ERR_TENSOR_SHAPE: spec(400, "Tensor '%s': expected shape %s, got %s."),
+  SF_ERR_TENSOR_DATA: spec(400, "Tensor '%s': %s"),
+  SF_ERR_TENSOR_MISSING: spec(400, "Expected input '%s' for model '%s' is missing."),
+  SF_ERR_TENSOR_UNEXPECTED: spec(400, "Unexpected input '%s' for model '%s'."),
+  SF_ERR_OUTPUT_UNKNOWN: spec(400, "Unexpected inference output '%s' for model '%s'."),
+  SF_ERR_BACKEND_UNAVAILABLE: spec(501, "Backend '%s' is not available: %s"),
+  SF_ERR_BACKEND_UNSUPPORTED: spec(501, "Backend '%s' is not supported yet: %s"),
+  SF_ERR_BACKEND_LOAD_FAILED: spec(500, "Backend '%s' could not load '%s': %s"),
+  SF_ERR_BACKEND_RUN_FAILED: spec(500, "Backend '%s' failed to run '%s': %s"),
+  SF_ERR_CONFIG_PARSE: spec(400, '%s:%s:%s: %s'),
+  SF_ERR_CONFIG_INVALID: spec(400, "Model configuration for '%s' is invalid: %s"),
+  SF_ERR_REPOSITORY_INVALID: spec(400, "Model repository '%s' is invalid: %s"),
+  SF_ERR_ENSEMBLE_INVALID: spec(400, "Ensemble '%s' is invalid: %s"),
+
+  // Ascend NPU (native addon).
+  SF_ERR_NPU_UNAVAILABLE: spec(501, 'Ascend NPU backend is not available: %s'),
+  SF_ERR_NPU_ACL: spec(500, '%s failed with ACL error %s: %s'),
+} as const satisfies Record<string, ErrorSpec>;
+
+export type SfErrorCode = keyof typeof ERROR_CATALOGUE;
+
+export function isErrorCode(code: unknown): code is SfErrorCode {
+  return typeof code === 'string' && Object.hasOwn(ERROR_CATALOGUE, code);
+}

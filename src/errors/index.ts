@@ -1,0 +1,10 @@
+export { ERROR_CATALOGUE, isErrorCode, type ErrorSpec, type SfErrorCode } from './catalogue.js';
+export {
+  ServeFnError,
+  createError,
+  serializeError,
+  deserializeError,
+  isSerializedError,
+  statusOf,
+  type SerializedError,
+} from './serve-fn-error.js';

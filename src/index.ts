@@ -1,0 +1,12 @@
+import 'reflect-metadata';
+
+export { Model, Endpoint, Batch, Instances } from './decorators/index.js';
+export type { ModelOptions, EndpointOptions, InstancesOptions, HttpMethod } from './metadata/records.js';
+export type { ModelContext, RequestInfo } from './definition/model-context.js';
+export type { ModelDefinition, EndpointDefinition } from './definition/model-definition.js';
+export { buildDefinitions } from './definition/definition-builder.js';
+export type { BatchPolicy, BatchPolicyInput, QueuePolicy } from './runtime/batch-policy.js';
+export { IsFile, type UploadedFile, type IsFileOptions } from './validation/uploaded-file.js';
+export { ServeFnServer, type ServeOptions } from './server/serve-fn-server.js';
+export { ERROR_CATALOGUE, ServeFnError, createError, type SfErrorCode } from './errors/index.js';
+export type { Tensor, TensorSpec, Datatype } from './tensor/tensor.js';

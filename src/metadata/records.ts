@@ -1,0 +1,69 @@
+import type { BatchPolicyInput } from '../runtime/batch-policy.js';
+
+/** What the decorators record, untouched; the definition builder checks and freezes it at start-up. */
+
+export type DtoClass = new (...args: any[]) => object;
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+export interface ModelOptions {
+  /** The model's name in routes, metrics and the inference protocol. */
+  readonly name: string;
+  readonly version?: string;
+  readonly description?: string;
+  /** OpenAPI tag; defaults to the model name. */
+  readonly tag?: string;
+}
+
+export interface ModelRecord {
+  readonly className: string;
+  readonly options: Partial<ModelOptions>;
+}
+
+export interface EndpointOptions {
+  readonly method?: HttpMethod;
+  /** Request body DTO (class-validator class). Multipart form fields and files land here too. */
+  readonly body?: DtoClass;
+  readonly query?: DtoClass;
+  /** Path parameters DTO, for paths such as `/voices/:id`. */
+  readonly params?: DtoClass;
+  /** Response DTO, documented in OpenAPI and used to serialise the answer. */
+  readonly response?: DtoClass;
+  /** `json` (default) or `multipart` (`multipart/form-data`, fields and files), like FastAPI's Form()/File(). */
+  readonly consumes?: 'json' | 'multipart';
+  /** Content type of a Buffer result (default `application/octet-stream`), e.g. `audio/wav`. */
+  readonly produces?: string;
+  readonly summary?: string;
+  readonly description?: string;
+  readonly tags?: readonly string[];
+  /** Status code of a successful answer (default 200). */
+  readonly status?: number;
+}
+
+export interface EndpointRecord {
+  readonly method: string;
+  readonly path: string;
+  readonly options: EndpointOptions;
+  readonly isFunction: boolean;
+  readonly kindOfMember: string;
+}
+
+export interface BatchRecord {
+  readonly method: string;
+  readonly policy: BatchPolicyInput;
+  /** Emitted type of the first parameter; `Array` for a list signature. */
+  readonly firstParamType: unknown;
+  readonly metadataEmitted: boolean;
+}
+
+export interface InstancesOptions {
+  readonly kind?: 'cpu' | 'gpu' | 'npu';
+  /** Device ids; instance i gets devices[i % devices.length]. */
+  readonly devices?: readonly number[];
+  /** Run on the HTTP thread. Only for models that do nothing but async I/O. */
+  readonly inline?: boolean;
+}
+
+export interface InstancesRecord {
+  readonly count: number;
+  readonly options: InstancesOptions;
+}

@@ -1,0 +1,46 @@
+import 'reflect-metadata';
+import { BATCH_KEY, DESIGN_PARAMTYPES_KEY, ENDPOINTS_KEY, INSTANCES_KEY, MODEL_OPTIONS_KEY } from './metadata-keys.js';
+import type { BatchRecord, EndpointRecord, InstancesRecord, ModelRecord } from './records.js';
+
+/** The only file that touches `Reflect`: decorators write through it, the definition builder reads. */
+
+type Target = abstract new (...args: never[]) => unknown;
+
+export function recordModel(target: Target, record: ModelRecord): void {
+  Reflect.defineMetadata(MODEL_OPTIONS_KEY, record, target);
+}
+
+export function readModel(target: Target): ModelRecord | undefined {
+  return Reflect.getOwnMetadata(MODEL_OPTIONS_KEY, target) as ModelRecord | undefined;
+}
+
+export function recordEndpoint(target: Target, record: EndpointRecord): void {
+  const list = (Reflect.getOwnMetadata(ENDPOINTS_KEY, target) as EndpointRecord[] | undefined) ?? [];
+  Reflect.defineMetadata(ENDPOINTS_KEY, [...list, record], target);
+}
+
+export function readEndpoints(target: Target): readonly EndpointRecord[] {
+  return (Reflect.getOwnMetadata(ENDPOINTS_KEY, target) as EndpointRecord[] | undefined) ?? [];
+}
+
+export function recordBatch(target: Target, record: BatchRecord): void {
+  const list = (Reflect.getOwnMetadata(BATCH_KEY, target) as BatchRecord[] | undefined) ?? [];
+  Reflect.defineMetadata(BATCH_KEY, [...list, record], target);
+}
+
+export function readBatches(target: Target): readonly BatchRecord[] {
+  return (Reflect.getOwnMetadata(BATCH_KEY, target) as BatchRecord[] | undefined) ?? [];
+}
+
+export function recordInstances(target: Target, record: InstancesRecord): void {
+  Reflect.defineMetadata(INSTANCES_KEY, record, target);
+}
+
+export function readInstances(target: Target): InstancesRecord | undefined {
+  return Reflect.getOwnMetadata(INSTANCES_KEY, target) as InstancesRecord | undefined;
+}
+
+/** Parameter types of a method as emitted by the compiler; undefined when metadata was not emitted. */
+export function readMethodParamTypes(prototype: object, method: string): readonly unknown[] | undefined {
+  return Reflect.getMetadata(DESIGN_PARAMTYPES_KEY, prototype, method) as unknown[] | undefined;
+}

@@ -1,0 +1,35 @@
+import type { ModelContext } from '../definition/model-context.js';
+import type { ModelDefinition } from '../definition/model-definition.js';
+import { ModelHost } from './model-host.js';
+import type { ModelInstance } from './model-instance.js';
+import type { ExecuteCall, ExecuteOutcome } from './wire-format.js';
+
+/**
+ * A model instance on the HTTP thread, for `@Instances(n, { inline: true })` models that only do
+ * async I/O. Anything CPU-bound here would stall every request, hence worker threads by default.
+ */
+export class InlineInstance implements ModelInstance {
+  private host?: ModelHost;
+
+  constructor(
+    readonly index: number,
+    private readonly definition: ModelDefinition,
+    private readonly context: ModelContext,
+  ) {}
+
+  async start(): Promise<void> {
+    const host = ModelHost.create(this.definition);
+    await host.initialize(this.context);
+    this.host = host;
+  }
+
+  execute(call: ExecuteCall): Promise<ExecuteOutcome> {
+    if (!this.host) throw new Error(`instance ${this.index} of ${this.definition.name} is not started`);
+    return this.host.execute(structuredClone(call));
+  }
+
+  async stop(): Promise<void> {
+    await this.host?.finalize();
+    this.host = undefined;
+  }
+}

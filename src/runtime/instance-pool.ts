@@ -1,0 +1,130 @@
+import type { ModelDefinition } from '../definition/model-definition.js';
+import { createError } from '../errors/index.js';
+import type { InstanceEvents, InstanceFactory, ModelInstance } from './model-instance.js';
+
+export interface RestartPolicy {
+  /** Most restarts of one instance within `windowMs` before it is left down until the window passes. */
+  readonly maxRestarts: number;
+  readonly windowMs: number;
+}
+
+export interface PoolEvents {
+  /** An instance became free to take a batch. */
+  onIdle(): void;
+  onRestart(index: number): void;
+  onLog(level: 'info' | 'warn' | 'error', message: string): void;
+}
+
+/**
+ * The instances of one model (Triton's instance group): tracks which are idle, hands them out one
+ * batch at a time, and restarts the ones that die, rate-limited so a crash loop does not spin.
+ */
+export class InstancePool {
+  private readonly instances: (ModelInstance | undefined)[] = [];
+  private readonly idle: ModelInstance[] = [];
+  private readonly restarts: number[][] = [];
+  private stopped = false;
+
+  constructor(
+    private readonly definition: ModelDefinition,
+    private readonly factory: InstanceFactory,
+    private readonly events: PoolEvents,
+    private readonly restartPolicy: RestartPolicy = { maxRestarts: 5, windowMs: 60_000 },
+  ) {}
+
+  get size(): number {
+    return this.definition.instances.count;
+  }
+
+  get idleCount(): number {
+    return this.idle.length;
+  }
+
+  /** Starts every instance in parallel; if one fails, the others are stopped and the error is thrown. */
+  async start(): Promise<void> {
+    const started = await Promise.allSettled(
+      Array.from({ length: this.size }, async (_, index) => {
+        const instance = this.factory(index, this.instanceEvents);
+        this.instances[index] = instance;
+        this.restarts[index] = [];
+        await instance.start();
+        return instance;
+      }),
+    );
+    const failure = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failure) {
+      await Promise.allSettled(
+        started.flatMap((s) => (s.status === 'fulfilled' ? [s.value.stop()] : [])),
+      );
+      throw failure.reason;
+    }
+    for (const s of started) if (s.status === 'fulfilled') this.idle.push(s.value);
+  }
+
+  /** Takes an idle instance; callers check idleCount first. */
+  acquire(): ModelInstance {
+    const instance = this.idle.shift();
+    if (!instance) throw new Error(`no idle instance of ${this.definition.name}`);
+    return instance;
+  }
+
+  release(instance: ModelInstance): void {
+    if (this.stopped || this.instances[instance.index] !== instance) return;
+    this.idle.push(instance);
+    this.events.onIdle();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.idle.length = 0;
+    const running = this.instances.filter((i): i is ModelInstance => i !== undefined);
+    const results = await Promise.allSettled(running.map((i) => i.stop()));
+    for (const r of results) if (r.status === 'rejected') this.events.onLog('error', String((r.reason as Error)?.message ?? r.reason));
+  }
+
+  private readonly instanceEvents: InstanceEvents = {
+    onCrash: (instance, reason) => this.onCrash(instance, reason),
+  };
+
+  private onCrash(instance: ModelInstance, reason: string): void {
+    const index = instance.index;
+    if (this.stopped || this.instances[index] !== instance) return;
+    this.instances[index] = undefined;
+    const at = this.idle.indexOf(instance);
+    if (at >= 0) this.idle.splice(at, 1);
+    this.events.onLog('error', `model '${this.definition.name}' instance ${index} died (${reason})`);
+    this.scheduleRestart(index);
+  }
+
+  private scheduleRestart(index: number): void {
+    const now = Date.now();
+    const recent = this.restarts[index].filter((t) => now - t < this.restartPolicy.windowMs);
+    this.restarts[index] = recent;
+    if (recent.length >= this.restartPolicy.maxRestarts) {
+      const waitMs = recent[0] + this.restartPolicy.windowMs - now;
+      const limit = createError('SF_ERR_INSTANCE_RESTART_LIMIT', this.definition.name, index, recent.length, this.restartPolicy.windowMs);
+      this.events.onLog('error', `${limit.message} Next try in ${waitMs} ms.`);
+      setTimeout(() => this.restart(index), waitMs).unref();
+      return;
+    }
+    this.restart(index);
+  }
+
+  private restart(index: number): void {
+    if (this.stopped) return;
+    this.restarts[index].push(Date.now());
+    const instance = this.factory(index, this.instanceEvents);
+    this.instances[index] = instance;
+    this.events.onRestart(index);
+    instance.start().then(
+      () => this.release(instance),
+      (err: unknown) => {
+        this.events.onLog('error', `restart of '${this.definition.name}' instance ${index} failed: ${(err as Error).message}`);
+        if (this.instances[index] === instance) {
+          this.instances[index] = undefined;
+          this.scheduleRestart(index);
+        }
+      },
+    );
+  }
+}

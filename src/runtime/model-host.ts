@@ -1,0 +1,102 @@
+import { performance } from 'node:perf_hooks';
+import { instanceToPlain, plainToInstance } from 'class-transformer';
+import { container as rootContainer, type DependencyContainer } from 'tsyringe';
+import type { EndpointDefinition, ModelDefinition } from '../definition/model-definition.js';
+import type { ModelContext, RequestInfo } from '../definition/model-context.js';
+import { createError, serializeError } from '../errors/index.js';
+import type { ExecuteCall, ExecuteOutcome, WireResult } from './wire-format.js';
+import { reviveBuffers } from './wire-format.js';
+
+type Hooked = {
+  initialize?(ctx: ModelContext): unknown;
+  finalize?(): unknown;
+} & Record<string, unknown>;
+
+/**
+ * One instance of a user's model class and the calls into it. The same code runs inside a worker
+ * thread (the default) and on the HTTP thread for `inline` models.
+ */
+export class ModelHost {
+  private readonly endpoints: ReadonlyMap<string, EndpointDefinition>;
+
+  private constructor(
+    private readonly definition: ModelDefinition,
+    private readonly instance: Hooked,
+  ) {
+    this.endpoints = new Map(definition.endpoints.map((e) => [e.methodName, e]));
+  }
+
+  static create(definition: ModelDefinition, container: DependencyContainer = rootContainer.createChildContainer()): ModelHost {
+    let instance: Hooked;
+    try {
+      instance = container.resolve(definition.target as unknown as new () => Hooked);
+    } catch (err) {
+      throw createError('SF_ERR_DEPENDENCY_UNRESOLVED', definition.className, (err as Error).message);
+    }
+    return new ModelHost(definition, instance);
+  }
+
+  async initialize(ctx: ModelContext): Promise<void> {
+    if (!this.definition.hooks.initialize) return;
+    try {
+      await this.instance.initialize?.(ctx);
+    } catch (err) {
+      throw createError('SF_ERR_INITIALIZE_FAILED', this.definition.name, ctx.instanceIndex, (err as Error)?.message ?? String(err));
+    }
+  }
+
+  async finalize(): Promise<void> {
+    if (this.definition.hooks.finalize) await this.instance.finalize?.();
+  }
+
+  /** Runs one batch; per-request errors come back as error results, a thrown error fails the batch. */
+  async execute(call: ExecuteCall): Promise<ExecuteOutcome> {
+    const endpoint = this.endpoints.get(call.methodName);
+    if (!endpoint) throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, call.methodName, 'no such endpoint method');
+    const method = this.instance[call.methodName] as (...args: unknown[]) => unknown;
+    const inputs = call.requests.map((r) => this.toInput(endpoint, r.payload));
+    const infos: RequestInfo[] = call.requests.map((r) => reviveBuffers(r.info as RequestInfo));
+    const computeStartMs = performance.timeOrigin + performance.now();
+    let results: WireResult[];
+    if (call.batched) {
+      const output = await method.call(this.instance, inputs, infos);
+      results = this.checkBatchOutput(endpoint, output, inputs.length).map((v) => this.toResult(endpoint, v));
+    } else {
+      results = [];
+      for (let i = 0; i < inputs.length; i++) {
+        try {
+          results.push(this.toResult(endpoint, await method.call(this.instance, inputs[i], infos[i])));
+        } catch (err) {
+          results.push({ ok: false, error: serializeError(err) });
+        }
+      }
+    }
+    return { results, computeStartMs, computeEndMs: performance.timeOrigin + performance.now() };
+  }
+
+  private toInput(endpoint: EndpointDefinition, payload: unknown): unknown {
+    const dto = endpoint.body ?? endpoint.query;
+    const revived = reviveBuffers(payload);
+    if (!dto || revived === null || typeof revived !== 'object') return revived;
+    return plainToInstance(dto, revived);
+  }
+
+  private checkBatchOutput(endpoint: EndpointDefinition, output: unknown, expected: number): unknown[] {
+    if (!Array.isArray(output)) throw createError('SF_ERR_BATCH_RESULT_NOT_ARRAY', endpoint.id, describe(output));
+    if (output.length !== expected) throw createError('SF_ERR_BATCH_RESULT_LENGTH', endpoint.id, output.length, expected);
+    return output;
+  }
+
+  private toResult(endpoint: EndpointDefinition, value: unknown): WireResult {
+    if (value instanceof Error) return { ok: false, error: serializeError(value) };
+    const plain = endpoint.response && value !== null && typeof value === 'object' && !ArrayBuffer.isView(value)
+      ? instanceToPlain(value)
+      : value;
+    return { ok: true, value: plain };
+  }
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  return typeof value === 'object' ? (value.constructor?.name ?? 'object') : typeof value;
+}

@@ -1,0 +1,18 @@
+import type { ExecuteCall, ExecuteOutcome } from './wire-format.js';
+
+/** One running copy of a model: a worker thread, or the HTTP thread for inline models. */
+export interface ModelInstance {
+  readonly index: number;
+  /** Constructs the class and runs `initialize`; rejects with SF_ERR_INITIALIZE_FAILED. */
+  start(): Promise<void>;
+  execute(call: ExecuteCall): Promise<ExecuteOutcome>;
+  /** Runs `finalize` and releases the thread. */
+  stop(): Promise<void>;
+}
+
+export interface InstanceEvents {
+  /** The instance died on its own (crash, `process.exit`, out of memory); it will not answer again. */
+  onCrash(instance: ModelInstance, reason: string): void;
+}
+
+export type InstanceFactory = (index: number, events: InstanceEvents) => ModelInstance;

@@ -1,0 +1,152 @@
+import { performance } from 'node:perf_hooks';
+import type { EndpointDefinition, ModelDefinition } from '../definition/model-definition.js';
+import { deserializeError, ServeFnError } from '../errors/index.js';
+import type { BatchTimings, FailureReason, InferenceRecorder } from '../metrics/inference-recorder.js';
+import { UNBATCHED_POLICY } from './batch-policy.js';
+import { DynamicBatcher, type BatchEntry, type SubmitOptions } from './dynamic-batcher.js';
+import { InstancePool, type PoolEvents, type RestartPolicy } from './instance-pool.js';
+import type { InstanceFactory } from './model-instance.js';
+import type { WireRequest } from './wire-format.js';
+
+interface Queued {
+  readonly wire: WireRequest;
+  readonly submittedMs: number;
+  dispatchedMs?: number;
+  timings?: BatchTimings;
+}
+
+export interface ModelRuntimeOptions {
+  readonly factory: InstanceFactory;
+  readonly recorder: InferenceRecorder;
+  readonly log: PoolEvents['onLog'];
+  readonly restartPolicy?: RestartPolicy;
+}
+
+const now = (): number => performance.timeOrigin + performance.now();
+
+/**
+ * Everything that runs one model: its instance pool and one dynamic batcher per endpoint (an
+ * endpoint without @Batch gets a batcher of size 1, so queue policy and metrics work the same).
+ */
+export class ModelRuntime {
+  private readonly pool: InstancePool;
+  private readonly batchers = new Map<string, DynamicBatcher<Queued, unknown>>();
+  private nextBatcher = 0;
+
+  constructor(
+    readonly definition: ModelDefinition,
+    private readonly options: ModelRuntimeOptions,
+  ) {
+    this.pool = new InstancePool(
+      definition,
+      options.factory,
+      {
+        onIdle: () => this.wakeBatchers(),
+        onRestart: (index) => options.recorder.instanceRestarted(definition.name, definition.version, index),
+        onLog: options.log,
+      },
+      options.restartPolicy,
+    );
+    for (const endpoint of definition.endpoints) {
+      this.batchers.set(
+        endpoint.methodName,
+        new DynamicBatcher<Queued, unknown>(endpoint.id, endpoint.batch ?? UNBATCHED_POLICY, {
+          idleInstances: () => this.pool.idleCount,
+          execute: (batch) => this.execute(endpoint, batch),
+        }),
+      );
+    }
+    options.recorder.registerModel(definition.name, definition.version);
+  }
+
+  start(): Promise<void> {
+    return this.pool.start();
+  }
+
+  /** Queues one request for an endpoint method and resolves with its result. */
+  async submit(methodName: string, wire: WireRequest, options: SubmitOptions = {}): Promise<unknown> {
+    const batcher = this.batchers.get(methodName)!;
+    const { name, version } = this.definition;
+    const { recorder } = this.options;
+    const queued: Queued = { wire, submittedMs: now() };
+    recorder.pendingChanged(name, version, 1);
+    try {
+      const value = await batcher.submit(queued, options);
+      const end = now();
+      recorder.requestSucceeded(name, version, {
+        requestUs: toUs(end - queued.submittedMs),
+        queueUs: toUs((queued.dispatchedMs ?? end) - queued.submittedMs),
+        computeInputUs: queued.timings?.computeInputUs ?? 0,
+        computeInferUs: queued.timings?.computeInferUs ?? 0,
+        computeOutputUs: queued.timings?.computeOutputUs ?? 0,
+      });
+      return value;
+    } catch (err) {
+      if (queued.dispatchedMs === undefined) recorder.pendingChanged(name, version, -1);
+      recorder.requestFailed(name, version, failureReason(err, queued), {
+        requestUs: toUs(now() - queued.submittedMs),
+      });
+      throw err;
+    }
+  }
+
+  /** Stops taking requests and waits for queued and running ones to finish. */
+  async drain(): Promise<void> {
+    await Promise.all([...this.batchers.values()].map((b) => b.drain()));
+  }
+
+  stop(): Promise<void> {
+    return this.pool.stop();
+  }
+
+  get pendingCount(): number {
+    let total = 0;
+    for (const b of this.batchers.values()) total += b.pendingCount + b.inflightCount;
+    return total;
+  }
+
+  private async execute(endpoint: EndpointDefinition, batch: readonly BatchEntry<Queued>[]): Promise<unknown[]> {
+    const { name, version } = this.definition;
+    const { recorder } = this.options;
+    const instance = this.pool.acquire();
+    const dispatched = now();
+    for (const entry of batch) entry.payload.dispatchedMs = dispatched;
+    recorder.pendingChanged(name, version, -batch.length);
+    try {
+      const outcome = await instance.execute({
+        methodName: endpoint.methodName,
+        batched: endpoint.batch !== undefined,
+        requests: batch.map((e) => e.payload.wire),
+      });
+      const received = now();
+      const timings: BatchTimings = {
+        computeInputUs: toUs(outcome.computeStartMs - dispatched),
+        computeInferUs: toUs(outcome.computeEndMs - outcome.computeStartMs),
+        computeOutputUs: toUs(received - outcome.computeEndMs),
+      };
+      for (const entry of batch) entry.payload.timings = timings;
+      recorder.batchExecuted(name, version, batch.length, timings);
+      return outcome.results.map((r) => (r.ok ? r.value : deserializeError(r.error)));
+    } finally {
+      this.pool.release(instance);
+    }
+  }
+
+  /** Gives every endpoint a turn at a freed instance, starting with a different one each time. */
+  private wakeBatchers(): void {
+    const list = [...this.batchers.values()];
+    const start = this.nextBatcher++ % list.length;
+    for (let i = 0; i < list.length && this.pool.idleCount > 0; i++) list[(start + i) % list.length].notifyIdle();
+  }
+}
+
+function toUs(ms: number): number {
+  return Math.max(0, Math.round(ms * 1000));
+}
+
+function failureReason(err: unknown, queued: Queued): FailureReason {
+  const code = err instanceof ServeFnError ? err.code : undefined;
+  if (code === 'SF_ERR_CANCELLED') return 'CANCELED';
+  if (code === 'SF_ERR_QUEUE_FULL' || code === 'SF_ERR_TIMEOUT' || code === 'SF_ERR_DRAINING') return 'REJECTED';
+  return queued.dispatchedMs !== undefined ? 'BACKEND' : 'OTHER';
+}

@@ -1,0 +1,60 @@
+import type { RequestInfo } from '../definition/model-context.js';
+import type { SerializedError } from '../errors/index.js';
+
+/** What crosses between the HTTP thread and an instance, in both directions. */
+
+export interface WireRequest {
+  /** The validated DTO as a plain object (structured clone drops class prototypes). */
+  readonly payload: unknown;
+  readonly info: RequestInfo;
+}
+
+export type WireResult = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: SerializedError };
+
+export interface ExecuteCall {
+  readonly methodName: string;
+  readonly batched: boolean;
+  readonly requests: readonly WireRequest[];
+}
+
+export interface ExecuteOutcome {
+  readonly results: readonly WireResult[];
+  /**
+   * When the model method started and ended, in ms since the epoch (`timeOrigin + now()`, which
+   * is comparable across threads), so the caller can split a call into input, infer and output time.
+   */
+  readonly computeStartMs: number;
+  readonly computeEndMs: number;
+}
+
+/**
+ * Buffers to hand over instead of copying. A buffer is only transferable when the view covers it
+ * whole: Node's pooled small Buffers share one ArrayBuffer, and transferring it would detach others.
+ */
+export function collectTransferables(value: unknown, out: ArrayBuffer[] = [], depth = 0): ArrayBuffer[] {
+  if (depth > 8 || value === null || typeof value !== 'object') return out;
+  if (ArrayBuffer.isView(value)) {
+    const buffer = value.buffer;
+    if (buffer instanceof ArrayBuffer && value.byteOffset === 0 && value.byteLength === buffer.byteLength && !out.includes(buffer)) {
+      out.push(buffer);
+    }
+    return out;
+  }
+  const children: unknown[] = Array.isArray(value) ? value : Object.values(value);
+  for (const child of children) collectTransferables(child, out, depth + 1);
+  return out;
+}
+
+/**
+ * Structured clone turns Buffers into plain Uint8Arrays. Models and handlers expect Buffers (and
+ * class-transformer empties plain Uint8Arrays), so received values get Buffer views, without copying.
+ */
+export function reviveBuffers<T>(value: T, depth = 0): T {
+  if (value instanceof Uint8Array && !Buffer.isBuffer(value)) {
+    return Buffer.from(value.buffer, value.byteOffset, value.byteLength) as T;
+  }
+  if (depth > 8 || value === null || typeof value !== 'object' || ArrayBuffer.isView(value)) return value;
+  const record = value as Record<string, unknown>;
+  for (const key of Object.keys(record)) record[key] = reviveBuffers(record[key], depth + 1);
+  return value;
+}

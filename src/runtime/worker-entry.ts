@@ -1,0 +1,64 @@
+import { parentPort, workerData } from 'node:worker_threads';
+import { buildDefinition, isModelClass } from '../definition/definition-builder.js';
+import type { ModelDefinition } from '../definition/model-definition.js';
+import { createError, serializeError } from '../errors/index.js';
+import { ModelHost } from './model-host.js';
+import type { FromWorker, ToWorker, WorkerBootData } from './worker-messages.js';
+import { collectTransferables, type ExecuteOutcome } from './wire-format.js';
+
+/**
+ * Main of a model-instance worker thread: imports the user's module in this thread, builds the
+ * model's definition from this thread's own copy of the decorators' records, resolves the class
+ * through this thread's tsyringe container and serves execute calls one at a time.
+ */
+const data = workerData as WorkerBootData;
+const port = parentPort!;
+
+function send(message: FromWorker, transfer: ArrayBuffer[] = []): void {
+  port.postMessage(message, transfer);
+}
+
+function sendOutcome(id: number, outcome: ExecuteOutcome): void {
+  try {
+    send({ type: 'outcome', id, outcome }, collectTransferables(outcome.results));
+  } catch (err) {
+    const method = `${data.context.modelName} endpoint method`;
+    send({ type: 'failed', id, error: serializeError(createError('SF_ERR_RESPONSE_NOT_SERIALIZABLE', method, (err as Error).message)) });
+  }
+}
+
+async function findDefinition(): Promise<ModelDefinition> {
+  const exports = (await import(data.moduleUrl)) as Record<string, unknown>;
+  for (const value of Object.values(exports)) {
+    if (!isModelClass(value)) continue;
+    const def = buildDefinition(value);
+    if (def.name === data.context.modelName && def.version === data.context.modelVersion) return def;
+  }
+  throw createError('SF_ERR_ENTRY_NO_MODELS', `${data.moduleUrl} (model '${data.context.modelName}')`);
+}
+
+async function boot(): Promise<ModelHost> {
+  const host = ModelHost.create(await findDefinition());
+  await host.initialize(data.context);
+  return host;
+}
+
+boot().then(
+  (host) => {
+    port.on('message', (message: ToWorker) => {
+      if (message.type === 'execute') {
+        host.execute(message.call).then(
+          (outcome) => sendOutcome(message.id, outcome),
+          (err: unknown) => send({ type: 'failed', id: message.id, error: serializeError(err) }),
+        );
+      } else {
+        host.finalize().then(
+          () => send({ type: 'finalized' }),
+          (err: unknown) => send({ type: 'finalized', error: serializeError(err) }),
+        );
+      }
+    });
+    send({ type: 'ready' });
+  },
+  (err: unknown) => send({ type: 'init-failed', error: serializeError(err) }),
+);

@@ -1,0 +1,124 @@
+import { Worker } from 'node:worker_threads';
+import type { ModelContext } from '../definition/model-context.js';
+import { createError, deserializeError, type SerializedError } from '../errors/index.js';
+import type { InstanceEvents, ModelInstance } from './model-instance.js';
+import type { FromWorker, ToWorker, WorkerBootData } from './worker-messages.js';
+import { collectTransferables, reviveBuffers, type ExecuteCall, type ExecuteOutcome } from './wire-format.js';
+
+const BOOTSTRAP_URL = new URL('../../loader/worker-bootstrap.mjs', import.meta.url);
+const WORKER_ENTRY_URL = new URL(`./worker-entry${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
+
+interface Pending {
+  resolve(outcome: ExecuteOutcome): void;
+  reject(err: Error): void;
+}
+
+/** A model instance in its own worker thread, so model code never blocks the HTTP thread. */
+export class WorkerInstance implements ModelInstance {
+  private worker?: Worker;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private stopping = false;
+  private finalized?: { resolve(): void; reject(err: Error): void };
+
+  constructor(
+    readonly index: number,
+    private readonly moduleUrl: string,
+    private readonly context: ModelContext,
+    private readonly events: InstanceEvents,
+  ) {}
+
+  start(): Promise<void> {
+    const bootData: WorkerBootData = { workerEntry: WORKER_ENTRY_URL.href, moduleUrl: this.moduleUrl, context: this.context };
+    const worker = new Worker(BOOTSTRAP_URL, { workerData: bootData, name: this.context.instanceName });
+    this.worker = worker;
+    return new Promise<void>((resolve, reject) => {
+      let booted = false;
+      worker.on('message', (message: FromWorker) => {
+        if (message.type === 'ready') {
+          booted = true;
+          resolve();
+        } else if (message.type === 'init-failed') {
+          reject(deserializeError(message.error));
+          void worker.terminate();
+        } else {
+          this.onMessage(message);
+        }
+      });
+      worker.on('error', (err) => {
+        if (!booted) reject(createError('SF_ERR_INITIALIZE_FAILED', this.context.modelName, this.index, err.message));
+        else this.onDeath(`uncaught error: ${err.message}`);
+      });
+      worker.on('exit', (code) => {
+        if (!booted) reject(createError('SF_ERR_INITIALIZE_FAILED', this.context.modelName, this.index, `worker exited with code ${code}`));
+        else this.onDeath(`worker exited with code ${code}`);
+      });
+    });
+  }
+
+  execute(call: ExecuteCall): Promise<ExecuteOutcome> {
+    const worker = this.worker;
+    if (!worker) return Promise.reject(createError('SF_ERR_INSTANCE_CRASHED', this.context.modelName, this.index, 'not running'));
+    const id = this.nextId++;
+    return new Promise<ExecuteOutcome>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      const message: ToWorker = { type: 'execute', id, call };
+      try {
+        worker.postMessage(message, collectTransferables(call.requests));
+      } catch (err) {
+        this.pending.delete(id);
+        reject(createError('SF_ERR_BAD_REQUEST', `request cannot be sent to the model: ${(err as Error).message}`));
+      }
+    });
+  }
+
+  async stop(): Promise<void> {
+    const worker = this.worker;
+    if (!worker || this.stopping) return;
+    this.stopping = true;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        this.finalized = { resolve, reject };
+        worker.postMessage({ type: 'finalize' } satisfies ToWorker);
+      });
+    } finally {
+      await worker.terminate();
+      this.worker = undefined;
+    }
+  }
+
+  private onMessage(message: FromWorker): void {
+    if (message.type === 'finalized') {
+      if (message.error) this.finalized?.reject(this.finalizeError(message.error));
+      else this.finalized?.resolve();
+      return;
+    }
+    if (message.type !== 'outcome' && message.type !== 'failed') return;
+    const pending = this.pending.get(message.id);
+    if (!pending) return;
+    this.pending.delete(message.id);
+    if (message.type === 'outcome') {
+      const results = message.outcome.results.map((r) => (r.ok ? { ok: true as const, value: reviveBuffers(r.value) } : r));
+      pending.resolve({ ...message.outcome, results });
+    } else {
+      pending.reject(deserializeError(message.error));
+    }
+  }
+
+  private finalizeError(error: SerializedError): Error {
+    return createError('SF_ERR_FINALIZE_FAILED', this.context.modelName, this.index, error.message);
+  }
+
+  private onDeath(reason: string): void {
+    if (this.stopping) {
+      this.finalized?.reject(createError('SF_ERR_FINALIZE_FAILED', this.context.modelName, this.index, reason));
+      return;
+    }
+    if (!this.worker) return;
+    this.worker = undefined;
+    const error = createError('SF_ERR_INSTANCE_CRASHED', this.context.modelName, this.index, reason);
+    for (const pending of this.pending.values()) pending.reject(error);
+    this.pending.clear();
+    this.events.onCrash(this, reason);
+  }
+}

@@ -1,0 +1,24 @@
+import type { ModelContext } from '../definition/model-context.js';
+import type { SerializedError } from '../errors/index.js';
+import type { ExecuteCall, ExecuteOutcome } from './wire-format.js';
+
+/** The messages between an instance's worker thread and the HTTP thread. */
+
+export interface WorkerBootData {
+  /** URL of worker-entry (.js when built, .ts when running from source); read by loader/worker-bootstrap.mjs. */
+  readonly workerEntry: string;
+  /** URL of the user's module that exports the model class. */
+  readonly moduleUrl: string;
+  readonly context: ModelContext;
+}
+
+export type ToWorker =
+  | { readonly type: 'execute'; readonly id: number; readonly call: ExecuteCall }
+  | { readonly type: 'finalize' };
+
+export type FromWorker =
+  | { readonly type: 'ready' }
+  | { readonly type: 'init-failed'; readonly error: SerializedError }
+  | { readonly type: 'outcome'; readonly id: number; readonly outcome: ExecuteOutcome }
+  | { readonly type: 'failed'; readonly id: number; readonly error: SerializedError }
+  | { readonly type: 'finalized'; readonly error?: SerializedError };

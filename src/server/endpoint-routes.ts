@@ -1,0 +1,84 @@
+import type { FastifyInstance, FastifySchema } from 'fastify';
+import type { EndpointDefinition, ModelDefinition } from '../definition/model-definition.js';
+import { createError, ServeFnError } from '../errors/index.js';
+import type { ModelRuntime } from '../runtime/model-runtime.js';
+import { describeBatching, inlineSchema, type DtoSchemas } from './openapi-plugin.js';
+import { readRequest } from './request-reader.js';
+import type { ServerState } from './server-state.js';
+
+export interface EndpointRoutesOptions {
+  readonly runtimes: readonly ModelRuntime[];
+  readonly state: ServerState;
+  readonly schemas: DtoSchemas;
+}
+
+/** Registers each model's @Endpoint methods as fastify routes that validate, queue and answer. */
+export async function endpointRoutes(app: FastifyInstance, opts: EndpointRoutesOptions): Promise<void> {
+  for (const runtime of opts.runtimes) {
+    for (const endpoint of runtime.definition.endpoints) registerEndpoint(app, runtime, endpoint, opts.state, opts.schemas);
+  }
+}
+
+function registerEndpoint(app: FastifyInstance, runtime: ModelRuntime, endpoint: EndpointDefinition, state: ServerState, schemas: DtoSchemas): void {
+  const model = runtime.definition;
+  app.route({
+    method: endpoint.httpMethod,
+    url: endpoint.path,
+    schema: routeSchema(model, endpoint, schemas),
+    // class-validator checks requests (for FastAPI-shaped 422s); the JSON Schemas only document them.
+    validatorCompiler: () => () => true,
+    handler: async (request, reply) => {
+      if (!state.ready) throw createError('SF_ERR_DRAINING');
+      const wire = await readRequest(endpoint, request);
+      const abort = new AbortController();
+      const onClose = (): void => {
+        if (!reply.raw.writableEnded) abort.abort();
+      };
+      request.raw.once('close', onClose);
+      let value: unknown;
+      try {
+        value = await runtime.submit(endpoint.methodName, wire, { signal: abort.signal });
+      } catch (err) {
+        throw asEndpointError(model, endpoint, err);
+      } finally {
+        request.raw.off('close', onClose);
+      }
+      reply.code(endpoint.status);
+      if (Buffer.isBuffer(value)) return reply.type(endpoint.produces).send(value);
+      return value ?? null;
+    },
+  });
+}
+
+function asEndpointError(model: ModelDefinition, endpoint: EndpointDefinition, err: unknown): unknown {
+  if (err instanceof ServeFnError) return err;
+  const status = (err as { statusCode?: number })?.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) return err;
+  return createError('SF_ERR_EXECUTION_FAILED', model.name, endpoint.id, (err as Error)?.message ?? String(err));
+}
+
+function routeSchema(model: ModelDefinition, endpoint: EndpointDefinition, schemas: DtoSchemas): FastifySchema {
+  const ref = (dto: { name: string }): Record<string, unknown> => ({ $ref: `${dto.name}#` });
+  const description = [endpoint.description, model.description && `Model **${model.name}** v${model.version}: ${model.description}.`, describeBatching(endpoint)]
+    .filter(Boolean)
+    .join('\n\n');
+  const schema: Record<string, unknown> = {
+    summary: endpoint.summary ?? `${model.name}.${endpoint.methodName}`,
+    description,
+    tags: [...endpoint.tags],
+    operationId: `${model.name}_${endpoint.methodName}`,
+  };
+  if (endpoint.body) schema.body = ref(endpoint.body);
+  if (endpoint.consumes === 'multipart') schema.consumes = ['multipart/form-data'];
+  // Swagger turns querystring and params into one parameter per property, which needs them inline.
+  if (endpoint.query) schema.querystring = inlineSchema(schemas, endpoint.query);
+  if (endpoint.params) schema.params = inlineSchema(schemas, endpoint.params);
+  const errorRef = { $ref: 'ErrorBody#' };
+  schema.response = {
+    ...(endpoint.response ? { [endpoint.status]: ref(endpoint.response) } : {}),
+    422: { $ref: 'ValidationErrorBody#' },
+    500: errorRef,
+    503: errorRef,
+  };
+  return schema as FastifySchema;
+}

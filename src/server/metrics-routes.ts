@@ -1,0 +1,15 @@
+import type { FastifyInstance } from 'fastify';
+import type { InferenceRecorder } from '../metrics/inference-recorder.js';
+
+export interface MetricsRoutesOptions {
+  recorder: InferenceRecorder;
+}
+
+/** `GET /metrics`: the recorder's registry in Prometheus text format. */
+export async function metricsRoutes(app: FastifyInstance, opts: MetricsRoutesOptions): Promise<void> {
+  const { registry } = opts.recorder;
+  app.get('/metrics', async (_request, reply) => {
+    const text = await registry.metrics();
+    return reply.type(registry.contentType).send(text);
+  });
+}

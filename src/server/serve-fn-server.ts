@@ -1,0 +1,145 @@
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import multipart from '@fastify/multipart';
+import { buildDefinitions } from '../definition/definition-builder.js';
+import type { ModelContext } from '../definition/model-context.js';
+import type { ModelClass, ModelDefinition } from '../definition/model-definition.js';
+import { createError } from '../errors/index.js';
+import { InferenceRecorder } from '../metrics/inference-recorder.js';
+import { InlineInstance } from '../runtime/inline-instance.js';
+import type { RestartPolicy } from '../runtime/instance-pool.js';
+import type { InstanceFactory } from '../runtime/model-instance.js';
+import { ModelRuntime } from '../runtime/model-runtime.js';
+import { WorkerInstance } from '../runtime/worker-instance.js';
+import { endpointRoutes } from './endpoint-routes.js';
+import { installErrorHandling } from './error-handler.js';
+import { healthRoutes } from './health-routes.js';
+import { metricsRoutes } from './metrics-routes.js';
+import { collectDtoSchemas, registerOpenApi } from './openapi-plugin.js';
+import { ServerState } from './server-state.js';
+
+export const DEFAULT_BODY_LIMIT = 64 * 1024 * 1024;
+
+export interface ServeOptions {
+  readonly models: readonly ModelClass[];
+  /** URL of the module exporting the model classes; worker-thread instances import it. */
+  readonly moduleUrl?: string;
+  readonly logger?: FastifyServerOptions['logger'];
+  /** Largest accepted request body in bytes (default 64 MiB, Triton's default). */
+  readonly bodyLimit?: number;
+  readonly title?: string;
+  readonly version?: string;
+  readonly restartPolicy?: RestartPolicy;
+  readonly collectProcessMetrics?: boolean;
+}
+
+/**
+ * A serve-fn server: model runtimes plus the fastify app that fronts them. `start()` initialises
+ * every instance before any route exists; `close()` drains, then finalises.
+ */
+export class ServeFnServer {
+  readonly state = new ServerState();
+  readonly recorder: InferenceRecorder;
+  readonly app: FastifyInstance;
+  readonly definitions: readonly ModelDefinition[];
+  private runtimes: ModelRuntime[] = [];
+  private readonly bodyLimit: number;
+
+  constructor(private readonly options: ServeOptions) {
+    this.definitions = buildDefinitions(options.models);
+    this.bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
+    this.recorder = new InferenceRecorder({ collectProcessMetrics: options.collectProcessMetrics ?? true });
+    this.app = fastify({ logger: options.logger ?? false, bodyLimit: this.bodyLimit, forceCloseConnections: 'idle' });
+  }
+
+  /** Builds runtimes and routes without starting any instance (enough for the OpenAPI document). */
+  async prepare(): Promise<void> {
+    if (this.runtimes.length > 0) return;
+    const log = (level: 'info' | 'warn' | 'error', message: string): void => this.app.log[level](message);
+    this.runtimes = this.definitions.map(
+      (def) => new ModelRuntime(def, { factory: this.factoryFor(def), recorder: this.recorder, log, restartPolicy: this.options.restartPolicy }),
+    );
+    await this.buildRoutes();
+  }
+
+  async openapi(): Promise<Record<string, unknown>> {
+    await this.prepare();
+    return this.app.swagger() as unknown as Record<string, unknown>;
+  }
+
+  async start(): Promise<void> {
+    await this.prepare();
+    const started = await Promise.allSettled(this.runtimes.map((r) => r.start()));
+    const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed) {
+      await Promise.allSettled(this.runtimes.map((r) => r.stop()));
+      throw failed.reason;
+    }
+    this.state.set('ready');
+  }
+
+  async listen(port: number, host: string): Promise<string> {
+    if (this.state.phase === 'starting') await this.start();
+    return this.app.listen({ port, host });
+  }
+
+  /** Readiness turns 503 at once; in-flight requests finish; then every instance is finalised. */
+  async close(): Promise<void> {
+    if (this.state.phase === 'draining' || this.state.phase === 'stopped') return;
+    this.state.set('draining');
+    await Promise.all(this.runtimes.map((r) => r.drain()));
+    await this.app.close();
+    await Promise.all(this.runtimes.map((r) => r.stop()));
+    this.state.set('stopped');
+  }
+
+  private async buildRoutes(): Promise<void> {
+    const app = this.app;
+    installErrorHandling(app, this.bodyLimit);
+    await app.register(multipart, { limits: { fileSize: this.bodyLimit, fieldSize: this.bodyLimit } });
+    const schemas = collectDtoSchemas();
+    await registerOpenApi(app, schemas, {
+      title: this.options.title ?? 'serve-fn',
+      version: this.options.version ?? '1',
+      description: this.definitions.map((d) => `**${d.name}** v${d.version}${d.description ? `: ${d.description}` : ''}`).join('\n\n'),
+    });
+    await app.register(healthRoutes, { state: this.state });
+    await app.register(metricsRoutes, { recorder: this.recorder });
+    await app.register(endpointRoutes, { runtimes: this.runtimes, state: this.state, schemas });
+    await app.ready();
+  }
+
+  private factoryFor(def: ModelDefinition): InstanceFactory {
+    const moduleUrl = this.options.moduleUrl;
+    if (!def.instances.inline && !moduleUrl) {
+      throw createError('SF_ERR_INSTANCES_INVALID', def.className, "run in worker threads, which import the model's module: pass moduleUrl, or use { inline: true }");
+    }
+    const modelDir = moduleUrl ? dirname(fileURLToPath(moduleUrl)) : process.cwd();
+    return (index, events) => {
+      const context = contextFor(def, index, modelDir);
+      return def.instances.inline ? new InlineInstance(index, def, context) : new WorkerInstance(index, moduleUrl!, context, events);
+    };
+  }
+}
+
+function contextFor(def: ModelDefinition, index: number, modelDir: string): ModelContext {
+  const { count, kind, devices } = def.instances;
+  return {
+    modelName: def.name,
+    modelVersion: def.version,
+    instanceName: `${def.name}_${index}`,
+    instanceIndex: index,
+    instanceCount: count,
+    deviceKind: kind,
+    deviceId: devices[index % devices.length],
+    modelDir,
+    config: {
+      name: def.name,
+      version: def.version,
+      description: def.description,
+      instances: { count, kind, devices: [...devices] },
+      endpoints: def.endpoints.map((e) => ({ method: e.httpMethod, path: e.path, batch: e.batch ?? null })),
+    },
+  };
+}
