@@ -10,5 +10,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // .ci/run reads the JSON report to print its own `N passed, N failed` line.
+    reporters: ['default', ['json', { outputFile: '.vitest-report.json' }]],
   },
 });

@@ -39,6 +39,7 @@ export class WorkerInstance implements ModelInstance {
           booted = true;
           resolve();
         } else if (message.type === 'init-failed') {
+          this.worker = undefined;
           reject(deserializeError(message.error));
           void worker.terminate();
         } else {
@@ -46,10 +47,12 @@ export class WorkerInstance implements ModelInstance {
         }
       });
       worker.on('error', (err) => {
+        if (!booted) this.worker = undefined;
         if (!booted) reject(createError('SF_ERR_INITIALIZE_FAILED', this.context.modelName, this.index, err.message));
         else this.onDeath(`uncaught error: ${err.message}`);
       });
       worker.on('exit', (code) => {
+        if (!booted) this.worker = undefined;
         if (!booted) reject(createError('SF_ERR_INITIALIZE_FAILED', this.context.modelName, this.index, `worker exited with code ${code}`));
         else this.onDeath(`worker exited with code ${code}`);
       });

@@ -58,7 +58,8 @@ function asEndpointError(model: ModelDefinition, endpoint: EndpointDefinition, e
 }
 
 function routeSchema(model: ModelDefinition, endpoint: EndpointDefinition, schemas: DtoSchemas): FastifySchema {
-  const ref = (dto: { name: string }): Record<string, unknown> => ({ $ref: `${dto.name}#` });
+  // A class without class-validator decorators has no schema to point at.
+  const ref = (dto: { name: string }): Record<string, unknown> => (schemas[dto.name] ? { $ref: `${dto.name}#` } : { type: 'object' });
   const description = [endpoint.description, model.description && `Model **${model.name}** v${model.version}: ${model.description}.`, describeBatching(endpoint)]
     .filter(Boolean)
     .join('\n\n');
@@ -75,7 +76,7 @@ function routeSchema(model: ModelDefinition, endpoint: EndpointDefinition, schem
   if (endpoint.params) schema.params = inlineSchema(schemas, endpoint.params);
   const errorRef = { $ref: 'ErrorBody#' };
   schema.response = {
-    ...(endpoint.response ? { [endpoint.status]: ref(endpoint.response) } : {}),
+    ...(endpoint.response && schemas[endpoint.response.name] ? { [endpoint.status]: ref(endpoint.response) } : {}),
     422: { $ref: 'ValidationErrorBody#' },
     500: errorRef,
     503: errorRef,

@@ -1,0 +1,109 @@
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { freePort, REPO_ROOT, startCli, type RunningCli } from './cli-harness.js';
+
+const tmp = join(REPO_ROOT, 'test', '.tmp', `cli-${process.pid}`);
+mkdirSync(tmp, { recursive: true });
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+const post = (cli: RunningCli, path: string, body: unknown): Promise<Response> =>
+  fetch(cli.base + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+describe('serve-fn start', () => {
+  it('serves the quickstart with JSON logs', async () => {
+    const cli = await startCli(['start', 'examples/quickstart', '--host', '127.0.0.1']);
+    try {
+      await cli.waitForOutput(/"msg":"serve-fn ready"/);
+      const res = await post(cli, '/prosody', { text: 'hello there' });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ words: 2, syllables: 4, duration_ms: 800, batch_size: 1 });
+      const form = new FormData();
+      form.set('tts_text', 'hi you');
+      form.set('spk_id', 'tenor');
+      const wav = await fetch(`${cli.base}/inference_sft`, { method: 'POST', body: form });
+      expect(wav.status).toBe(200);
+      expect(wav.headers.get('content-type')).toBe('audio/wav');
+      const bytes = Buffer.from(await wav.arrayBuffer());
+      expect(bytes.subarray(0, 4).toString()).toBe('RIFF');
+      expect(bytes.length).toBe(44 + 6 * 960 * 2);
+      for (const line of cli.output().trim().split('\n')) expect(() => JSON.parse(line), line).not.toThrow();
+    } finally {
+      expect(await cli.stop()).toBe(0);
+    }
+  });
+
+  it('on SIGTERM finishes in-flight requests, refuses new ones, finalizes every instance and exits 0', async () => {
+    const marker = join(tmp, 'marker.txt');
+    writeFileSync(marker, '');
+    const cli = await startCli(['start', 'test/fixtures/cli/slow-model.ts', '--host', '127.0.0.1'], { SERVE_FN_TEST_MARKER: marker });
+    await cli.waitForOutput(/serve-fn ready/);
+    const inflight = post(cli, '/sleep', { ms: 1500 });
+    await new Promise((r) => setTimeout(r, 300));
+    cli.proc.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 200));
+    const late = await post(cli, '/sleep', { ms: 1 }).then((r) => r.status, () => 'refused');
+    expect([503, 'refused']).toContain(late);
+    const res = await inflight;
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ slept: 1500 });
+    expect(await cli.waitForExit()).toBe(0);
+    const events = readFileSync(marker, 'utf8').trim().split('\n');
+    expect(events.filter((e) => e.startsWith('initialize')).sort()).toEqual(['initialize 0', 'initialize 1']);
+    expect(events.filter((e) => e.startsWith('finalize')).sort()).toEqual(['finalize 0', 'finalize 1']);
+    expect(events.indexOf('finalize 0')).toBeGreaterThan(events.findIndex((e) => e.startsWith('done')));
+  });
+
+  it('fails start-up with the model name and the cause when initialize throws', async () => {
+    const cli = await startCli(['start', 'test/fixtures/cli/slow-model.ts', '--host', '127.0.0.1'], { SLOW_FAIL_INIT: '1' });
+    expect(await cli.waitForExit()).toBe(1);
+    expect(cli.output()).toMatch(/Model 'slow' instance \d failed in initialize\(\): weights file is corrupt/);
+  });
+
+  it('explains a missing entry', async () => {
+    const cli = await startCli(['start', 'no/such/place']);
+    expect(await cli.waitForExit()).toBe(1);
+    expect(cli.output()).toContain("No entry found at 'no/such/place'");
+  });
+});
+
+describe('serve-fn openapi', () => {
+  it('prints the OpenAPI document without serving', async () => {
+    const cli = await startCli(['openapi', 'examples/quickstart']);
+    expect(await cli.waitForExit()).toBe(0);
+    const doc = JSON.parse(cli.output()) as { openapi: string; paths: Record<string, unknown> };
+    expect(doc.openapi).toBe('3.0.3');
+    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/inference_sft', '/prosody', '/health/ready']));
+  });
+});
+
+describe('serve-fn dev', () => {
+  it('binds 127.0.0.1, prints the URLs, and reloads the model when its file changes', async () => {
+    const dir = join(tmp, 'dev');
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, 'greeter.ts');
+    const source = readFileSync(join(REPO_ROOT, 'test/fixtures/cli/greeter-model.ts'), 'utf8');
+    writeFileSync(file, source);
+    const cli = await startCli(['dev', file], {}, await freePort());
+    try {
+      await cli.waitForOutput(/serve-fn ready at http:\/\/127\.0\.0\.1/, 30_000);
+      expect(cli.output()).toContain(`${cli.base}/docs`);
+      expect(await (await post(cli, '/greet', { name: 'ada' })).json()).toEqual({ text: 'hello ada' });
+
+      const edited = Date.now();
+      writeFileSync(file, source.replace("'hello'", "'bonjour'"));
+      await cli.waitForOutput(/greeter\.ts changed, reloading/);
+      let text = '';
+      while (Date.now() - edited < 10_000) {
+        const res = await post(cli, '/greet', { name: 'ada' }).catch(() => undefined);
+        if (res?.status === 200) text = ((await res.json()) as { text: string }).text;
+        if (text === 'bonjour ada') break;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      expect(text).toBe('bonjour ada');
+      console.info(`serve-fn dev reload: ${Date.now() - edited} ms from save to new answer`);
+    } finally {
+      expect(await cli.stop()).toBe(0);
+    }
+  });
+});

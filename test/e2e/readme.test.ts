@@ -1,0 +1,78 @@
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REPO_ROOT, startCli, type RunningCli } from './cli-harness.js';
+
+/** Runs the README's tutorial as written: its file, its `serve-fn dev` command, its requests and answers. */
+const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
+const blockAfter = (marker: string): string[] =>
+  [...readme.matchAll(new RegExp(`<!-- ${marker}: ([^>]*?) -->\\s*\`\`\`\\w*\\n([\\s\\S]*?)\`\`\``, 'g'))].map((m) => `${m[1]}\n${m[2]}`);
+
+const files = blockAfter('tutorial-file').map((b) => {
+  const [name, ...code] = b.split('\n');
+  return { name, code: code.join('\n') };
+});
+const requests = blockAfter('tutorial-request').map((b) => b.split('\n').slice(1).join(' ').trim());
+const responses = blockAfter('tutorial-response').map((b) => {
+  const [status, ...body] = b.split('\n');
+  return { status: Number(status), body: JSON.parse(body.join('\n')) as unknown };
+});
+
+/** Reads the parts of a README curl line a test needs: method, URL path, headers, body. */
+function parseCurl(line: string): { method: string; path: string; headers: Record<string, string>; body?: string } {
+  const tokens = [...line.matchAll(/'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2]);
+  const headers: Record<string, string> = {};
+  let method = 'GET';
+  let path = '';
+  let body: string | undefined;
+  for (let i = 1; i < tokens.length; i++) {
+    const t = tokens[i];
+    if (t === '-X') method = tokens[++i];
+    else if (t === '-H') {
+      const [k, ...v] = tokens[++i].split(':');
+      headers[k.trim()] = v.join(':').trim();
+    } else if (t === '-d') body = tokens[++i];
+    else if (t.startsWith('http')) path = new URL(t).pathname;
+  }
+  return { method, path, headers, body };
+}
+
+describe('README tutorial', () => {
+  const workDir = join(REPO_ROOT, 'test', '.tmp', `readme-${process.pid}`);
+  let cli: RunningCli;
+
+  beforeAll(async () => {
+    for (const f of files) {
+      mkdirSync(dirname(join(workDir, f.name)), { recursive: true });
+      writeFileSync(join(workDir, f.name), f.code);
+    }
+    const command = readme.match(/npx serve-fn dev (\S+)/)![1];
+    cli = await startCli(['dev', join(workDir, command)]);
+    await cli.waitForOutput(/serve-fn ready at/);
+  });
+
+  afterAll(async () => {
+    await cli?.stop();
+    rmSync(workDir, { recursive: true, force: true });
+  });
+
+  it('has a file, requests and matching responses', () => {
+    expect(files).toHaveLength(1);
+    expect(requests.length).toBeGreaterThanOrEqual(2);
+    expect(responses).toHaveLength(requests.length);
+  });
+
+  it('answers every request exactly as the README shows', async () => {
+    for (const [i, line] of requests.entries()) {
+      const req = parseCurl(line);
+      const res = await fetch(cli.base + req.path, { method: req.method, headers: req.headers, body: req.body });
+      expect(res.status, line).toBe(responses[i].status);
+      expect(await res.json(), line).toEqual(responses[i].body);
+    }
+  });
+
+  it('prints the Swagger UI and endpoint URLs in dev mode', () => {
+    expect(cli.output()).toContain(`${cli.base}/docs`);
+    expect(cli.output()).toMatch(new RegExp(`POST\\s+${cli.base}/score`));
+  });
+});
