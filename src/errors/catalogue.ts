@@ -47,7 +47,7 @@ export const ERROR_CATALOGUE = {
   SF_ERR_QUEUE_FULL: spec(503, 'Exceeds maximum queue size'),
   SF_ERR_TIMEOUT: spec(503, 'Request timeout expired'),
   SF_ERR_CANCELLED: spec(499, 'Request was cancelled by the client before it ran.'),
-  SF_ERR_PRIORITY_INVALID: spec(400, 'Priority %s is out of range: this model has priority levels 1..%s (0 = default).'),
+  SF_ERR_PRIORITY_INVALID: spec(400, 'Priority %s is out of range: %s.'),
   SF_ERR_TIMEOUT_INVALID: spec(400, 'Timeout %s is invalid: give a non-negative integer number of microseconds.'),
 
   // Execution errors: raised by the runtime while running model code.

@@ -10,3 +10,4 @@ export const INSTANCES_KEY = 'serve-fn:instances';
 
 /** TypeScript's own keys, emitted by tsc/SWC with emitDecoratorMetadata. */
 export const DESIGN_PARAMTYPES_KEY = 'design:paramtypes';
+export const DESIGN_TYPE_KEY = 'design:type';

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { BATCH_KEY, DESIGN_PARAMTYPES_KEY, ENDPOINTS_KEY, INSTANCES_KEY, MODEL_OPTIONS_KEY } from './metadata-keys.js';
+import { BATCH_KEY, DESIGN_PARAMTYPES_KEY, DESIGN_TYPE_KEY, ENDPOINTS_KEY, INSTANCES_KEY, MODEL_OPTIONS_KEY } from './metadata-keys.js';
 import type { BatchRecord, EndpointRecord, InstancesRecord, ModelRecord } from './records.js';
 
 /** The only file that touches `Reflect`: decorators write through it, the definition builder reads. */
@@ -38,6 +38,11 @@ export function recordInstances(target: Target, record: InstancesRecord): void {
 
 export function readInstances(target: Target): InstancesRecord | undefined {
   return Reflect.getOwnMetadata(INSTANCES_KEY, target) as InstancesRecord | undefined;
+}
+
+/** Declared type of a property as emitted by the compiler; undefined when metadata was not emitted. */
+export function readPropertyType(prototype: object, property: string): unknown {
+  return Reflect.getMetadata(DESIGN_TYPE_KEY, prototype, property);
 }
 
 /** Parameter types of a method as emitted by the compiler; undefined when metadata was not emitted. */

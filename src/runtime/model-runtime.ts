@@ -125,7 +125,14 @@ export class ModelRuntime {
         computeOutputUs: toUs(received - outcome.computeEndMs),
       };
       for (const entry of batch) entry.payload.timings = timings;
-      recorder.batchExecuted(name, version, batch.length, timings);
+      if (endpoint.batch) {
+        recorder.batchExecuted(name, version, batch.length, timings);
+      } else {
+        // A dispatch group of an unbatched endpoint is one model call per request; count it so.
+        const share = (us: number): number => Math.round(us / batch.length);
+        const each = { computeInputUs: share(timings.computeInputUs), computeInferUs: share(timings.computeInferUs), computeOutputUs: share(timings.computeOutputUs) };
+        for (let i = 0; i < batch.length; i++) recorder.batchExecuted(name, version, 1, each);
+      }
       return outcome.results.map((r) => (r.ok ? r.value : deserializeError(r.error)));
     } finally {
       this.pool.release(instance);

@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type { ModelContext } from '../definition/model-context.js';
 import { createError, deserializeError, type SerializedError } from '../errors/index.js';
@@ -7,6 +8,7 @@ import { collectTransferables, reviveBuffers, type ExecuteCall, type ExecuteOutc
 
 const BOOTSTRAP_URL = new URL('../../loader/worker-bootstrap.mjs', import.meta.url);
 const WORKER_ENTRY_URL = new URL(`./worker-entry${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
+const requireHere = createRequire(import.meta.url);
 
 interface Pending {
   resolve(outcome: ExecuteOutcome): void;
@@ -29,6 +31,10 @@ export class WorkerInstance implements ModelInstance {
   ) {}
 
   start(): Promise<void> {
+    // Each worker's TypeScript hooks load @swc/core's native addon, which crashes the whole process
+    // (SIGSEGV) when a thread that loaded it exits while no other thread holds it. Loading it here
+    // keeps it alive for the process, as the CLI's own hooks do; embedders have no such hook.
+    requireHere('@swc/core');
     const bootData: WorkerBootData = { workerEntry: WORKER_ENTRY_URL.href, moduleUrl: this.moduleUrl, context: this.context };
     const worker = new Worker(BOOTSTRAP_URL, { workerData: bootData, name: this.context.instanceName });
     this.worker = worker;

@@ -31,17 +31,19 @@ function registerEndpoint(app: FastifyInstance, runtime: ModelRuntime, endpoint:
       if (!state.ready) throw createError('SF_ERR_DRAINING');
       const wire = await readRequest(endpoint, request);
       const abort = new AbortController();
+      // The response's 'close' means the connection went away; the request's 'close' also fires
+      // as soon as its body has been read, which would cancel every queued request with a body.
       const onClose = (): void => {
         if (!reply.raw.writableEnded) abort.abort();
       };
-      request.raw.once('close', onClose);
+      reply.raw.once('close', onClose);
       let value: unknown;
       try {
         value = await runtime.submit(endpoint.methodName, wire, { signal: abort.signal });
       } catch (err) {
         throw asEndpointError(model, endpoint, err);
       } finally {
-        request.raw.off('close', onClose);
+        reply.raw.off('close', onClose);
       }
       reply.code(endpoint.status);
       if (Buffer.isBuffer(value)) return reply.type(endpoint.produces).send(value);

@@ -2,10 +2,11 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import { createError, ServeFnError, statusOf, type SfErrorCode } from '../errors/index.js';
 import { RequestValidationError } from '../validation/dto-validator.js';
 
-/** fastify's own errors that users meet, mapped onto the catalogue. */
-const FASTIFY_CODES: Readonly<Record<string, (err: FastifyError, limit: number) => ServeFnError>> = {
+/** fastify's (and @fastify/multipart's) own errors that users meet, mapped onto the catalogue. */
+const FASTIFY_CODES: Readonly<Record<string, (err: FastifyError, limit: number, contentType: string) => ServeFnError>> = {
   FST_ERR_CTP_BODY_TOO_LARGE: (_err, limit) => createError('SF_ERR_BODY_TOO_LARGE', limit),
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: (err) => createError('SF_ERR_UNSUPPORTED_MEDIA_TYPE', err.message, 'this route', 'application/json'),
+  FST_REQ_FILE_TOO_LARGE: (_err, limit) => createError('SF_ERR_BODY_TOO_LARGE', limit),
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: (_err, _limit, contentType) => createError('SF_ERR_UNSUPPORTED_MEDIA_TYPE', contentType, 'this route', 'application/json'),
   FST_ERR_CTP_EMPTY_JSON_BODY: () => createError('SF_ERR_BODY_INVALID_JSON', 'the body is empty'),
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: (err) => createError('SF_ERR_BAD_REQUEST', err.message),
 };
@@ -16,12 +17,12 @@ export interface ErrorBody {
 }
 
 /** The one place an error becomes an HTTP answer: 422 FastAPI detail for validation, `{error, code}` otherwise. */
-export function toHttpError(err: unknown, bodyLimit: number): { status: number; body: ErrorBody | { detail: unknown } } {
+export function toHttpError(err: unknown, bodyLimit: number, contentType = 'none'): { status: number; body: ErrorBody | { detail: unknown } } {
   if (err instanceof RequestValidationError) return { status: 422, body: { detail: err.detail } };
   if (err instanceof ServeFnError) return { status: err.statusCode, body: { error: err.message, code: err.code } };
   const fastifyErr = err as FastifyError;
   const mapped = fastifyErr?.code ? FASTIFY_CODES[fastifyErr.code] : undefined;
-  if (mapped) return toHttpError(mapped(fastifyErr, bodyLimit), bodyLimit);
+  if (mapped) return toHttpError(mapped(fastifyErr, bodyLimit, contentType), bodyLimit);
   if (err instanceof SyntaxError || fastifyErr?.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
     return toHttpError(createError('SF_ERR_BODY_INVALID_JSON', (err as Error).message), bodyLimit);
   }
@@ -32,7 +33,7 @@ export function toHttpError(err: unknown, bodyLimit: number): { status: number; 
 
 export function installErrorHandling(app: FastifyInstance, bodyLimit: number): void {
   app.setErrorHandler((err, request, reply) => {
-    const { status, body } = toHttpError(err, bodyLimit);
+    const { status, body } = toHttpError(err, bodyLimit, request.headers['content-type']);
     if (status >= 500) request.log.error({ err }, 'request failed');
     return reply.code(status).send(body);
   });

@@ -19,7 +19,7 @@ export async function readRequest(endpoint: EndpointDefinition, request: Fastify
     ? await validateDto(endpoint.query, request.query ?? {}, 'query')
     : ((request.query ?? {}) as Record<string, unknown>);
   let payload: unknown;
-  if (endpoint.body) payload = await validateDto(endpoint.body, rawBody ?? {}, 'body');
+  if (endpoint.body) payload = await validateDto(endpoint.body, rawBody ?? {}, 'body', endpoint.consumes === 'multipart');
   else if (endpoint.query) payload = query;
   else payload = rawBody ?? null;
   const info: RequestInfo = { params: { ...params }, query: { ...query }, headers: flattenHeaders(request.headers) };

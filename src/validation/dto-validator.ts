@@ -1,6 +1,8 @@
 import { plainToInstance } from 'class-transformer';
 import { validate, type ValidationError } from 'class-validator';
 import type { DtoClass } from '../metadata/records.js';
+import { readPropertyType } from '../metadata/reflection.js';
+import { isUploadedFile } from './uploaded-file.js';
 
 /** One entry of FastAPI's 422 body: `{"detail": [{loc, msg, type, input}]}`. */
 export interface ValidationIssue {
@@ -20,24 +22,49 @@ export class RequestValidationError extends Error {
   }
 }
 
+/** The strings FastAPI (pydantic) reads as booleans. */
+const BOOLEAN_STRINGS: ReadonlyMap<string, boolean> = new Map([
+  ['true', true], ['1', true], ['yes', true], ['on', true], ['t', true], ['y', true],
+  ['false', false], ['0', false], ['no', false], ['off', false], ['f', false], ['n', false],
+]);
+
 /**
  * Turns plain input into a validated DTO instance (class-transformer, then class-validator).
- * Query, path and form values arrive as strings, so those locations convert implicitly by the
- * declared property types, as FastAPI does; JSON bodies keep their JSON types.
+ * Query, path and form values arrive as strings, so those locations (and multipart bodies, with
+ * `stringValues`) convert implicitly by the declared property types, as FastAPI does; JSON bodies
+ * keep their JSON types.
  */
-export async function validateDto<T extends object>(dto: DtoClass, plain: unknown, location: RequestLocation): Promise<T> {
+export async function validateDto<T extends object>(
+  dto: DtoClass,
+  plain: unknown,
+  location: RequestLocation,
+  stringValues = location !== 'body',
+): Promise<T> {
   if (plain === null || typeof plain !== 'object' || Array.isArray(plain)) {
     throw new RequestValidationError([
       { loc: [location], msg: 'Input should be a valid object', type: 'model_attributes_type', input: plain },
     ]);
   }
-  const instance = plainToInstance(dto, plain, { enableImplicitConversion: location !== 'body' }) as T;
+  const instance = plainToInstance(dto, plain, { enableImplicitConversion: stringValues }) as T;
+  if (stringValues) parseBooleans(dto, plain as Record<string, unknown>, instance as Record<string, unknown>);
   const errors = await validate(instance, { whitelist: true, forbidUnknownValues: false });
-  if (errors.length > 0) throw new RequestValidationError(toIssues(errors, [location]));
+  if (errors.length > 0) throw new RequestValidationError(toIssues(errors, [location], plain as Record<string, unknown>));
   return instance;
 }
 
-function toIssues(errors: readonly ValidationError[], parent: readonly (string | number)[]): ValidationIssue[] {
+/**
+ * class-transformer converts implicitly with `Boolean(value)`, which reads 'false' as true; a
+ * string that is no boolean is kept as it came, so validation rejects it.
+ */
+function parseBooleans(dto: DtoClass, plain: Record<string, unknown>, instance: Record<string, unknown>): void {
+  for (const [key, value] of Object.entries(plain)) {
+    if (typeof value !== 'string' || readPropertyType(dto.prototype, key) !== Boolean) continue;
+    instance[key] = BOOLEAN_STRINGS.get(value.toLowerCase()) ?? value;
+  }
+}
+
+/** `raw` holds what the client sent at this level, so `input` shows it rather than a failed conversion (NaN). */
+function toIssues(errors: readonly ValidationError[], parent: readonly (string | number)[], raw?: Record<string, unknown>): ValidationIssue[] {
   const issues: ValidationIssue[] = [];
   for (const error of errors) {
     const loc = [...parent, asLocPart(error.property)];
@@ -45,11 +72,17 @@ function toIssues(errors: readonly ValidationError[], parent: readonly (string |
     if (constraints.length > 0 && error.value === undefined) {
       issues.push({ loc, msg: 'Field required', type: 'missing' });
     } else {
-      for (const [type, msg] of constraints) issues.push({ loc, msg, type, input: error.value });
+      const input = shownInput(raw && Object.hasOwn(raw, error.property) ? raw[error.property] : error.value);
+      for (const [type, msg] of constraints) issues.push({ loc, msg, type, input });
     }
     if (error.children?.length) issues.push(...toIssues(error.children, loc));
   }
   return issues;
+}
+
+/** A file is shown by name, type and size: echoing its bytes would make the answer larger than the upload. */
+function shownInput(value: unknown): unknown {
+  return isUploadedFile(value) ? { filename: value.filename, mimetype: value.mimetype, size: value.data.byteLength } : value;
 }
 
 function asLocPart(property: string): string | number {

@@ -45,7 +45,9 @@ export function IsFile(options: IsFileOptions = {}, validation?: ValidationOptio
     },
     validation,
   );
-  const schema = JSONSchema({ type: 'string', format: 'binary' });
+  // A function replaces the generated schema instead of merging into it: the generated one holds a
+  // `$ref` to the interface's `Object` type, and a `$ref` hides its siblings in OpenAPI 3.0.
+  const schema = JSONSchema(() => ({ type: 'string', format: 'binary' }));
   return (target, key) => {
     check(target, key);
     schema(target, key as string);

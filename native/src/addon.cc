@@ -1,0 +1,25 @@
+// serve_fn_npu: Ascend OM models through AscendCL, bound at run time. Only registers exports;
+// see src/backends/npu/native-binding.ts for the typed surface.
+#include <napi.h>
+
+#include "addon-state.h"
+#include "describe-devices-worker.h"
+#include "library-probe.h"
+#include "load-worker.h"
+#include "om-model.h"
+
+namespace {
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  auto *state = new AddonState();
+  env.AddCleanupHook([state]() { delete state; });
+  state->omModelConstructor = Napi::Persistent(OmModel::DefineClass(env));
+  exports.Set("probeLibrary", Napi::Function::New(env, ProbeLibrary, "probeLibrary"));
+  exports.Set("describeDevices", Napi::Function::New(env, DescribeDevices, "describeDevices"));
+  exports.Set("loadModel", Napi::Function::New(env, LoadModel, "loadModel", state));
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(serve_fn_npu, Init)

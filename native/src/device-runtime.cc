@@ -1,0 +1,48 @@
+#include "device-runtime.h"
+
+DeviceRuntime::DeviceRuntime(std::shared_ptr<AclLibrary> library, int32_t deviceId)
+    : library_(std::move(library)), deviceId_(deviceId) {}
+
+DeviceRuntime::~DeviceRuntime() { Release(); }
+
+NpuStatus DeviceRuntime::Create(std::shared_ptr<AclLibrary> library, int32_t deviceId, std::unique_ptr<DeviceRuntime> *out) {
+  std::unique_ptr<DeviceRuntime> runtime(new DeviceRuntime(std::move(library), deviceId));
+  const AclApi &api = runtime->api();
+  NpuStatus status = runtime->library_->AcquireInit();
+  runtime->initHeld_ = status.ok;
+  if (status.ok) status = ACL_CALL(api, aclrtSetDevice, (deviceId));
+  runtime->deviceSet_ = status.ok;
+  if (status.ok) status = ACL_CALL(api, aclrtCreateContext, (&runtime->context_, deviceId));
+  if (status.ok) status = ACL_CALL(api, aclrtCreateStream, (&runtime->stream_));
+  if (status.ok) *out = std::move(runtime);
+  return status;
+}
+
+NpuStatus DeviceRuntime::MakeCurrent() const { return ACL_CALL(api(), aclrtSetCurrentContext, (context_)); }
+
+NpuStatus DeviceRuntime::Release() {
+  const AclApi &api = library_->api();
+  NpuStatus first;
+  auto keep = [&first](NpuStatus status) {
+    if (first.ok && !status.ok) first = std::move(status);
+  };
+  if (context_) keep(MakeCurrent());
+  if (stream_) {
+    keep(ACL_CALL(api, aclrtSynchronizeStream, (stream_)));
+    keep(ACL_CALL(api, aclrtDestroyStream, (stream_)));
+    stream_ = nullptr;
+  }
+  if (context_) {
+    keep(ACL_CALL(api, aclrtDestroyContext, (context_)));
+    context_ = nullptr;
+  }
+  if (deviceSet_) {
+    keep(ACL_CALL(api, aclrtResetDevice, (deviceId_)));
+    deviceSet_ = false;
+  }
+  if (initHeld_) {
+    keep(library_->ReleaseInit());
+    initHeld_ = false;
+  }
+  return first;
+}

@@ -1,0 +1,39 @@
+// One model instance's place on a device: the process-wide aclInit share, the device set, an own
+// context and one stream. Every worker task calls MakeCurrent() first, because libuv pool threads
+// have no current context and the model must stay in the context it was loaded in (ascend.md §1.7).
+#ifndef SERVE_FN_NPU_DEVICE_RUNTIME_H
+#define SERVE_FN_NPU_DEVICE_RUNTIME_H
+
+#include <memory>
+
+#include "acl-library.h"
+
+class DeviceRuntime {
+ public:
+  // aclInit (first holder only) -> aclrtSetDevice -> aclrtCreateContext -> aclrtCreateStream.
+  static NpuStatus Create(std::shared_ptr<AclLibrary> library, int32_t deviceId, std::unique_ptr<DeviceRuntime> *out);
+
+  ~DeviceRuntime();
+  DeviceRuntime(const DeviceRuntime &) = delete;
+  DeviceRuntime &operator=(const DeviceRuntime &) = delete;
+
+  NpuStatus MakeCurrent() const;
+  // Stream, context, device and init share, in that order; reports the first failure but always
+  // releases everything.
+  NpuStatus Release();
+
+  const AclApi &api() const { return library_->api(); }
+  aclrtStream stream() const { return stream_; }
+
+ private:
+  DeviceRuntime(std::shared_ptr<AclLibrary> library, int32_t deviceId);
+
+  std::shared_ptr<AclLibrary> library_;
+  int32_t deviceId_;
+  bool initHeld_ = false;
+  bool deviceSet_ = false;
+  aclrtContext context_ = nullptr;
+  aclrtStream stream_ = nullptr;
+};
+
+#endif

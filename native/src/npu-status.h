@@ -1,0 +1,32 @@
+// Outcome of a native step: success, an ACL call that failed (function, code and the runtime's
+// own text from aclGetRecentErrMsg), or a failure of the addon itself. Worker threads fill it;
+// the JS thread turns it into an Error that the TypeScript layer maps to SF_ERR_NPU_ACL.
+#ifndef SERVE_FN_NPU_STATUS_H
+#define SERVE_FN_NPU_STATUS_H
+
+#include <napi.h>
+
+#include <string>
+
+#include "acl-api.h"
+
+struct NpuStatus {
+  bool ok = true;
+  std::string function;  // failing AscendCL function; empty when the addon itself failed
+  aclError aclCode = ACL_SUCCESS;
+  std::string message;
+
+  static NpuStatus Ok() { return NpuStatus(); }
+  static NpuStatus Failure(std::string message);
+};
+
+// Checks an AscendCL return code. The error text is read at once, on the failing thread, because
+// the runtime keeps it per thread and clears it when read.
+NpuStatus AclCheck(const AclApi &api, aclError code, const char *function);
+
+#define ACL_CALL(api, fn, args) AclCheck((api), (api).fn args, #fn)
+
+// An Error carrying aclFunction, aclCode and aclMessage for ACL failures.
+Napi::Error ToJsError(Napi::Env env, const NpuStatus &status);
+
+#endif

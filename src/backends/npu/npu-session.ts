@@ -1,0 +1,111 @@
+import { createError } from '../../errors/index.js';
+import type { Datatype, Tensor, TensorSpec } from '../../tensor/tensor.js';
+import type { BackendMetadata, BackendSession } from '../backend.js';
+import type { NativeOmModel } from './native-binding.js';
+import { fromNativeError } from './npu-errors.js';
+import { storageName, tensorBytes, tensorData } from './npu-tensors.js';
+
+const BACKEND = 'npu_om';
+
+function formatShape(shape: readonly number[]): string {
+  return `[${shape.join(', ')}]`;
+}
+
+/**
+ * One OM model loaded on one NPU with its own context. Requests are checked here, against the
+ * model's metadata, so callers get SF_ERR_TENSOR_* errors; the addon pads a batch up to the
+ * nearest compiled gear and trims the outputs back.
+ */
+export class NpuSession implements BackendSession {
+  readonly backend = BACKEND;
+  readonly #model: NativeOmModel;
+  readonly #metadata: BackendMetadata;
+  readonly #label: string;
+  #disposed = false;
+
+  constructor(model: NativeOmModel, metadata: BackendMetadata, label: string) {
+    this.#model = model;
+    this.#metadata = metadata;
+    this.#label = label;
+  }
+
+  metadata(): BackendMetadata {
+    return this.#metadata;
+  }
+
+  async run(inputs: Readonly<Record<string, Tensor>>, outputNames?: readonly string[]): Promise<Record<string, Tensor>> {
+    if (this.#disposed) throw createError('SF_ERR_BACKEND_RUN_FAILED', BACKEND, this.#label, 'the session has been disposed');
+    const wanted = this.#selectOutputs(outputNames);
+    const { views, batch } = this.#prepareInputs(inputs);
+    let buffers: ArrayBuffer[];
+    try {
+      buffers = await this.#model.execute(views, batch);
+    } catch (err) {
+      throw fromNativeError(err, (message) => createError('SF_ERR_BACKEND_RUN_FAILED', BACKEND, this.#label, message));
+    }
+    const result: Record<string, Tensor> = {};
+    this.#metadata.outputs.forEach((spec, i) => {
+      if (!wanted.has(spec.name)) return;
+      const shape = spec.shape.map((dim) => (dim === -1 ? batch : dim));
+      result[spec.name] = { name: spec.name, datatype: spec.datatype, shape, data: tensorData(spec.datatype as Exclude<Datatype, 'BYTES'>, buffers[i]!) };
+    });
+    return result;
+  }
+
+  async dispose(): Promise<void> {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    try {
+      await this.#model.unload();
+    } catch (err) {
+      throw fromNativeError(err, (message) => createError('SF_ERR_BACKEND_RUN_FAILED', BACKEND, this.#label, message));
+    }
+  }
+
+  #selectOutputs(outputNames: readonly string[] | undefined): Set<string> {
+    const known = new Set(this.#metadata.outputs.map((spec) => spec.name));
+    for (const name of outputNames ?? []) {
+      if (!known.has(name)) throw createError('SF_ERR_OUTPUT_UNKNOWN', name, this.#label);
+    }
+    return outputNames ? new Set(outputNames) : known;
+  }
+
+  #prepareInputs(inputs: Readonly<Record<string, Tensor>>): { views: Uint8Array[]; batch: number } {
+    const specs = this.#metadata.inputs;
+    for (const name of Object.keys(inputs)) {
+      if (!specs.some((spec) => spec.name === name)) throw createError('SF_ERR_TENSOR_UNEXPECTED', name, this.#label);
+    }
+    let batch: number | undefined;
+    const views = specs.map((spec) => {
+      const tensor = inputs[spec.name];
+      if (!tensor) throw createError('SF_ERR_TENSOR_MISSING', spec.name, this.#label);
+      batch ??= spec.shape[0] === -1 ? (tensor.shape[0] ?? 0) : 1;
+      return this.#checkInput(spec, tensor, batch);
+    });
+    return { views, batch: batch ?? 1 };
+  }
+
+  #checkInput(spec: TensorSpec, tensor: Tensor, batch: number): Uint8Array {
+    if (tensor.datatype !== spec.datatype) throw createError('SF_ERR_TENSOR_DATATYPE', spec.name, spec.datatype, tensor.datatype);
+    const gears = this.#metadata.batchSizes ?? [];
+    const largest = gears[gears.length - 1] ?? 1;
+    if (gears.length > 0 && (batch < 1 || batch > largest)) {
+      const expected = spec.shape.map((dim) => (dim === -1 ? `1..${largest}` : dim));
+      throw createError('SF_ERR_TENSOR_SHAPE', spec.name, `[${expected.join(', ')}]`, formatShape(tensor.shape));
+    }
+    const shapeFits =
+      tensor.shape.length === spec.shape.length &&
+      spec.shape.every((dim, d) => tensor.shape[d] === (dim === -1 ? batch : dim));
+    if (!shapeFits) {
+      const expected = spec.shape.map((dim) => (dim === -1 ? batch : dim));
+      throw createError('SF_ERR_TENSOR_SHAPE', spec.name, formatShape(expected), formatShape(tensor.shape));
+    }
+    const bytes = tensorBytes(spec.datatype, tensor.data);
+    if (!bytes) throw createError('SF_ERR_TENSOR_DATA', spec.name, `${spec.datatype} data must be ${storageName(spec.datatype)}`);
+    const elements = tensor.shape.reduce((n, dim) => n * dim, 1);
+    if (tensor.data.length !== elements) {
+      throw createError('SF_ERR_TENSOR_DATA', spec.name, `holds ${tensor.data.length} elements, shape ${formatShape(tensor.shape)} needs ${elements}`);
+    }
+    return bytes;
+  }
+}

@@ -1,0 +1,80 @@
+import type { ModelConfig, ModelQueuePolicy } from './model-config.js';
+
+/**
+ * The runtime's batch-policy input, declared here by shape so this file does not wait on
+ * src/runtime/batch-policy.ts; TypeScript checks the two against each other where they meet.
+ */
+export interface QueuePolicyInput {
+  /** 0 = unbounded. */
+  maxQueueSize: number;
+  /** 0 = no timeout. */
+  defaultTimeoutUs: number;
+  allowTimeoutOverride: boolean;
+  timeoutAction: 'REJECT' | 'DELAY';
+}
+
+export interface BatchPolicyInput {
+  maxBatchSize: number;
+  maxQueueDelayUs: number;
+  preferredBatchSizes: number[];
+  preserveOrdering: boolean;
+  /** 0 = no priorities; otherwise levels 1 (highest) .. priorityLevels. */
+  priorityLevels: number;
+  defaultPriorityLevel: number;
+  defaultQueuePolicy: QueuePolicyInput;
+  /** Levels without an entry use defaultQueuePolicy. */
+  priorityQueuePolicy: Record<number, QueuePolicyInput>;
+}
+
+const DEFAULT_QUEUE_POLICY: ModelQueuePolicy = {
+  timeout_action: 'REJECT',
+  default_timeout_microseconds: 0,
+  allow_timeout_override: false,
+  max_queue_size: 0,
+};
+
+/**
+ * Mirrors how Triton's backend_model.cc sets up its scheduler for a model without
+ * sequence_batching: with `dynamic_batching`, batches of up to max(1, max_batch_size) under the
+ * configured delay and queue policies; without it, the default scheduler, which runs requests one
+ * at a time (batch size 1, no delay, one unbounded queue without timeouts). Checking the values
+ * (preferred sizes within max_batch_size, priority levels in range) is the batch policy's job.
+ */
+export function batchPolicyFromConfig(config: Pick<ModelConfig, 'max_batch_size' | 'dynamic_batching'>): BatchPolicyInput {
+  const batching = config.dynamic_batching;
+  if (batching === undefined) {
+    return {
+      maxBatchSize: 1,
+      maxQueueDelayUs: 0,
+      preferredBatchSizes: [],
+      preserveOrdering: false,
+      priorityLevels: 0,
+      defaultPriorityLevel: 0,
+      defaultQueuePolicy: queuePolicyInput(DEFAULT_QUEUE_POLICY),
+      priorityQueuePolicy: {},
+    };
+  }
+  const priorityQueuePolicy: Record<number, QueuePolicyInput> = {};
+  for (const [level, policy] of Object.entries(batching.priority_queue_policy)) {
+    priorityQueuePolicy[Number(level)] = queuePolicyInput(policy);
+  }
+  return {
+    maxBatchSize: Math.max(1, config.max_batch_size),
+    maxQueueDelayUs: batching.max_queue_delay_microseconds,
+    preferredBatchSizes: [...batching.preferred_batch_size],
+    preserveOrdering: batching.preserve_ordering,
+    priorityLevels: batching.priority_levels,
+    defaultPriorityLevel: batching.default_priority_level,
+    defaultQueuePolicy: queuePolicyInput(batching.default_queue_policy ?? DEFAULT_QUEUE_POLICY),
+    priorityQueuePolicy,
+  };
+}
+
+function queuePolicyInput(policy: ModelQueuePolicy): QueuePolicyInput {
+  return {
+    maxQueueSize: policy.max_queue_size,
+    defaultTimeoutUs: policy.default_timeout_microseconds,
+    allowTimeoutOverride: policy.allow_timeout_override,
+    timeoutAction: policy.timeout_action,
+  };
+}

@@ -1,0 +1,404 @@
+import { createError } from '../errors/index.js';
+import { queuePolicyFor, type BatchPolicy, type QueuePolicy } from './batch-policy.js';
+import { systemClock, type Clock } from './clock.js';
+import { LinkedQueue, type Link } from './linked-queue.js';
+
+/** One request as the model sees it inside a batch. */
+export interface BatchEntry<T> {
+  readonly payload: T;
+  readonly enqueuedAtUs: number;
+  /** The request's priority level (its default level when it named none; 0 without levels). */
+  readonly priority: number;
+}
+
+export interface BatcherHooks<T, R> {
+  /** how many instances can take a batch right now */
+  idleInstances(): number;
+  /**
+   * run one batch on an instance; resolves one result per entry, in order; an Error entry fails
+   * only its own request. The instance must count as busy in idleInstances() once this returns.
+   */
+  execute(batch: readonly BatchEntry<T>[]): Promise<ReadonlyArray<R | Error>>;
+}
+
+export interface SubmitOptions {
+  /** 1 = highest; 0 or undefined = the policy's default level. */
+  priority?: number;
+  /** Queue timeout in µs; honoured only where the level allows overrides, and only below its default (if any). */
+  timeoutUs?: number;
+  /** Aborting removes the request while it is still queued; once dispatched it has no effect. */
+  signal?: AbortSignal;
+}
+
+type Outcome<R> = { readonly ok: true; readonly value: R } | { readonly ok: false; readonly error: unknown };
+
+interface Level<T, R> {
+  readonly policy: QueuePolicy;
+  /** Unexpired requests in arrival order. */
+  readonly waiting: LinkedQueue<Request<T, R>>;
+  /** Requests whose DELAY timeout expired, in expiry order; they go after every request in `waiting`. */
+  readonly delayed: LinkedQueue<Request<T, R>>;
+}
+
+interface Request<T, R> {
+  readonly entry: BatchEntry<T>;
+  readonly level: Level<T, R>;
+  /** Clock time at which the queue timeout expires; Infinity when there is none. */
+  readonly expiresAtUs: number;
+  /** The level queue the request waits in, and its place there; undefined once it left the queue. */
+  queue: LinkedQueue<Request<T, R>> | undefined;
+  link: Link<Request<T, R>> | undefined;
+  /** Its place among live requests in arrival order (preserveOrdering only). */
+  arrival: Link<Request<T, R>> | undefined;
+  timer: unknown;
+  detachSignal: (() => void) | undefined;
+  /** A finished result held back until every earlier request has settled (preserveOrdering). */
+  held: Outcome<R> | undefined;
+  readonly resolve: (value: R) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+function effectiveTimeoutUs(policy: QueuePolicy, requested: number | undefined): number {
+  if (!policy.allowTimeoutOverride || requested === undefined || requested === 0) return policy.defaultTimeoutUs;
+  return policy.defaultTimeoutUs === 0 ? requested : Math.min(policy.defaultTimeoutUs, requested);
+}
+
+function largestPreferred(sizes: readonly number[], fits: number): number {
+  for (let i = sizes.length - 1; i >= 0; i--) if (sizes[i] <= fits) return sizes[i];
+  return 0;
+}
+
+/**
+ * Triton's dynamic batcher (protocols.md §1.9): priority levels with per-level queue policies,
+ * preferred batch sizes, a maximum queue delay, preserved ordering and draining. With
+ * preserveOrdering, results settle in arrival order; a request that fails while still queued
+ * (timeout, cancellation) settles at once, since it is no model output to keep in order.
+ */
+export class DynamicBatcher<T, R> {
+  /** Index 0 is the highest priority level. */
+  private readonly levels: Level<T, R>[];
+  /** Live requests in arrival order, kept only with preserveOrdering. */
+  private readonly arrivals = new LinkedQueue<Request<T, R>>();
+  private readonly timeoutsPossible: boolean;
+  private queued = 0;
+  private inflight = 0;
+  private batchTimer: unknown;
+  private batchTimerAtUs = Infinity;
+  private pumping = false;
+  private pumpAgain = false;
+  private draining: Promise<void> | undefined;
+  private onDrained: (() => void) | undefined;
+
+  constructor(
+    private readonly owner: string,
+    private readonly policy: BatchPolicy,
+    private readonly hooks: BatcherHooks<T, R>,
+    private readonly clock: Clock = systemClock,
+  ) {
+    const levelNumbers = policy.priorityLevels === 0 ? [0] : Array.from({ length: policy.priorityLevels }, (_, i) => i + 1);
+    this.levels = levelNumbers.map((n) => ({ policy: queuePolicyFor(policy, n), waiting: new LinkedQueue(), delayed: new LinkedQueue() }));
+    this.timeoutsPossible = this.levels.some((l) => l.policy.defaultTimeoutUs > 0 || l.policy.allowTimeoutOverride);
+  }
+
+  /** queued, not yet dispatched */
+  get pendingCount(): number {
+    return this.queued;
+  }
+
+  /** dispatched, not yet settled */
+  get inflightCount(): number {
+    return this.inflight;
+  }
+
+  submit(payload: T, options: SubmitOptions = {}): Promise<R> {
+    if (this.draining) return Promise.reject(createError('SF_ERR_DRAINING'));
+    const { priorityLevels, defaultPriorityLevel } = this.policy;
+    const priority = options.priority ?? 0;
+    if (!Number.isInteger(priority) || priority < 0 || priority > priorityLevels) {
+      const allowed = priorityLevels > 0 ? `this model has priority levels 1..${priorityLevels} (0 = default)` : 'this model has no priority levels, only 0 (default) is accepted';
+      return Promise.reject(createError('SF_ERR_PRIORITY_INVALID', priority, allowed));
+    }
+    const { timeoutUs, signal } = options;
+    if (timeoutUs !== undefined && !(Number.isSafeInteger(timeoutUs) && timeoutUs >= 0)) {
+      return Promise.reject(createError('SF_ERR_TIMEOUT_INVALID', timeoutUs));
+    }
+    if (signal?.aborted) return Promise.reject(createError('SF_ERR_CANCELLED'));
+    const levelNumber = priority === 0 ? defaultPriorityLevel : priority;
+    const level = this.levels[priorityLevels === 0 ? 0 : levelNumber - 1];
+    const { maxQueueSize } = level.policy;
+    if (maxQueueSize > 0 && level.waiting.size + level.delayed.size >= maxQueueSize) {
+      return Promise.reject(createError('SF_ERR_QUEUE_FULL'));
+    }
+    const now = this.clock.now();
+    const timeout = effectiveTimeoutUs(level.policy, timeoutUs);
+    const promise = new Promise<R>((resolve, reject) => {
+      const request: Request<T, R> = {
+        entry: Object.freeze({ payload, enqueuedAtUs: now, priority: levelNumber }),
+        level,
+        expiresAtUs: timeout === 0 ? Infinity : now + timeout,
+        queue: undefined,
+        link: undefined,
+        arrival: undefined,
+        timer: undefined,
+        detachSignal: undefined,
+        held: undefined,
+        resolve,
+        reject,
+      };
+      this.place(request, level.waiting);
+      this.queued++;
+      if (this.policy.preserveOrdering) request.arrival = this.arrivals.push(request);
+      if (timeout > 0) request.timer = this.clock.setTimer(() => this.onTimeout(request), timeout);
+      if (signal) {
+        const onAbort = (): void => this.onAbort(request);
+        signal.addEventListener('abort', onAbort, { once: true });
+        request.detachSignal = () => signal.removeEventListener('abort', onAbort);
+      }
+    });
+    this.pump();
+    return promise;
+  }
+
+  /** the runtime calls this whenever an instance becomes idle */
+  notifyIdle(): void {
+    this.pump();
+  }
+
+  /** stop accepting (new submits reject with SF_ERR_DRAINING), resolve when queue and in-flight are empty */
+  drain(): Promise<void> {
+    if (!this.draining) {
+      this.draining = new Promise((resolve) => {
+        this.onDrained = resolve;
+      });
+      // No request can join a batch any more, so waiting out the queue delay gains nothing.
+      this.pump();
+      this.checkDrained();
+    }
+    return this.draining;
+  }
+
+  /** Sends batches while instances are idle; re-entrant calls (a hook calling back) loop once more. */
+  private pump(): void {
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.pumpAgain = false;
+        this.formBatches();
+      } while (this.pumpAgain);
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private formBatches(): void {
+    let idle = this.queued > 0 ? this.hooks.idleInstances() : 0;
+    while (idle > 0) {
+      const now = this.clock.now();
+      if (this.timeoutsPossible) this.expireCandidates(now);
+      if (this.queued === 0) break;
+      const size = this.readyBatchSize(now);
+      if (size === 0) return;
+      this.launch(this.take(size));
+      idle--;
+    }
+    this.disarmBatchTimer();
+  }
+
+  /** Triton's GetDynamicBatch rules; 0 means wait, with the timer armed for the queue delay. */
+  private readyBatchSize(now: number): number {
+    const { maxBatchSize, preferredBatchSizes, maxQueueDelayUs } = this.policy;
+    const fits = Math.min(this.queued, maxBatchSize);
+    const preferred = largestPreferred(preferredBatchSizes, fits);
+    if (preferred > 0) return preferred;
+    if (this.queued >= maxBatchSize || maxQueueDelayUs === 0 || this.draining) return fits;
+    const dueAtUs = this.oldestEnqueuedAtUs() + maxQueueDelayUs;
+    if (now >= dueAtUs) return fits;
+    this.armBatchTimer(dueAtUs, now);
+    return 0;
+  }
+
+  private oldestEnqueuedAtUs(): number {
+    let oldest = Infinity;
+    for (const level of this.levels) {
+      for (const request of level.waiting) {
+        oldest = Math.min(oldest, request.entry.enqueuedAtUs);
+        break;
+      }
+      for (const request of level.delayed) oldest = Math.min(oldest, request.entry.enqueuedAtUs);
+    }
+    return oldest;
+  }
+
+  /**
+   * Applies due timeouts to the requests the next batch would take before it is formed, so a request
+   * whose timer has not run yet (same instant, or a late timer) is never executed after it expired.
+   */
+  private expireCandidates(now: number): void {
+    let window = this.policy.maxBatchSize;
+    for (const level of this.levels) {
+      for (const request of level.waiting) {
+        if (window === 0) return;
+        if (request.expiresAtUs <= now) this.expire(request);
+        else window--;
+      }
+      window -= Math.min(window, level.delayed.size);
+    }
+  }
+
+  private take(size: number): Request<T, R>[] {
+    const batch: Request<T, R>[] = [];
+    for (const level of this.levels) {
+      for (const queue of [level.waiting, level.delayed]) {
+        for (const request of queue) {
+          if (batch.length === size) return batch;
+          this.leaveQueue(request);
+          this.inflight++;
+          batch.push(request);
+        }
+      }
+    }
+    return batch;
+  }
+
+  private launch(batch: Request<T, R>[]): void {
+    let results: Promise<ReadonlyArray<R | Error>>;
+    try {
+      results = Promise.resolve(this.hooks.execute(batch.map((request) => request.entry)));
+    } catch (error) {
+      results = Promise.reject(error);
+    }
+    results.then(
+      (values) => this.complete(batch, values),
+      (error: unknown) => this.fail(batch, error),
+    );
+  }
+
+  private complete(batch: Request<T, R>[], values: unknown): void {
+    if (!Array.isArray(values)) {
+      const got = values === null ? 'null' : typeof values;
+      this.fail(batch, createError('SF_ERR_BATCH_RESULT_NOT_ARRAY', this.owner, got));
+      return;
+    }
+    if (values.length !== batch.length) {
+      this.fail(batch, createError('SF_ERR_BATCH_RESULT_LENGTH', this.owner, values.length, batch.length));
+      return;
+    }
+    batch.forEach((request, i) => {
+      const value: unknown = values[i];
+      this.finish(request, value instanceof Error ? { ok: false, error: value } : { ok: true, value: value as R });
+    });
+    this.flushArrivals();
+  }
+
+  private fail(batch: Request<T, R>[], error: unknown): void {
+    for (const request of batch) this.finish(request, { ok: false, error });
+    this.flushArrivals();
+  }
+
+  private finish(request: Request<T, R>, outcome: Outcome<R>): void {
+    if (this.policy.preserveOrdering) request.held = outcome;
+    else this.settle(request, outcome);
+  }
+
+  /** Settles finished requests in arrival order, up to the first one still queued or running. */
+  private flushArrivals(): void {
+    for (const request of this.arrivals) {
+      if (request.held === undefined) return;
+      this.leaveArrivals(request);
+      this.settle(request, request.held);
+    }
+  }
+
+  private settle(request: Request<T, R>, outcome: Outcome<R>): void {
+    this.inflight--;
+    if (outcome.ok) request.resolve(outcome.value);
+    else request.reject(outcome.error);
+    this.checkDrained();
+  }
+
+  private onTimeout(request: Request<T, R>): void {
+    request.timer = undefined;
+    if (request.queue !== request.level.waiting) return;
+    this.expire(request);
+    this.pump();
+  }
+
+  private expire(request: Request<T, R>): void {
+    if (request.level.policy.timeoutAction === 'REJECT') {
+      this.remove(request, createError('SF_ERR_TIMEOUT'));
+      return;
+    }
+    this.clearTimeout(request);
+    this.place(request, request.level.delayed);
+  }
+
+  private onAbort(request: Request<T, R>): void {
+    if (request.queue === undefined) return;
+    this.remove(request, createError('SF_ERR_CANCELLED'));
+    this.pump();
+  }
+
+  /** Fails a request that is still queued; it settles at once and no longer holds back later ones. */
+  private remove(request: Request<T, R>, error: Error): void {
+    this.leaveQueue(request);
+    this.leaveArrivals(request);
+    request.reject(error);
+    this.flushArrivals();
+    this.checkDrained();
+  }
+
+  /** Moves a request to the end of `queue`, out of the level queue it was in. */
+  private place(request: Request<T, R>, queue: LinkedQueue<Request<T, R>>): void {
+    if (request.queue && request.link) request.queue.remove(request.link);
+    request.queue = queue;
+    request.link = queue.push(request);
+  }
+
+  private leaveQueue(request: Request<T, R>): void {
+    if (request.queue && request.link) request.queue.remove(request.link);
+    request.queue = undefined;
+    request.link = undefined;
+    this.queued--;
+    this.clearTimeout(request);
+    request.detachSignal?.();
+    request.detachSignal = undefined;
+  }
+
+  private leaveArrivals(request: Request<T, R>): void {
+    if (request.arrival) this.arrivals.remove(request.arrival);
+    request.arrival = undefined;
+  }
+
+  private clearTimeout(request: Request<T, R>): void {
+    if (request.timer === undefined) return;
+    this.clock.clearTimer(request.timer);
+    request.timer = undefined;
+  }
+
+  private armBatchTimer(atUs: number, now: number): void {
+    if (this.batchTimer !== undefined && this.batchTimerAtUs === atUs) return;
+    this.disarmBatchTimer();
+    this.batchTimerAtUs = atUs;
+    this.batchTimer = this.clock.setTimer(() => {
+      this.batchTimer = undefined;
+      this.pump();
+    }, atUs - now);
+  }
+
+  private disarmBatchTimer(): void {
+    if (this.batchTimer === undefined) return;
+    this.clock.clearTimer(this.batchTimer);
+    this.batchTimer = undefined;
+  }
+
+  private checkDrained(): void {
+    if (this.onDrained === undefined || this.queued > 0 || this.inflight > 0) return;
+    const resolve = this.onDrained;
+    this.onDrained = undefined;
+    resolve();
+  }
+}

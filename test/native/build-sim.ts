@@ -1,0 +1,149 @@
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * Builds the simulated AscendCL (test/native/sim) into test/native/build with gcc: the classic
+ * single libascendcl.so, the CANN 9 split pair libacl_rt.so + libacl_mdl.so, the counters reader
+ * addon and the misuse-check program. Idempotent and cheap when nothing changed (a content stamp),
+ * and safe when several vitest workers call it at once (a lock directory, outputs renamed in).
+ */
+
+export interface SimBuild {
+  /** Directory holding libascendcl.so. */
+  readonly fullDir: string;
+  readonly fullLibrary: string;
+  /** Directory holding libacl_rt.so + libacl_mdl.so (and no libascendcl.so). */
+  readonly splitDir: string;
+  /** The split half that carries the counters (sim_* exports). */
+  readonly splitRuntimeLibrary: string;
+  readonly countersAddon: string;
+  readonly misuseCheck: string;
+}
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const SOURCES = join(HERE, 'sim');
+const BUILD = join(HERE, 'build');
+const RUNTIME_SOURCES = ['sim-core.c', 'sim-device.c', 'sim-memory.c'];
+const MODEL_SOURCES = ['sim-model.c', 'sim-model-desc.c', 'sim-model-file.c', 'sim-ops.c', 'sim-execute.c'];
+const C_FLAGS = ['-std=c11', '-O2', '-Wall', '-Wextra', '-Werror', '-fPIC', '-pthread'];
+const LIBRARY_FLAGS = [...C_FLAGS, '-shared', '-fvisibility=hidden', '-Wl,--no-undefined'];
+const LOCK_STALE_MS = 120_000;
+
+const OUTPUTS = {
+  fullLibrary: 'ascendcl/libascendcl.so',
+  splitRuntimeLibrary: 'split/libacl_rt.so',
+  splitModelLibrary: 'split/libacl_mdl.so',
+  countersAddon: 'sim-counters.node',
+  misuseCheck: 'sim-misuse-check',
+} as const;
+
+function nodeIncludeDir(): string {
+  const candidates = [resolve(dirname(process.execPath), '..', 'include', 'node')];
+  if (process.env.npm_config_nodedir) candidates.push(join(process.env.npm_config_nodedir, 'include', 'node'));
+  const found = candidates.find((dir) => existsSync(join(dir, 'node_api.h')));
+  if (!found) throw new Error(`node_api.h not found in ${candidates.join(', ')}: install the Node.js headers`);
+  return found;
+}
+
+function sourceStamp(): string {
+  const hash = createHash('sha256').update(JSON.stringify([C_FLAGS, LIBRARY_FLAGS, process.version]));
+  for (const file of readdirSync(SOURCES).filter((f) => /\.[ch]$/.test(f)).sort()) {
+    hash.update(file).update(readFileSync(join(SOURCES, file)));
+  }
+  return hash.digest('hex');
+}
+
+function result(): SimBuild {
+  return {
+    fullDir: join(BUILD, 'ascendcl'),
+    fullLibrary: join(BUILD, OUTPUTS.fullLibrary),
+    splitDir: join(BUILD, 'split'),
+    splitRuntimeLibrary: join(BUILD, OUTPUTS.splitRuntimeLibrary),
+    countersAddon: join(BUILD, OUTPUTS.countersAddon),
+    misuseCheck: join(BUILD, OUTPUTS.misuseCheck),
+  };
+}
+
+function upToDate(stamp: string): boolean {
+  const stampFile = join(BUILD, '.stamp');
+  return (
+    existsSync(stampFile) &&
+    readFileSync(stampFile, 'utf8') === stamp &&
+    Object.values(OUTPUTS).every((output) => existsSync(join(BUILD, output)))
+  );
+}
+
+function gcc(args: readonly string[]): void {
+  try {
+    execFileSync('gcc', args, { stdio: 'pipe' });
+  } catch (err) {
+    const stderr = (err as { stderr?: Buffer }).stderr?.toString() ?? String(err);
+    throw new Error(`gcc ${args.join(' ')} failed:\n${stderr}`);
+  }
+}
+
+function compile(tmp: string): void {
+  const src = (files: readonly string[]) => files.map((f) => join(SOURCES, f));
+  for (const dir of ['ascendcl', 'split']) mkdirSync(join(tmp, dir), { recursive: true });
+  gcc([...LIBRARY_FLAGS, '-Wl,-soname,libascendcl.so', '-o', join(tmp, OUTPUTS.fullLibrary), ...src([...RUNTIME_SOURCES, ...MODEL_SOURCES])]);
+  gcc([...LIBRARY_FLAGS, '-Wl,-soname,libacl_rt.so', '-o', join(tmp, OUTPUTS.splitRuntimeLibrary), ...src(RUNTIME_SOURCES)]);
+  gcc([
+    ...LIBRARY_FLAGS, '-Wl,-soname,libacl_mdl.so', '-Wl,-rpath,$ORIGIN', '-o', join(tmp, OUTPUTS.splitModelLibrary),
+    ...src(MODEL_SOURCES), `-L${join(tmp, 'split')}`, '-l:libacl_rt.so',
+  ]);
+  gcc([...C_FLAGS, '-shared', `-I${nodeIncludeDir()}`, '-o', join(tmp, OUTPUTS.countersAddon), join(SOURCES, 'sim-counters-addon.c'), '-ldl']);
+  gcc([
+    ...C_FLAGS, '-o', join(tmp, OUTPUTS.misuseCheck), join(SOURCES, 'sim-misuse-check.c'),
+    `-L${join(tmp, 'ascendcl')}`, '-l:libascendcl.so', '-Wl,-rpath,$ORIGIN/ascendcl',
+  ]);
+}
+
+function sleepMs(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+function withLock(fn: () => void): void {
+  const lock = join(BUILD, '.lock');
+  mkdirSync(BUILD, { recursive: true });
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const held = statSync(lock, { throwIfNoEntry: false });
+      if (held && Date.now() - held.mtimeMs > LOCK_STALE_MS) rmSync(lock, { recursive: true, force: true });
+      sleepMs(50);
+    }
+  }
+  try {
+    fn();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+/** Builds what is missing or stale and returns where everything is. */
+export function buildSimulatedAcl(): SimBuild {
+  const stamp = sourceStamp();
+  if (upToDate(stamp)) return result();
+  withLock(() => {
+    if (upToDate(stamp)) return;
+    const tmp = join(BUILD, `.tmp-${process.pid}`);
+    rmSync(tmp, { recursive: true, force: true });
+    try {
+      compile(tmp);
+      for (const output of Object.values(OUTPUTS)) {
+        mkdirSync(dirname(join(BUILD, output)), { recursive: true });
+        renameSync(join(tmp, output), join(BUILD, output));
+      }
+      writeFileSync(join(BUILD, '.stamp'), stamp);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+  return result();
+}

@@ -1,0 +1,833 @@
+import { getEventListeners } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { ServeFnError } from '../../src/errors/index.js';
+import { normalizeBatchPolicy, UNBATCHED_POLICY, type BatchPolicyInput } from '../../src/runtime/batch-policy.js';
+import type { Clock } from '../../src/runtime/clock.js';
+import { DynamicBatcher, type BatchEntry, type BatcherHooks, type SubmitOptions } from '../../src/runtime/dynamic-batcher.js';
+
+const OWNER = 'Tts.speak';
+
+/** Lets every pending promise callback run. */
+const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** Manual clock: `advance` fires due timers in due order (ties in arming order), settling promises after each. */
+class FakeClock implements Clock {
+  private time = 0;
+  private nextId = 0;
+  private readonly timers = new Map<number, { atUs: number; fn: () => void }>();
+
+  now(): number {
+    return this.time;
+  }
+
+  setTimer(fn: () => void, delayUs: number): unknown {
+    this.nextId++;
+    this.timers.set(this.nextId, { atUs: this.time + delayUs, fn });
+    return this.nextId;
+  }
+
+  clearTimer(handle: unknown): void {
+    this.timers.delete(handle as number);
+  }
+
+  get armed(): number {
+    return this.timers.size;
+  }
+
+  async advance(us: number): Promise<void> {
+    const end = this.time + us;
+    for (;;) {
+      let due: [number, { atUs: number; fn: () => void }] | undefined;
+      for (const timer of this.timers) if (timer[1].atUs <= end && (!due || timer[1].atUs < due[1].atUs)) due = timer;
+      if (!due) break;
+      this.timers.delete(due[0]);
+      this.time = Math.max(this.time, due[1].atUs);
+      due[1].fn();
+      await settle();
+    }
+    this.time = end;
+    await settle();
+  }
+}
+
+interface SentBatch {
+  readonly atUs: number;
+  readonly payloads: string[];
+  readonly entries: readonly BatchEntry<string>[];
+  readonly resolve: (results: unknown) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+interface Tracked {
+  status: 'pending' | 'resolved' | 'rejected';
+  value?: string;
+  error?: unknown;
+}
+
+function setup(input: BatchPolicyInput, idle = 1) {
+  const clock = new FakeClock();
+  const state = { idle };
+  const batches: SentBatch[] = [];
+  const log: string[] = [];
+  const hooks: BatcherHooks<string, string> = {
+    idleInstances: () => state.idle,
+    execute: (entries) => {
+      state.idle--;
+      return new Promise<ReadonlyArray<string | Error>>((resolve, reject) => {
+        batches.push({ atUs: clock.now(), payloads: entries.map((e) => e.payload), entries, resolve: resolve as (results: unknown) => void, reject });
+      });
+    },
+  };
+  const batcher = new DynamicBatcher<string, string>(OWNER, normalizeBatchPolicy(input, OWNER), hooks, clock);
+
+  function submit(payload: string, options?: SubmitOptions): Tracked {
+    const tracked: Tracked = { status: 'pending' };
+    batcher.submit(payload, options).then(
+      (value) => {
+        Object.assign(tracked, { status: 'resolved', value });
+        log.push(`${payload}:ok`);
+      },
+      (error: unknown) => {
+        Object.assign(tracked, { status: 'rejected', error });
+        log.push(`${payload}:err`);
+      },
+    );
+    return tracked;
+  }
+
+  /** Resolves batch i (by default with the upper-cased payloads) without freeing its instance. */
+  async function complete(i: number, results?: unknown): Promise<void> {
+    batches[i].resolve(results === undefined ? batches[i].payloads.map((p) => p.toUpperCase()) : results);
+    await settle();
+  }
+
+  /** What the runtime does when an instance comes back. */
+  async function free(count = 1): Promise<void> {
+    state.idle += count;
+    batcher.notifyIdle();
+    await settle();
+  }
+
+  async function finish(i: number, results?: unknown): Promise<void> {
+    await complete(i, results);
+    await free();
+  }
+
+  const sent = (): { at: number; payloads: string[] }[] => batches.map((b) => ({ at: b.atUs, payloads: b.payloads }));
+  return { clock, state, batches, log, batcher, submit, complete, free, finish, sent };
+}
+
+function submitAll(h: ReturnType<typeof setup>, payloads: string[], options?: SubmitOptions): Tracked[] {
+  return payloads.map((p) => h.submit(p, options));
+}
+
+const names = (n: number): string[] => Array.from({ length: n }, (_, i) => `r${i}`);
+
+function expectError(tracked: Tracked, code: string, statusCode: number): ServeFnError {
+  expect(tracked.status).toBe('rejected');
+  expect(tracked.error).toBeInstanceOf(ServeFnError);
+  expect(tracked.error).toMatchObject({ code, statusCode });
+  return tracked.error as ServeFnError;
+}
+
+describe('DynamicBatcher: batch formation', () => {
+  it('waits until the oldest request has waited maxQueueDelayUs, then sends everything queued', async () => {
+    const h = setup({ maxBatchSize: 8, maxQueueDelayUs: 1000 });
+    const [a] = submitAll(h, ['a']);
+    await h.clock.advance(100);
+    h.submit('b');
+    await h.clock.advance(100);
+    h.submit('c');
+    await h.clock.advance(799);
+    expect(h.sent()).toEqual([]);
+    expect(h.batcher.pendingCount).toBe(3);
+    await h.clock.advance(1);
+    expect(h.sent()).toEqual([{ at: 1000, payloads: ['a', 'b', 'c'] }]);
+    expect(h.clock.armed).toBe(0);
+    expect([h.batcher.pendingCount, h.batcher.inflightCount]).toEqual([0, 3]);
+    await h.finish(0);
+    expect(a).toEqual({ status: 'resolved', value: 'A' });
+    expect(h.log).toEqual(['a:ok', 'b:ok', 'c:ok']);
+    expect(h.batcher.inflightCount).toBe(0);
+  });
+
+  it('measures the delay from the oldest request still queued, batch after batch', async () => {
+    const h = setup({ maxBatchSize: 8, maxQueueDelayUs: 1000 });
+    h.submit('a');
+    await h.clock.advance(1000);
+    await h.finish(0);
+    await h.clock.advance(500);
+    h.submit('d');
+    await h.clock.advance(999);
+    expect(h.sent()).toHaveLength(1);
+    await h.clock.advance(1);
+    expect(h.sent()).toEqual([{ at: 1000, payloads: ['a'] }, { at: 2500, payloads: ['d'] }]);
+  });
+
+  it('with maxQueueDelayUs 0 sends at once, and requests that arrive meanwhile go together next', async () => {
+    const h = setup({ maxBatchSize: 8, maxQueueDelayUs: 0 });
+    submitAll(h, ['a', 'b', 'c']);
+    expect(h.sent()).toEqual([{ at: 0, payloads: ['a'] }]);
+    expect(h.batcher.pendingCount).toBe(2);
+    await h.clock.advance(50);
+    await h.finish(0);
+    expect(h.sent()).toEqual([{ at: 0, payloads: ['a'] }, { at: 50, payloads: ['b', 'c'] }]);
+    expect(h.clock.armed).toBe(0);
+  });
+
+  it('sends maxBatchSize at once when that many are queued, the rest after the delay', async () => {
+    const h = setup({ maxBatchSize: 3, maxQueueDelayUs: 1000 });
+    submitAll(h, names(7));
+    expect(h.sent()).toEqual([{ at: 0, payloads: ['r0', 'r1', 'r2'] }]);
+    await h.clock.advance(10);
+    await h.finish(0);
+    expect(h.sent()[1]).toEqual({ at: 10, payloads: ['r3', 'r4', 'r5'] });
+    await h.clock.advance(10);
+    await h.finish(1);
+    expect(h.batches).toHaveLength(2);
+    await h.clock.advance(979);
+    expect(h.batches).toHaveLength(2);
+    await h.clock.advance(1);
+    expect(h.sent()[2]).toEqual({ at: 1000, payloads: ['r6'] });
+  });
+
+  it('sends the largest preferred size that can be formed, then waits for the delay with the remainder', async () => {
+    const h = setup({ maxBatchSize: 8, maxQueueDelayUs: 1000, preferredBatchSizes: [4, 2] }, 0);
+    submitAll(h, names(7));
+    await h.clock.advance(10);
+    await h.free();
+    expect(h.sent()).toEqual([{ at: 10, payloads: ['r0', 'r1', 'r2', 'r3'] }]);
+    await h.clock.advance(10);
+    await h.finish(0);
+    expect(h.sent()[1]).toEqual({ at: 20, payloads: ['r4', 'r5'] });
+    await h.clock.advance(10);
+    await h.finish(1);
+    await h.clock.advance(969);
+    expect(h.batches).toHaveLength(2);
+    await h.clock.advance(1);
+    expect(h.sent()[2]).toEqual({ at: 1000, payloads: ['r6'] });
+  });
+
+  it('sends as soon as a preferred size is reached, without waiting for the delay', async () => {
+    const h = setup({ maxBatchSize: 8, maxQueueDelayUs: 1000, preferredBatchSizes: [3] });
+    submitAll(h, ['a', 'b']);
+    await h.clock.advance(100);
+    expect(h.batches).toHaveLength(0);
+    h.submit('c');
+    expect(h.sent()).toEqual([{ at: 100, payloads: ['a', 'b', 'c'] }]);
+    expect(h.clock.armed).toBe(0);
+  });
+
+  it('prefers a preferred size over maxBatchSize when more than max are queued', async () => {
+    const h = setup({ maxBatchSize: 8, preferredBatchSizes: [3, 6] }, 0);
+    submitAll(h, names(10));
+    await h.free(2);
+    expect(h.sent()).toEqual([
+      { at: 0, payloads: ['r0', 'r1', 'r2', 'r3', 'r4', 'r5'] },
+      { at: 0, payloads: ['r6', 'r7', 'r8'] },
+    ]);
+    expect(h.batcher.pendingCount).toBe(1);
+  });
+
+  it('sends several batches at once when several instances are idle', async () => {
+    const h = setup({ maxBatchSize: 2 }, 0);
+    submitAll(h, names(5));
+    await h.clock.advance(30);
+    await h.free(3);
+    expect(h.sent()).toEqual([
+      { at: 30, payloads: ['r0', 'r1'] },
+      { at: 30, payloads: ['r2', 'r3'] },
+      { at: 30, payloads: ['r4'] },
+    ]);
+    expect(h.state.idle).toBe(0);
+    expect([h.batcher.pendingCount, h.batcher.inflightCount]).toEqual([0, 5]);
+  });
+
+  it('with two idle instances sends a full batch at once and the remainder after the delay', async () => {
+    const h = setup({ maxBatchSize: 4, maxQueueDelayUs: 500 }, 2);
+    submitAll(h, names(6));
+    expect(h.sent()).toEqual([{ at: 0, payloads: ['r0', 'r1', 'r2', 'r3'] }]);
+    await h.clock.advance(499);
+    expect(h.batches).toHaveLength(1);
+    await h.clock.advance(1);
+    expect(h.sent()[1]).toEqual({ at: 500, payloads: ['r4', 'r5'] });
+  });
+
+  it('keeps requests queued with no idle instance and no timer, and sends at once on notifyIdle once the delay passed', async () => {
+    const h = setup({ maxBatchSize: 8, maxQueueDelayUs: 1000 }, 0);
+    h.submit('a');
+    expect(h.clock.armed).toBe(0);
+    await h.clock.advance(2000);
+    expect(h.batches).toHaveLength(0);
+    await h.free();
+    expect(h.sent()).toEqual([{ at: 2000, payloads: ['a'] }]);
+  });
+
+  it('on notifyIdle before the delay passed, arms the timer for exactly the remaining delay', async () => {
+    const h = setup({ maxBatchSize: 8, maxQueueDelayUs: 1000 }, 0);
+    h.submit('a');
+    await h.clock.advance(400);
+    await h.free();
+    expect(h.batches).toHaveLength(0);
+    expect(h.clock.armed).toBe(1);
+    await h.clock.advance(599);
+    expect(h.batches).toHaveLength(0);
+    await h.clock.advance(1);
+    expect(h.sent()).toEqual([{ at: 1000, payloads: ['a'] }]);
+  });
+
+  it('waits for notifyIdle when the idle instance was taken elsewhere before the delay ran out', async () => {
+    const h = setup({ maxBatchSize: 8, maxQueueDelayUs: 1000 });
+    h.submit('a');
+    h.state.idle = 0;
+    await h.clock.advance(1000);
+    expect(h.batches).toHaveLength(0);
+    expect(h.clock.armed).toBe(0);
+    await h.clock.advance(500);
+    await h.free();
+    expect(h.sent()).toEqual([{ at: 1500, payloads: ['a'] }]);
+  });
+
+  it('does not dispatch twice when execute() calls notifyIdle() synchronously', async () => {
+    const clock = new FakeClock();
+    const sent: string[][] = [];
+    let idle = 0;
+    const hooks: BatcherHooks<string, string> = {
+      idleInstances: () => idle,
+      execute: (entries) => {
+        idle--;
+        sent.push(entries.map((e) => e.payload));
+        batcher.notifyIdle();
+        return new Promise<string[]>(() => undefined);
+      },
+    };
+    const batcher = new DynamicBatcher(OWNER, normalizeBatchPolicy({ maxBatchSize: 1 }, OWNER), hooks, clock);
+    for (const p of ['a', 'b', 'c']) void batcher.submit(p);
+    idle = 2;
+    batcher.notifyIdle();
+    expect(sent).toEqual([['a'], ['b']]);
+    expect([batcher.pendingCount, batcher.inflightCount]).toEqual([1, 2]);
+  });
+
+  it('gives each entry its payload, enqueue time and priority level', async () => {
+    const h = setup({ maxBatchSize: 8, maxQueueDelayUs: 100, priorityLevels: 3, defaultPriorityLevel: 2 });
+    h.submit('a');
+    await h.clock.advance(30);
+    h.submit('b', { priority: 3 });
+    h.submit('c', { priority: 0 });
+    await h.clock.advance(70);
+    expect(h.batches[0].entries).toEqual([
+      { payload: 'a', enqueuedAtUs: 0, priority: 2 },
+      { payload: 'c', enqueuedAtUs: 30, priority: 2 },
+      { payload: 'b', enqueuedAtUs: 30, priority: 3 },
+    ]);
+    expect(Object.isFrozen(h.batches[0].entries[0])).toBe(true);
+  });
+
+  it('gives priority 0 to entries when the policy has no priority levels', async () => {
+    const h = setup({ maxBatchSize: 8 });
+    h.submit('a');
+    expect(h.batches[0].entries).toEqual([{ payload: 'a', enqueuedAtUs: 0, priority: 0 }]);
+  });
+
+  it('sends what is queued at once under UNBATCHED_POLICY, grouped for the idle instance', async () => {
+    const h = setup(UNBATCHED_POLICY, 0);
+    submitAll(h, ['a', 'b', 'c']);
+    await h.free(1);
+    expect(h.sent()).toEqual([{ at: 0, payloads: ['a', 'b', 'c'] }]);
+  });
+
+  it('uses the system clock when none is given', async () => {
+    const before = performance.now() * 1000;
+    let entry: BatchEntry<string> | undefined;
+    const batcher = new DynamicBatcher<string, string>(OWNER, UNBATCHED_POLICY, {
+      idleInstances: () => 1,
+      execute: async (entries) => {
+        entry = entries[0];
+        return ['A'];
+      },
+    });
+    await expect(batcher.submit('a')).resolves.toBe('A');
+    const after = performance.now() * 1000;
+    expect(entry!.enqueuedAtUs).toBeGreaterThanOrEqual(before);
+    expect(entry!.enqueuedAtUs).toBeLessThanOrEqual(after);
+  });
+
+  it('keeps exact order and composition with 2 000 requests, half of them cancelled', async () => {
+    const h = setup({ maxBatchSize: 8 }, 0);
+    const controllers: AbortController[] = [];
+    for (let i = 0; i < 2000; i++) {
+      const controller = new AbortController();
+      controllers.push(controller);
+      h.submit(`r${i}`, { signal: controller.signal });
+    }
+    controllers.forEach((c, i) => i % 2 === 0 && c.abort());
+    expect(h.batcher.pendingCount).toBe(1000);
+    await h.free(200);
+    expect(h.batches).toHaveLength(125);
+    expect(h.batches.every((b) => b.payloads.length === 8)).toBe(true);
+    expect(h.batches.flatMap((b) => b.payloads)).toEqual(Array.from({ length: 1000 }, (_, i) => `r${2 * i + 1}`));
+    expect(h.clock.armed).toBe(0);
+  });
+});
+
+describe('DynamicBatcher: priorities', () => {
+  const levels = { maxBatchSize: 8, priorityLevels: 3, defaultPriorityLevel: 2 };
+
+  it('forms batches from the highest priority first, arrival order within a level', async () => {
+    const h = setup(levels, 0);
+    h.submit('x', { priority: 3 });
+    h.submit('y');
+    h.submit('z', { priority: 1 });
+    h.submit('w', { priority: 0 });
+    h.submit('v', { priority: 1 });
+    await h.free();
+    expect(h.sent()).toEqual([{ at: 0, payloads: ['z', 'v', 'y', 'w', 'x'] }]);
+    expect(h.batches[0].entries.map((e) => e.priority)).toEqual([1, 1, 2, 2, 3]);
+  });
+
+  it('splits by priority when more than maxBatchSize are queued', async () => {
+    const h = setup({ ...levels, maxBatchSize: 2 }, 0);
+    h.submit('x', { priority: 3 });
+    h.submit('y');
+    h.submit('z', { priority: 1 });
+    h.submit('w');
+    h.submit('v', { priority: 1 });
+    await h.free(3);
+    expect(h.sent().map((b) => b.payloads)).toEqual([['z', 'v'], ['y', 'w'], ['x']]);
+  });
+
+  it('rejects priorities outside 0..priorityLevels with SF_ERR_PRIORITY_INVALID and never queues them', async () => {
+    const h = setup({ ...levels, priorityLevels: 2 }, 0);
+    const bad = [3, -1, 1.5, Number.NaN].map((priority) => h.submit('bad', { priority }));
+    await settle();
+    const error = expectError(bad[0], 'SF_ERR_PRIORITY_INVALID', 400);
+    expect(error.message).toBe('Priority 3 is out of range: this model has priority levels 1..2 (0 = default).');
+    for (const t of bad) expectError(t, 'SF_ERR_PRIORITY_INVALID', 400);
+    expect(h.batcher.pendingCount).toBe(0);
+    await h.free();
+    expect(h.batches).toHaveLength(0);
+  });
+
+  it('accepts only priority 0 or none when the policy has no priority levels', async () => {
+    const h = setup({ maxBatchSize: 8 }, 0);
+    const high = h.submit('high', { priority: 1 });
+    h.submit('zero', { priority: 0 });
+    await settle();
+    expect((expectError(high, 'SF_ERR_PRIORITY_INVALID', 400)).message).toBe(
+      'Priority 1 is out of range: this model has no priority levels, only 0 (default) is accepted.',
+    );
+    await h.free();
+    expect(h.sent()).toEqual([{ at: 0, payloads: ['zero'] }]);
+  });
+});
+
+describe('DynamicBatcher: queue policies', () => {
+  it('rejects with SF_ERR_QUEUE_FULL per priority level, counting only queued requests', async () => {
+    const h = setup(
+      {
+        maxBatchSize: 8,
+        priorityLevels: 2,
+        defaultPriorityLevel: 2,
+        defaultQueuePolicy: { maxQueueSize: 2 },
+        priorityQueuePolicy: { 1: { maxQueueSize: 1 } },
+      },
+      0,
+    );
+    const [a, b, c] = submitAll(h, ['a', 'b', 'c']);
+    const h1 = h.submit('h1', { priority: 1 });
+    const h2 = h.submit('h2', { priority: 1 });
+    await settle();
+    expect(expectError(c, 'SF_ERR_QUEUE_FULL', 503).message).toBe('Exceeds maximum queue size');
+    expectError(h2, 'SF_ERR_QUEUE_FULL', 503);
+    expect([a.status, b.status, h1.status]).toEqual(['pending', 'pending', 'pending']);
+    expect(h.batcher.pendingCount).toBe(3);
+    await h.free();
+    expect(h.sent()).toEqual([{ at: 0, payloads: ['h1', 'a', 'b'] }]);
+    const [d, e] = submitAll(h, ['d', 'e']);
+    const f = h.submit('f', { priority: 1 });
+    await settle();
+    expect([d.status, e.status, f.status]).toEqual(['pending', 'pending', 'pending']);
+    expect(h.batcher.pendingCount).toBe(3);
+  });
+
+  it('REJECT: removes and rejects each request with SF_ERR_TIMEOUT the moment its timeout expires', async () => {
+    const h = setup({ maxBatchSize: 8, defaultQueuePolicy: { defaultTimeoutUs: 500 } }, 0);
+    const controller = new AbortController();
+    const a = h.submit('a', { signal: controller.signal });
+    await h.clock.advance(200);
+    const b = h.submit('b');
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
+    await h.clock.advance(299);
+    expect([a.status, b.status]).toEqual(['pending', 'pending']);
+    await h.clock.advance(1);
+    expect(expectError(a, 'SF_ERR_TIMEOUT', 503).message).toBe('Request timeout expired');
+    expect(b.status).toBe('pending');
+    expect(h.batcher.pendingCount).toBe(1);
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+    await h.clock.advance(200);
+    expectError(b, 'SF_ERR_TIMEOUT', 503);
+    expect([h.batcher.pendingCount, h.clock.armed]).toEqual([0, 0]);
+    await h.free();
+    expect(h.batches).toHaveLength(0);
+  });
+
+  it('applies the timeout only while queued, not once dispatched', async () => {
+    const h = setup({ maxBatchSize: 8, defaultQueuePolicy: { defaultTimeoutUs: 500 } });
+    const a = h.submit('a');
+    expect(h.clock.armed).toBe(0);
+    await h.clock.advance(1000);
+    await h.complete(0);
+    expect(a).toEqual({ status: 'resolved', value: 'A' });
+  });
+
+  it('rejects a request whose timeout is due at the moment its batch forms, before executing it', async () => {
+    const h = setup({ maxBatchSize: 8, maxQueueDelayUs: 100, defaultQueuePolicy: { allowTimeoutOverride: true } });
+    const b = h.submit('b');
+    const a = h.submit('a', { timeoutUs: 100 });
+    await h.clock.advance(100);
+    expect(h.sent()).toEqual([{ at: 100, payloads: ['b'] }]);
+    expectError(a, 'SF_ERR_TIMEOUT', 503);
+    await h.complete(0);
+    expect(b.status).toBe('resolved');
+  });
+
+  it('lets a request only lower the default timeout when overrides are allowed', async () => {
+    const h = setup({ maxBatchSize: 8, defaultQueuePolicy: { defaultTimeoutUs: 500, allowTimeoutOverride: true } }, 0);
+    const lower = h.submit('lower', { timeoutUs: 200 });
+    const higher = h.submit('higher', { timeoutUs: 900 });
+    const zero = h.submit('zero', { timeoutUs: 0 });
+    const none = h.submit('none');
+    await h.clock.advance(200);
+    expect(h.log).toEqual(['lower:err']);
+    expectError(lower, 'SF_ERR_TIMEOUT', 503);
+    await h.clock.advance(299);
+    expect(h.log).toEqual(['lower:err']);
+    await h.clock.advance(1);
+    expect(h.log).toEqual(['lower:err', 'higher:err', 'zero:err', 'none:err']);
+    for (const t of [higher, zero, none]) expectError(t, 'SF_ERR_TIMEOUT', 503);
+  });
+
+  it('ignores a requested timeout when overrides are not allowed', async () => {
+    const h = setup({ maxBatchSize: 8, defaultQueuePolicy: { defaultTimeoutUs: 500 } }, 0);
+    const a = h.submit('a', { timeoutUs: 100 });
+    await h.clock.advance(499);
+    expect(a.status).toBe('pending');
+    await h.clock.advance(1);
+    expectError(a, 'SF_ERR_TIMEOUT', 503);
+  });
+
+  it("applies the request's timeout when the default is none and overrides are allowed", async () => {
+    const h = setup({ maxBatchSize: 8, defaultQueuePolicy: { allowTimeoutOverride: true } }, 0);
+    const a = h.submit('a', { timeoutUs: 300 });
+    const b = h.submit('b');
+    await h.clock.advance(300);
+    expectError(a, 'SF_ERR_TIMEOUT', 503);
+    expect(h.clock.armed).toBe(0);
+    await h.clock.advance(100_000);
+    expect(b.status).toBe('pending');
+  });
+
+  it('rejects a negative or non-integer timeoutUs with SF_ERR_TIMEOUT_INVALID', async () => {
+    const h = setup({ maxBatchSize: 8 }, 0);
+    const bad = [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY].map((timeoutUs) => h.submit('bad', { timeoutUs }));
+    await settle();
+    expect(expectError(bad[0], 'SF_ERR_TIMEOUT_INVALID', 400).message).toBe(
+      'Timeout -1 is invalid: give a non-negative integer number of microseconds.',
+    );
+    for (const t of bad) expectError(t, 'SF_ERR_TIMEOUT_INVALID', 400);
+    expect(h.batcher.pendingCount).toBe(0);
+  });
+
+  it('DELAY: moves an expired request behind every unexpired request, and still runs it', async () => {
+    const h = setup({ maxBatchSize: 2, defaultQueuePolicy: { allowTimeoutOverride: true, timeoutAction: 'DELAY' } }, 0);
+    const [a] = [h.submit('a', { timeoutUs: 100 }), h.submit('b'), h.submit('c')];
+    await h.clock.advance(100);
+    expect(a.status).toBe('pending');
+    expect(h.batcher.pendingCount).toBe(3);
+    await h.free();
+    expect(h.sent()).toEqual([{ at: 100, payloads: ['b', 'c'] }]);
+    await h.finish(0);
+    expect(h.sent()[1]).toEqual({ at: 100, payloads: ['a'] });
+    await h.complete(1);
+    expect(a).toEqual({ status: 'resolved', value: 'A' });
+    expect(h.clock.armed).toBe(0);
+  });
+
+  it('DELAY: expired requests keep their expiry order behind requests that have not expired', async () => {
+    const h = setup({ maxBatchSize: 8, defaultQueuePolicy: { defaultTimeoutUs: 100, timeoutAction: 'DELAY' } }, 0);
+    h.submit('a');
+    await h.clock.advance(50);
+    h.submit('b');
+    await h.clock.advance(100);
+    h.submit('c');
+    await h.clock.advance(50);
+    await h.free();
+    expect(h.sent()).toEqual([{ at: 200, payloads: ['c', 'a', 'b'] }]);
+  });
+
+  it('DELAY: an expired request stays ahead of lower priority levels', async () => {
+    const h = setup(
+      { maxBatchSize: 8, priorityLevels: 2, defaultPriorityLevel: 2, defaultQueuePolicy: { defaultTimeoutUs: 100, timeoutAction: 'DELAY' } },
+      0,
+    );
+    h.submit('a', { priority: 1 });
+    await h.clock.advance(50);
+    h.submit('b', { priority: 1 });
+    h.submit('c');
+    await h.clock.advance(50);
+    await h.free();
+    expect(h.sent()).toEqual([{ at: 100, payloads: ['b', 'a', 'c'] }]);
+  });
+
+  it('uses the per-level queue policy over the default one', async () => {
+    const h = setup(
+      {
+        maxBatchSize: 8,
+        priorityLevels: 2,
+        defaultPriorityLevel: 2,
+        defaultQueuePolicy: { defaultTimeoutUs: 100 },
+        priorityQueuePolicy: { 1: { timeoutAction: 'DELAY' } },
+      },
+      0,
+    );
+    const high = h.submit('high', { priority: 1 });
+    const low = h.submit('low');
+    await h.clock.advance(100);
+    expect(high.status).toBe('pending');
+    expectError(low, 'SF_ERR_TIMEOUT', 503);
+  });
+});
+
+describe('DynamicBatcher: cancellation', () => {
+  it('removes a queued request whose signal aborts, rejects it with SF_ERR_CANCELLED and never executes it', async () => {
+    const h = setup({ maxBatchSize: 8 }, 0);
+    const controller = new AbortController();
+    const a = h.submit('a', { signal: controller.signal });
+    const b = h.submit('b');
+    controller.abort();
+    await settle();
+    expect(expectError(a, 'SF_ERR_CANCELLED', 499).message).toBe('Request was cancelled by the client before it ran.');
+    expect(h.batcher.pendingCount).toBe(1);
+    await h.free();
+    expect(h.sent()).toEqual([{ at: 0, payloads: ['b'] }]);
+    await h.complete(0);
+    expect(b.status).toBe('resolved');
+  });
+
+  it('rejects a request whose signal is already aborted without queueing it', async () => {
+    const h = setup({ maxBatchSize: 8 }, 0);
+    const a = h.submit('a', { signal: AbortSignal.abort() });
+    await settle();
+    expectError(a, 'SF_ERR_CANCELLED', 499);
+    expect(h.batcher.pendingCount).toBe(0);
+    await h.free();
+    expect(h.batches).toHaveLength(0);
+  });
+
+  it('ignores an abort once the request is dispatched, and stops listening to the signal', async () => {
+    const h = setup({ maxBatchSize: 8 });
+    const controller = new AbortController();
+    const a = h.submit('a', { signal: controller.signal });
+    expect(h.sent()).toEqual([{ at: 0, payloads: ['a'] }]);
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+    controller.abort();
+    await h.complete(0);
+    expect(a).toEqual({ status: 'resolved', value: 'A' });
+  });
+
+  it('re-arms the delay from the new oldest request when the oldest is cancelled', async () => {
+    const h = setup({ maxBatchSize: 8, maxQueueDelayUs: 1000 });
+    const controller = new AbortController();
+    h.submit('a', { signal: controller.signal });
+    await h.clock.advance(300);
+    h.submit('b');
+    await h.clock.advance(100);
+    controller.abort();
+    await h.clock.advance(600);
+    expect(h.batches).toHaveLength(0);
+    await h.clock.advance(299);
+    expect(h.batches).toHaveLength(0);
+    await h.clock.advance(1);
+    expect(h.sent()).toEqual([{ at: 1300, payloads: ['b'] }]);
+  });
+
+  it('leaves no timer armed once every queued request is cancelled', async () => {
+    const h = setup({ maxBatchSize: 8, maxQueueDelayUs: 1000, defaultQueuePolicy: { defaultTimeoutUs: 5000 } });
+    const controller = new AbortController();
+    submitAll(h, ['a', 'b'], { signal: controller.signal });
+    expect(h.clock.armed).toBe(3);
+    controller.abort();
+    expect(h.clock.armed).toBe(0);
+    expect(h.batcher.pendingCount).toBe(0);
+  });
+});
+
+describe('DynamicBatcher: results', () => {
+  it('settles each request with its own entry; an Error entry rejects only its request', async () => {
+    const h = setup({ maxBatchSize: 8 }, 0);
+    const [a, b, c] = submitAll(h, ['a', 'b', 'c']);
+    await h.free();
+    const bad = new Error('bad b');
+    await h.complete(0, ['A', bad, 'C']);
+    expect(a).toEqual({ status: 'resolved', value: 'A' });
+    expect(b.status).toBe('rejected');
+    expect(b.error).toBe(bad);
+    expect(c).toEqual({ status: 'resolved', value: 'C' });
+  });
+
+  it('rejects every request of the batch with the error execute() rejects with', async () => {
+    const h = setup({ maxBatchSize: 8 }, 0);
+    const tracked = submitAll(h, ['a', 'b']);
+    await h.free();
+    const boom = new Error('boom');
+    h.batches[0].reject(boom);
+    await settle();
+    for (const t of tracked) expect(t).toEqual({ status: 'rejected', error: boom });
+    expect(h.batcher.inflightCount).toBe(0);
+  });
+
+  it('rejects every request of the batch when execute() throws synchronously, and keeps batching', async () => {
+    const clock = new FakeClock();
+    const boom = new Error('sync boom');
+    let calls = 0;
+    const batcher = new DynamicBatcher<string, string>(
+      OWNER,
+      normalizeBatchPolicy({ maxBatchSize: 2 }, OWNER),
+      {
+        idleInstances: () => 1,
+        execute: (entries) => {
+          calls++;
+          if (calls === 1) throw boom;
+          return Promise.resolve(entries.map((e) => e.payload.toUpperCase()));
+        },
+      },
+      clock,
+    );
+    const first = batcher.submit('a');
+    await expect(first).rejects.toBe(boom);
+    await expect(batcher.submit('b')).resolves.toBe('B');
+    expect(batcher.inflightCount).toBe(0);
+  });
+
+  it('rejects the batch with SF_ERR_BATCH_RESULT_NOT_ARRAY when execute() resolves a non-array', async () => {
+    for (const [result, got] of [[{ a: 1 }, 'object'], ['AB', 'string'], [null, 'null'], [undefined, 'undefined']] as const) {
+      const h = setup({ maxBatchSize: 8 }, 0);
+      const tracked = submitAll(h, ['a', 'b']);
+      await h.free();
+      h.batches[0].resolve(result);
+      await settle();
+      for (const t of tracked) {
+        expect(expectError(t, 'SF_ERR_BATCH_RESULT_NOT_ARRAY', 500).message).toBe(
+          `Tts.speak must return an array for its batch, got ${got}.`,
+        );
+      }
+    }
+  });
+
+  it('rejects the batch with SF_ERR_BATCH_RESULT_LENGTH when execute() resolves the wrong number of results', async () => {
+    const h = setup({ maxBatchSize: 8 }, 0);
+    const tracked = submitAll(h, ['a', 'b']);
+    await h.free();
+    await h.complete(0, ['A']);
+    for (const t of tracked) {
+      expect(expectError(t, 'SF_ERR_BATCH_RESULT_LENGTH', 500).message).toBe(
+        'Tts.speak returned 1 results for a batch of 2 requests: a @Batch method must return one result (or Error) per request, in order.',
+      );
+    }
+  });
+
+  it('without preserveOrdering settles each batch as soon as it finishes', async () => {
+    const h = setup({ maxBatchSize: 2 }, 0);
+    submitAll(h, ['a', 'b', 'c', 'd']);
+    await h.free(2);
+    await h.complete(1);
+    expect(h.log).toEqual(['c:ok', 'd:ok']);
+    await h.complete(0);
+    expect(h.log).toEqual(['c:ok', 'd:ok', 'a:ok', 'b:ok']);
+  });
+
+  it('with preserveOrdering holds a batch that finishes early until earlier requests have settled', async () => {
+    const h = setup({ maxBatchSize: 2, preserveOrdering: true }, 0);
+    const tracked = submitAll(h, ['a', 'b', 'c', 'd']);
+    await h.free(2);
+    expect(h.sent().map((b) => b.payloads)).toEqual([['a', 'b'], ['c', 'd']]);
+    h.batches[1].reject(new Error('late'));
+    await settle();
+    expect(h.log).toEqual([]);
+    expect(h.batcher.inflightCount).toBe(4);
+    await h.complete(0);
+    expect(h.log).toEqual(['a:ok', 'b:ok', 'c:err', 'd:err']);
+    expect(tracked.map((t) => t.status)).toEqual(['resolved', 'resolved', 'rejected', 'rejected']);
+    expect(h.batcher.inflightCount).toBe(0);
+  });
+
+  it('with preserveOrdering delivers in arrival order even when a later, higher-priority request ran first', async () => {
+    const h = setup({ maxBatchSize: 1, preserveOrdering: true, priorityLevels: 2, defaultPriorityLevel: 2 }, 0);
+    h.submit('x');
+    h.submit('y', { priority: 1 });
+    await h.free(2);
+    expect(h.sent().map((b) => b.payloads)).toEqual([['y'], ['x']]);
+    await h.complete(0);
+    expect(h.log).toEqual([]);
+    await h.complete(1);
+    expect(h.log).toEqual(['x:ok', 'y:ok']);
+  });
+
+  it('with preserveOrdering releases held results when an earlier queued request is cancelled', async () => {
+    const h = setup({ maxBatchSize: 1, preserveOrdering: true, priorityLevels: 2, defaultPriorityLevel: 2 }, 0);
+    const controller = new AbortController();
+    h.submit('x', { signal: controller.signal });
+    h.submit('y', { priority: 1 });
+    await h.free();
+    await h.complete(0);
+    expect(h.log).toEqual([]);
+    controller.abort();
+    await settle();
+    expect(h.log).toEqual(['x:err', 'y:ok']);
+    expect([h.batcher.pendingCount, h.batcher.inflightCount]).toEqual([0, 0]);
+  });
+});
+
+describe('DynamicBatcher: drain', () => {
+  it('rejects new submits with SF_ERR_DRAINING, runs queued requests without waiting out the delay, and resolves when empty', async () => {
+    const h = setup({ maxBatchSize: 8, maxQueueDelayUs: 1000 });
+    const [a, b] = submitAll(h, ['a', 'b']);
+    let drained = false;
+    void h.batcher.drain().then(() => {
+      drained = true;
+    });
+    expect(h.sent()).toEqual([{ at: 0, payloads: ['a', 'b'] }]);
+    const late = h.submit('late');
+    await settle();
+    expect(expectError(late, 'SF_ERR_DRAINING', 503).message).toBe(
+      'Server is stopping, scheduler for model has stopped accepting new inference requests',
+    );
+    expect([drained, h.batcher.pendingCount, h.batcher.inflightCount]).toEqual([false, 0, 2]);
+    await h.complete(0);
+    expect([a.status, b.status, drained]).toEqual(['resolved', 'resolved', true]);
+    expect(h.clock.armed).toBe(0);
+  });
+
+  it('waits for an instance to run what is still queued', async () => {
+    const h = setup({ maxBatchSize: 1 }, 0);
+    submitAll(h, ['a', 'b']);
+    let drained = false;
+    const drain = h.batcher.drain();
+    void drain.then(() => {
+      drained = true;
+    });
+    expect(h.batcher.drain()).toBe(drain);
+    await h.free();
+    await h.finish(0);
+    expect(h.sent().map((b) => b.payloads)).toEqual([['a'], ['b']]);
+    expect(drained).toBe(false);
+    await h.complete(1);
+    expect(drained).toBe(true);
+  });
+
+  it('resolves at once when nothing is queued or running', async () => {
+    const h = setup({ maxBatchSize: 8 });
+    await expect(h.batcher.drain()).resolves.toBeUndefined();
+  });
+});

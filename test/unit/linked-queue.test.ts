@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { LinkedQueue } from '../../src/runtime/linked-queue.js';
+
+describe('LinkedQueue', () => {
+  it('keeps insertion order and removes any element in place', () => {
+    const q = new LinkedQueue<string>();
+    const a = q.push('a');
+    q.push('b');
+    const c = q.push('c');
+    q.push('d');
+    q.remove(c);
+    q.remove(a);
+    expect([...q]).toEqual(['b', 'd']);
+    expect(q.size).toBe(2);
+  });
+
+  it('lets the element just yielded be removed during iteration', () => {
+    const q = new LinkedQueue<number>();
+    const links = [1, 2, 3, 4].map((n) => q.push(n));
+    const seen: number[] = [];
+    for (const v of q) {
+      seen.push(v);
+      if (v % 2 === 1) q.remove(links[v - 1]);
+    }
+    expect(seen).toEqual([1, 2, 3, 4]);
+    expect([...q]).toEqual([2, 4]);
+  });
+
+  it('becomes empty and reusable after removing head and tail', () => {
+    const q = new LinkedQueue<string>();
+    const x = q.push('x');
+    q.remove(x);
+    expect(q.size).toBe(0);
+    expect([...q]).toEqual([]);
+    q.push('y');
+    expect([...q]).toEqual(['y']);
+  });
+});
