@@ -1,8 +1,10 @@
+import type { BackendSession } from '../backends/backend.js';
+
 /**
- * What `initialize(ctx)` receives: the facts Triton's Python backend passes in `args`
- * (model name and version, instance name, kind and device id, repository folder, config).
+ * The facts Triton's Python backend passes in `args` (model name and version, instance name, kind
+ * and device id, repository folder, config): plain data, sent to each instance's thread.
  */
-export interface ModelContext {
+export interface ModelContextData {
   readonly modelName: string;
   readonly modelVersion: string;
   /** Triton's `model_instance_name`: `<model>_<index>`. */
@@ -15,6 +17,33 @@ export interface ModelContext {
   readonly modelDir: string;
   /** Parsed model configuration (config.pbtxt for repository models; the decorator options otherwise). */
   readonly config: Readonly<Record<string, unknown>>;
+}
+
+export interface LoadModelOptions {
+  /** `cpu`, `gpu:<id>` or `npu:<id>`; defaults to the instance's own device. */
+  readonly device?: string;
+  /** Backend settings, e.g. ONNX Runtime `intraOpNumThreads` or `graphOptimizationLevel`. */
+  readonly options?: Readonly<Record<string, unknown>>;
+}
+
+export interface InferOptions {
+  /** Endpoint method to call; needed only when the model has several endpoints. */
+  readonly method?: string;
+  readonly version?: string;
+}
+
+/** What `initialize(ctx)` receives: the facts above plus the instance's services. */
+export interface ModelContext extends ModelContextData {
+  /**
+   * Loads a model file (`.onnx` with ONNX Runtime, `.om` on an Ascend NPU) into this instance's
+   * thread; a relative path is taken from `modelDir`. Sessions are disposed after `finalize`.
+   */
+  loadModel(path: string, options?: LoadModelOptions): Promise<BackendSession>;
+  /**
+   * Calls another served model through its queue and batcher (Triton's BLS) and resolves with its
+   * result. Calling a model whose every instance is waiting on this call would deadlock.
+   */
+  infer<R = unknown>(model: string, input: unknown, options?: InferOptions): Promise<R>;
 }
 
 /** Extra request facts a method receives as its second argument (one per request when batched). */

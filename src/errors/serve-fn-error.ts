@@ -30,12 +30,15 @@ export interface SerializedError {
   readonly code?: string;
   readonly statusCode?: number;
   readonly stack?: string;
+  /** FastAPI-style validation details of a 422, kept so a nested ctx.infer reports them intact. */
+  readonly detail?: unknown;
 }
 
 export function serializeError(err: unknown): SerializedError {
   if (err instanceof Error) {
-    const { code, statusCode } = err as Error & { code?: unknown; statusCode?: unknown };
+    const { code, statusCode, detail } = err as Error & { code?: unknown; statusCode?: unknown; detail?: unknown };
     return {
+      detail: Array.isArray(detail) ? detail : undefined,
       __serveFnError: true,
       name: err.name,
       message: err.message,
@@ -54,7 +57,7 @@ export function isSerializedError(value: unknown): value is SerializedError {
 export function deserializeError(s: SerializedError): Error {
   const err = isErrorCode(s.code)
     ? new ServeFnError(s.code, s.message, s.statusCode)
-    : Object.assign(new Error(s.message), s.statusCode === undefined ? {} : { statusCode: s.statusCode });
+    : Object.assign(new Error(s.message), s.statusCode === undefined ? {} : { statusCode: s.statusCode }, s.detail === undefined ? {} : { detail: s.detail });
   if (!(err instanceof ServeFnError)) err.name = s.name;
   if (s.stack) err.stack = s.stack;
   return err;

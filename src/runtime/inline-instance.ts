@@ -1,4 +1,5 @@
-import type { ModelContext } from '../definition/model-context.js';
+import type { ModelContextData } from '../definition/model-context.js';
+import { ContextServices, type InferCall } from './context-services.js';
 import type { ModelDefinition } from '../definition/model-definition.js';
 import { ModelHost } from './model-host.js';
 import type { ModelInstance } from './model-instance.js';
@@ -10,16 +11,20 @@ import type { ExecuteCall, ExecuteOutcome } from './wire-format.js';
  */
 export class InlineInstance implements ModelInstance {
   private host?: ModelHost;
+  private readonly services: ContextServices;
 
   constructor(
     readonly index: number,
     private readonly definition: ModelDefinition,
-    private readonly context: ModelContext,
-  ) {}
+    context: ModelContextData,
+    infer: InferCall,
+  ) {
+    this.services = new ContextServices(context, infer);
+  }
 
   async start(): Promise<void> {
     const host = ModelHost.create(this.definition);
-    await host.initialize(this.context);
+    await host.initialize(this.services.context);
     this.host = host;
   }
 
@@ -29,7 +34,11 @@ export class InlineInstance implements ModelInstance {
   }
 
   async stop(): Promise<void> {
-    await this.host?.finalize();
-    this.host = undefined;
+    try {
+      await this.host?.finalize();
+    } finally {
+      this.host = undefined;
+      await this.services.dispose();
+    }
   }
 }

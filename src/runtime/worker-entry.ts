@@ -1,10 +1,12 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { buildDefinition, isModelClass } from '../definition/definition-builder.js';
+import type { InferOptions } from '../definition/model-context.js';
 import type { ModelDefinition } from '../definition/model-definition.js';
-import { createError, serializeError } from '../errors/index.js';
+import { createError, deserializeError, serializeError } from '../errors/index.js';
+import { ContextServices } from './context-services.js';
 import { ModelHost } from './model-host.js';
 import type { FromWorker, ToWorker, WorkerBootData } from './worker-messages.js';
-import { collectTransferables, type ExecuteOutcome } from './wire-format.js';
+import { collectTransferables, reviveBuffers, type ExecuteOutcome } from './wire-format.js';
 
 /**
  * Main of a model-instance worker thread: imports the user's module in this thread, builds the
@@ -13,6 +15,8 @@ import { collectTransferables, type ExecuteOutcome } from './wire-format.js';
  */
 const data = workerData as WorkerBootData;
 const port = parentPort!;
+const inferCalls = new Map<number, { resolve(value: unknown): void; reject(err: Error): void }>();
+let nextInferId = 1;
 
 function send(message: FromWorker, transfer: ArrayBuffer[] = []): void {
   port.postMessage(message, transfer);
@@ -27,6 +31,15 @@ function sendOutcome(id: number, outcome: ExecuteOutcome): void {
   }
 }
 
+/** ctx.infer from this thread: the HTTP thread owns every model's queue, so the call goes there. */
+function inferThroughMain(model: string, input: unknown, options: InferOptions): Promise<unknown> {
+  const id = nextInferId++;
+  return new Promise((resolve, reject) => {
+    inferCalls.set(id, { resolve, reject });
+    send({ type: 'infer', id, model, input, options }, collectTransferables(input));
+  });
+}
+
 async function findDefinition(): Promise<ModelDefinition> {
   const exports = (await import(data.moduleUrl)) as Record<string, unknown>;
   for (const value of Object.values(exports)) {
@@ -37,28 +50,36 @@ async function findDefinition(): Promise<ModelDefinition> {
   throw createError('SF_ERR_ENTRY_NO_MODELS', `${data.moduleUrl} (model '${data.context.modelName}')`);
 }
 
-async function boot(): Promise<ModelHost> {
-  const host = ModelHost.create(await findDefinition());
-  await host.initialize(data.context);
-  return host;
-}
+const services = new ContextServices(data.context, inferThroughMain);
+let host: ModelHost | undefined;
 
-boot().then(
-  (host) => {
-    port.on('message', (message: ToWorker) => {
-      if (message.type === 'execute') {
-        host.execute(message.call).then(
-          (outcome) => sendOutcome(message.id, outcome),
-          (err: unknown) => send({ type: 'failed', id: message.id, error: serializeError(err) }),
-        );
-      } else {
-        host.finalize().then(
-          () => send({ type: 'finalized' }),
-          (err: unknown) => send({ type: 'finalized', error: serializeError(err) }),
-        );
-      }
-    });
-    send({ type: 'ready' });
-  },
+port.on('message', (message: ToWorker) => {
+  if (message.type === 'infer-result') {
+    const call = inferCalls.get(message.id);
+    inferCalls.delete(message.id);
+    if (message.error) call?.reject(deserializeError(message.error));
+    else call?.resolve(reviveBuffers(message.value));
+  } else if (message.type === 'execute') {
+    host!.execute(message.call).then(
+      (outcome) => sendOutcome(message.id, outcome),
+      (err: unknown) => send({ type: 'failed', id: message.id, error: serializeError(err) }),
+    );
+  } else {
+    host!
+      .finalize()
+      .finally(() => services.dispose())
+      .then(
+        () => send({ type: 'finalized' }),
+        (err: unknown) => send({ type: 'finalized', error: serializeError(err) }),
+      );
+  }
+});
+
+(async () => {
+  const created = ModelHost.create(await findDefinition());
+  await created.initialize(services.context);
+  host = created;
+})().then(
+  () => send({ type: 'ready' }),
   (err: unknown) => send({ type: 'init-failed', error: serializeError(err) }),
 );

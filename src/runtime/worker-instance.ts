@@ -1,7 +1,9 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
-import type { ModelContext } from '../definition/model-context.js';
-import { createError, deserializeError, type SerializedError } from '../errors/index.js';
+import type { ModelContextData } from '../definition/model-context.js';
+import type { InferCall } from './context-services.js';
+import type { InferOptions } from '../definition/model-context.js';
+import { createError, deserializeError, serializeError, type SerializedError } from '../errors/index.js';
 import type { InstanceEvents, ModelInstance } from './model-instance.js';
 import type { FromWorker, ToWorker, WorkerBootData } from './worker-messages.js';
 import { collectTransferables, reviveBuffers, type ExecuteCall, type ExecuteOutcome } from './wire-format.js';
@@ -26,8 +28,9 @@ export class WorkerInstance implements ModelInstance {
   constructor(
     readonly index: number,
     private readonly moduleUrl: string,
-    private readonly context: ModelContext,
+    private readonly context: ModelContextData,
     private readonly events: InstanceEvents,
+    private readonly infer: InferCall,
   ) {}
 
   start(): Promise<void> {
@@ -97,6 +100,10 @@ export class WorkerInstance implements ModelInstance {
   }
 
   private onMessage(message: FromWorker): void {
+    if (message.type === 'infer') {
+      this.answerInfer(message.id, message.model, message.input, message.options);
+      return;
+    }
     if (message.type === 'finalized') {
       if (message.error) this.finalized?.reject(this.finalizeError(message.error));
       else this.finalized?.resolve();
@@ -112,6 +119,20 @@ export class WorkerInstance implements ModelInstance {
     } else {
       pending.reject(deserializeError(message.error));
     }
+  }
+
+  private answerInfer(id: number, model: string, input: unknown, options: InferOptions): void {
+    const reply = (message: ToWorker, transfer: ArrayBuffer[] = []): void => this.worker?.postMessage(message, transfer);
+    this.infer(model, reviveBuffers(input), options).then(
+      (value) => {
+        try {
+          reply({ type: 'infer-result', id, value }, collectTransferables(value));
+        } catch (err) {
+          reply({ type: 'infer-result', id, error: serializeError(err) });
+        }
+      },
+      (err: unknown) => reply({ type: 'infer-result', id, error: serializeError(err) }),
+    );
   }
 
   private finalizeError(error: SerializedError): Error {

@@ -1,4 +1,4 @@
-import type { ModelContext } from '../definition/model-context.js';
+import type { InferOptions, ModelContextData } from '../definition/model-context.js';
 import type { SerializedError } from '../errors/index.js';
 import type { ExecuteCall, ExecuteOutcome } from './wire-format.js';
 
@@ -9,11 +9,12 @@ export interface WorkerBootData {
   readonly workerEntry: string;
   /** URL of the user's module that exports the model class. */
   readonly moduleUrl: string;
-  readonly context: ModelContext;
+  readonly context: ModelContextData;
 }
 
 export type ToWorker =
   | { readonly type: 'execute'; readonly id: number; readonly call: ExecuteCall }
+  | { readonly type: 'infer-result'; readonly id: number; readonly value?: unknown; readonly error?: SerializedError }
   | { readonly type: 'finalize' };
 
 export type FromWorker =
@@ -21,4 +22,5 @@ export type FromWorker =
   | { readonly type: 'init-failed'; readonly error: SerializedError }
   | { readonly type: 'outcome'; readonly id: number; readonly outcome: ExecuteOutcome }
   | { readonly type: 'failed'; readonly id: number; readonly error: SerializedError }
-  | { readonly type: 'finalized'; readonly error?: SerializedError };
+  | { readonly type: 'finalized'; readonly error?: SerializedError }
+  | { readonly type: 'infer'; readonly id: number; readonly model: string; readonly input: unknown; readonly options: InferOptions };

@@ -19,6 +19,8 @@ export interface ErrorBody {
 /** The one place an error becomes an HTTP answer: 422 FastAPI detail for validation, `{error, code}` otherwise. */
 export function toHttpError(err: unknown, bodyLimit: number, contentType = 'none'): { status: number; body: ErrorBody | { detail: unknown } } {
   if (err instanceof RequestValidationError) return { status: 422, body: { detail: err.detail } };
+  const crossed = err as { statusCode?: unknown; detail?: unknown };
+  if (crossed?.statusCode === 422 && Array.isArray(crossed.detail)) return { status: 422, body: { detail: crossed.detail } };
   if (err instanceof ServeFnError) return { status: err.statusCode, body: { error: err.message, code: err.code } };
   const fastifyErr = err as FastifyError;
   const mapped = fastifyErr?.code ? FASTIFY_CODES[fastifyErr.code] : undefined;

@@ -3,9 +3,10 @@ import { fileURLToPath } from 'node:url';
 import fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import multipart from '@fastify/multipart';
 import { buildDefinitions } from '../definition/definition-builder.js';
-import type { ModelContext } from '../definition/model-context.js';
+import type { InferOptions, ModelContextData } from '../definition/model-context.js';
 import type { ModelClass, ModelDefinition } from '../definition/model-definition.js';
 import { createError } from '../errors/index.js';
+import { validateDto } from '../validation/dto-validator.js';
 import { InferenceRecorder } from '../metrics/inference-recorder.js';
 import { InlineInstance } from '../runtime/inline-instance.js';
 import type { RestartPolicy } from '../runtime/instance-pool.js';
@@ -94,6 +95,23 @@ export class ServeFnServer {
     this.state.set('stopped');
   }
 
+  /** ctx.infer: one model calling another through that model's queue, validated like an HTTP request. */
+  async infer(model: string, input: unknown, options: InferOptions = {}): Promise<unknown> {
+    const candidates = this.runtimes.filter((r) => r.definition.name === model);
+    if (candidates.length === 0) throw createError('SF_ERR_MODEL_UNKNOWN', model);
+    const runtime = options.version === undefined ? candidates[candidates.length - 1] : candidates.find((r) => r.definition.version === options.version);
+    if (!runtime) throw createError('SF_ERR_MODEL_VERSION_UNKNOWN', model, options.version);
+    const endpoints = runtime.definition.endpoints;
+    const endpoint = options.method === undefined && endpoints.length === 1 ? endpoints[0] : endpoints.find((e) => e.methodName === options.method);
+    if (!endpoint) {
+      const names = endpoints.map((e) => e.methodName).join(', ');
+      throw createError('SF_ERR_BAD_REQUEST', `ctx.infer('${model}'): name the method, one of ${names} (got ${options.method ?? 'none'})`);
+    }
+    const dto = endpoint.body ?? endpoint.query;
+    const payload = dto ? await validateDto(dto, input, 'body') : input;
+    return runtime.submit(endpoint.methodName, { payload, info: { params: {}, query: {}, headers: {} } });
+  }
+
   private async buildRoutes(): Promise<void> {
     const app = this.app;
     installErrorHandling(app, this.bodyLimit);
@@ -118,12 +136,15 @@ export class ServeFnServer {
     const modelDir = moduleUrl ? dirname(fileURLToPath(moduleUrl)) : process.cwd();
     return (index, events) => {
       const context = contextFor(def, index, modelDir);
-      return def.instances.inline ? new InlineInstance(index, def, context) : new WorkerInstance(index, moduleUrl!, context, events);
+      const infer = (model: string, input: unknown, opts: InferOptions): Promise<unknown> => this.infer(model, input, opts);
+      return def.instances.inline
+        ? new InlineInstance(index, def, context, infer)
+        : new WorkerInstance(index, moduleUrl!, context, events, infer);
     };
   }
 }
 
-function contextFor(def: ModelDefinition, index: number, modelDir: string): ModelContext {
+function contextFor(def: ModelDefinition, index: number, modelDir: string): ModelContextData {
   const { count, kind, devices } = def.instances;
   return {
     modelName: def.name,
