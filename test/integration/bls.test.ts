@@ -6,7 +6,7 @@ import { ServeFnServer } from '../../src/server/serve-fn-server.js';
 import { AddSub, Doubler } from '../fixtures/bls/pipeline-models.js';
 
 const tmp = join(process.cwd(), 'test', '.tmp', `bls-${process.pid}`);
-const range = (n: number, f: (i: number) => number): number[] => Array.from({ length: n }, (_, i) => f(i));
+const range = <T = number>(n: number, f: (i: number) => T): T[] => Array.from({ length: n }, (_, i) => f(i));
 
 describe('ctx.loadModel and ctx.infer across worker threads', () => {
   let server: ServeFnServer;

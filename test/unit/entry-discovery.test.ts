@@ -1,0 +1,75 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { findEntry, FOLDER_ENTRIES, loadModels } from '../../src/cli/entry-discovery.js';
+import { readModel } from '../../src/metadata/reflection.js';
+import { ServeFnError } from '../../src/errors/index.js';
+
+const fixtures = fileURLToPath(new URL('../fixtures/models/', import.meta.url));
+const scratch = mkdtempSync(join(tmpdir(), 'serve-fn-entry-'));
+
+afterAll(() => {
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+/** A folder holding empty files with these names. */
+function folder(name: string, files: readonly string[]): string {
+  const dir = join(scratch, name);
+  mkdirSync(dir, { recursive: true });
+  for (const file of files) writeFileSync(join(dir, file), '');
+  return dir;
+}
+
+function thrown(fn: () => unknown): ServeFnError {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ServeFnError);
+    return err as ServeFnError;
+  }
+  throw new Error('expected an error');
+}
+
+describe('findEntry', () => {
+  it('takes a file as the entry and its folder as the watched root', () => {
+    const file = join(fixtures, 'entry-models.ts');
+    expect(findEntry(file)).toEqual({ file, moduleUrl: pathToFileURL(file).href, root: fixtures.replace(/\/$/, '') });
+  });
+
+  it('looks for serve-fn.config, then index, .ts before .js, in a folder', () => {
+    expect(FOLDER_ENTRIES).toEqual(['serve-fn.config.ts', 'serve-fn.config.js', 'index.ts', 'index.js']);
+    const all = folder('all', ['index.js', 'index.ts', 'serve-fn.config.js', 'serve-fn.config.ts']);
+    expect(findEntry(all).file).toBe(join(all, 'serve-fn.config.ts'));
+    const compiled = folder('compiled', ['index.js', 'serve-fn.config.js']);
+    expect(findEntry(compiled).file).toBe(join(compiled, 'serve-fn.config.js'));
+    const plain = folder('plain', ['index.js', 'index.ts', 'model.ts']);
+    expect(findEntry(plain)).toEqual({ file: join(plain, 'index.ts'), moduleUrl: pathToFileURL(join(plain, 'index.ts')).href, root: plain });
+  });
+
+  it('reports a missing path and a folder without an entry file, naming the path and what to pass', () => {
+    const missing = thrown(() => findEntry(join(scratch, 'nowhere')));
+    expect(missing.code).toBe('SF_ERR_ENTRY_NOT_FOUND');
+    expect(missing.message).toBe(
+      `No entry found at '${join(scratch, 'nowhere')}': pass a .ts/.js file exporting @Model classes, or a folder with serve-fn.config.ts or index.ts.`,
+    );
+    const empty = folder('empty', ['model.ts']);
+    expect(thrown(() => findEntry(empty)).code).toBe('SF_ERR_ENTRY_NOT_FOUND');
+  });
+});
+
+describe('loadModels', () => {
+  it('collects exported @Model classes and those listed in a default { models } export, once each', async () => {
+    const models = await loadModels(findEntry(join(fixtures, 'entry-models.ts')));
+    expect(models.map((m) => readModel(m)?.options.name)).toEqual(['exported', 'listed']);
+  });
+
+  it('reports an entry without models, naming the file', async () => {
+    const entry = findEntry(join(fixtures, 'no-models.ts'));
+    const error = await loadModels(entry).catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(ServeFnError);
+    expect((error as ServeFnError).code).toBe('SF_ERR_ENTRY_NO_MODELS');
+    expect((error as Error).message).toBe(`Entry '${entry.file}' exports no @Model classes.`);
+  });
+});

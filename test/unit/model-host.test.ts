@@ -1,0 +1,275 @@
+import 'reflect-metadata';
+import { Exclude } from 'class-transformer';
+import { IsString } from 'class-validator';
+import { container, injectable, singleton } from 'tsyringe';
+import { describe, expect, it } from 'vitest';
+import { Batch, Endpoint, Model } from '../../src/decorators/index.js';
+import { buildDefinition } from '../../src/definition/definition-builder.js';
+import type { ModelContext, RequestInfo } from '../../src/definition/model-context.js';
+import { createError, deserializeError, ServeFnError, type SerializedError } from '../../src/errors/index.js';
+import { ModelHost } from '../../src/runtime/model-host.js';
+import type { ExecuteOutcome, WireRequest, WireResult } from '../../src/runtime/wire-format.js';
+
+@singleton()
+class Vocabulary {
+  readonly words = new Set(['hello', 'world']);
+}
+
+@injectable()
+class Counter {
+  count = 0;
+}
+
+class Unregistered {
+  constructor(readonly url: string) {}
+}
+
+class WordRequest {
+  @IsString() word!: string;
+}
+
+class WordResponse {
+  @IsString() word!: string;
+  @Exclude() secret = 'internal';
+}
+
+const calls: { method: string; args: unknown[] }[] = [];
+
+@Model({ name: 'speller' })
+class Speller {
+  constructor(
+    readonly vocabulary: Vocabulary,
+    readonly counter: Counter,
+  ) {}
+
+  @Endpoint('/check', { body: WordRequest, response: WordResponse })
+  async check(request: WordRequest, info: RequestInfo): Promise<WordResponse | Error> {
+    calls.push({ method: 'check', args: [request, info] });
+    if (request.word === 'fail') throw createError('SF_ERR_BAD_REQUEST', 'cannot check fail');
+    if (request.word === 'return-error') return new Error('returned, not thrown');
+    return Object.assign(new WordResponse(), { word: request.word.toUpperCase() });
+  }
+
+  @Endpoint('/checks', { body: WordRequest })
+  @Batch(8)
+  async checks(batch: WordRequest[], infos: RequestInfo[]): Promise<unknown> {
+    calls.push({ method: 'checks', args: [batch, infos] });
+    const words = batch.map((r) => r.word);
+    if (words.includes('throw')) throw new Error('batch exploded');
+    if (words.includes('short')) return words.slice(1);
+    if (words.includes('object')) return { words };
+    return batch.map((r) => (r.word === 'bad' ? createError('SF_ERR_BAD_REQUEST', `unknown word '${r.word}'`) : this.vocabulary.words.has(r.word)));
+  }
+
+  @Endpoint('/bytes')
+  async bytes(request: { data: Buffer }): Promise<Buffer> {
+    calls.push({ method: 'bytes', args: [request] });
+    return Buffer.concat([Buffer.from('got:'), request.data]);
+  }
+}
+
+const initialized: ModelContext[] = [];
+let finalized = 0;
+
+@Model({ name: 'lifecycle' })
+class WithHooks {
+  constructor(readonly vocabulary: Vocabulary) {}
+
+  async initialize(ctx: ModelContext): Promise<void> {
+    if (ctx.instanceIndex === 2) throw new Error('weights missing');
+    initialized.push(ctx);
+  }
+
+  async finalize(): Promise<void> {
+    finalized++;
+  }
+}
+
+@Model({ name: 'needy' })
+class Needy {
+  constructor(readonly dependency: Unregistered) {}
+}
+
+function context(instanceIndex: number): ModelContext {
+  const unused = (): Promise<never> => Promise.reject(new Error('not used by these tests'));
+  return {
+    loadModel: unused,
+    infer: unused,
+    modelName: 'lifecycle',
+    modelVersion: '1',
+    instanceName: `lifecycle_${instanceIndex}`,
+    instanceIndex,
+    instanceCount: 3,
+    deviceKind: 'cpu',
+    deviceId: 0,
+    modelDir: '/models',
+    config: {},
+  };
+}
+
+const info: RequestInfo = { params: {}, query: {}, headers: { 'x-test': '1' } };
+
+function wire(payload: unknown): WireRequest {
+  return { payload, info };
+}
+
+function errorOf(result: WireResult): SerializedError {
+  if (result.ok) throw new Error(`expected an error result, got ${JSON.stringify(result.value)}`);
+  return result.error;
+}
+
+async function run(host: ModelHost, methodName: string, batched: boolean, payloads: unknown[]): Promise<ExecuteOutcome> {
+  calls.length = 0;
+  return host.execute({ methodName, batched, requests: payloads.map(wire) });
+}
+
+describe('ModelHost.create', () => {
+  it('resolves constructor dependencies through tsyringe, sharing singletons between model classes', () => {
+    const speller = ModelHost.create(buildDefinition(Speller));
+    const hooks = ModelHost.create(buildDefinition(WithHooks));
+    const a = (speller as unknown as { instance: Speller }).instance;
+    const b = (hooks as unknown as { instance: WithHooks }).instance;
+    expect(a.vocabulary).toBeInstanceOf(Vocabulary);
+    expect(a.counter).toBeInstanceOf(Counter);
+    expect(b.vocabulary).toBe(a.vocabulary);
+  });
+
+  it('gives each instance its own copy of a non-singleton service', () => {
+    const first = (ModelHost.create(buildDefinition(Speller)) as unknown as { instance: Speller }).instance;
+    const second = (ModelHost.create(buildDefinition(Speller)) as unknown as { instance: Speller }).instance;
+    expect(second.counter).not.toBe(first.counter);
+  });
+
+  it('uses the container it is given, so registrations there are injected', () => {
+    const child = container.createChildContainer();
+    const vocabulary = new Vocabulary();
+    child.registerInstance(Vocabulary, vocabulary);
+    const host = ModelHost.create(buildDefinition(Speller), child);
+    expect((host as unknown as { instance: Speller }).instance.vocabulary).toBe(vocabulary);
+  });
+
+  it("reports a dependency tsyringe cannot build with SF_ERR_DEPENDENCY_UNRESOLVED, the class and tsyringe's reason", () => {
+    let error: unknown;
+    try {
+      ModelHost.create(buildDefinition(Needy));
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ServeFnError);
+    expect((error as ServeFnError).code).toBe('SF_ERR_DEPENDENCY_UNRESOLVED');
+    expect((error as Error).message).toMatch(
+      /^Cannot construct model class 'Needy': .*TypeInfo not known for "Unregistered".*\. Make each constructor dependency @injectable\(\) or register it in the container\.$/s,
+    );
+  });
+});
+
+describe('ModelHost lifecycle hooks', () => {
+  it('passes the context to initialize and calls finalize', async () => {
+    initialized.length = 0;
+    finalized = 0;
+    const host = ModelHost.create(buildDefinition(WithHooks));
+    const ctx = context(1);
+    await host.initialize(ctx);
+    expect(initialized).toHaveLength(1);
+    expect(initialized[0]).toBe(ctx);
+    await host.finalize();
+    expect(finalized).toBe(1);
+  });
+
+  it('wraps an initialize failure in SF_ERR_INITIALIZE_FAILED naming the model, the instance and the cause', async () => {
+    const host = ModelHost.create(buildDefinition(WithHooks));
+    const error = await host.initialize(context(2)).catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(ServeFnError);
+    expect((error as ServeFnError).code).toBe('SF_ERR_INITIALIZE_FAILED');
+    expect((error as Error).message).toBe("Model 'lifecycle' instance 2 failed in initialize(): weights missing");
+  });
+
+  it('does nothing for a model without hooks', async () => {
+    const host = ModelHost.create(buildDefinition(Speller));
+    await expect(host.initialize(context(0))).resolves.toBeUndefined();
+    await expect(host.finalize()).resolves.toBeUndefined();
+  });
+});
+
+describe('ModelHost.execute', () => {
+  const host = ModelHost.create(buildDefinition(Speller));
+
+  it('calls an unbatched method once per request with its DTO instance and request info', async () => {
+    const outcome = await run(host, 'check', false, [{ word: 'hi' }, { word: 'yo' }]);
+    expect(calls.map((c) => c.method)).toEqual(['check', 'check']);
+    expect(calls[0].args[0]).toBeInstanceOf(WordRequest);
+    expect(calls[0].args[1]).toEqual(info);
+    expect(outcome.results).toEqual([
+      { ok: true, value: { word: 'HI' } },
+      { ok: true, value: { word: 'YO' } },
+    ]);
+    expect(outcome.computeStartMs).toBeLessThanOrEqual(outcome.computeEndMs);
+  });
+
+  it('serialises a response DTO through class-transformer, so @Exclude applies', async () => {
+    const [result] = (await run(host, 'check', false, [{ word: 'a' }])).results;
+    expect(result).toEqual({ ok: true, value: { word: 'A' } });
+  });
+
+  it('keeps the error of one unbatched request to itself, with its code and status', async () => {
+    const { results } = await run(host, 'check', false, [{ word: 'fail' }, { word: 'ok' }, { word: 'return-error' }]);
+    const failed = deserializeError(errorOf(results[0]));
+    expect(failed).toBeInstanceOf(ServeFnError);
+    expect((failed as ServeFnError).code).toBe('SF_ERR_BAD_REQUEST');
+    expect((failed as ServeFnError).statusCode).toBe(400);
+    expect(failed.message).toBe('cannot check fail');
+    expect(results[1]).toEqual({ ok: true, value: { word: 'OK' } });
+    expect(errorOf(results[2]).message).toBe('returned, not thrown');
+  });
+
+  it('calls a batched method once with every request and every info, in order', async () => {
+    const { results } = await run(host, 'checks', true, [{ word: 'hello' }, { word: 'nope' }, { word: 'world' }]);
+    expect(calls).toHaveLength(1);
+    const [batch, infos] = calls[0].args as [WordRequest[], RequestInfo[]];
+    expect(batch.map((r) => r.word)).toEqual(['hello', 'nope', 'world']);
+    expect(batch.every((r) => r instanceof WordRequest)).toBe(true);
+    expect(infos).toEqual([info, info, info]);
+    expect(results).toEqual([
+      { ok: true, value: true },
+      { ok: true, value: false },
+      { ok: true, value: true },
+    ]);
+  });
+
+  it('turns an Error entry of a batch into the error of that request only', async () => {
+    const { results } = await run(host, 'checks', true, [{ word: 'hello' }, { word: 'bad' }]);
+    expect(results[0]).toEqual({ ok: true, value: true });
+    expect(errorOf(results[1])).toMatchObject({ code: 'SF_ERR_BAD_REQUEST', statusCode: 400, message: "unknown word 'bad'" });
+  });
+
+  it('rejects the whole batch when the method throws', async () => {
+    await expect(run(host, 'checks', true, [{ word: 'hello' }, { word: 'throw' }])).rejects.toThrow('batch exploded');
+  });
+
+  it('rejects a result of the wrong length with SF_ERR_BATCH_RESULT_LENGTH naming the method', async () => {
+    const error = await run(host, 'checks', true, [{ word: 'short' }, { word: 'x' }, { word: 'y' }]).catch((e: unknown) => e);
+    expect((error as ServeFnError).code).toBe('SF_ERR_BATCH_RESULT_LENGTH');
+    expect((error as Error).message).toBe(
+      'Speller.checks returned 2 results for a batch of 3 requests: a @Batch method must return one result (or Error) per request, in order.',
+    );
+  });
+
+  it('rejects a result that is not an array with SF_ERR_BATCH_RESULT_NOT_ARRAY naming what came back', async () => {
+    const error = await run(host, 'checks', true, [{ word: 'object' }]).catch((e: unknown) => e);
+    expect((error as ServeFnError).code).toBe('SF_ERR_BATCH_RESULT_NOT_ARRAY');
+    expect((error as Error).message).toBe('Speller.checks must return an array for its batch, got Object.');
+  });
+
+  it('gives the method Buffers for bytes that crossed as plain Uint8Arrays, and returns Buffers', async () => {
+    const { results } = await run(host, 'bytes', false, [{ data: new Uint8Array([104, 105]) }]);
+    const received = (calls[0].args[0] as { data: Buffer }).data;
+    expect(Buffer.isBuffer(received)).toBe(true);
+    expect(results[0].ok && Buffer.isBuffer(results[0].value) && results[0].value.toString()).toBe('got:hi');
+  });
+
+  it('rejects a method that is not an endpoint', async () => {
+    const error = await run(host, 'constructor', false, [{}]).catch((e: unknown) => e);
+    expect((error as ServeFnError).code).toBe('SF_ERR_EXECUTION_FAILED');
+    expect((error as Error).message).toBe("Model 'speller' failed in constructor: no such endpoint method");
+  });
+});
