@@ -39,7 +39,7 @@ function registerEndpoint(app: FastifyInstance, runtime: ModelRuntime, endpoint:
       reply.raw.once('close', onClose);
       let value: unknown;
       try {
-        value = await runtime.submit(endpoint.methodName, wire, { signal: abort.signal });
+        value = await runtime.submit(endpoint.methodName, wire, { signal: abort.signal, ...scheduling(request.headers) });
       } catch (err) {
         throw asEndpointError(model, endpoint, err);
       } finally {
@@ -50,6 +50,22 @@ function registerEndpoint(app: FastifyInstance, runtime: ModelRuntime, endpoint:
       return value ?? null;
     },
   });
+}
+
+/**
+ * Per-request scheduling for user endpoints, the equivalent of the inference protocol's `priority`
+ * and `timeout` parameters; the batcher checks their ranges against the endpoint's policy.
+ */
+export const PRIORITY_HEADER = 'serve-fn-priority';
+export const TIMEOUT_HEADER = 'serve-fn-timeout-us';
+
+function scheduling(headers: Record<string, string | string[] | undefined>): { priority?: number; timeoutUs?: number } {
+  const read = (name: string): number | undefined => {
+    const raw = headers[name];
+    if (raw === undefined || Array.isArray(raw)) return undefined;
+    return raw.trim() === '' ? Number.NaN : Number(raw);
+  };
+  return { priority: read(PRIORITY_HEADER), timeoutUs: read(TIMEOUT_HEADER) };
 }
 
 function asEndpointError(model: ModelDefinition, endpoint: EndpointDefinition, err: unknown): unknown {

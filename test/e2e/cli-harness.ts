@@ -30,7 +30,8 @@ export interface RunningCli {
 /** Starts the real `serve-fn` CLI as a user would and collects everything it prints. */
 export async function startCli(args: string[], env: Record<string, string> = {}, port?: number): Promise<RunningCli> {
   const usePort = port ?? (await freePort());
-  const proc = spawn(process.execPath, [BIN, ...args, '--port', String(usePort)], {
+  const serving = args[0] === 'start' || args[0] === 'dev';
+  const proc = spawn(process.execPath, [BIN, ...args, ...(serving ? ['--port', String(usePort)] : [])], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
