@@ -1,6 +1,6 @@
 import { IsIn, IsOptional, IsString, MaxLength, MinLength, IsNumber, Min, Max } from 'class-validator';
 import wavefile from 'wavefile';
-import { Batch, createError, Endpoint, Model, type ModelContext } from 'serve-fn';
+import { Batch, createError, Endpoint, Instances, Model, type ModelContext } from 'serve-fn';
 import { VoiceBank } from './voice-bank.js';
 
 const SAMPLE_RATE = 16_000;
@@ -28,6 +28,7 @@ export class ProsodyResponse {
  * tone sequence (one pitched note per letter, silence for spaces) in the chosen voice and returns
  * a WAV file; `/prosody` estimates syllables and spoken duration, batched.
  */
+@Instances(2)
 @Model({ name: 'cosyvoice', version: '1', description: 'text to speech (tone synthesis demo)' })
 export class CosyVoice {
   private noteMs = 60;
@@ -60,7 +61,7 @@ export class CosyVoice {
   }
 
   @Endpoint('/prosody', { body: ProsodyRequest, response: ProsodyResponse, summary: 'Estimate syllables and spoken duration' })
-  @Batch(16, 2000)
+  @Batch(16, 1000)
   async prosody(batch: ProsodyRequest[]): Promise<ProsodyResponse[]> {
     return batch.map((r) => {
       const words = r.text.split(/\s+/).filter(Boolean);
