@@ -32,7 +32,7 @@ console.log('| round trip to a worker thread and back | µs per call |');
 console.log('|---|---|');
 console.log(await measure('empty message', () => ({ transfer: false }), 20_000));
 // The worker hands the same buffer back, so each call transfers the one the previous call returned.
-let current = new Float32Array(elements);
+let current: Float32Array<ArrayBufferLike> = new Float32Array(elements);
 const handOver = async (): Promise<void> => {
   const back = await roundTrip({ data: current, transfer: true });
   current = back.data!;

@@ -1,5 +1,5 @@
 import { plainToInstance } from 'class-transformer';
-import { validate, type ValidationError } from 'class-validator';
+import { getMetadataStorage, validate, validateSync, ValidationTypes, type ValidationError } from 'class-validator';
 import type { DtoClass } from '../metadata/records.js';
 import { readPropertyType } from '../metadata/reflection.js';
 import { isUploadedFile } from './uploaded-file.js';
@@ -47,9 +47,31 @@ export async function validateDto<T extends object>(
   }
   const instance = plainToInstance(dto, plain, { enableImplicitConversion: stringValues }) as T;
   if (stringValues) parseBooleans(dto, plain as Record<string, unknown>, instance as Record<string, unknown>);
-  const errors = await validate(instance, { whitelist: true, forbidUnknownValues: false });
+  const options = { whitelist: true, forbidUnknownValues: false };
+  const errors = needsAsyncValidation(dto) ? await validate(instance, options) : validateSync(instance, options);
   if (errors.length > 0) throw new RequestValidationError(toIssues(errors, [location], plain as Record<string, unknown>));
   return instance;
+}
+
+const asyncDtos = new WeakMap<DtoClass, boolean>();
+
+/**
+ * validateSync is about twice as fast as validate, which matters on the HTTP thread, but skips
+ * async constraints; DTOs with one (or with nested DTOs, which may have one) keep the async path.
+ */
+function needsAsyncValidation(dto: DtoClass): boolean {
+  let known = asyncDtos.get(dto);
+  if (known === undefined) {
+    const storage = getMetadataStorage();
+    known = storage.getTargetValidationMetadatas(dto, '', true, false).some(
+      (m) =>
+        m.type === ValidationTypes.NESTED_VALIDATION ||
+        m.type === ValidationTypes.PROMISE_VALIDATION ||
+        (m.constraintCls !== undefined && storage.getTargetValidatorConstraints(m.constraintCls).some((c) => c.async)),
+    );
+    asyncDtos.set(dto, known);
+  }
+  return known;
 }
 
 /**

@@ -182,3 +182,26 @@ describe('validateDto on query, path and form values (strings)', () => {
     ]);
   });
 });
+
+describe('validateDto with async constraints', () => {
+  it('still runs async constraints (they take the async path)', async () => {
+    const { ValidatorConstraint, Validate } = await import('class-validator');
+    @ValidatorConstraint({ name: 'notTaken', async: true })
+    class NotTaken {
+      async validate(value: unknown): Promise<boolean> {
+        await new Promise((r) => setTimeout(r, 1));
+        return value !== 'taken';
+      }
+      defaultMessage(): string {
+        return 'name is taken';
+      }
+    }
+    class Signup {
+      @Validate(NotTaken) name!: string;
+    }
+    const err = await validateDto(Signup, { name: 'taken' }, 'body').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RequestValidationError);
+    expect((err as RequestValidationError).detail).toEqual([{ loc: ['body', 'name'], msg: 'name is taken', type: 'notTaken', input: 'taken' }]);
+    await expect(validateDto(Signup, { name: 'free' }, 'body')).resolves.toMatchObject({ name: 'free' });
+  });
+});
