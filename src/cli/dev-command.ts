@@ -11,29 +11,42 @@ export interface DevOptions {
 const BIN = fileURLToPath(new URL('../../bin/serve-fn.js', import.meta.url));
 const IGNORED = /(^|[/\\])(node_modules|\.git|dist)([/\\]|$)/;
 
+/** The message that tells a standby server to load the user's module and listen. */
+export const STANDBY_GO = 'serve-fn:go';
+
 /**
  * `serve-fn dev`: runs the server in a child process and replaces it when a file under the entry's
  * folder changes. A fresh process is the only way to drop ESM modules and worker threads cleanly.
+ * The next child is started ahead of time and waits with serve-fn already loaded, so a reload
+ * costs only the user's module, the workers and `initialize`, not Node's start and our imports.
  */
 export function devCommand(entryPath: string | undefined, options: DevOptions): void {
   const entry = findEntry(entryPath);
   let child: ChildProcess | undefined;
+  let standby: ChildProcess | undefined;
   let restartTimer: NodeJS.Timeout | undefined;
   let stopping = false;
 
-  const launch = (): void => {
-    const args = [BIN, 'start', entry.file, '--dev', '--host', options.host, '--port', String(options.port)];
-    const proc = spawn(process.execPath, args, { stdio: 'inherit' });
-    child = proc;
+  const spawnServer = (): ChildProcess => {
+    const args = [BIN, 'start', entry.file, '--dev', '--standby', '--host', options.host, '--port', String(options.port)];
+    const proc = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     proc.on('exit', (code, signal) => {
       if (child === proc) child = undefined;
+      if (standby === proc) standby = undefined;
       if (!stopping && code !== 0 && signal === null) process.stdout.write(`serve-fn dev: server exited with code ${code}; waiting for a file change\n`);
     });
+    return proc;
   };
 
-  const stopChild = async (): Promise<void> => {
-    const proc = child;
-    if (!proc || proc.exitCode !== null) return;
+  const promote = (): void => {
+    const next = standby ?? spawnServer();
+    standby = spawnServer();
+    child = next;
+    next.send(STANDBY_GO);
+  };
+
+  const stopProcess = async (proc: ChildProcess | undefined): Promise<void> => {
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
     const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
     proc.kill('SIGTERM');
     const killer = setTimeout(() => proc.kill('SIGKILL'), 3000);
@@ -45,7 +58,7 @@ export function devCommand(entryPath: string | undefined, options: DevOptions): 
     clearTimeout(restartTimer);
     restartTimer = setTimeout(() => {
       process.stdout.write(`serve-fn dev: ${file} changed, reloading\n`);
-      void stopChild().then(launch);
+      void stopProcess(child).then(promote);
     }, 50);
   };
 
@@ -56,9 +69,9 @@ export function devCommand(entryPath: string | undefined, options: DevOptions): 
   const quit = (): void => {
     stopping = true;
     watcher.close();
-    void stopChild().then(() => process.exit(0));
+    void Promise.all([stopProcess(child), stopProcess(standby)]).then(() => process.exit(0));
   };
   process.once('SIGINT', quit);
   process.once('SIGTERM', quit);
-  launch();
+  promote();
 }

@@ -1,4 +1,4 @@
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { devCommand } from './dev-command.js';
 import { openapiCommand } from './openapi-command.js';
 import { startCommand } from './start-command.js';
@@ -37,8 +37,16 @@ export function buildProgram(): Command {
     .option('--body-limit <bytes>', 'largest request body in bytes', positiveInt)
     .option('--grace-period <ms>', 'longest drain on SIGTERM before exiting 1', positiveInt, 30_000)
     .option('--dev', 'pretty logs and endpoint list (used by serve-fn dev)', false)
-    .action(async (entry: string, opts: { host: string; port: number; bodyLimit?: number; gracePeriod: number; dev: boolean }) => {
-      await startCommand(entry, { host: opts.host, port: opts.port, dev: opts.dev, bodyLimit: opts.bodyLimit, gracePeriodMs: opts.gracePeriod });
+    .addOption(new Option('--standby', 'wait for serve-fn dev to say go').hideHelp())
+    .action(async (entry: string, opts: { host: string; port: number; bodyLimit?: number; gracePeriod: number; dev: boolean; standby?: boolean }) => {
+      await startCommand(entry, {
+        host: opts.host,
+        port: opts.port,
+        dev: opts.dev,
+        bodyLimit: opts.bodyLimit,
+        gracePeriodMs: opts.gracePeriod,
+        standby: opts.standby,
+      });
     });
 
   program

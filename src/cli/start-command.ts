@@ -1,6 +1,7 @@
 import type { FastifyServerOptions } from 'fastify';
 import pretty from 'pino-pretty';
 import { ServeFnServer } from '../server/serve-fn-server.js';
+import { STANDBY_GO } from './dev-command.js';
 import { findEntry, loadModels } from './entry-discovery.js';
 
 export interface StartOptions {
@@ -10,6 +11,21 @@ export interface StartOptions {
   readonly bodyLimit?: number;
   /** Longest wait for in-flight requests and finalize on shutdown before exiting 1. */
   readonly gracePeriodMs: number;
+  /** Wait, with serve-fn loaded, for `serve-fn dev` to say go (it prepares the next reload this way). */
+  readonly standby?: boolean;
+}
+
+function waitForGo(): Promise<void> {
+  return new Promise((resolve) => {
+    const onMessage = (message: unknown): void => {
+      if (message !== STANDBY_GO) return;
+      process.off('message', onMessage);
+      resolve();
+    };
+    process.on('message', onMessage);
+    // The supervisor going away must end a standby server too.
+    process.once('disconnect', () => process.exit(0));
+  });
 }
 
 function loggerFor(dev: boolean): FastifyServerOptions['logger'] {
@@ -21,6 +37,7 @@ function loggerFor(dev: boolean): FastifyServerOptions['logger'] {
 
 /** `serve-fn start` (and the child process of `serve-fn dev`): initialise, listen, drain on signals. */
 export async function startCommand(entryPath: string | undefined, options: StartOptions): Promise<ServeFnServer> {
+  if (options.standby) await waitForGo();
   const entry = findEntry(entryPath);
   const models = await loadModels(entry);
   const server = new ServeFnServer({ models, moduleUrl: entry.moduleUrl, logger: loggerFor(options.dev), bodyLimit: options.bodyLimit });
