@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { devCommand } from './dev-command.js';
+import { doctorCommand } from './doctor-command.js';
 import { openapiCommand } from './openapi-command.js';
 import { startCommand } from './start-command.js';
 
@@ -54,6 +55,12 @@ export function buildProgram(): Command {
     .description('print the OpenAPI document without serving')
     .argument('[entry]', 'model file, or folder with serve-fn.config.ts / index.ts', '.')
     .action((entry: string) => openapiCommand(entry));
+
+  program
+    .command('doctor')
+    .description('report the backends found: ONNX Runtime and its providers, AscendCL and NPU devices')
+    .option('--json', 'print the report as JSON', false)
+    .action((opts: { json: boolean }) => doctorCommand(opts));
 
   return program;
 }
