@@ -1,0 +1,62 @@
+import { fileURLToPath } from 'node:url';
+import { loadPackageDefinition, Server, ServerCredentials, type GrpcObject, type ServiceClientConstructor } from '@grpc/grpc-js';
+import { loadSync, type Options } from '@grpc/proto-loader';
+import { DEFAULT_PROTOCOL_BODY_LIMIT, KSERVE_EXTENSIONS } from '../kserve-protocol.js';
+import { grpcInferenceService, type GrpcServiceOptions } from './grpc-inference-service.js';
+
+/** Triton's gRPC port (protocols.md §1.1). */
+export const DEFAULT_GRPC_PORT = 8001;
+
+/** The .proto beside this module; the build copies it next to the compiled file. */
+export const GRPC_PROTO_PATH = fileURLToPath(new URL('./grpc_predict_v2.proto', import.meta.url));
+
+/**
+ * How proto-loader maps messages to JS: snake_case names as in the .proto (what Triton clients
+ * send), 64-bit integers as decimal strings so none lose precision, the set oneof field named.
+ */
+export const GRPC_PROTO_OPTIONS: Options = { keepCase: true, longs: String, enums: String, defaults: false, arrays: true, objects: true, oneofs: true };
+
+export interface GrpcServerOptions extends Omit<GrpcServiceOptions, 'extensions'> {
+  readonly extensions?: readonly string[];
+  /** 8001 by default; 0 picks a free port. */
+  readonly port?: number;
+  /** 0.0.0.0 by default. */
+  readonly host?: string;
+  /** Largest request message in bytes; 64 MiB by default, as for HTTP bodies (grpc-js would allow 4 MiB). */
+  readonly maxMessageBytes?: number;
+}
+
+export interface GrpcServerHandle {
+  /** The port bound, useful with port 0. */
+  readonly port: number;
+  /** Stops accepting calls, lets running ones finish for up to `graceMs`, then cancels the rest. */
+  close(graceMs?: number): Promise<void>;
+}
+
+/** The `inference.GRPCInferenceService` constructor from grpc_predict_v2.proto. */
+export function loadInferenceService(): ServiceClientConstructor {
+  const proto = loadPackageDefinition(loadSync(GRPC_PROTO_PATH, GRPC_PROTO_OPTIONS));
+  return (proto.inference as GrpcObject).GRPCInferenceService as ServiceClientConstructor;
+}
+
+/** Serves the KServe v2 gRPC protocol over `repository` on its own port. */
+export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServerHandle> {
+  const maxMessageBytes = opts.maxMessageBytes ?? DEFAULT_PROTOCOL_BODY_LIMIT;
+  const server = new Server({ 'grpc.max_receive_message_length': maxMessageBytes, 'grpc.max_send_message_length': -1 });
+  server.addService(loadInferenceService().service, grpcInferenceService({ ...opts, extensions: opts.extensions ?? KSERVE_EXTENSIONS }));
+  const address = `${opts.host ?? '0.0.0.0'}:${opts.port ?? DEFAULT_GRPC_PORT}`;
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(address, ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound)));
+  });
+  return {
+    port,
+    close: (graceMs = 5_000) =>
+      new Promise<void>((resolve) => {
+        const force = setTimeout(() => server.forceShutdown(), graceMs);
+        server.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      }),
+  };
+}

@@ -1,0 +1,128 @@
+import { createError } from '../../errors/index.js';
+import { createTensor, parseDatatype, tensorFromBytes, tensorToBytes, validateShape, type TensorValue } from '../../tensor/index.js';
+import type { Datatype, Tensor } from '../../tensor/tensor.js';
+import type { Parameters } from '../infer-request-decoder.js';
+
+/**
+ * Tensors and parameters in the gRPC messages of grpc_predict_v2.proto, as @grpc/proto-loader
+ * hands them over with `longs: String` (int64/uint64 as decimal strings, so none lose precision)
+ * and `oneofs: true`.
+ */
+
+export interface GrpcInferParameter {
+  readonly parameter_choice?: 'bool_param' | 'int64_param' | 'string_param' | 'double_param' | 'uint64_param';
+  readonly bool_param?: boolean;
+  readonly int64_param?: string | number;
+  readonly string_param?: string;
+  readonly double_param?: number;
+  readonly uint64_param?: string | number;
+}
+
+export interface GrpcTensorContents {
+  readonly bool_contents?: readonly boolean[];
+  readonly int_contents?: readonly number[];
+  readonly int64_contents?: readonly (string | number)[];
+  readonly uint_contents?: readonly number[];
+  readonly uint64_contents?: readonly (string | number)[];
+  readonly fp32_contents?: readonly number[];
+  readonly fp64_contents?: readonly number[];
+  readonly bytes_contents?: readonly Uint8Array[];
+}
+
+export interface GrpcInputTensor {
+  readonly name?: string;
+  readonly datatype?: string;
+  readonly shape?: readonly (string | number)[];
+  readonly parameters?: Readonly<Record<string, GrpcInferParameter>>;
+  readonly contents?: GrpcTensorContents;
+}
+
+export interface GrpcOutputTensor {
+  readonly name: string;
+  readonly datatype: string;
+  readonly shape: readonly number[];
+}
+
+/** Which InferTensorContents field holds each datatype; FP16 and BF16 have none and go raw only. */
+const CONTENTS_FIELD: Readonly<Record<Datatype, keyof GrpcTensorContents | undefined>> = {
+  BOOL: 'bool_contents',
+  INT8: 'int_contents',
+  INT16: 'int_contents',
+  INT32: 'int_contents',
+  INT64: 'int64_contents',
+  UINT8: 'uint_contents',
+  UINT16: 'uint_contents',
+  UINT32: 'uint_contents',
+  UINT64: 'uint64_contents',
+  FP32: 'fp32_contents',
+  FP64: 'fp64_contents',
+  BYTES: 'bytes_contents',
+  FP16: undefined,
+  BF16: undefined,
+};
+
+export function fromGrpcParameters(map: Readonly<Record<string, GrpcInferParameter>> | undefined): Parameters {
+  const out: Parameters = {};
+  for (const [key, p] of Object.entries(map ?? {})) {
+    const choice = p.parameter_choice;
+    if (choice === undefined) throw createError('SF_ERR_BAD_REQUEST', `Parameter '${key}' has no value.`);
+    const value = p[choice] as string | number | boolean;
+    out[key] = choice === 'int64_param' || choice === 'uint64_param' ? toNumber(key, value) : value;
+  }
+  return out;
+}
+
+function toNumber(key: string, value: string | number | boolean): number {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n)) throw createError('SF_ERR_BAD_REQUEST', `Parameter '${key}' is ${String(value)}, beyond the integers serve-fn's parameters hold exactly (±(2^53-1)).`);
+  return n;
+}
+
+export function toGrpcParameters(parameters: Readonly<Record<string, unknown>> | undefined): Record<string, GrpcInferParameter> {
+  const out: Record<string, GrpcInferParameter> = {};
+  for (const [key, value] of Object.entries(parameters ?? {})) {
+    if (typeof value === 'boolean') out[key] = { bool_param: value };
+    else if (typeof value === 'number') out[key] = Number.isInteger(value) ? { int64_param: value } : { double_param: value };
+    else if (typeof value === 'bigint') out[key] = { int64_param: value.toString() };
+    else out[key] = { string_param: String(value) };
+  }
+  return out;
+}
+
+/**
+ * The request's input tensors: from `raw_input_contents` (one entry per input, in order) when it is
+ * given, else from each input's typed `contents`.
+ */
+export function decodeGrpcInputs(inputs: readonly GrpcInputTensor[], raw: readonly Uint8Array[], modelName: string): Tensor[] {
+  if (raw.length > 0 && raw.length !== inputs.length) {
+    throw createError('SF_ERR_BAD_REQUEST', `Expected ${inputs.length} raw_input_contents, one per input, got ${raw.length} for model '${modelName}'.`);
+  }
+  return inputs.map((input, i) => {
+    const name = input.name ?? '';
+    if (name === '') throw createError('SF_ERR_BAD_REQUEST', 'Each input needs a non-empty name.');
+    const datatype = parseDatatype(input.datatype, name);
+    const shape = validateShape(name, (input.shape ?? []).map(Number));
+    if (raw.length > 0) {
+      if (hasContents(input.contents)) {
+        throw createError('SF_ERR_BAD_REQUEST', `contents field must not be specified when using raw_input_contents for '${name}' for model '${modelName}'`);
+      }
+      return tensorFromBytes(name, datatype, shape, raw[i]);
+    }
+    const field = CONTENTS_FIELD[datatype];
+    if (field === undefined) throw createError('SF_ERR_TENSOR_DATA', name, `${datatype} has no typed contents field; send it in raw_input_contents.`);
+    const values = (input.contents?.[field] ?? []) as readonly TensorValue[];
+    return createTensor(name, datatype, shape, datatype === 'BYTES' ? values.map((b) => new Uint8Array(b as Uint8Array)) : values);
+  });
+}
+
+function hasContents(contents: GrpcTensorContents | undefined): boolean {
+  return contents !== undefined && Object.values(contents).some((v) => Array.isArray(v) && v.length > 0);
+}
+
+/** Outputs as Triton sends them over gRPC: metadata in `outputs`, elements in `raw_output_contents`. */
+export function encodeGrpcOutputs(tensors: readonly Tensor[]): { outputs: GrpcOutputTensor[]; raw_output_contents: Uint8Array[] } {
+  return {
+    outputs: tensors.map((t) => ({ name: t.name, datatype: t.datatype, shape: [...t.shape] })),
+    raw_output_contents: tensors.map(tensorToBytes),
+  };
+}

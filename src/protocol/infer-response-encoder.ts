@@ -1,0 +1,48 @@
+import { createError } from '../errors/index.js';
+import type { InferResponse } from '../inference/inference-model.js';
+import { buildInferResponseBody, encodeBinaryOutput, encodeJsonTensor, type JsonTensor, type JsonTensorHeader } from '../tensor/index.js';
+import type { Tensor } from '../tensor/tensor.js';
+import type { DecodedInferRequest } from './infer-request-decoder.js';
+
+export interface EncodedInferResponse {
+  readonly body: Buffer;
+  /** `Inference-Header-Content-Length` when binary outputs follow the JSON; undefined for a JSON-only body. */
+  readonly headerLength?: number;
+}
+
+/**
+ * Writes `$inference_response` (protocols.md §1.3): requested outputs in request order (all the
+ * model returned otherwise), each as JSON data or as binary data after the JSON header (§1.5).
+ */
+export function encodeInferResponse(response: InferResponse, decoded: Pick<DecodedInferRequest, 'request' | 'outputs' | 'binaryByDefault'>): EncodedInferResponse {
+  const tensors = selectOutputs(response, decoded.outputs?.map((o) => o.name));
+  const binary = (i: number): boolean => decoded.outputs?.[i].binary ?? decoded.binaryByDefault;
+  const chunks: Uint8Array[] = [];
+  const outputs: (JsonTensor | JsonTensorHeader)[] = tensors.map((tensor, i) => {
+    if (!binary(i)) return encodeJsonTensor(tensor);
+    const encoded = encodeBinaryOutput(tensor);
+    chunks.push(encoded.bytes);
+    return encoded.header;
+  });
+  const id = response.id ?? decoded.request.id;
+  const header = {
+    model_name: response.modelName,
+    model_version: response.modelVersion,
+    ...(id ? { id } : {}),
+    ...(response.parameters && Object.keys(response.parameters).length > 0 ? { parameters: response.parameters } : {}),
+    outputs,
+  };
+  const { body, headerLength } = buildInferResponseBody(header, chunks);
+  return chunks.length === 0 ? { body } : { body, headerLength };
+}
+
+/** The outputs to send: the requested ones in request order, or all the model returned. */
+export function selectOutputs(response: InferResponse, requested: readonly string[] | undefined): readonly Tensor[] {
+  if (requested === undefined) return response.outputs;
+  const byName = new Map(response.outputs.map((t) => [t.name, t]));
+  return requested.map((name) => byName.get(name) ?? missingOutput(response, name));
+}
+
+function missingOutput(response: InferResponse, name: string): never {
+  throw createError('SF_ERR_EXECUTION_FAILED', response.modelName, 'infer', `the requested output '${name}' is not among the outputs it returned (${response.outputs.map((t) => t.name).join(', ') || 'none'}).`);
+}

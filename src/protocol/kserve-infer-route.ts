@@ -1,0 +1,77 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { createError } from '../errors/index.js';
+import type { InferenceModel, InferRequest, InferResponse, ModelRepository } from '../inference/inference-model.js';
+import { INFERENCE_HEADER_CONTENT_LENGTH } from '../tensor/index.js';
+import { compressBody, decompressRequestBody, isUnsupportedCoding, negotiateResponseCoding, SUPPORTED_CONTENT_CODINGS } from './body-compression.js';
+import { decodeInferRequest } from './infer-request-decoder.js';
+import { encodeInferResponse } from './infer-response-encoder.js';
+import { MODEL_PATHS, type ModelParams } from './kserve-model-routes.js';
+import { inferExamples, INFER_REQUEST_SCHEMA, INFER_RESPONSE_SCHEMA, routeDoc } from './kserve-openapi.js';
+
+export interface InferRouteOptions {
+  readonly repository: ModelRepository;
+  readonly bodyLimit: number;
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** `POST /v2/models/{m}[/versions/{v}]/infer`. The body arrives as a Buffer (the /v2 scope's content-type parser). */
+export function registerInferRoutes(scope: FastifyInstance, opts: InferRouteOptions): void {
+  // A getter, so the examples are those of the models served when the OpenAPI document is first
+  // built (@fastify/swagger builds it once, on the first request for it), not when routes register.
+  const body = Object.defineProperty({ ...INFER_REQUEST_SCHEMA }, 'x-examples', { enumerable: true, get: () => inferExamples(opts.repository.models()) });
+  const schema = routeDoc('Run an inference', {
+    description: 'Errors: 404 unknown model or version, 400 invalid request, 413 body too large, 501 unsupported, 503 model not ready or overloaded.',
+    body,
+    consumes: ['application/json', 'application/octet-stream'],
+    response: INFER_RESPONSE_SCHEMA,
+  });
+  for (const path of MODEL_PATHS) {
+    scope.post<{ Params: ModelParams }>(`${path}/infer`, { schema }, (request, reply) => infer(request, reply, opts));
+  }
+}
+
+async function infer(request: FastifyRequest<{ Params: ModelParams }>, reply: FastifyReply, opts: InferRouteOptions): Promise<FastifyReply> {
+  const model = opts.repository.get(request.params.model, request.params.version);
+  if (model.info.decoupled) throw createError('SF_ERR_UNSUPPORTED', "HTTP end point doesn't support models with decoupled transaction policy");
+  if (!model.ready()) throw createError('SF_ERR_MODEL_NOT_READY', model.info.name, model.info.version);
+  let body: Buffer;
+  try {
+    body = await decompressRequestBody((request.body as Buffer | undefined) ?? EMPTY, headerValue(request, 'content-encoding'), opts.bodyLimit);
+  } catch (err) {
+    if (isUnsupportedCoding(err)) reply.header('Accept-Encoding', SUPPORTED_CONTENT_CODINGS);
+    throw err;
+  }
+  const decoded = decodeInferRequest(body, headerValue(request, INFERENCE_HEADER_CONTENT_LENGTH.toLowerCase()), model.info);
+  const response = await inferWhileConnected(model, decoded.request, reply);
+  const encoded = encodeInferResponse(response, decoded);
+  if (encoded.headerLength === undefined) {
+    reply.type('application/json');
+  } else {
+    reply.type('application/octet-stream').header(INFERENCE_HEADER_CONTENT_LENGTH, encoded.headerLength);
+  }
+  const coding = negotiateResponseCoding(headerValue(request, 'accept-encoding'));
+  if (coding === undefined) return reply.send(encoded.body);
+  return reply.header('Content-Encoding', coding).send(await compressBody(encoded.body, coding));
+}
+
+/** Cancels the request in the model's queue when the client goes away before it runs. */
+async function inferWhileConnected(model: InferenceModel, request: InferRequest, reply: FastifyReply): Promise<InferResponse> {
+  const abort = new AbortController();
+  // The response's 'close' means the connection went away; the request's 'close' also fires as
+  // soon as its body has been read.
+  const onClose = (): void => {
+    if (!reply.raw.writableEnded) abort.abort();
+  };
+  reply.raw.once('close', onClose);
+  try {
+    return await model.infer({ ...request, signal: abort.signal });
+  } finally {
+    reply.raw.off('close', onClose);
+  }
+}
+
+function headerValue(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}

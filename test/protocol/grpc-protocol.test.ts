@@ -1,0 +1,328 @@
+import { Client, credentials, status, type ServiceError } from '@grpc/grpc-js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startGrpcServer, type GrpcServerHandle } from '../../src/protocol/grpc/grpc-server.js';
+import type { Datatype } from '../../src/tensor/tensor.js';
+import { FakeModel, FakeRepository, identityModel, simpleModel, simpleStringModel, versionedModel } from './fake-repository.js';
+import { messages, packedInt64, parse, pb, rawBytes, strings, type Fields } from './protobuf-wire.js';
+
+const open: { server: GrpcServerHandle; client: Client }[] = [];
+
+afterEach(async () => {
+  for (const { server, client } of open.splice(0)) {
+    client.close();
+    await server.close(100);
+  }
+});
+
+async function connect(repository: FakeRepository, options: { ready?: () => boolean; maxMessageBytes?: number } = {}): Promise<Client> {
+  const server = await startGrpcServer({
+    repository,
+    serverName: 'serve-fn',
+    serverVersion: '0.1.0',
+    ready: options.ready ?? (() => true),
+    port: 0,
+    host: '127.0.0.1',
+    ...(options.maxMessageBytes === undefined ? {} : { maxMessageBytes: options.maxMessageBytes }),
+  });
+  const client = new Client(`127.0.0.1:${server.port}`, credentials.createInsecure());
+  open.push({ server, client });
+  return client;
+}
+
+const same = (b: Buffer): Buffer => b;
+
+/** A bool response field 1 (`live`, `ready`): absent (proto3's default) or 0 is false. */
+function flag(response: Buffer): boolean {
+  const value = parse(response).get(1)?.[0]?.value;
+  return value !== undefined && value !== 0n;
+}
+
+/** One unary call with hand-encoded request bytes; resolves the raw response bytes. */
+function call(client: Client, method: string, body: Buffer = Buffer.alloc(0)): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    client.makeUnaryRequest(`/inference.GRPCInferenceService/${method}`, same, same, body, (err: ServiceError | null, res?: Buffer) => (err ? reject(err) : resolve(res!)));
+  });
+}
+
+async function failure(promise: Promise<unknown>): Promise<[status, string]> {
+  const err = (await promise.then(() => undefined, (e: ServiceError) => e)) as ServiceError | undefined;
+  if (!err) throw new Error('the call succeeded');
+  return [err.code, err.details];
+}
+
+const range = (n: number, f: (i: number) => number): number[] => Array.from({ length: n }, (_, i) => f(i));
+
+function int32s(values: number[]): Buffer {
+  const b = Buffer.alloc(values.length * 4);
+  values.forEach((v, i) => b.writeInt32LE(v, i * 4));
+  return b;
+}
+
+/** ModelInferRequest.InferInputTensor: name 1, datatype 2, shape 3 (packed), contents 5. */
+function input(name: string, datatype: string, shape: number[], ...rest: Buffer[]): Buffer {
+  return pb.message(5, pb.string(1, name), pb.string(2, datatype), pb.packedVarints(3, shape), ...rest);
+}
+
+function outputsOf(response: Fields): { name: string; datatype: string; shape: number[] }[] {
+  return messages(response, 5).map((o) => ({ name: strings(o, 1)[0], datatype: strings(o, 2)[0], shape: packedInt64(o, 3) }));
+}
+
+describe('health and metadata over gRPC', () => {
+  it('ServerLive answers live = true (field 1)', async () => {
+    const client = await connect(new FakeRepository([]));
+    expect([...(await call(client, 'ServerLive'))]).toEqual([0x08, 0x01]);
+  });
+
+  it('ServerReady follows the server and every model', async () => {
+    const simple = simpleModel();
+    let serving = true;
+    const client = await connect(new FakeRepository([simple]), { ready: () => serving });
+    expect([...(await call(client, 'ServerReady'))]).toEqual([0x08, 0x01]);
+    simple.isReady = false;
+    expect(flag(await call(client, 'ServerReady'))).toBe(false);
+    simple.isReady = true;
+    serving = false;
+    expect(flag(await call(client, 'ServerReady'))).toBe(false);
+  });
+
+  it('ServerMetadata answers name, version and extensions', async () => {
+    const client = await connect(new FakeRepository([]));
+    const res = parse(await call(client, 'ServerMetadata'));
+    expect([strings(res, 1), strings(res, 2), strings(res, 3)]).toEqual([
+      ['serve-fn'],
+      ['0.1.0'],
+      ['binary_tensor_data', 'model_configuration', 'model_repository', 'statistics', 'schedule_policy', 'parameters'],
+    ]);
+  });
+
+  it('ModelReady is true or false per version, and NOT_FOUND for an unknown model', async () => {
+    const v1 = versionedModel('1');
+    const client = await connect(new FakeRepository([v1, versionedModel('2')]));
+    v1.isReady = false;
+    expect([...(await call(client, 'ModelReady', pb.string(1, 'versioned')))]).toEqual([0x08, 0x01]);
+    expect(flag(await call(client, 'ModelReady', Buffer.concat([pb.string(1, 'versioned'), pb.string(2, '1')])))).toBe(false);
+    expect(await failure(call(client, 'ModelReady', pb.string(1, 'ghost')))).toEqual([status.NOT_FOUND, "Request for unknown model: 'ghost' is not found"]);
+    expect(await failure(call(client, 'ModelReady', Buffer.concat([pb.string(1, 'versioned'), pb.string(2, '5')])))).toEqual([
+      status.NOT_FOUND,
+      "Request for unknown model: 'versioned' version 5 is not found",
+    ]);
+  });
+
+  it('ModelMetadata describes `simple` with the batch dimension as -1', async () => {
+    const client = await connect(new FakeRepository([simpleModel()]));
+    const res = parse(await call(client, 'ModelMetadata', pb.string(1, 'simple')));
+    expect([strings(res, 1), strings(res, 2), strings(res, 3)]).toEqual([['simple'], ['1'], ['tensorflow_graphdef']]);
+    const tensors = (field: number): unknown[] => messages(res, field).map((t) => [strings(t, 1)[0], strings(t, 2)[0], packedInt64(t, 3)]);
+    expect(tensors(4)).toEqual([['INPUT0', 'INT32', [-1, 16]], ['INPUT1', 'INT32', [-1, 16]]]);
+    expect(tensors(5)).toEqual([['OUTPUT0', 'INT32', [-1, 16]], ['OUTPUT1', 'INT32', [-1, 16]]]);
+  });
+});
+
+describe('ModelInfer', () => {
+  it('answers `simple` (INPUT0 = 0..15, INPUT1 = 1s) in raw_output_contents, echoing the id', async () => {
+    const client = await connect(new FakeRepository([simpleModel()]));
+    const request = Buffer.concat([
+      pb.string(1, 'simple'),
+      pb.string(3, 'req-1'),
+      input('INPUT0', 'INT32', [1, 16]),
+      input('INPUT1', 'INT32', [1, 16]),
+      pb.bytes(7, int32s(range(16, (i) => i))),
+      pb.bytes(7, int32s(range(16, () => 1))),
+    ]);
+    const res = parse(await call(client, 'ModelInfer', request));
+    expect([strings(res, 1), strings(res, 2), strings(res, 3)]).toEqual([['simple'], ['1'], ['req-1']]);
+    expect(outputsOf(res)).toEqual([
+      { name: 'OUTPUT0', datatype: 'INT32', shape: [1, 16] },
+      { name: 'OUTPUT1', datatype: 'INT32', shape: [1, 16] },
+    ]);
+    expect(rawBytes(res, 6)).toEqual([int32s(range(16, (i) => i + 1)), int32s(range(16, (i) => i - 1))]);
+  });
+
+  it('reads typed contents: `simple` with int_contents, and requested outputs in the order asked', async () => {
+    const client = await connect(new FakeRepository([simpleModel()]));
+    const contents = (values: number[]): Buffer => pb.message(5, pb.packedVarints(2, values));
+    const request = Buffer.concat([
+      pb.string(1, 'simple'),
+      input('INPUT0', 'INT32', [1, 16], contents(range(16, (i) => i))),
+      input('INPUT1', 'INT32', [1, 16], contents(range(16, () => 1))),
+      pb.message(6, pb.string(1, 'OUTPUT1')),
+    ]);
+    const res = parse(await call(client, 'ModelInfer', request));
+    expect(outputsOf(res).map((o) => o.name)).toEqual(['OUTPUT1']);
+    expect(rawBytes(res, 6)).toEqual([int32s(range(16, (i) => i - 1))]);
+    expect(strings(res, 3)).toEqual([]);
+  });
+
+  it('answers simple_string on bytes_contents', async () => {
+    const client = await connect(new FakeRepository([simpleStringModel()]));
+    const contents = (values: string[]): Buffer => pb.message(5, ...values.map((v) => pb.string(8, v)));
+    const request = Buffer.concat([
+      pb.string(1, 'simple_string'),
+      input('INPUT0', 'BYTES', [1, 16], contents(range(16, (i) => i).map(String))),
+      input('INPUT1', 'BYTES', [1, 16], contents(range(16, () => 1).map(String))),
+    ]);
+    const [out0] = rawBytes(parse(await call(client, 'ModelInfer', request)), 6);
+    const expected = Buffer.concat(range(16, (i) => i + 1).flatMap((v) => [int32s([String(v).length]), Buffer.from(String(v))]));
+    expect(out0.equals(expected)).toBe(true);
+  });
+
+  /** Per datatype: its InferTensorContents field encoding and the raw bytes the identity model must send back. */
+  const TYPED: { datatype: Datatype; contents: Buffer; raw: Buffer }[] = [
+    { datatype: 'BOOL', contents: pb.packedVarints(1, [true, false, true]), raw: Buffer.from([1, 0, 1]) },
+    { datatype: 'INT8', contents: pb.packedVarints(2, [-128, 127, -1]), raw: Buffer.from([0x80, 0x7f, 0xff]) },
+    { datatype: 'INT16', contents: pb.packedVarints(2, [-32768, 32767, 1]), raw: Buffer.from([0x00, 0x80, 0xff, 0x7f, 0x01, 0x00]) },
+    { datatype: 'INT32', contents: pb.packedVarints(2, [-2147483648, 2147483647, 1]), raw: int32s([-2147483648, 2147483647, 1]) },
+    {
+      datatype: 'INT64',
+      contents: pb.packedVarints(3, [-9223372036854775808n, 9223372036854775807n, -5n]),
+      raw: Buffer.from('0000000000000080ffffffffffffff7ffbffffffffffffff', 'hex'),
+    },
+    { datatype: 'UINT8', contents: pb.packedVarints(4, [0, 255, 7]), raw: Buffer.from([0, 255, 7]) },
+    { datatype: 'UINT16', contents: pb.packedVarints(4, [0, 65535, 513]), raw: Buffer.from([0, 0, 0xff, 0xff, 0x01, 0x02]) },
+    { datatype: 'UINT32', contents: pb.packedVarints(4, [0, 4294967295, 66051]), raw: Buffer.from('00000000ffffffff03020100', 'hex') },
+    { datatype: 'UINT64', contents: pb.packedVarints(5, [0n, 18446744073709551615n, 5n]), raw: Buffer.from('0000000000000000ffffffffffffffff0500000000000000', 'hex') },
+    { datatype: 'FP32', contents: pb.packedFloats(6, [1.5, -0.25, 2]), raw: Buffer.from('0000c03f000080be00000040', 'hex') },
+    { datatype: 'FP64', contents: pb.packedDoubles(7, [1.5, -0.25, 2]), raw: Buffer.from('000000000000f83f000000000000d0bf0000000000000040', 'hex') },
+    { datatype: 'BYTES', contents: Buffer.concat([pb.string(8, 'hi'), pb.string(8, ''), pb.string(8, 'ü')]), raw: Buffer.from('02000000' + '6869' + '00000000' + '02000000' + 'c3bc', 'hex') },
+  ];
+
+  for (const { datatype, contents, raw } of TYPED) {
+    it(`${datatype}: typed contents in, the same elements out as raw little-endian bytes`, async () => {
+      const model = identityModel(datatype);
+      const client = await connect(new FakeRepository([model]));
+      const request = Buffer.concat([pb.string(1, model.info.name), input('INPUT0', datatype, [3], pb.message(5, contents))]);
+      const res = parse(await call(client, 'ModelInfer', request));
+      expect(outputsOf(res)).toEqual([{ name: 'OUTPUT0', datatype, shape: [3] }]);
+      expect(rawBytes(res, 6)[0].toString('hex')).toBe(raw.toString('hex'));
+    });
+  }
+
+  for (const datatype of ['FP16', 'BF16'] as const) {
+    it(`${datatype}: raw_input_contents only`, async () => {
+      const model = identityModel(datatype);
+      const client = await connect(new FakeRepository([model]));
+      const raw = Buffer.from([0x00, 0x3e, 0x00, 0xc0]);
+      const res = parse(await call(client, 'ModelInfer', Buffer.concat([pb.string(1, model.info.name), input('INPUT0', datatype, [2]), pb.bytes(7, raw)])));
+      expect(rawBytes(res, 6)).toEqual([raw]);
+      const typed = Buffer.concat([pb.string(1, model.info.name), input('INPUT0', datatype, [2], pb.message(5, pb.packedFloats(6, [1, 2])))]);
+      expect(await failure(call(client, 'ModelInfer', typed))).toEqual([
+        status.INVALID_ARGUMENT,
+        `Tensor 'INPUT0': ${datatype} has no typed contents field; send it in raw_input_contents.`,
+      ]);
+    });
+  }
+
+  it('passes parameters: priority and timeout to the scheduler, the rest to the model', async () => {
+    const simple = simpleModel();
+    const client = await connect(new FakeRepository([simple]));
+    const param = (key: string, value: Buffer): Buffer => pb.mapEntry(4, key, value);
+    const request = Buffer.concat([
+      pb.string(1, 'simple'),
+      param('priority', pb.varint(2, 1)),
+      param('timeout', pb.varint(2, 2500)),
+      param('sequence_id', pb.varint(5, 77)),
+      param('sequence_start', pb.varint(1, true)),
+      param('note', pb.string(3, 'hello')),
+      param('ratio', pb.double(4, 0.5)),
+      input('INPUT0', 'INT32', [1, 16]),
+      input('INPUT1', 'INT32', [1, 16]),
+      pb.bytes(7, int32s(range(16, () => 0))),
+      pb.bytes(7, int32s(range(16, () => 0))),
+    ]);
+    await call(client, 'ModelInfer', request);
+    const seen = simple.requests[0];
+    expect([seen.priority, seen.timeoutUs]).toEqual([1, 2500]);
+    expect(seen.parameters).toEqual({ sequence_id: 77, sequence_start: true, note: 'hello', ratio: 0.5 });
+  });
+
+  it('runs the asked version', async () => {
+    const client = await connect(new FakeRepository([versionedModel('1'), versionedModel('3')]));
+    const request = (version?: string): Buffer =>
+      Buffer.concat([pb.string(1, 'versioned'), ...(version ? [pb.string(2, version)] : []), input('INPUT0', 'INT32', [1], pb.message(5, pb.packedVarints(2, [5])))]);
+    expect(rawBytes(parse(await call(client, 'ModelInfer', request('1'))), 6)).toEqual([int32s([5])]);
+    expect(rawBytes(parse(await call(client, 'ModelInfer', request())), 6)).toEqual([int32s([15])]);
+    expect(strings(parse(await call(client, 'ModelInfer', request())), 2)).toEqual(['3']);
+  });
+});
+
+describe('ModelInfer errors', () => {
+  const zeros = pb.bytes(7, int32s(range(16, () => 0)));
+  const simpleInputs = Buffer.concat([input('INPUT0', 'INT32', [1, 16]), input('INPUT1', 'INT32', [1, 16]), zeros, zeros]);
+
+  it("maps Triton's error kinds onto gRPC codes with the same messages", async () => {
+    const notReady = versionedModel('1');
+    notReady.isReady = false;
+    const decoupled = new FakeModel({ name: 'stream', decoupled: true, inputs: [], outputs: [], compute: () => [] });
+    const client = await connect(new FakeRepository([simpleModel(), notReady, decoupled]));
+    const cases: [Buffer, status, string][] = [
+      [Buffer.concat([pb.string(1, 'ghost'), simpleInputs]), status.NOT_FOUND, "Request for unknown model: 'ghost' is not found"],
+      [Buffer.concat([pb.string(1, 'simple'), pb.string(2, '4'), simpleInputs]), status.NOT_FOUND, "Request for unknown model: 'simple' version 4 is not found"],
+      [pb.string(1, 'versioned'), status.UNAVAILABLE, "Model 'versioned' version 1 is not ready"],
+      [pb.string(1, 'stream'), status.UNIMPLEMENTED, "ModelInfer RPC doesn't support models with decoupled transaction policy"],
+      [Buffer.concat([pb.string(1, 'simple'), simpleInputs, pb.message(6, pb.string(1, 'NOPE'))]), status.INVALID_ARGUMENT, "Unexpected inference output 'NOPE' for model 'simple'."],
+      [Buffer.concat([pb.string(1, 'simple'), input('INPUT0', 'INT32', [1, 16]), zeros]), status.INVALID_ARGUMENT, "Expected input 'INPUT1' for model 'simple' is missing."],
+      [
+        Buffer.concat([pb.string(1, 'simple'), input('INPUT0', 'INT32', [1, 16]), input('INPUT1', 'INT32', [1, 16]), zeros]),
+        status.INVALID_ARGUMENT,
+        "Expected 2 raw_input_contents, one per input, got 1 for model 'simple'.",
+      ],
+      [
+        Buffer.concat([pb.string(1, 'simple'), input('INPUT0', 'INT32', [1, 16], pb.message(5, pb.packedVarints(2, [1]))), input('INPUT1', 'INT32', [1, 16]), zeros, zeros]),
+        status.INVALID_ARGUMENT,
+        "contents field must not be specified when using raw_input_contents for 'INPUT0' for model 'simple'",
+      ],
+      [Buffer.concat([pb.string(1, 'simple'), input('INPUT0', 'INT32', [1, 16]), input('INPUT1', 'INT32', [1, 16]), pb.bytes(7, Buffer.alloc(3)), zeros]), status.INVALID_ARGUMENT, "Tensor 'INPUT0': binary data is 3 bytes, but shape [1,16] of INT32 needs 64."],
+      [Buffer.concat([pb.string(1, 'simple'), pb.mapEntry(4, 'priority', pb.string(3, 'high')), simpleInputs]), status.INVALID_ARGUMENT, 'Priority "high" is out of range: give a non-negative integer (1 = highest, 0 = the default level).'],
+    ];
+    for (const [request, code, message] of cases) {
+      expect(await failure(call(client, 'ModelInfer', request)), message).toEqual([code, message]);
+    }
+  });
+
+  it('refuses a message over the size limit with RESOURCE_EXHAUSTED', async () => {
+    const client = await connect(new FakeRepository([identityModel('UINT8')]), { maxMessageBytes: 1024 });
+    const request = Buffer.concat([pb.string(1, 'identity_uint8'), input('INPUT0', 'UINT8', [2048]), pb.bytes(7, Buffer.alloc(2048))]);
+    expect((await failure(call(client, 'ModelInfer', request)))[0]).toBe(status.RESOURCE_EXHAUSTED);
+  });
+});
+
+describe('ModelStreamInfer', () => {
+  it('answers every request on the stream, errors in error_message, then ends', async () => {
+    const client = await connect(new FakeRepository([versionedModel('2')]));
+    const stream = client.makeBidiStreamRequest('/inference.GRPCInferenceService/ModelStreamInfer', same, same);
+    const answers: Buffer[] = [];
+    const done = new Promise<void>((resolve, reject) => {
+      stream.on('data', (b: Buffer) => answers.push(b));
+      stream.on('end', resolve);
+      stream.on('error', reject);
+    });
+    const request = (id: string, model: string, value: number): Buffer =>
+      Buffer.concat([pb.string(1, model), pb.string(3, id), input('INPUT0', 'INT32', [1], pb.message(5, pb.packedVarints(2, [value])))]);
+    stream.write(request('a', 'versioned', 4));
+    stream.write(request('b', 'ghost', 1));
+    stream.write(request('c', 'versioned', 10));
+    stream.end();
+    await done;
+
+    const parsed = answers.map((a) => parse(a));
+    const ok = parsed.filter((p) => (strings(p, 1)[0] ?? '') === '').map((p) => messages(p, 2)[0]);
+    const failed = parsed.filter((p) => (strings(p, 1)[0] ?? '') !== '');
+    expect(ok.map((r) => [strings(r, 3)[0], rawBytes(r, 6)[0]]).sort()).toEqual([
+      ['a', int32s([8])],
+      ['c', int32s([20])],
+    ]);
+    expect(failed.map((p) => strings(p, 1)[0])).toEqual(["Request for unknown model: 'ghost' is not found"]);
+  });
+
+  it('ends at once when the client sends nothing', async () => {
+    const client = await connect(new FakeRepository([]));
+    const stream = client.makeBidiStreamRequest('/inference.GRPCInferenceService/ModelStreamInfer', same, same);
+    const ended = new Promise<number>((resolve) => {
+      let count = 0;
+      stream.on('data', () => (count += 1));
+      stream.on('end', () => resolve(count));
+    });
+    stream.end();
+    expect(await ended).toBe(0);
+  });
+});
