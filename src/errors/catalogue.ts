@@ -50,6 +50,11 @@ export const ERROR_CATALOGUE = {
   SF_ERR_PRIORITY_INVALID: spec(400, 'Priority %s is out of range: %s.'),
   SF_ERR_TIMEOUT_INVALID: spec(400, 'Timeout %s is invalid: give a non-negative integer number of microseconds.'),
 
+  // Security and limits: API key, rate limit, and their settings from the environment.
+  SF_ERR_UNAUTHORIZED: spec(401, "Missing or invalid API key: send it as 'Authorization: Bearer <key>' or 'X-API-Key: <key>'."),
+  SF_ERR_RATE_LIMITED: spec(429, 'Too many requests: at most %s per %s ms from one client; retry in %s s.'),
+  SF_ERR_ENV_INVALID: spec(500, 'Environment variable %s is invalid: %s'),
+
   // Execution errors: raised by the runtime while running model code.
   SF_ERR_EXECUTION_FAILED: spec(500, "Model '%s' failed in %s: %s"),
   SF_ERR_BATCH_RESULT_LENGTH: spec(500, '%s returned %s results for a batch of %s requests: a @Batch method must return one result (or Error) per request, in order.'),
@@ -76,6 +81,11 @@ export const ERROR_CATALOGUE = {
   SF_ERR_CONFIG_INVALID: spec(400, "Model configuration for '%s' is invalid: %s"),
   SF_ERR_REPOSITORY_INVALID: spec(400, "Model repository '%s' is invalid: %s"),
   SF_ERR_ENSEMBLE_INVALID: spec(400, "Ensemble '%s' is invalid: %s"),
+
+  // KServe v2 / Triton inference protocol (Triton's own wording, which clients match on).
+  SF_ERR_METHOD_NOT_ALLOWED: spec(405, 'Method Not Allowed'),
+  SF_ERR_UNSUPPORTED: spec(501, '%s'),
+  SF_ERR_MODEL_CONTROL_DISABLED: spec(503, 'explicit model load / unload is not allowed if polling is enabled'),
 
   // Ascend NPU (native addon).
   SF_ERR_NPU_UNAVAILABLE: spec(501, 'Ascend NPU backend is not available: %s'),
