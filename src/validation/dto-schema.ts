@@ -1,3 +1,4 @@
+import { defaultMetadataStorage } from 'class-transformer/cjs/storage.js';
 import { getMetadataStorage } from 'class-validator';
 import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
 import type { DtoClass } from '../metadata/records.js';
@@ -11,6 +12,8 @@ export type JsonSchema = Record<string, unknown>;
 export function buildDtoSchemas(): Record<string, JsonSchema> {
   return validationMetadatasToSchemas({
     classValidatorMetadataStorage: getMetadataStorage(),
+    // Without class-transformer's @Type records, an array of nested DTOs is documented as `Array`.
+    classTransformerMetadataStorage: defaultMetadataStorage,
     refPointerPrefix: '#/components/schemas/',
   }) as Record<string, JsonSchema>;
 }

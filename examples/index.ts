@@ -1,0 +1,3 @@
+export { OcrDetector, OcrRecognizer } from './ocr/index.js';
+export { CosyVoice } from './quickstart/index.js';
+export { SpeechDetector } from './vad/index.js';

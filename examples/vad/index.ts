@@ -1,0 +1,1 @@
+export { SpeechDetector } from './vad.model.js';
