@@ -7,6 +7,13 @@ export type { ModelDefinition, EndpointDefinition } from './definition/model-def
 export { buildDefinitions } from './definition/definition-builder.js';
 export type { BatchPolicy, BatchPolicyInput, QueuePolicy } from './runtime/batch-policy.js';
 export { IsFile, type UploadedFile, type IsFileOptions } from './validation/uploaded-file.js';
-export { ServeFnServer, type ServeOptions } from './server/serve-fn-server.js';
+export { ServeFnServer, type ServeOptions, type RepositoryServeOptions } from './server/serve-fn-server.js';
 export { ERROR_CATALOGUE, ServeFnError, createError, type SfErrorCode } from './errors/index.js';
 export type { Tensor, TensorSpec, Datatype } from './tensor/tensor.js';
+export type { BackendSession, BackendMetadata } from './backends/backend.js';
+export { createTensor, type TensorValue } from './tensor/tensor-factory.js';
+export type { ExecuteRequest, ExecuteResponse, TensorModel } from './inference/tensor-model-api.js';
+export type {
+  InferenceModel, InferenceModelInfo, InferRequest, InferResponse, LoadRequest, ModelRepository, RepositoryIndexEntry, RequestedOutput,
+} from './inference/inference-model.js';
+export { FolderModelRepository, type FolderModelRepositoryOptions } from './model-repository/folder-model-repository.js';

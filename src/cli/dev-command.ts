@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { watch } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { findEntry } from './entry-discovery.js';
+import { findEntry, findRepository } from './entry-discovery.js';
 
 export interface DevOptions {
   readonly host: string;
@@ -21,7 +21,8 @@ export const STANDBY_GO = 'serve-fn:go';
  * costs only the user's module, the workers and `initialize`, not Node's start and our imports.
  */
 export function devCommand(entryPath: string | undefined, options: DevOptions): void {
-  const entry = findEntry(entryPath);
+  const repository = findRepository(entryPath);
+  const entry = repository ? { file: repository, root: repository } : findEntry(entryPath);
   let child: ChildProcess | undefined;
   let standby: ChildProcess | undefined;
   let restartTimer: NodeJS.Timeout | undefined;

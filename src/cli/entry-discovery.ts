@@ -4,6 +4,7 @@ import { pathToFileURL } from 'node:url';
 import { isModelClass } from '../definition/definition-builder.js';
 import type { ModelClass } from '../definition/model-definition.js';
 import { createError } from '../errors/index.js';
+import { isModelRepository } from '../model-repository/repository-scan.js';
 
 export const FOLDER_ENTRIES = ['serve-fn.config.ts', 'serve-fn.config.js', 'index.ts', 'index.js'];
 
@@ -25,6 +26,14 @@ export function findEntry(path = '.'): DiscoveredEntry {
     if (existsSync(file)) return { file, moduleUrl: pathToFileURL(file).href, root: target };
   }
   throw createError('SF_ERR_ENTRY_NOT_FOUND', path);
+}
+
+/** A Triton model repository to serve: a folder with no entry file whose subfolders hold models. */
+export function findRepository(path = '.'): string | undefined {
+  const target = resolve(path);
+  if (!existsSync(target) || !statSync(target).isDirectory()) return undefined;
+  if (FOLDER_ENTRIES.some((name) => existsSync(join(target, name)))) return undefined;
+  return isModelRepository(target) ? target : undefined;
 }
 
 /** Imports the entry and collects every exported @Model class (and a default `{ models }` list). */

@@ -16,7 +16,22 @@ function positiveInt(value: string): number {
   return n;
 }
 
+interface StartFlags {
+  host: string;
+  port: number;
+  bodyLimit?: number;
+  gracePeriod: number;
+  dev: boolean;
+  standby?: boolean;
+  modelControlMode: 'none' | 'explicit' | 'poll';
+  loadModel: string[];
+  repositoryPollSecs: number;
+  grpc: boolean;
+  grpcPort: number;
+}
+
 const defaultPort = process.env.SERVE_FN_PORT ? port(process.env.SERVE_FN_PORT) : 8000;
+const defaultGrpcPort = process.env.SERVE_FN_GRPC_PORT ? port(process.env.SERVE_FN_GRPC_PORT) : 8001;
 
 export function buildProgram(): Command {
   const program = new Command('serve-fn').description('Serve decorated TypeScript model classes over HTTP').showHelpAfterError();
@@ -24,7 +39,7 @@ export function buildProgram(): Command {
   program
     .command('dev')
     .description('serve with reload on file change, pretty logs, on 127.0.0.1')
-    .argument('[entry]', 'model file, or folder with serve-fn.config.ts / index.ts', '.')
+    .argument('[entry]', 'model file, folder with serve-fn.config.ts / index.ts, or Triton model repository', '.')
     .option('--host <host>', 'address to bind', '127.0.0.1')
     .option('--port <port>', 'port to listen on (env SERVE_FN_PORT)', port, defaultPort)
     .action((entry: string, opts: { host: string; port: number }) => devCommand(entry, opts));
@@ -32,14 +47,19 @@ export function buildProgram(): Command {
   program
     .command('start')
     .description('serve for production: JSON logs, no reload, on 0.0.0.0')
-    .argument('[entry]', 'model file, or folder with serve-fn.config.ts / index.ts', '.')
+    .argument('[entry]', 'model file, folder with serve-fn.config.ts / index.ts, or Triton model repository', '.')
     .option('--host <host>', 'address to bind', process.env.SERVE_FN_HOST ?? '0.0.0.0')
     .option('--port <port>', 'port to listen on (env SERVE_FN_PORT)', port, defaultPort)
+    .option('--grpc-port <port>', 'port of the KServe v2 gRPC service (env SERVE_FN_GRPC_PORT)', port, defaultGrpcPort)
+    .option('--no-grpc', 'do not serve gRPC')
     .option('--body-limit <bytes>', 'largest request body in bytes', positiveInt)
     .option('--grace-period <ms>', 'longest drain on SIGTERM before exiting 1', positiveInt, 30_000)
     .option('--dev', 'pretty logs and endpoint list (used by serve-fn dev)', false)
     .addOption(new Option('--standby', 'wait for serve-fn dev to say go').hideHelp())
-    .action(async (entry: string, opts: { host: string; port: number; bodyLimit?: number; gracePeriod: number; dev: boolean; standby?: boolean }) => {
+    .addOption(new Option('--model-control-mode <mode>', 'Triton repository: load all at start (none), on request (explicit), or rescan (poll)').choices(['none', 'explicit', 'poll']).default('none'))
+    .option('--load-model <name>', 'Triton repository, explicit mode: a model to load at start (repeatable; * loads all)', (name: string, all: string[]) => [...all, name], [])
+    .option('--repository-poll-secs <seconds>', 'Triton repository, poll mode: seconds between rescans', positiveInt, 15)
+    .action(async (entry: string, opts: StartFlags) => {
       await startCommand(entry, {
         host: opts.host,
         port: opts.port,
@@ -47,6 +67,8 @@ export function buildProgram(): Command {
         bodyLimit: opts.bodyLimit,
         gracePeriodMs: opts.gracePeriod,
         standby: opts.standby,
+        grpc: opts.grpc && !opts.dev ? { port: opts.grpcPort } : undefined,
+        repository: { controlMode: opts.modelControlMode, startupModels: opts.loadModel, pollIntervalMs: opts.repositoryPollSecs * 1000 },
       });
     });
 

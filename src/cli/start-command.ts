@@ -1,8 +1,9 @@
 import type { FastifyServerOptions } from 'fastify';
 import pretty from 'pino-pretty';
-import { ServeFnServer } from '../server/serve-fn-server.js';
+import { ServeFnServer, type RepositoryServeOptions } from '../server/serve-fn-server.js';
+import { securityOptionsFromEnv, tlsOptionsFromEnv } from '../server/security-env.js';
 import { STANDBY_GO } from './dev-command.js';
-import { findEntry, loadModels } from './entry-discovery.js';
+import { findEntry, findRepository, loadModels } from './entry-discovery.js';
 
 export interface StartOptions {
   readonly host: string;
@@ -13,6 +14,10 @@ export interface StartOptions {
   readonly gracePeriodMs: number;
   /** Wait, with serve-fn loaded, for `serve-fn dev` to say go (it prepares the next reload this way). */
   readonly standby?: boolean;
+  /** Serve the inference protocol over gRPC on this port too (`serve-fn dev` leaves it off). */
+  readonly grpc?: { readonly port: number };
+  /** How a Triton model repository given as the entry is served. */
+  readonly repository?: Omit<RepositoryServeOptions, 'root'>;
 }
 
 function waitForGo(): Promise<void> {
@@ -35,42 +40,70 @@ function loggerFor(dev: boolean): FastifyServerOptions['logger'] {
   return { level, stream: pretty({ translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname', sync: true }) };
 }
 
+/** A Triton model repository folder is served as one; anything else is an entry module of decorated models. */
+async function serverFor(entryPath: string | undefined, options: StartOptions): Promise<ServeFnServer> {
+  const logger = loggerFor(options.dev);
+  const root = findRepository(entryPath);
+  const security = securityOptionsFromEnv(process.env);
+  const tls = tlsOptionsFromEnv(process.env);
+  // The gRPC service checks no API key and speaks no TLS yet, so it would be an open side door.
+  const grpcUnguarded = options.grpc !== undefined && (security.apiKey !== undefined || tls !== undefined);
+  if (grpcUnguarded) process.stderr.write('serve-fn: gRPC is off because SERVE_FN_API_KEY or TLS is set and the gRPC service does not enforce them yet\n');
+  const common = { logger, bodyLimit: options.bodyLimit, grpc: grpcUnguarded ? undefined : options.grpc, security, tls };
+  if (root) return new ServeFnServer({ models: [], repository: { ...options.repository, root }, ...common });
+  const entry = findEntry(entryPath);
+  return new ServeFnServer({ models: await loadModels(entry), moduleUrl: entry.moduleUrl, ...common });
+}
+
 /** `serve-fn start` (and the child process of `serve-fn dev`): initialise, listen, drain on signals. */
 export async function startCommand(entryPath: string | undefined, options: StartOptions): Promise<ServeFnServer> {
   if (options.standby) await waitForGo();
-  const entry = findEntry(entryPath);
-  const models = await loadModels(entry);
-  const server = new ServeFnServer({ models, moduleUrl: entry.moduleUrl, logger: loggerFor(options.dev), bodyLimit: options.bodyLimit });
+  // Signals are taken from the start: one that arrives while models initialise stops the server
+  // as soon as it exists, instead of killing the process with instances half started.
+  let server: ServeFnServer | undefined;
+  let requested: string | undefined;
+  const onSignal = (signal: string): void => {
+    if (server) shutdown(server, signal, options.gracePeriodMs);
+    else requested = signal;
+  };
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+
+  server = await serverFor(entryPath, options);
   const address = await server.listen(options.port, options.host);
+  announce(server, address, options.dev);
+  if (requested) shutdown(server, requested, options.gracePeriodMs);
+  return server;
+}
+
+function announce(server: ServeFnServer, address: string, dev: boolean): void {
   const base = address.replace('0.0.0.0', '127.0.0.1');
   const lines = [`serve-fn ready at ${address}`, `  Swagger UI  ${base}/docs`, `  OpenAPI     ${base}/openapi.json`];
   for (const def of server.definitions) {
     for (const ep of def.endpoints) lines.push(`  ${ep.httpMethod.padEnd(6)}      ${base}${ep.path}  (${def.name}.${ep.methodName})`);
   }
-  if (options.dev) process.stdout.write(`${lines.join('\n')}\n`);
-  else server.app.log.info({ address, endpoints: server.definitions.flatMap((d) => d.endpoints.map((e) => `${e.httpMethod} ${e.path}`)) }, 'serve-fn ready');
+  for (const { info } of server.repository?.models() ?? []) lines.push(`  model       ${info.name} version ${info.version} (${info.platform})`);
+  if (dev) process.stdout.write(`${lines.join('\n')}\n`);
+  else server.app.log.info({ address, grpcPort: server.grpcPort, endpoints: server.definitions.flatMap((d) => d.endpoints.map((e) => `${e.httpMethod} ${e.path}`)) }, 'serve-fn ready');
+}
 
-  let closing = false;
-  const shutdown = (signal: string): void => {
-    if (closing) {
+let closing = false;
+
+/** Drains and exits 0; a second signal, a failure, or a drain past the grace period exits 1. */
+function shutdown(server: ServeFnServer, signal: string, gracePeriodMs: number): void {
+  if (closing) process.exit(1);
+  closing = true;
+  server.app.log.info(`${signal}: draining`);
+  const timer = setTimeout(() => {
+    server.app.log.error(`shutdown took longer than ${gracePeriodMs} ms; exiting`);
+    process.exit(1);
+  }, gracePeriodMs);
+  timer.unref();
+  server.close().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      server.app.log.error({ err }, 'shutdown failed');
       process.exit(1);
-    }
-    closing = true;
-    server.app.log.info(`${signal}: draining`);
-    const timer = setTimeout(() => {
-      server.app.log.error(`shutdown took longer than ${options.gracePeriodMs} ms; exiting`);
-      process.exit(1);
-    }, options.gracePeriodMs);
-    timer.unref();
-    server.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        server.app.log.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.once('SIGINT', () => shutdown('SIGINT'));
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  return server;
+    },
+  );
 }

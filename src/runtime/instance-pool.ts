@@ -8,6 +8,9 @@ export interface RestartPolicy {
   readonly windowMs: number;
 }
 
+/** What the pool reads of its model: a decorated model's definition, or a repository model version. */
+export type PoolOwner = Pick<ModelDefinition, 'name'> & { readonly instances: Pick<ModelDefinition['instances'], 'count'> };
+
 export interface PoolEvents {
   /** An instance became free to take a batch. */
   onIdle(): void;
@@ -26,7 +29,7 @@ export class InstancePool {
   private stopped = false;
 
   constructor(
-    private readonly definition: ModelDefinition,
+    private readonly definition: PoolOwner,
     private readonly factory: InstanceFactory,
     private readonly events: PoolEvents,
     private readonly restartPolicy: RestartPolicy = { maxRestarts: 5, windowMs: 60_000 },

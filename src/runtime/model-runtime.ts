@@ -83,7 +83,7 @@ export class ModelRuntime {
       return value;
     } catch (err) {
       if (queued.dispatchedMs === undefined) recorder.pendingChanged(name, version, -1);
-      recorder.requestFailed(name, version, failureReason(err, queued), {
+      recorder.requestFailed(name, version, failureReason(err, queued.dispatchedMs !== undefined), {
         requestUs: toUs(now() - queued.submittedMs),
       });
       throw err;
@@ -147,13 +147,14 @@ export class ModelRuntime {
   }
 }
 
-function toUs(ms: number): number {
+export function toUs(ms: number): number {
   return Math.max(0, Math.round(ms * 1000));
 }
 
-function failureReason(err: unknown, queued: Queued): FailureReason {
+/** Triton's failure reason of a request that failed after (`dispatched`) or before reaching an instance. */
+export function failureReason(err: unknown, dispatched: boolean): FailureReason {
   const code = err instanceof ServeFnError ? err.code : undefined;
   if (code === 'SF_ERR_CANCELLED') return 'CANCELED';
   if (code === 'SF_ERR_QUEUE_FULL' || code === 'SF_ERR_TIMEOUT' || code === 'SF_ERR_DRAINING') return 'REJECTED';
-  return queued.dispatchedMs !== undefined ? 'BACKEND' : 'OTHER';
+  return dispatched ? 'BACKEND' : 'OTHER';
 }

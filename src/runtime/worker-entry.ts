@@ -3,6 +3,7 @@ import { buildDefinition, isModelClass } from '../definition/definition-builder.
 import type { InferOptions } from '../definition/model-context.js';
 import type { ModelDefinition } from '../definition/model-definition.js';
 import { createError, deserializeError, serializeError } from '../errors/index.js';
+import { TensorModelHost } from '../inference/tensor-model-host.js';
 import { ContextServices } from './context-services.js';
 import { ModelHost } from './model-host.js';
 import type { FromWorker, ToWorker, WorkerBootData } from './worker-messages.js';
@@ -51,7 +52,7 @@ async function findDefinition(): Promise<ModelDefinition> {
 }
 
 const services = new ContextServices(data.context, inferThroughMain);
-let host: ModelHost | undefined;
+let host: Pick<ModelHost, 'execute' | 'finalize'> | undefined;
 
 port.on('message', (message: ToWorker) => {
   if (message.type === 'infer-result') {
@@ -76,6 +77,10 @@ port.on('message', (message: ToWorker) => {
 });
 
 (async () => {
+  if (data.tensorModel) {
+    host = await TensorModelHost.start(data.tensorModel, services.context);
+    return;
+  }
   const created = ModelHost.create(await findDefinition());
   await created.initialize(services.context);
   host = created;

@@ -4,6 +4,7 @@ import type { ModelContextData } from '../definition/model-context.js';
 import type { InferCall } from './context-services.js';
 import type { InferOptions } from '../definition/model-context.js';
 import { createError, deserializeError, serializeError, type SerializedError } from '../errors/index.js';
+import type { TensorModelPlan } from '../inference/tensor-model-plan.js';
 import type { InstanceEvents, ModelInstance } from './model-instance.js';
 import type { FromWorker, ToWorker, WorkerBootData } from './worker-messages.js';
 import { collectTransferables, reviveBuffers, type ExecuteCall, type ExecuteOutcome } from './wire-format.js';
@@ -31,6 +32,8 @@ export class WorkerInstance implements ModelInstance {
     private readonly context: ModelContextData,
     private readonly events: InstanceEvents,
     private readonly infer: InferCall,
+    /** A repository model to host instead of the decorated class in `moduleUrl`. */
+    private readonly tensorModel?: TensorModelPlan,
   ) {}
 
   start(): Promise<void> {
@@ -38,7 +41,7 @@ export class WorkerInstance implements ModelInstance {
     // (SIGSEGV) when a thread that loaded it exits while no other thread holds it. Loading it here
     // keeps it alive for the process, as the CLI's own hooks do; embedders have no such hook.
     requireHere('@swc/core');
-    const bootData: WorkerBootData = { workerEntry: WORKER_ENTRY_URL.href, moduleUrl: this.moduleUrl, context: this.context };
+    const bootData: WorkerBootData = { workerEntry: WORKER_ENTRY_URL.href, moduleUrl: this.moduleUrl, context: this.context, tensorModel: this.tensorModel };
     const worker = new Worker(BOOTSTRAP_URL, { workerData: bootData, name: this.context.instanceName });
     this.worker = worker;
     return new Promise<void>((resolve, reject) => {

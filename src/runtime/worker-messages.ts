@@ -1,5 +1,6 @@
 import type { InferOptions, ModelContextData } from '../definition/model-context.js';
 import type { SerializedError } from '../errors/index.js';
+import type { TensorModelPlan } from '../inference/tensor-model-plan.js';
 import type { ExecuteCall, ExecuteOutcome } from './wire-format.js';
 
 /** The messages between an instance's worker thread and the HTTP thread. */
@@ -10,6 +11,8 @@ export interface WorkerBootData {
   /** URL of the user's module that exports the model class. */
   readonly moduleUrl: string;
   readonly context: ModelContextData;
+  /** Present for a repository model: the worker hosts it with TensorModelHost instead of a decorated class. */
+  readonly tensorModel?: TensorModelPlan;
 }
 
 export type ToWorker =

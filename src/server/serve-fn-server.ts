@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
@@ -8,6 +9,11 @@ import type { ModelClass, ModelDefinition } from '../definition/model-definition
 import { createError } from '../errors/index.js';
 import { validateDto } from '../validation/dto-validator.js';
 import { InferenceRecorder } from '../metrics/inference-recorder.js';
+import type { InferRequest } from '../inference/inference-model.js';
+import { FolderModelRepository, type FolderModelRepositoryOptions } from '../model-repository/folder-model-repository.js';
+import { EmptyModelRepository } from '../inference/empty-model-repository.js';
+import { kserveProtocol } from '../protocol/kserve-protocol.js';
+import { startGrpcServer, type GrpcServerHandle } from '../protocol/grpc/grpc-server.js';
 import { InlineInstance } from '../runtime/inline-instance.js';
 import type { RestartPolicy } from '../runtime/instance-pool.js';
 import type { InstanceFactory } from '../runtime/model-instance.js';
@@ -18,6 +24,7 @@ import { installErrorHandling } from './error-handler.js';
 import { healthRoutes } from './health-routes.js';
 import { metricsRoutes } from './metrics-routes.js';
 import { collectDtoSchemas, registerOpenApi } from './openapi-plugin.js';
+import { securityPlugin, securityServerOptions, type SecurityOptions, type TlsFiles } from './security-plugin.js';
 import { ServerState } from './server-state.js';
 
 export const DEFAULT_BODY_LIMIT = 64 * 1024 * 1024;
@@ -33,7 +40,19 @@ export interface ServeOptions {
   readonly version?: string;
   readonly restartPolicy?: RestartPolicy;
   readonly collectProcessMetrics?: boolean;
+  /** A Triton model repository served beside the decorated models (its models answer ctx.infer too). */
+  readonly repository?: RepositoryServeOptions;
+  /** API key, CORS, rate limit and request timeout (security-plugin.ts); all off when absent. */
+  readonly security?: SecurityOptions;
+  /** Serve HTTPS with this certificate and key. */
+  readonly tls?: TlsFiles;
+  /** Serve the inference protocol over gRPC too (KServe's GRPCInferenceService); off unless given. */
+  readonly grpc?: { readonly port: number; readonly host?: string };
 }
+
+const SERVER_VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
+
+export type RepositoryServeOptions = Pick<FolderModelRepositoryOptions, 'root' | 'controlMode' | 'startupModels' | 'pollIntervalMs'>;
 
 /**
  * A serve-fn server: model runtimes plus the fastify app that fronts them. `start()` initialises
@@ -44,14 +63,29 @@ export class ServeFnServer {
   readonly recorder: InferenceRecorder;
   readonly app: FastifyInstance;
   readonly definitions: readonly ModelDefinition[];
+  /** The Triton model repository, when `repository` was given; loaded by start(), unloaded by close(). */
+  readonly repository: FolderModelRepository | undefined;
   private runtimes: ModelRuntime[] = [];
   private readonly bodyLimit: number;
+  private grpc?: GrpcServerHandle;
 
   constructor(private readonly options: ServeOptions) {
     this.definitions = buildDefinitions(options.models);
     this.bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
     this.recorder = new InferenceRecorder({ collectProcessMetrics: options.collectProcessMetrics ?? true });
-    this.app = fastify({ logger: options.logger ?? false, bodyLimit: this.bodyLimit, forceCloseConnections: 'idle' });
+    this.app = fastify({
+      logger: options.logger ?? false,
+      bodyLimit: this.bodyLimit,
+      forceCloseConnections: 'idle',
+      ...securityServerOptions(options.security ?? {}, options.tls),
+    });
+    this.repository = options.repository && new FolderModelRepository({
+      ...options.repository,
+      recorder: this.recorder,
+      log: (level, message) => this.app.log[level](message),
+      infer: (model, input, opts) => this.infer(model, input, opts),
+      restartPolicy: options.restartPolicy,
+    });
   }
 
   /** Builds runtimes and routes without starting any instance (enough for the OpenAPI document). */
@@ -71,10 +105,10 @@ export class ServeFnServer {
 
   async start(): Promise<void> {
     await this.prepare();
-    const started = await Promise.allSettled(this.runtimes.map((r) => r.start()));
+    const started = await Promise.allSettled([...this.runtimes.map((r) => r.start()), this.repository?.start()]);
     const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failed) {
-      await Promise.allSettled(this.runtimes.map((r) => r.stop()));
+      await Promise.allSettled([...this.runtimes.map((r) => r.stop()), this.repository?.close()]);
       throw failed.reason;
     }
     this.state.set('ready');
@@ -82,7 +116,24 @@ export class ServeFnServer {
 
   async listen(port: number, host: string): Promise<string> {
     if (this.state.phase === 'starting') await this.start();
-    return this.app.listen({ port, host });
+    const address = await this.app.listen({ port, host });
+    if (this.options.grpc) {
+      this.grpc = await startGrpcServer({
+        repository: this.repository ?? new EmptyModelRepository(),
+        serverName: 'serve-fn',
+        serverVersion: SERVER_VERSION,
+        ready: () => this.state.ready,
+        port: this.options.grpc.port,
+        host: this.options.grpc.host ?? host,
+        maxMessageBytes: this.bodyLimit,
+      });
+    }
+    return address;
+  }
+
+  /** The gRPC port bound by listen(), when gRPC is on. */
+  get grpcPort(): number | undefined {
+    return this.grpc?.port;
   }
 
   /** Readiness turns 503 at once; in-flight requests finish; then every instance is finalised. */
@@ -90,7 +141,9 @@ export class ServeFnServer {
     if (this.state.phase === 'draining' || this.state.phase === 'stopped') return;
     this.state.set('draining');
     await Promise.all(this.runtimes.map((r) => r.drain()));
-    await this.app.close();
+    // After the decorated models, whose in-flight requests may still call repository models.
+    await this.repository?.close();
+    await Promise.all([this.app.close(), this.grpc?.close()]);
     await Promise.all(this.runtimes.map((r) => r.stop()));
     this.state.set('stopped');
   }
@@ -98,6 +151,9 @@ export class ServeFnServer {
   /** ctx.infer: one model calling another through that model's queue, validated like an HTTP request. */
   async infer(model: string, input: unknown, options: InferOptions = {}): Promise<unknown> {
     const candidates = this.runtimes.filter((r) => r.definition.name === model);
+    if (candidates.length === 0 && this.repository?.models(model).length) {
+      return this.repository.get(model, options.version).infer(input as InferRequest);
+    }
     if (candidates.length === 0) throw createError('SF_ERR_MODEL_UNKNOWN', model);
     const runtime = options.version === undefined ? candidates[candidates.length - 1] : candidates.find((r) => r.definition.version === options.version);
     if (!runtime) throw createError('SF_ERR_MODEL_VERSION_UNKNOWN', model, options.version);
@@ -115,6 +171,7 @@ export class ServeFnServer {
   private async buildRoutes(): Promise<void> {
     const app = this.app;
     installErrorHandling(app, this.bodyLimit);
+    await securityPlugin(app, this.options.security ?? {});
     await app.register(multipart, { limits: { fileSize: this.bodyLimit, fieldSize: this.bodyLimit } });
     const schemas = collectDtoSchemas();
     await registerOpenApi(app, schemas, {
@@ -125,6 +182,14 @@ export class ServeFnServer {
     await app.register(healthRoutes, { state: this.state });
     await app.register(metricsRoutes, { recorder: this.recorder });
     await app.register(endpointRoutes, { runtimes: this.runtimes, state: this.state, schemas });
+    await app.register(kserveProtocol, {
+      repository: this.repository ?? new EmptyModelRepository(),
+      recorder: this.recorder,
+      serverName: 'serve-fn',
+      serverVersion: SERVER_VERSION,
+      ready: () => this.state.ready,
+      bodyLimit: this.bodyLimit,
+    });
     await app.ready();
   }
 

@@ -31,7 +31,9 @@ export interface RunningCli {
 export async function startCli(args: string[], env: Record<string, string> = {}, port?: number): Promise<RunningCli> {
   const usePort = port ?? (await freePort());
   const serving = args[0] === 'start' || args[0] === 'dev';
-  const proc = spawn(process.execPath, [BIN, ...args, ...(serving ? ['--port', String(usePort)] : [])], {
+  // gRPC on a free port, so servers of concurrent tests never fight over 8001.
+  const grpc = args[0] === 'start' ? ['--grpc-port', '0'] : [];
+  const proc = spawn(process.execPath, [BIN, ...args, ...(serving ? ['--port', String(usePort), ...grpc] : [])], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

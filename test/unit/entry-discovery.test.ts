@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { findEntry, FOLDER_ENTRIES, loadModels } from '../../src/cli/entry-discovery.js';
+import { findEntry, findRepository, FOLDER_ENTRIES, loadModels } from '../../src/cli/entry-discovery.js';
 import { readModel } from '../../src/metadata/reflection.js';
 import { ServeFnError } from '../../src/errors/index.js';
 
@@ -71,5 +71,19 @@ describe('loadModels', () => {
     expect(error).toBeInstanceOf(ServeFnError);
     expect((error as ServeFnError).code).toBe('SF_ERR_ENTRY_NO_MODELS');
     expect((error as Error).message).toBe(`Entry '${entry.file}' exports no @Model classes.`);
+  });
+});
+
+describe('findRepository', () => {
+  it('recognises a Triton model repository folder, not a project folder or a file', () => {
+    const repo = folder('repo', []);
+    mkdirSync(join(repo, 'simple', '1'), { recursive: true });
+    writeFileSync(join(repo, 'simple', 'config.pbtxt'), '');
+    expect(findRepository(repo)).toBe(repo);
+    const project = folder('project-with-models', ['index.ts']);
+    mkdirSync(join(project, 'simple', '1'), { recursive: true });
+    expect(findRepository(project)).toBeUndefined();
+    expect(findRepository(join(repo, 'simple', 'config.pbtxt'))).toBeUndefined();
+    expect(findRepository(join(scratch, 'absent'))).toBeUndefined();
   });
 });

@@ -1,0 +1,124 @@
+import { pathToFileURL } from 'node:url';
+import type { ModelContext } from '../definition/model-context.js';
+import { createError, isErrorCode, serializeError, type ServeFnError } from '../errors/index.js';
+import type { WireResult } from '../runtime/wire-format.js';
+import { checkTensorAgainstSpec, createTensor } from '../tensor/tensor-factory.js';
+import type { Tensor } from '../tensor/tensor.js';
+import type { TensorExecutor } from './backend-executor.js';
+import type { ExecuteRequest, ExecuteResponse, TensorModel } from './tensor-model-api.js';
+import type { ConfigTensor, TensorModelPlan, TensorWireRequest, TensorWireResult } from './tensor-model-plan.js';
+
+type TensorModelClass = new () => TensorModel;
+
+class WireExecuteRequest implements ExecuteRequest {
+  readonly id?: string;
+  readonly inputs: readonly Tensor[];
+  readonly requestedOutputNames: readonly string[];
+  readonly parameters: Readonly<Record<string, unknown>>;
+
+  constructor(wire: TensorWireRequest) {
+    this.id = wire.id;
+    this.inputs = wire.inputs;
+    this.requestedOutputNames = wire.outputs;
+    this.parameters = wire.parameters;
+  }
+
+  input(name: string): Tensor | undefined {
+    return this.inputs.find((t) => t.name === name);
+  }
+}
+
+/**
+ * A repository model.ts / model.js (Triton's Python backend): one instance of the user's class per
+ * model instance, called with every request of an execution. Each response is checked against
+ * the configured outputs, so a model bug fails its request with a 500 naming the output.
+ */
+export class ModuleExecutor implements TensorExecutor {
+  private constructor(
+    private readonly plan: TensorModelPlan,
+    private readonly modelName: string,
+    private readonly model: TensorModel,
+  ) {}
+
+  static async start(plan: TensorModelPlan, ctx: ModelContext): Promise<ModuleExecutor> {
+    const fail = (why: string): ServeFnError => createError('SF_ERR_INITIALIZE_FAILED', ctx.modelName, ctx.instanceIndex, why);
+    const exports = (await import(pathToFileURL(plan.file).href)) as Record<string, unknown>;
+    const ModelClass = findModelClass(exports);
+    if (!ModelClass) throw fail(`${plan.file} exports no class with an execute(requests) method; export one as the default export`);
+    let model: TensorModel;
+    try {
+      model = new ModelClass();
+      await model.initialize?.(ctx);
+    } catch (err) {
+      throw fail((err as Error)?.message ?? String(err));
+    }
+    return new ModuleExecutor(plan, ctx.modelName, model);
+  }
+
+  async run(requests: readonly TensorWireRequest[]): Promise<WireResult[]> {
+    const responses: unknown = await this.model.execute(requests.map((r) => new WireExecuteRequest(r)));
+    if (!Array.isArray(responses)) throw this.failure(`returned ${describe(responses)} instead of an array of responses`);
+    if (responses.length !== requests.length) {
+      throw this.failure(`returned ${responses.length} responses for ${requests.length} requests; return one response per request, in order`);
+    }
+    return responses.map((response, i) => {
+      try {
+        return { ok: true, value: this.toResult(response as ExecuteResponse, requests[i]) };
+      } catch (err) {
+        return { ok: false, error: serializeError(err) };
+      }
+    });
+  }
+
+  async finalize(): Promise<void> {
+    await this.model.finalize?.();
+  }
+
+  private toResult(response: ExecuteResponse, request: TensorWireRequest): TensorWireResult {
+    if (response === null || typeof response !== 'object') throw this.failure(`returned ${describe(response)} as a response; return { outputs } or { error }`);
+    if ('error' in response) {
+      const { error } = response;
+      // By its code, not instanceof: a model importing 'serve-fn' from dist has its own ServeFnError class.
+      if (error instanceof Error && isErrorCode((error as { code?: unknown }).code)) throw error;
+      throw this.failure(error instanceof Error ? error.message : String(error));
+    }
+    if (!Array.isArray(response.outputs)) throw this.failure('returned a response without an outputs array');
+    const outputs = new Map<string, Tensor>();
+    for (const tensor of response.outputs) {
+      const spec = this.plan.outputs.find((o) => o.name === tensor?.name);
+      if (!spec) throw this.failure(`returned output '${tensor?.name}', which config.pbtxt does not declare`);
+      outputs.set(spec.name, this.checkOutput(tensor, spec));
+    }
+    const missing = request.outputs.find((name) => !outputs.has(name));
+    if (missing !== undefined) throw this.failure(`returned no output '${missing}', which the request asked for`);
+    return { outputs: request.outputs.map((name) => outputs.get(name)!), parameters: response.parameters };
+  }
+
+  private checkOutput(tensor: Tensor, spec: ConfigTensor): Tensor {
+    try {
+      const checked = createTensor(tensor.name, tensor.datatype, tensor.shape, tensor.data);
+      const shape = this.plan.maxBatchSize > 0 ? [-1, ...spec.dims] : spec.dims;
+      checkTensorAgainstSpec(checked, { name: spec.name, datatype: spec.datatype, shape });
+      return checked;
+    } catch (err) {
+      throw this.failure(`output '${spec.name}': ${(err as Error).message}`);
+    }
+  }
+
+  private failure(why: string): ServeFnError {
+    return createError('SF_ERR_EXECUTION_FAILED', this.modelName, 'execute', why);
+  }
+}
+
+function findModelClass(exports: Record<string, unknown>): TensorModelClass | undefined {
+  const isModelClass = (value: unknown): value is TensorModelClass =>
+    typeof value === 'function' && typeof (value.prototype as { execute?: unknown } | undefined)?.execute === 'function';
+  if (isModelClass(exports.default)) return exports.default;
+  const named = Object.values(exports).filter(isModelClass);
+  return named.length === 1 ? named[0] : undefined;
+}
+
+function describe(value: unknown): string {
+  if (value === null || value === undefined) return String(value);
+  return typeof value === 'object' ? (value.constructor?.name ?? 'an object') : `a ${typeof value}`;
+}

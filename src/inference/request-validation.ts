@@ -1,0 +1,66 @@
+import { createError } from '../errors/index.js';
+import { checkTensorAgainstSpec, elementCount, formatShape } from '../tensor/tensor-factory.js';
+import type { Tensor } from '../tensor/tensor.js';
+import type { InferenceModelInfo, InferRequest } from './inference-model.js';
+import { batchSignature } from './tensor-batching.js';
+import type { TensorWireRequest } from './tensor-model-plan.js';
+
+export interface ValidatedRequest {
+  readonly wire: TensorWireRequest;
+  /** Rows along dimension 0; 1 for models without batching. */
+  readonly rows: number;
+  readonly signature: string;
+}
+
+/**
+ * Checks a request against the model's inputs and outputs as Triton does before queueing it: every
+ * input known, given once, of the declared datatype and shape (with the batch dimension in front
+ * when the model batches), one batch size across inputs, within max_batch_size, and only known
+ * outputs requested. Returns the request as the instance receives it.
+ */
+export function validateInferRequest(info: InferenceModelInfo, request: InferRequest): ValidatedRequest {
+  const given = new Map<string, Tensor>();
+  for (const tensor of request.inputs) {
+    if (given.has(tensor.name)) throw createError('SF_ERR_TENSOR_DATA', tensor.name, 'is given more than once.');
+    if (!info.inputs.some((spec) => spec.name === tensor.name)) throw createError('SF_ERR_TENSOR_UNEXPECTED', tensor.name, info.name);
+    given.set(tensor.name, tensor);
+  }
+  const batched = info.maxBatchSize > 0;
+  const inputs: Tensor[] = [];
+  for (const spec of info.inputs) {
+    const tensor = given.get(spec.name);
+    if (!tensor) {
+      if (!spec.optional) throw createError('SF_ERR_TENSOR_MISSING', spec.name, info.name);
+      continue;
+    }
+    checkTensorAgainstSpec(tensor, batched ? { ...spec, shape: [-1, ...spec.shape] } : spec);
+    if (tensor.data.length !== elementCount(tensor.shape)) {
+      throw createError('SF_ERR_TENSOR_DATA', tensor.name, `shape ${formatShape(tensor.shape)} needs ${elementCount(tensor.shape)} elements, got ${tensor.data.length}.`);
+    }
+    inputs.push(tensor);
+  }
+  const rows = batched ? batchRows(info, inputs) : 1;
+  return {
+    wire: { id: request.id, inputs, outputs: requestedOutputs(info, request), parameters: request.parameters ?? {} },
+    rows,
+    signature: batchSignature(inputs),
+  };
+}
+
+function batchRows(info: InferenceModelInfo, inputs: readonly Tensor[]): number {
+  const rows = inputs[0]?.shape[0] ?? 1;
+  const other = inputs.find((t) => t.shape[0] !== rows);
+  if (other) throw createError('SF_ERR_BAD_REQUEST', `input '${other.name}' batch size does not match other inputs for '${info.name}'`);
+  if (rows > info.maxBatchSize) throw createError('SF_ERR_BAD_REQUEST', `inference request batch-size must be <= ${info.maxBatchSize} for '${info.name}'`);
+  return rows;
+}
+
+function requestedOutputs(info: InferenceModelInfo, request: InferRequest): string[] {
+  if (request.outputs === undefined || request.outputs.length === 0) return info.outputs.map((o) => o.name);
+  const names: string[] = [];
+  for (const { name } of request.outputs) {
+    if (!info.outputs.some((o) => o.name === name)) throw createError('SF_ERR_OUTPUT_UNKNOWN', name, info.name);
+    if (!names.includes(name)) names.push(name);
+  }
+  return names;
+}

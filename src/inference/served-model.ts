@@ -1,0 +1,9 @@
+import type { InferenceModel } from './inference-model.js';
+
+/** A model version the repository serves: an InferenceModel it can bring up and take down. */
+export interface ServedModel extends InferenceModel {
+  /** Starts the model (instances, warmup); ready() turns true when it resolves. */
+  load(): Promise<void>;
+  /** ready() turns false at once; resolves once in-flight requests finished and instances finalized. */
+  unload(): Promise<void>;
+}

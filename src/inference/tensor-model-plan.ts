@@ -1,0 +1,43 @@
+import type { Datatype, Tensor } from '../tensor/tensor.js';
+
+/**
+ * What crosses to and from a tensor model's instance thread: the plan it boots from, and each
+ * request and result. Plain data only, since it goes through structured clone.
+ */
+
+/** One input or output as config.pbtxt declares it, with the batch dimension left out. */
+export interface ConfigTensor {
+  readonly name: string;
+  readonly datatype: Datatype;
+  readonly dims: readonly number[];
+  /** The shape the model file itself takes or gives (Triton's `reshape`), batch dimension left out. */
+  readonly reshape?: readonly number[];
+  readonly optional: boolean;
+}
+
+export type TensorModelKind = 'onnx' | 'npu_om' | 'module';
+
+export interface TensorModelPlan {
+  readonly kind: TensorModelKind;
+  /** Absolute path of model.onnx, model.om, or the model.ts / model.js module. */
+  readonly file: string;
+  /** 0: requests carry no batch dimension and run one at a time. */
+  readonly maxBatchSize: number;
+  readonly inputs: readonly ConfigTensor[];
+  readonly outputs: readonly ConfigTensor[];
+  /** Backend options for `ctx.loadModel` (ONNX Runtime threads, memory arena). */
+  readonly sessionOptions: Readonly<Record<string, unknown>>;
+}
+
+export interface TensorWireRequest {
+  readonly id?: string;
+  readonly inputs: readonly Tensor[];
+  /** The outputs this request wants; the main thread fills in every output when none were named. */
+  readonly outputs: readonly string[];
+  readonly parameters: Readonly<Record<string, unknown>>;
+}
+
+export interface TensorWireResult {
+  readonly outputs: readonly Tensor[];
+  readonly parameters?: Readonly<Record<string, unknown>>;
+}

@@ -1,0 +1,74 @@
+import { createError } from '../errors/index.js';
+import type { InferenceModelInfo, InferRequest, InferResponse } from './inference-model.js';
+import { validateInferRequest } from './request-validation.js';
+import type { ServedModel } from './served-model.js';
+import type { TensorWireRequest } from './tensor-model-plan.js';
+import type { TensorModelRuntime } from './tensor-model-runtime.js';
+
+/** One `model_warmup` entry: its requests (made afresh for each run, since sending moves their buffers) and how often to run them. */
+export interface WarmupRun {
+  readonly name: string;
+  readonly count: number;
+  requests(): TensorWireRequest[];
+}
+
+/**
+ * One served version of a config-only or model.ts repository model. Input tensors handed to
+ * infer() are transferred to the instance's thread, not copied: their buffers are detached
+ * afterwards, so a caller that needs them again passes copies.
+ */
+export class TensorModelVersion implements ServedModel {
+  private isReady = false;
+
+  constructor(
+    readonly info: InferenceModelInfo,
+    private readonly runtime: TensorModelRuntime,
+    private readonly warmups: readonly WarmupRun[],
+  ) {}
+
+  ready(): boolean {
+    return this.isReady;
+  }
+
+  /** Starts every instance, runs each warmup `count` times on every instance, then turns ready. */
+  async load(): Promise<void> {
+    await this.runtime.start();
+    try {
+      for (const warmup of this.warmups) {
+        for (let run = 0; run < warmup.count; run++) await this.warmUp(warmup);
+      }
+    } catch (err) {
+      await this.runtime.stop();
+      throw err;
+    }
+    this.isReady = true;
+  }
+
+  async infer(request: InferRequest): Promise<InferResponse> {
+    const { name, version } = this.info;
+    if (!this.isReady) throw createError('SF_ERR_MODEL_NOT_READY', name, version);
+    const validated = validateInferRequest(this.info, request);
+    const result = await this.runtime.submit(validated, { priority: request.priority, timeoutUs: request.timeoutUs, signal: request.signal });
+    return { modelName: name, modelVersion: version, id: request.id, outputs: result.outputs, parameters: result.parameters };
+  }
+
+  async unload(): Promise<void> {
+    this.isReady = false;
+    await this.runtime.drain();
+    await this.runtime.stop();
+  }
+
+  private async warmUp(warmup: WarmupRun): Promise<void> {
+    const fail = (message: string) => createError('SF_ERR_EXECUTION_FAILED', this.info.name, `warmup '${warmup.name}'`, message);
+    let outcomes;
+    try {
+      outcomes = await this.runtime.runOnEachInstance(() => warmup.requests());
+    } catch (err) {
+      throw fail((err as Error).message);
+    }
+    for (const outcome of outcomes) {
+      const failed = outcome.results.find((r) => !r.ok);
+      if (failed && !failed.ok) throw fail(failed.error.message);
+    }
+  }
+}

@@ -1,0 +1,114 @@
+import { createError, type ServeFnError } from '../errors/index.js';
+import type { InferenceModelInfo } from '../inference/inference-model.js';
+import { formatShape } from '../tensor/tensor-factory.js';
+import type { Datatype } from '../tensor/tensor.js';
+import type { ModelEnsembling } from './model-config.js';
+
+/** One step of a checked ensemble; maps are [step model tensor, ensemble tensor] pairs. */
+export interface EnsembleStepPlan {
+  readonly index: number;
+  readonly modelName: string;
+  /** Undefined: the newest version served when a request runs (model_version -1, or left out). */
+  readonly modelVersion?: string;
+  readonly inputs: readonly (readonly [modelInput: string, tensor: string])[];
+  readonly outputs: readonly (readonly [modelOutput: string, tensor: string])[];
+}
+
+export type ModelInfoLookup = (name: string, version?: string) => InferenceModelInfo | undefined;
+
+interface Produced {
+  readonly datatype: Datatype;
+  /** Full shape, batch dimension included when the producing model batches. */
+  readonly shape: readonly number[];
+  readonly what: string;
+  readonly step?: number;
+}
+
+/**
+ * Checks an ensemble at load time, as Triton's ValidateEnsembleConfig does: every step model loaded
+ * and mapped only to tensors it has, every required step input fed, every tensor read produced
+ * exactly once (by an ensemble input or a step) with the datatype and shape the reader expects,
+ * every ensemble output produced, and no step depending on itself. Throws SF_ERR_ENSEMBLE_INVALID.
+ */
+export function planEnsemble(info: InferenceModelInfo, scheduling: ModelEnsembling | undefined, lookup: ModelInfoLookup): EnsembleStepPlan[] {
+  const invalid = (why: string): ServeFnError => createError('SF_ERR_ENSEMBLE_INVALID', info.name, why);
+  if (!scheduling || scheduling.step.length === 0) throw invalid('ensemble_scheduling has no step');
+  if (info.inputs.length === 0 || info.outputs.length === 0) throw invalid('declare its input and output tensors in config.pbtxt');
+
+  const steps = scheduling.step.map((step, index) => {
+    const label = `step ${index} (model '${step.model_name}')`;
+    const modelVersion = step.model_version > 0 ? String(step.model_version) : undefined;
+    const model = lookup(step.model_name, modelVersion);
+    if (!model) throw invalid(`${label} uses a model that is not loaded${modelVersion ? ` in version ${modelVersion}` : ''}; load it before the ensemble`);
+    for (const name of Object.keys(step.input_map)) {
+      if (!model.inputs.some((s) => s.name === name)) throw invalid(`${label} maps '${name}', which is not an input of the model (inputs: ${model.inputs.map((s) => s.name).join(', ')})`);
+    }
+    for (const spec of model.inputs) {
+      if (!spec.optional && !(spec.name in step.input_map)) throw invalid(`${label} leaves the model's input '${spec.name}' unmapped`);
+    }
+    for (const name of Object.keys(step.output_map)) {
+      if (!model.outputs.some((s) => s.name === name)) throw invalid(`${label} maps '${name}', which is not an output of the model (outputs: ${model.outputs.map((s) => s.name).join(', ')})`);
+    }
+    const plan: EnsembleStepPlan = { index, modelName: step.model_name, modelVersion, inputs: Object.entries(step.input_map), outputs: Object.entries(step.output_map) };
+    return { plan, model, label };
+  });
+
+  const full = (shape: readonly number[], maxBatchSize: number): number[] => (maxBatchSize > 0 ? [-1, ...shape] : [...shape]);
+  const check = (produced: Produced, datatype: Datatype, shape: readonly number[], reader: string): void => {
+    if (produced.datatype !== datatype) throw invalid(`${produced.what} is ${produced.datatype}, but ${reader} expects ${datatype}`);
+    const fits = produced.shape.length === shape.length && shape.every((d, i) => d === -1 || produced.shape[i] === -1 || d === produced.shape[i]);
+    if (!fits) throw invalid(`${produced.what} has shape ${formatShape(produced.shape)}, but ${reader} expects ${formatShape(shape)}`);
+  };
+
+  const producers = new Map<string, Produced>();
+  for (const spec of info.inputs) producers.set(spec.name, { datatype: spec.datatype, shape: full(spec.shape, info.maxBatchSize), what: `ensemble input '${spec.name}'` });
+  for (const { plan, model, label } of steps) {
+    for (const [output, tensor] of plan.outputs) {
+      const previous = producers.get(tensor);
+      const what = `tensor '${tensor}' (${label} output '${output}')`;
+      if (previous) throw invalid(`tensor '${tensor}' is produced twice: by ${previous.what} and by ${label} output '${output}'`);
+      const spec = model.outputs.find((s) => s.name === output)!;
+      producers.set(tensor, { datatype: spec.datatype, shape: full(spec.shape, model.maxBatchSize), what, step: plan.index });
+    }
+  }
+  for (const { plan, model, label } of steps) {
+    for (const [input, tensor] of plan.inputs) {
+      const produced = producers.get(tensor);
+      if (!produced) throw invalid(`${label} reads '${tensor}', which is neither an ensemble input nor an output of any step`);
+      const spec = model.inputs.find((s) => s.name === input)!;
+      check(produced, spec.datatype, full(spec.shape, model.maxBatchSize), `${label} input '${input}'`);
+    }
+  }
+  for (const spec of info.outputs) {
+    const produced = producers.get(spec.name);
+    if (!produced) throw invalid(`output '${spec.name}' is never produced by any step`);
+    check(produced, spec.datatype, full(spec.shape, info.maxBatchSize), `ensemble output '${spec.name}'`);
+  }
+  const cycle = findCycle(steps.map(({ plan }) => plan.inputs.flatMap(([, tensor]) => producers.get(tensor)?.step ?? [])));
+  if (cycle) throw invalid(`its steps form a cycle: ${cycle.map((i) => steps[i].label).join(' → ')}`);
+  return steps.map(({ plan }) => plan);
+}
+
+/** A dependency cycle among steps (`needs[i]`: the steps step i reads from), as a closed path, or undefined. */
+function findCycle(needs: readonly number[][]): number[] | undefined {
+  const state = new Array<'new' | 'open' | 'done'>(needs.length).fill('new');
+  const path: number[] = [];
+  const visit = (step: number): number[] | undefined => {
+    if (state[step] === 'done') return undefined;
+    if (state[step] === 'open') return [...path.slice(path.indexOf(step)), step];
+    state[step] = 'open';
+    path.push(step);
+    for (const next of needs[step]) {
+      const found = visit(next);
+      if (found) return found;
+    }
+    path.pop();
+    state[step] = 'done';
+    return undefined;
+  };
+  for (let step = 0; step < needs.length; step++) {
+    const found = visit(step);
+    if (found) return found;
+  }
+  return undefined;
+}

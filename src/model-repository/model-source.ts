@@ -1,0 +1,118 @@
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { extname, join } from 'node:path';
+import { createError } from '../errors/index.js';
+import type { TensorModelKind } from '../inference/tensor-model-plan.js';
+import { parseModelConfigJson } from './config-json.js';
+import { buildModelConfig, parseModelConfig, type ModelConfig } from './model-config.js';
+import { listVersions } from './repository-scan.js';
+import { selectVersions } from './version-policy.js';
+
+export type ModelKind = TensorModelKind | 'ensemble';
+
+export interface ModelVersionSource {
+  readonly version: string;
+  /** The model file; undefined for ensembles, which have none. */
+  readonly file?: string;
+}
+
+/** A model folder read and checked, before anything is loaded. */
+export interface ModelSource {
+  readonly name: string;
+  readonly dir: string;
+  /** As written (config.pbtxt, the load request's config, or defaults), with platform and backend filled in. */
+  readonly config: ModelConfig;
+  readonly kind: ModelKind;
+  /** The versions the version policy serves, ascending. */
+  readonly versions: readonly ModelVersionSource[];
+  readonly warnings: readonly string[];
+}
+
+/** Model files per backend, in the order they are looked for when config.pbtxt names no file. */
+const DEFAULT_FILES: Readonly<Record<Exclude<ModelKind, 'ensemble'>, readonly string[]>> = {
+  onnx: ['model.onnx'],
+  npu_om: ['model.om'],
+  module: ['model.ts', 'model.js'],
+};
+const KIND_BY_EXTENSION: Readonly<Record<string, Exclude<ModelKind, 'ensemble'>>> = { '.onnx': 'onnx', '.om': 'npu_om', '.ts': 'module', '.js': 'module' };
+/** Triton's platform and backend names for each kind; model.ts models report backend 'serve-fn'. */
+const NAMES: Readonly<Record<ModelKind, { platform: string; backend: string }>> = {
+  onnx: { platform: 'onnxruntime_onnx', backend: 'onnxruntime' },
+  npu_om: { platform: '', backend: 'npu_om' },
+  module: { platform: '', backend: 'serve-fn' },
+  ensemble: { platform: 'ensemble', backend: '' },
+};
+
+/**
+ * Reads `<root>/<name>`: its configuration (`configJson` overrides config.pbtxt, as Triton's load
+ * request does; config.pbtxt may be absent), which backend runs it, and the version folders and
+ * model files its version policy serves. Layout problems are SF_ERR_REPOSITORY_INVALID errors
+ * naming the path; configuration problems SF_ERR_CONFIG_*; unsupported backends
+ * SF_ERR_BACKEND_UNSUPPORTED.
+ */
+export function readModelSource(root: string, name: string, dir: string, configJson?: string): ModelSource {
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw createError('SF_ERR_REPOSITORY_INVALID', root, `it has no model folder '${name}' (${dir})`);
+  const configFile = join(dir, 'config.pbtxt');
+  const { config, warnings } = configJson !== undefined
+    ? parseModelConfigJson(configJson, name)
+    : existsSync(configFile)
+      ? parseModelConfig(readFileSync(configFile, 'utf8'), configFile, name)
+      : buildModelConfig({ kind: 'message', fields: [], line: 1, column: 1 }, configFile, name);
+  if (config.name !== name) {
+    throw createError('SF_ERR_CONFIG_INVALID', name, `${configJson !== undefined ? 'the config parameter' : configFile} names the model '${config.name}', but its folder is '${name}'; they must match`);
+  }
+  if (config.sequence_batching) throw createError('SF_ERR_CONFIG_INVALID', name, 'sequence_batching is not supported yet; serve stateless models, or keep state in a model.ts model');
+  if (config.model_transaction_policy?.decoupled) throw createError('SF_ERR_CONFIG_INVALID', name, 'decoupled models are not supported yet');
+
+  const available = listVersions(dir);
+  const kind = kindOf(config, dir, available);
+  if (kind === 'ensemble') {
+    if (!config.ensemble_scheduling) throw createError('SF_ERR_ENSEMBLE_INVALID', name, 'platform "ensemble" needs ensemble_scheduling { step [ ... ] }');
+    // Triton wants an empty version folder for an ensemble; without one, serve it as version 1.
+    const versions = available.length === 0 ? [1] : selectVersions(name, config.version_policy, available);
+    return { name, dir, config: { ...config, ...NAMES.ensemble }, kind, versions: versions.map((v) => ({ version: String(v) })), warnings };
+  }
+  if (available.length === 0) {
+    throw createError('SF_ERR_REPOSITORY_INVALID', root, `model '${name}' has no version folder: put its ${DEFAULT_FILES[kind][0]} in ${join(dir, '1')}`);
+  }
+  const versions = selectVersions(name, config.version_policy, available).map((v) => ({ version: String(v), file: modelFile(root, config, kind, join(dir, String(v))) }));
+  return { name, dir, config: { ...config, ...NAMES[kind] }, kind, versions, warnings };
+}
+
+function kindOf(config: ModelConfig, dir: string, versions: readonly number[]): ModelKind {
+  const { platform, backend } = config;
+  if (platform === 'ensemble') return 'ensemble';
+  if (backend === 'npu_ge') {
+    throw createError('SF_ERR_BACKEND_UNSUPPORTED', 'npu_ge', `model '${config.name}' asks for Ascend graph-engine execution; compile it to an .om file with ATC and set backend: "npu_om"`);
+  }
+  if (backend === 'npu_om') return 'npu_om';
+  if (backend === 'onnxruntime' || platform === 'onnxruntime_onnx') return 'onnx';
+  if (backend === 'serve-fn') return 'module';
+  if (backend === 'python') {
+    const newest = versions.length > 0 ? join(dir, String(versions[versions.length - 1])) : dir;
+    if (DEFAULT_FILES.module.some((file) => existsSync(join(newest, file)))) return 'module';
+    throw createError('SF_ERR_BACKEND_UNSUPPORTED', 'python', `model '${config.name}': serve-fn runs a model.ts or model.js class in place of Triton's model.py (see src/inference/tensor-model-api.ts)`);
+  }
+  if (backend !== '' || platform !== '') {
+    throw createError('SF_ERR_BACKEND_UNSUPPORTED', backend || platform, `model '${config.name}': serve-fn serves onnxruntime, npu_om, serve-fn (model.ts) and ensemble models`);
+  }
+  return detectKind(config, dir, versions);
+}
+
+/** Without platform or backend, the newest version folder's model file says which backend to use. */
+function detectKind(config: ModelConfig, dir: string, versions: readonly number[]): Exclude<ModelKind, 'ensemble'> {
+  if (versions.length === 0) throw createError('SF_ERR_REPOSITORY_INVALID', dir, 'it has no numeric version folder (such as 1/) holding the model file');
+  const newest = join(dir, String(versions[versions.length - 1]));
+  const named = config.default_model_filename;
+  const found = (named !== '' ? [named] : Object.values(DEFAULT_FILES).flat()).find((file) => existsSync(join(newest, file)));
+  const kind = found === undefined ? undefined : KIND_BY_EXTENSION[extname(found)];
+  if (kind) return kind;
+  const expected = named !== '' ? `${named} (an .onnx, .om, .ts or .js file)` : 'model.onnx, model.ts, model.js or model.om';
+  throw createError('SF_ERR_REPOSITORY_INVALID', dir, `${newest} holds no ${expected}; set backend or platform in config.pbtxt, or add the model file`);
+}
+
+function modelFile(root: string, config: ModelConfig, kind: Exclude<ModelKind, 'ensemble'>, versionDir: string): string {
+  const candidates = config.default_model_filename !== '' ? [config.default_model_filename] : DEFAULT_FILES[kind];
+  const found = candidates.map((file) => join(versionDir, file)).find((path) => existsSync(path));
+  if (!found) throw createError('SF_ERR_REPOSITORY_INVALID', root, `model file ${join(versionDir, candidates.join(' or '))} does not exist`);
+  return found;
+}

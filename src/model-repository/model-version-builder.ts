@@ -1,0 +1,152 @@
+import { pathToFileURL } from 'node:url';
+import type { BackendMetadata, DeviceSpec } from '../backends/backend.js';
+import { backendForFile } from '../backends/backend-for-file.js';
+import type { ModelContextData } from '../definition/model-context.js';
+import { createError, ServeFnError } from '../errors/index.js';
+import { EnsembleModel, type ModelResolver } from '../inference/ensemble-model.js';
+import type { InferenceModelInfo } from '../inference/inference-model.js';
+import type { ServedModel } from '../inference/served-model.js';
+import type { TensorModelKind, TensorModelPlan } from '../inference/tensor-model-plan.js';
+import { TensorModelRuntime } from '../inference/tensor-model-runtime.js';
+import { TensorModelVersion } from '../inference/tensor-model-version.js';
+import type { InferenceRecorder } from '../metrics/inference-recorder.js';
+import { normalizeBatchPolicy, type BatchPolicy } from '../runtime/batch-policy.js';
+import type { InferCall } from '../runtime/context-services.js';
+import type { RestartPolicy } from '../runtime/instance-pool.js';
+import type { InstanceEvents, ModelInstance } from '../runtime/model-instance.js';
+import { WorkerInstance } from '../runtime/worker-instance.js';
+import { batchPolicyFromConfig } from './batch-policy-from-config.js';
+import { autoCompleteConfig, checkConfigAgainstModel, needsAutoComplete } from './config-autocomplete.js';
+import { configTensors, toTensorSpec } from './config-tensors.js';
+import { planEnsemble } from './ensemble-validation.js';
+import { instancePlacements, sessionOptionsFromParameters, type InstancePlacement } from './instance-placement.js';
+import { modelConfigToJson, type ModelConfig } from './model-config.js';
+import type { ModelSource } from './model-source.js';
+import { warmupRuns } from './warmup-requests.js';
+
+export type TensorInstanceFactory = (index: number, plan: TensorModelPlan, context: ModelContextData, events: InstanceEvents) => ModelInstance;
+
+export interface VersionBuilderContext {
+  readonly recorder: InferenceRecorder;
+  readonly log: (level: 'info' | 'warn' | 'error', message: string) => void;
+  /** `ctx.infer` of model.ts instances (BLS). */
+  readonly infer: InferCall;
+  /** Served models by name and version, for ensemble steps; throws SF_ERR_MODEL_UNKNOWN / _VERSION_UNKNOWN. */
+  readonly resolve: ModelResolver;
+  readonly restartPolicy?: RestartPolicy;
+  /** Makes each instance; worker threads by default. */
+  readonly instanceFactory?: TensorInstanceFactory;
+}
+
+const PLATFORMS: Readonly<Record<TensorModelKind, string>> = { onnx: 'onnxruntime_onnx', npu_om: 'npu_om', module: 'serve-fn' };
+
+/**
+ * Turns a model source into its served versions, not yet loaded. For model files, the file's own
+ * inputs and outputs complete and check the configuration (config-autocomplete.ts); ensembles are
+ * checked against the step models served now.
+ */
+export async function buildModelVersions(source: ModelSource, ctx: VersionBuilderContext): Promise<ServedModel[]> {
+  const versions: ServedModel[] = [];
+  for (const { version, file } of source.versions) {
+    if (source.kind === 'ensemble' || file === undefined) versions.push(buildEnsemble(source, version, ctx));
+    else versions.push(await buildTensorModel(source, source.kind, version, file, ctx));
+  }
+  return versions;
+}
+
+function buildEnsemble(source: ModelSource, version: string, ctx: VersionBuilderContext): ServedModel {
+  const info = infoFor(source.config, version, 'ensemble');
+  const lookup = (name: string, stepVersion?: string): InferenceModelInfo | undefined => {
+    try {
+      return ctx.resolve(name, stepVersion).info;
+    } catch {
+      return undefined;
+    }
+  };
+  return new EnsembleModel(info, planEnsemble(info, source.config.ensemble_scheduling, lookup), ctx.resolve, ctx.recorder);
+}
+
+async function buildTensorModel(source: ModelSource, kind: TensorModelKind, version: string, file: string, ctx: VersionBuilderContext): Promise<ServedModel> {
+  const { name } = source;
+  const placements = instancePlacements(source.config, kind);
+  let config = source.config;
+  if (kind === 'module') {
+    if (needsAutoComplete(config)) throw createError('SF_ERR_CONFIG_INVALID', name, 'a model.ts / model.js model declares its input and output tensors in config.pbtxt');
+  } else if (kind === 'onnx' || needsAutoComplete(config)) {
+    // An .om file is only opened here when its configuration needs completing: that takes an NPU.
+    const metadata = await readMetadata(file, kind, placements[0]);
+    config = autoCompleteConfig(config, metadata, file);
+    checkConfigAgainstModel(config, metadata, file);
+  }
+  const tensors = configTensors(config);
+  const plan: TensorModelPlan = {
+    kind, file, maxBatchSize: config.max_batch_size, inputs: tensors.inputs, outputs: tensors.outputs,
+    sessionOptions: kind === 'onnx' ? sessionOptionsFromParameters(config) : {},
+  };
+  const info = infoFor(config, version, PLATFORMS[kind]);
+  const makeInstance = ctx.instanceFactory ?? workerInstanceFactory(ctx.infer);
+  const runtime = new TensorModelRuntime({
+    name,
+    version,
+    instanceCount: placements.length,
+    policy: batchPolicy(config, version),
+    maxRows: Math.max(1, config.max_batch_size),
+    factory: (index, events) => makeInstance(index, plan, contextData(info, source.dir, placements, index), events),
+    recorder: ctx.recorder,
+    log: ctx.log,
+    restartPolicy: ctx.restartPolicy,
+  });
+  return new TensorModelVersion(info, runtime, warmupRuns(config, tensors.inputs, source.dir));
+}
+
+function infoFor(config: ModelConfig, version: string, platform: string): InferenceModelInfo {
+  const tensors = configTensors(config);
+  return {
+    name: config.name,
+    version,
+    platform,
+    inputs: tensors.inputs.map(toTensorSpec),
+    outputs: tensors.outputs.map(toTensorSpec),
+    maxBatchSize: config.max_batch_size,
+    config: modelConfigToJson(config),
+    decoupled: false,
+  };
+}
+
+function batchPolicy(config: ModelConfig, version: string): BatchPolicy {
+  try {
+    return normalizeBatchPolicy(batchPolicyFromConfig(config), `${config.name} version ${version}`);
+  } catch (err) {
+    if (err instanceof ServeFnError) throw createError('SF_ERR_CONFIG_INVALID', config.name, `dynamic_batching: ${err.message}`);
+    throw err;
+  }
+}
+
+async function readMetadata(file: string, kind: TensorModelKind, placement: InstancePlacement): Promise<BackendMetadata> {
+  const device: DeviceSpec = { kind: placement.kind, id: placement.id };
+  const session = await (await backendForFile(file)).load(file, { device, options: kind === 'onnx' ? { intraOpNumThreads: 1 } : undefined });
+  try {
+    return session.metadata();
+  } finally {
+    await session.dispose();
+  }
+}
+
+function contextData(info: InferenceModelInfo, modelDir: string, placements: readonly InstancePlacement[], index: number): ModelContextData {
+  const placement = placements[index];
+  return {
+    modelName: info.name,
+    modelVersion: info.version,
+    instanceName: placement.name,
+    instanceIndex: index,
+    instanceCount: placements.length,
+    deviceKind: placement.kind,
+    deviceId: placement.id,
+    modelDir,
+    config: info.config,
+  };
+}
+
+function workerInstanceFactory(infer: InferCall): TensorInstanceFactory {
+  return (index, plan, context, events) => new WorkerInstance(index, pathToFileURL(plan.file).href, context, events, infer, plan);
+}

@@ -1,0 +1,92 @@
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { readModelSource } from '../../src/model-repository/model-source.js';
+import { scratchFolder, writeFiles } from '../fixtures/repository/repository-files.js';
+
+const root = scratchFolder('source');
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+function source(name: string, files: Record<string, string>, configJson?: string) {
+  writeFiles(root, Object.fromEntries(Object.entries(files).map(([path, content]) => [`${name}/${path}`, content])));
+  return readModelSource(root, name, join(root, name), configJson);
+}
+
+function failure(fn: () => unknown): { code: string; message: string } {
+  try {
+    fn();
+  } catch (err) {
+    return { code: (err as { code: string }).code, message: (err as Error).message };
+  }
+  throw new Error('expected an error');
+}
+
+describe('readModelSource', () => {
+  it('detects a config-less ONNX model and serves its newest version', () => {
+    const read = source('plain', { '1/model.onnx': 'x', '3/model.onnx': 'x', '2/model.onnx': 'x' });
+    expect(read.kind).toBe('onnx');
+    expect(read.config).toMatchObject({ name: 'plain', platform: 'onnxruntime_onnx', backend: 'onnxruntime', max_batch_size: 0 });
+    expect(read.versions).toEqual([{ version: '3', file: join(root, 'plain', '3', 'model.onnx') }]);
+  });
+
+  it('applies the version policy and finds model.ts or model.js', () => {
+    const read = source('code', { 'config.pbtxt': 'version_policy { all {} }', '1/model.js': '', '2/model.ts': '' });
+    expect(read.kind).toBe('module');
+    expect(read.config.backend).toBe('serve-fn');
+    expect(read.versions).toEqual([
+      { version: '1', file: join(root, 'code', '1', 'model.js') },
+      { version: '2', file: join(root, 'code', '2', 'model.ts') },
+    ]);
+  });
+
+  it('takes backend "python" when a model.ts stands in for model.py', () => {
+    expect(source('py', { 'config.pbtxt': 'backend: "python"', '1/model.ts': '' }).kind).toBe('module');
+  });
+
+  it('reads npu_om models and ensembles, an ensemble without a version folder as version 1', () => {
+    expect(source('om', { 'config.pbtxt': 'backend: "npu_om"', '1/model.om': '' }).versions).toEqual([{ version: '1', file: join(root, 'om', '1', 'model.om') }]);
+    const ensemble = source('ens', { 'config.pbtxt': 'platform: "ensemble"\nensemble_scheduling { step [ { model_name: "a" } ] }' });
+    expect(ensemble.kind).toBe('ensemble');
+    expect(ensemble.versions).toEqual([{ version: '1' }]);
+  });
+
+  it('lets a JSON config replace config.pbtxt', () => {
+    const read = source('override', { 'config.pbtxt': 'max_batch_size: 2', '1/model.onnx': '' }, '{"max_batch_size": 6}');
+    expect(read.config.max_batch_size).toBe(6);
+  });
+
+  it('honours default_model_filename', () => {
+    const read = source('named', { 'config.pbtxt': 'default_model_filename: "net.onnx"', '1/net.onnx': '' });
+    expect(read.versions[0].file).toBe(join(root, 'named', '1', 'net.onnx'));
+  });
+
+  it.each([
+    ['ge', { 'config.pbtxt': 'backend: "npu_ge"', '1/model.om': '' }, 'SF_ERR_BACKEND_UNSUPPORTED', "Backend 'npu_ge' is not supported yet: model 'ge' asks for Ascend graph-engine execution; compile it to an .om file with ATC and set backend: \"npu_om\""],
+    ['trt', { 'config.pbtxt': 'platform: "tensorrt_plan"', '1/model.plan': '' }, 'SF_ERR_BACKEND_UNSUPPORTED', "Backend 'tensorrt_plan' is not supported yet: model 'trt': serve-fn serves onnxruntime, npu_om, serve-fn (model.ts) and ensemble models"],
+    ['pyonly', { 'config.pbtxt': 'backend: "python"', '1/model.py': '' }, 'SF_ERR_BACKEND_UNSUPPORTED', "Backend 'python' is not supported yet: model 'pyonly': serve-fn runs a model.ts or model.js class in place of Triton's model.py (see src/inference/tensor-model-api.ts)"],
+    ['misnamed', { 'config.pbtxt': 'name: "other"', '1/model.onnx': '' }, 'SF_ERR_CONFIG_INVALID', "Model configuration for 'misnamed' is invalid: CONFIG names the model 'other', but its folder is 'misnamed'; they must match"],
+    ['seq', { 'config.pbtxt': 'sequence_batching { }', '1/model.onnx': '' }, 'SF_ERR_CONFIG_INVALID', "Model configuration for 'seq' is invalid: sequence_batching is not supported yet; serve stateless models, or keep state in a model.ts model"],
+    ['bad', { 'config.pbtxt': 'max_batch_size: "x"' }, 'SF_ERR_CONFIG_PARSE', 'CONFIG:1:17: field \'max_batch_size\' expects an integer (int32), found string "x"'],
+  ])('refuses %s', (name, files, code, message) => {
+    expect(failure(() => source(name, files))).toEqual({ code, message: message.replace('CONFIG', join(root, name, 'config.pbtxt')) });
+  });
+
+  it('names the path of a bad layout', () => {
+    expect(failure(() => readModelSource(root, 'absent', join(root, 'absent')))).toEqual({
+      code: 'SF_ERR_REPOSITORY_INVALID',
+      message: `Model repository '${root}' is invalid: it has no model folder 'absent' (${join(root, 'absent')})`,
+    });
+    expect(failure(() => source('noversion', { 'config.pbtxt': 'platform: "onnxruntime_onnx"' })).message).toBe(
+      `Model repository '${root}' is invalid: model 'noversion' has no version folder: put its model.onnx in ${join(root, 'noversion', '1')}`,
+    );
+    expect(failure(() => source('nofile', { 'config.pbtxt': 'backend: "onnxruntime"', '1/readme.txt': '' })).message).toBe(
+      `Model repository '${root}' is invalid: model file ${join(root, 'nofile', '1', 'model.onnx')} does not exist`,
+    );
+    expect(failure(() => source('unknownfile', { '1/weights.bin': '' })).message).toBe(
+      `Model repository '${join(root, 'unknownfile')}' is invalid: ${join(root, 'unknownfile', '1')} holds no model.onnx, model.ts, model.js or model.om; set backend or platform in config.pbtxt, or add the model file`,
+    );
+    expect(failure(() => source('nothing', { 'config.pbtxt': '' })).message).toBe(
+      `Model repository '${join(root, 'nothing')}' is invalid: it has no numeric version folder (such as 1/) holding the model file`,
+    );
+  });
+});

@@ -1,0 +1,87 @@
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { buildAddSubModel } from '../../src/backends/onnx/onnx-model-builder.js';
+import { createError } from '../../src/errors/index.js';
+import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
+import { buildModelVersions, type VersionBuilderContext } from '../../src/model-repository/model-version-builder.js';
+import { readModelSource } from '../../src/model-repository/model-source.js';
+import { inThreadInstances, scratchFolder, SIMPLE_CONFIG, writeFiles } from '../fixtures/repository/repository-files.js';
+
+const root = scratchFolder('builder');
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const context: VersionBuilderContext = {
+  recorder: new InferenceRecorder({ collectProcessMetrics: false }),
+  log: () => undefined,
+  infer: () => Promise.reject(new Error('unused')),
+  resolve: (name) => {
+    throw createError('SF_ERR_MODEL_UNKNOWN', name);
+  },
+  instanceFactory: inThreadInstances,
+};
+
+function build(name: string, files: Record<string, string | Uint8Array>) {
+  writeFiles(root, Object.fromEntries(Object.entries(files).map(([path, content]) => [`${name}/${path}`, content])));
+  return buildModelVersions(readModelSource(root, name, join(root, name)), context);
+}
+
+describe('buildModelVersions', () => {
+  it("completes a config-less ONNX model from the file, batching as Triton's onnxruntime backend does", async () => {
+    const [version] = await build('auto', { '1/model.onnx': buildAddSubModel({ size: 16 }) });
+    expect(version.info).toMatchObject({
+      name: 'auto', version: '1', platform: 'onnxruntime_onnx', maxBatchSize: 4, decoupled: false,
+      inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [16] }, { name: 'INPUT1', datatype: 'INT32', shape: [16] }],
+      outputs: [{ name: 'OUTPUT0', datatype: 'INT32', shape: [16] }, { name: 'OUTPUT1', datatype: 'INT32', shape: [16] }],
+    });
+    expect(version.info.config).toMatchObject({
+      name: 'auto', platform: 'onnxruntime_onnx', backend: 'onnxruntime', max_batch_size: 4,
+      dynamic_batching: { preferred_batch_size: [4], max_queue_delay_microseconds: 0 },
+      input: [{ name: 'INPUT0', data_type: 'TYPE_INT32', dims: [16] }, { name: 'INPUT1', data_type: 'TYPE_INT32', dims: [16] }],
+    });
+  });
+
+  it("keeps Triton's simple config as written", async () => {
+    const [version] = await build('simple', { 'config.pbtxt': SIMPLE_CONFIG, '1/model.onnx': buildAddSubModel({ size: 16 }) });
+    expect(version.info.maxBatchSize).toBe(8);
+    expect(version.info.config.dynamic_batching).toBeUndefined();
+  });
+
+  it('builds one served model per version the policy selects', async () => {
+    const versions = await build('multi', {
+      'config.pbtxt': 'version_policy { latest { num_versions: 2 } }',
+      '1/model.onnx': buildAddSubModel(), '2/model.onnx': buildAddSubModel(), '3/model.onnx': buildAddSubModel(),
+    });
+    expect(versions.map((v) => v.info.version)).toEqual(['2', '3']);
+  });
+
+  it('checks a written configuration against the ONNX file', async () => {
+    await expect(build('mismatch', { 'config.pbtxt': SIMPLE_CONFIG.replace('"simple"', '"mismatch"').replace(/TYPE_INT32/g, 'TYPE_FP32'), '1/model.onnx': buildAddSubModel() }))
+      .rejects.toThrow(`Model configuration for 'mismatch' is invalid: input 'INPUT0' is TYPE_FP32 in the configuration but TYPE_INT32 in ${join(root, 'mismatch', '1', 'model.onnx')}`);
+  });
+
+  it('wants model.ts tensors declared, and reports its platform as serve-fn', async () => {
+    await expect(build('undeclared', { '1/model.ts': '' })).rejects.toThrow(
+      "Model configuration for 'undeclared' is invalid: a model.ts / model.js model declares its input and output tensors in config.pbtxt",
+    );
+    const io = 'input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]';
+    const [version] = await build('declared', { 'config.pbtxt': io, '1/model.ts': '' });
+    expect(version.info.platform).toBe('serve-fn');
+  });
+
+  it('refuses a dynamic_batching the batcher cannot run', async () => {
+    await expect(build('prefer', { 'config.pbtxt': 'max_batch_size: 4\ndynamic_batching { preferred_batch_size: [ 8 ] }', '1/model.onnx': buildAddSubModel() }))
+      .rejects.toThrow(expect.objectContaining({ code: 'SF_ERR_CONFIG_INVALID', message: expect.stringContaining('size 8 exceeds maxBatchSize 4') }));
+  });
+
+  it('checks an ensemble against the models served now', async () => {
+    const config = `platform: "ensemble"
+      max_batch_size: 8
+      input [ { name: "A" data_type: TYPE_INT32 dims: [ 16 ] } ]
+      output [ { name: "B" data_type: TYPE_INT32 dims: [ 16 ] } ]
+      ensemble_scheduling { step [ { model_name: "gone" model_version: -1 input_map { key: "X" value: "A" } output_map { key: "Y" value: "B" } } ] }`;
+    await expect(build('ens', { 'config.pbtxt': config })).rejects.toThrow(
+      "Ensemble 'ens' is invalid: step 0 (model 'gone') uses a model that is not loaded; load it before the ensemble",
+    );
+  });
+});

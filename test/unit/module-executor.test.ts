@@ -1,0 +1,107 @@
+import { rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ModelContextData } from '../../src/definition/model-context.js';
+import { ModuleExecutor } from '../../src/inference/module-executor.js';
+import type { TensorModelPlan, TensorWireRequest, TensorWireResult } from '../../src/inference/tensor-model-plan.js';
+import { ContextServices } from '../../src/runtime/context-services.js';
+import type { WireResult } from '../../src/runtime/wire-format.js';
+import { int32, range, scratchFolder, values, writeFiles } from '../fixtures/repository/repository-files.js';
+
+const plan: TensorModelPlan = {
+  kind: 'module',
+  file: fileURLToPath(new URL('../fixtures/repository/scale-model.ts', import.meta.url)),
+  maxBatchSize: 8,
+  inputs: [{ name: 'INPUT0', datatype: 'INT32', dims: [2], optional: false }],
+  outputs: [
+    { name: 'OUTPUT0', datatype: 'INT32', dims: [2], optional: false },
+    { name: 'OUTPUT1', datatype: 'INT32', dims: [1], optional: false },
+  ],
+  sessionOptions: {},
+};
+
+function context(parameters: Record<string, string>): ContextServices {
+  const data: ModelContextData = {
+    modelName: 'scale', modelVersion: '1', instanceName: 'scale_0', instanceIndex: 0, instanceCount: 1, deviceKind: 'cpu', deviceId: 0,
+    modelDir: '/models/scale', config: { parameters: Object.fromEntries(Object.entries(parameters).map(([k, v]) => [k, { string_value: v }])) },
+  };
+  return new ContextServices(data, () => Promise.reject(new Error('unused')));
+}
+
+const request = (values: number[], parameters: Record<string, unknown> = {}, outputs = ['OUTPUT0', 'OUTPUT1']): TensorWireRequest => ({
+  id: `r${values[0]}`, inputs: [int32('INPUT0', [values.length / 2, 2], values)], outputs, parameters,
+});
+
+function failure(result: WireResult): { code?: string; statusCode?: number; message: string } {
+  if (result.ok) throw new Error('expected a failed result');
+  return { code: result.error.code, statusCode: result.error.statusCode, message: result.error.message };
+}
+
+describe('ModuleExecutor', () => {
+  let executor: ModuleExecutor;
+
+  beforeAll(async () => {
+    executor = await ModuleExecutor.start(plan, context({ scale: '3' }).context);
+  });
+
+  afterAll(() => executor.finalize());
+
+  it('calls execute with every request and keeps the requested outputs, in order', async () => {
+    const results = await executor.run([request([1, 2]), request([3, 4, 5, 6], {}, ['OUTPUT1', 'OUTPUT0'])]);
+    expect(results.map((r) => r.ok)).toEqual([true, true]);
+    const [first, second] = results.map((r) => (r.ok ? (r.value as TensorWireResult) : undefined)!);
+    expect(values(first.outputs[0])).toEqual([3, 6]);
+    expect(values(first.outputs[1])).toEqual([2]);
+    expect(first.parameters).toEqual({ scale: 3 });
+    expect(second.outputs.map((t) => t.name)).toEqual(['OUTPUT1', 'OUTPUT0']);
+    expect(values(second.outputs[1])).toEqual([9, 12, 15, 18]);
+  });
+
+  it('fails one request with its own error and answers the others', async () => {
+    const results = await executor.run([request([1, 1], { fail: 'error' }), request([2, 2]), request([1, 1], { fail: 'status' }), request([1, 1], { fail: 'string' })]);
+    expect(failure(results[0])).toEqual({ code: 'SF_ERR_EXECUTION_FAILED', statusCode: 500, message: "Model 'scale' failed in execute: request r1 refused" });
+    expect(results[1].ok).toBe(true);
+    expect(failure(results[2])).toEqual({ code: 'SF_ERR_BAD_REQUEST', statusCode: 400, message: 'values must be positive' });
+    expect(failure(results[3]).message).toBe("Model 'scale' failed in execute: plain words");
+  });
+
+  it.each([
+    ['unknown-output', "returned output 'EXTRA', which config.pbtxt does not declare"],
+    ['wrong-datatype', "output 'OUTPUT0': Tensor 'OUTPUT0': expected datatype INT32, got FP32."],
+    ['missing', "returned no output 'OUTPUT0', which the request asked for"],
+  ])('checks the outputs of a response (%s)', async (fail, why) => {
+    const [result] = await executor.run([request([1, 2], { fail })]);
+    expect(failure(result)).toEqual({ code: 'SF_ERR_EXECUTION_FAILED', statusCode: 500, message: `Model 'scale' failed in execute: ${why}` });
+  });
+
+  it('fails the whole execution when execute throws or answers the wrong number of requests', async () => {
+    await expect(executor.run([request([1, 2], { fail: 'throw' })])).rejects.toThrow('the whole batch failed');
+    await expect(executor.run([request([1, 2], { fail: 'short' }), request([1, 2])])).rejects.toThrow(
+      "Model 'scale' failed in execute: returned 0 responses for 2 requests; return one response per request, in order",
+    );
+  });
+});
+
+describe('ModuleExecutor.start', () => {
+  const dir = scratchFolder('module');
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('wraps an initialize error with the model and instance', async () => {
+    await expect(ModuleExecutor.start(plan, context({ fail_initialize: '1' }).context)).rejects.toThrow(
+      expect.objectContaining({ code: 'SF_ERR_INITIALIZE_FAILED', message: "Model 'scale' instance 0 failed in initialize(): initialize refused" }),
+    );
+  });
+
+  it('finds the only exported class with execute, and refuses a module without one', async () => {
+    writeFiles(dir, {
+      'named.js': 'export const helper = 1;\nexport class Named { execute(requests) { return requests.map(() => ({ outputs: [] })); } }\n',
+      'none.js': 'export default class NotAModel { run() {} }\n',
+    });
+    const named = await ModuleExecutor.start({ ...plan, file: `${dir}/named.js`, outputs: [] }, context({}).context);
+    const [result] = await named.run([request(range(2), {}, [])]);
+    expect(result).toEqual({ ok: true, value: { outputs: [], parameters: undefined } });
+    await expect(ModuleExecutor.start({ ...plan, file: `${dir}/none.js` }, context({}).context)).rejects.toThrow(
+      `Model 'scale' instance 0 failed in initialize(): ${dir}/none.js exports no class with an execute(requests) method; export one as the default export`,
+    );
+  });
+});

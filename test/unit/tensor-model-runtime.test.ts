@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest';
+import type { ValidatedRequest } from '../../src/inference/request-validation.js';
+import type { TensorWireRequest } from '../../src/inference/tensor-model-plan.js';
+import { TensorModelRuntime } from '../../src/inference/tensor-model-runtime.js';
+import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
+import { normalizeBatchPolicy } from '../../src/runtime/batch-policy.js';
+import type { ModelInstance } from '../../src/runtime/model-instance.js';
+import type { ExecuteCall, ExecuteOutcome } from '../../src/runtime/wire-format.js';
+import { createError } from '../../src/errors/index.js';
+
+/** Instances whose executions the test releases by hand; each execution's requests are recorded. */
+class ManualInstances {
+  readonly calls: { instance: number; ids: (string | undefined)[] }[] = [];
+  private readonly waiting: (() => void)[] = [];
+  failIds = new Set<string>();
+
+  factory = (index: number): ModelInstance => ({
+    index,
+    start: async () => undefined,
+    stop: async () => undefined,
+    execute: (call: ExecuteCall) => {
+      const requests = call.requests.map((r) => r.payload as TensorWireRequest);
+      this.calls.push({ instance: index, ids: requests.map((r) => r.id) });
+      return new Promise<ExecuteOutcome>((resolve, reject) => {
+        this.waiting.push(() => {
+          if (requests.some((r) => this.failIds.has(r.id!))) reject(createError('SF_ERR_BACKEND_RUN_FAILED', 'onnxruntime', 'm', 'boom'));
+          else resolve({ results: requests.map((r) => ({ ok: true, value: { outputs: [], parameters: { id: r.id } } })), computeStartMs: 1, computeEndMs: 2 });
+        });
+      });
+    },
+  });
+
+  /** Lets every waiting execution finish, then waits for the runtime to react. */
+  async release(): Promise<void> {
+    for (const finish of this.waiting.splice(0)) finish();
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+function runtime(instances: ManualInstances, count = 1) {
+  const recorder = new InferenceRecorder({ collectProcessMetrics: false });
+  const rt = new TensorModelRuntime({
+    name: 'm', version: '1', instanceCount: count, policy: normalizeBatchPolicy({ maxBatchSize: 8 }, 'm'), maxRows: 4,
+    factory: instances.factory, recorder, log: () => undefined,
+  });
+  return { rt, recorder };
+}
+
+const request = (id: string, signature: string, rows = 1): ValidatedRequest => ({ wire: { id, inputs: [], outputs: [], parameters: {} }, rows, signature });
+
+describe('TensorModelRuntime', () => {
+  it('splits a batch into executions by shape signature and rows, on one instance, in order', async () => {
+    const instances = new ManualInstances();
+    const { rt, recorder } = runtime(instances);
+    await rt.start();
+    const first = rt.submit(request('r0', 'a'));
+    const queued = [rt.submit(request('r1', 'a', 3)), rt.submit(request('r2', 'b')), rt.submit(request('r3', 'a')), rt.submit(request('r4', 'a', 2))];
+    expect(instances.calls).toEqual([{ instance: 0, ids: ['r0'] }]);
+    await instances.release();
+    expect(instances.calls.slice(1)).toEqual([{ instance: 0, ids: ['r1', 'r3'] }]);
+    await instances.release();
+    expect(instances.calls.slice(2)).toEqual([{ instance: 0, ids: ['r2'] }]);
+    await instances.release();
+    expect(instances.calls.slice(3)).toEqual([{ instance: 0, ids: ['r4'] }]);
+    await instances.release();
+    const results = await Promise.all([first, ...queued]);
+    expect(results.map((r) => r.parameters)).toEqual([{ id: 'r0' }, { id: 'r1' }, { id: 'r2' }, { id: 'r3' }, { id: 'r4' }]);
+    const [stats] = recorder.statistics('m', '1').model_stats;
+    expect(stats.execution_count).toBe(4);
+    expect(stats.inference_count).toBe(1 + 4 + 2 + 1);
+    expect(stats.inference_stats.success.count).toBe(5);
+  });
+
+  it('fails only the requests of an execution that failed', async () => {
+    const instances = new ManualInstances();
+    const { rt, recorder } = runtime(instances);
+    await rt.start();
+    const blocker = rt.submit(request('r0', 'a'));
+    const good = rt.submit(request('ok', 'a'));
+    const bad = rt.submit(request('bad', 'b')).catch((err: Error) => err);
+    instances.failIds.add('bad');
+    await instances.release();
+    await instances.release();
+    await instances.release();
+    await blocker;
+    await expect(good).resolves.toMatchObject({ parameters: { id: 'ok' } });
+    expect(((await bad) as Error).message).toBe("Backend 'onnxruntime' failed to run 'm': boom");
+    const [stats] = recorder.statistics('m', '1').model_stats;
+    expect(stats.inference_stats.fail.count).toBe(1);
+  });
+
+  it('runs warmup requests once on every instance, outside the metrics', async () => {
+    const instances = new ManualInstances();
+    const { rt, recorder } = runtime(instances, 3);
+    await rt.start();
+    const warm = rt.runOnEachInstance(() => [{ id: 'w', inputs: [], outputs: [], parameters: {} }]);
+    await instances.release();
+    expect(await warm).toHaveLength(3);
+    expect(instances.calls.map((c) => c.instance).sort()).toEqual([0, 1, 2]);
+    expect(recorder.statistics('m', '1').model_stats[0].execution_count).toBe(0);
+  });
+
+  it('drains queued requests and then refuses new ones', async () => {
+    const instances = new ManualInstances();
+    const { rt } = runtime(instances);
+    await rt.start();
+    const running = rt.submit(request('r0', 'a'));
+    const drained = rt.drain();
+    await expect(rt.submit(request('late', 'a'))).rejects.toThrow(expect.objectContaining({ code: 'SF_ERR_DRAINING' }));
+    await instances.release();
+    await drained;
+    await expect(running).resolves.toMatchObject({ parameters: { id: 'r0' } });
+  });
+});
