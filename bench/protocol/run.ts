@@ -14,7 +14,9 @@ const base = `http://127.0.0.1:${HTTP_PORT}`;
 const durationS = Number(process.env.BENCH_DURATION_S ?? 10);
 const CONNECTIONS = 32;
 
-const server = await startServer(['--import', './loader/register.mjs', 'bench/protocol/protocol-server.ts'], `${base}/v2/health/ready`, {
+// BENCH_SERVER=repository measures a real repository (runtime and ONNX Runtime included) instead of in-process fakes.
+const serverScript = process.env.BENCH_SERVER === 'repository' ? 'bench/protocol/real-repository-server.ts' : 'bench/protocol/protocol-server.ts';
+const server = await startServer(['--import', './loader/register.mjs', serverScript], `${base}/v2/health/ready`, {
   HTTP_PORT: String(HTTP_PORT),
   GRPC_PORT: String(GRPC_PORT),
 });

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { createError } from '../errors/index.js';
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { EnsembleStepPlan } from '../model-repository/ensemble-validation.js';
-import { failureReason, toUs } from '../runtime/model-runtime.js';
+import { failureReason, toUs } from '../runtime/request-accounting.js';
 import type { Tensor, TensorData } from '../tensor/tensor.js';
 import type { InferenceModel, InferenceModelInfo, InferRequest, InferResponse } from './inference-model.js';
 import { validateInferRequest } from './request-validation.js';

@@ -1,11 +1,10 @@
-import { performance } from 'node:perf_hooks';
 import { deserializeError } from '../errors/index.js';
 import type { BatchTimings, InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { BatchPolicy } from '../runtime/batch-policy.js';
 import { DynamicBatcher, type BatchEntry, type SubmitOptions } from '../runtime/dynamic-batcher.js';
 import { InstancePool, type PoolEvents, type RestartPolicy } from '../runtime/instance-pool.js';
 import type { InstanceFactory, ModelInstance } from '../runtime/model-instance.js';
-import { failureReason, toUs } from '../runtime/model-runtime.js';
+import { now, recordRequest, toUs } from '../runtime/request-accounting.js';
 import type { ExecuteOutcome, WireRequest } from '../runtime/wire-format.js';
 import type { ValidatedRequest } from './request-validation.js';
 import { planExecutions } from './tensor-batching.js';
@@ -32,8 +31,6 @@ export interface TensorModelRuntimeOptions {
 }
 
 const NO_REQUEST_INFO: WireRequest['info'] = { params: {}, query: {}, headers: {} };
-const now = (): number => performance.timeOrigin + performance.now();
-
 /**
  * Runs one version of a repository model: its instances (an InstancePool of worker threads hosting
  * TensorModelHost) behind one dynamic batcher. A batch the batcher forms is split into executions
@@ -84,23 +81,7 @@ export class TensorModelRuntime {
   async submit(request: ValidatedRequest, options: SubmitOptions = {}): Promise<TensorWireResult> {
     const { name, version, recorder } = this.options;
     const queued: Queued = { request, submittedMs: now() };
-    recorder.pendingChanged(name, version, 1);
-    try {
-      const result = await this.batcher.submit(queued, options);
-      const end = now();
-      recorder.requestSucceeded(name, version, {
-        requestUs: toUs(end - queued.submittedMs),
-        queueUs: toUs((queued.dispatchedMs ?? end) - queued.submittedMs),
-        computeInputUs: queued.timings?.computeInputUs ?? 0,
-        computeInferUs: queued.timings?.computeInferUs ?? 0,
-        computeOutputUs: queued.timings?.computeOutputUs ?? 0,
-      });
-      return result;
-    } catch (err) {
-      if (queued.dispatchedMs === undefined) recorder.pendingChanged(name, version, -1);
-      recorder.requestFailed(name, version, failureReason(err, queued.dispatchedMs !== undefined), { requestUs: toUs(now() - queued.submittedMs) });
-      throw err;
-    }
+    return recordRequest(recorder, name, version, queued, (q) => this.batcher.submit(q, options));
   }
 
   /** Stops taking requests and waits for queued and running ones to finish. */

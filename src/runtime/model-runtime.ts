@@ -1,8 +1,8 @@
-import { performance } from 'node:perf_hooks';
 import type { EndpointDefinition, ModelDefinition } from '../definition/model-definition.js';
-import { deserializeError, ServeFnError } from '../errors/index.js';
-import type { BatchTimings, FailureReason, InferenceRecorder } from '../metrics/inference-recorder.js';
+import { deserializeError } from '../errors/index.js';
+import type { BatchTimings, InferenceRecorder } from '../metrics/inference-recorder.js';
 import { UNBATCHED_POLICY } from './batch-policy.js';
+import { now, recordRequest, toUs } from './request-accounting.js';
 import { DynamicBatcher, type BatchEntry, type SubmitOptions } from './dynamic-batcher.js';
 import { InstancePool, type PoolEvents, type RestartPolicy } from './instance-pool.js';
 import type { InstanceFactory } from './model-instance.js';
@@ -21,8 +21,6 @@ export interface ModelRuntimeOptions {
   readonly log: PoolEvents['onLog'];
   readonly restartPolicy?: RestartPolicy;
 }
-
-const now = (): number => performance.timeOrigin + performance.now();
 
 /**
  * Everything that runs one model: its instance pool and one dynamic batcher per endpoint (an
@@ -67,27 +65,8 @@ export class ModelRuntime {
   async submit(methodName: string, wire: WireRequest, options: SubmitOptions = {}): Promise<unknown> {
     const batcher = this.batchers.get(methodName)!;
     const { name, version } = this.definition;
-    const { recorder } = this.options;
     const queued: Queued = { wire, submittedMs: now() };
-    recorder.pendingChanged(name, version, 1);
-    try {
-      const value = await batcher.submit(queued, options);
-      const end = now();
-      recorder.requestSucceeded(name, version, {
-        requestUs: toUs(end - queued.submittedMs),
-        queueUs: toUs((queued.dispatchedMs ?? end) - queued.submittedMs),
-        computeInputUs: queued.timings?.computeInputUs ?? 0,
-        computeInferUs: queued.timings?.computeInferUs ?? 0,
-        computeOutputUs: queued.timings?.computeOutputUs ?? 0,
-      });
-      return value;
-    } catch (err) {
-      if (queued.dispatchedMs === undefined) recorder.pendingChanged(name, version, -1);
-      recorder.requestFailed(name, version, failureReason(err, queued.dispatchedMs !== undefined), {
-        requestUs: toUs(now() - queued.submittedMs),
-      });
-      throw err;
-    }
+    return recordRequest(this.options.recorder, name, version, queued, (q) => batcher.submit(q, options));
   }
 
   /** Stops taking requests and waits for queued and running ones to finish. */
@@ -145,16 +124,4 @@ export class ModelRuntime {
     const start = this.nextBatcher++ % list.length;
     for (let i = 0; i < list.length && this.pool.idleCount > 0; i++) list[(start + i) % list.length].notifyIdle();
   }
-}
-
-export function toUs(ms: number): number {
-  return Math.max(0, Math.round(ms * 1000));
-}
-
-/** Triton's failure reason of a request that failed after (`dispatched`) or before reaching an instance. */
-export function failureReason(err: unknown, dispatched: boolean): FailureReason {
-  const code = err instanceof ServeFnError ? err.code : undefined;
-  if (code === 'SF_ERR_CANCELLED') return 'CANCELED';
-  if (code === 'SF_ERR_QUEUE_FULL' || code === 'SF_ERR_TIMEOUT' || code === 'SF_ERR_DRAINING') return 'REJECTED';
-  return dispatched ? 'BACKEND' : 'OTHER';
 }

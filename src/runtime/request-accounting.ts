@@ -1,0 +1,57 @@
+import { performance } from 'node:perf_hooks';
+import { ServeFnError } from '../errors/index.js';
+import type { BatchTimings, FailureReason, InferenceRecorder } from '../metrics/inference-recorder.js';
+
+/** Milliseconds since the epoch, comparable across threads (`timeOrigin + now()`). */
+export const now = (): number => performance.timeOrigin + performance.now();
+
+export function toUs(ms: number): number {
+  return Math.max(0, Math.round(ms * 1000));
+}
+
+/** Triton's failure reason of a request that failed after (`dispatched`) or before reaching an instance. */
+export function failureReason(err: unknown, dispatched: boolean): FailureReason {
+  const code = err instanceof ServeFnError ? err.code : undefined;
+  if (code === 'SF_ERR_CANCELLED') return 'CANCELED';
+  if (code === 'SF_ERR_QUEUE_FULL' || code === 'SF_ERR_TIMEOUT' || code === 'SF_ERR_DRAINING') return 'REJECTED';
+  return dispatched ? 'BACKEND' : 'OTHER';
+}
+
+/** The times a queued request collects on its way; the batch executor fills in the last two. */
+export interface RequestClock {
+  readonly submittedMs: number;
+  dispatchedMs?: number;
+  timings?: BatchTimings;
+}
+
+/**
+ * Runs one submission and records it as Triton counts requests: pending while queued, then one
+ * success with its own queue and compute times, or one failure with its reason.
+ */
+export async function recordRequest<Q extends RequestClock, R>(
+  recorder: InferenceRecorder,
+  model: string,
+  version: string,
+  queued: Q,
+  submit: (queued: Q) => Promise<R>,
+): Promise<R> {
+  recorder.pendingChanged(model, version, 1);
+  try {
+    const result = await submit(queued);
+    const end = now();
+    recorder.requestSucceeded(model, version, {
+      requestUs: toUs(end - queued.submittedMs),
+      queueUs: toUs((queued.dispatchedMs ?? end) - queued.submittedMs),
+      computeInputUs: queued.timings?.computeInputUs ?? 0,
+      computeInferUs: queued.timings?.computeInferUs ?? 0,
+      computeOutputUs: queued.timings?.computeOutputUs ?? 0,
+    });
+    return result;
+  } catch (err) {
+    if (queued.dispatchedMs === undefined) recorder.pendingChanged(model, version, -1);
+    recorder.requestFailed(model, version, failureReason(err, queued.dispatchedMs !== undefined), {
+      requestUs: toUs(now() - queued.submittedMs),
+    });
+    throw err;
+  }
+}
