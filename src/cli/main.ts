@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { devCommand } from './dev-command.js';
 import { doctorCommand } from './doctor-command.js';
+import { DEFAULT_SERVE_FN_SPEC, TEMPLATE_NAMES, newCommand } from './new-command.js';
 import { openapiCommand } from './openapi-command.js';
 import { startCommand } from './start-command.js';
 
@@ -83,6 +84,14 @@ export function buildProgram(): Command {
     .description('report the backends found: ONNX Runtime and its providers, AscendCL and NPU devices')
     .option('--json', 'print the report as JSON', false)
     .action((opts: { json: boolean }) => doctorCommand(opts));
+
+  program
+    .command('new')
+    .description('create a project from a template: a model, its test, and the serve-fn dependency')
+    .argument('<dir>', 'folder to create (must be new or empty); its name becomes the project and model name')
+    .addOption(new Option('--template <name>', 'project template').choices([...TEMPLATE_NAMES]).default('basic'))
+    .option('--serve-fn <spec>', 'serve-fn dependency: an npm version range, or the path of a serve-fn checkout', DEFAULT_SERVE_FN_SPEC)
+    .action((dir: string, opts: { template: string; serveFn: string }) => newCommand(dir, opts));
 
   return program;
 }

@@ -28,10 +28,14 @@ export const ERROR_CATALOGUE = {
   SF_ERR_INSTANCES_INVALID: spec(500, '%s: @Instances %s.'),
   SF_ERR_HOOK_NOT_FUNCTION: spec(500, "%s.%s must be a method (it is a %s)."),
   SF_ERR_DEPENDENCY_UNRESOLVED: spec(500, "Cannot construct model class '%s': %s. Make each constructor dependency @injectable() or register it in the container."),
+  SF_ERR_STREAM_BATCHED: spec(500, "%s has @Batch and stream: '%s': streaming endpoints are not batched. Remove @Batch, or the stream option."),
+  SF_ERR_STREAM_FORMAT_INVALID: spec(500, "%s: stream must be 'sse', 'ndjson' or 'bytes' (got '%s')."),
 
   // Start-up and entry discovery.
   SF_ERR_ENTRY_NOT_FOUND: spec(500, "No entry found at '%s': pass a .ts/.js file exporting @Model classes, or a folder with serve-fn.config.ts or index.ts."),
   SF_ERR_ENTRY_NO_MODELS: spec(500, "Entry '%s' exports no @Model classes."),
+  SF_ERR_NEW_TEMPLATE_UNKNOWN: spec(500, "No template named '%s': choose one of %s."),
+  SF_ERR_NEW_TARGET_NOT_EMPTY: spec(500, "'%s' is not empty: serve-fn new writes only into a new or empty folder."),
   SF_ERR_INITIALIZE_FAILED: spec(500, "Model '%s' instance %s failed in initialize(): %s"),
   SF_ERR_FINALIZE_FAILED: spec(500, "Model '%s' instance %s failed in finalize(): %s"),
 
@@ -62,6 +66,8 @@ export const ERROR_CATALOGUE = {
   SF_ERR_INSTANCE_CRASHED: spec(500, "Model '%s' instance %s stopped while running this request (%s); the instance is being restarted."),
   SF_ERR_INSTANCE_RESTART_LIMIT: spec(503, "Model '%s' instance %s crashed %s times in %s ms; it is not restarted until the window passes."),
   SF_ERR_RESPONSE_NOT_SERIALIZABLE: spec(500, '%s returned a value that cannot be sent back: %s'),
+  SF_ERR_STREAM_NOT_ITERABLE: spec(500, "%s declares stream: '%s' but returned %s: make it an async generator (`async *%s(...)`) or return an AsyncIterable."),
+  SF_ERR_STREAM_CHUNK_NOT_BYTES: spec(500, "%s streams 'bytes' but yielded %s: yield Buffer or Uint8Array chunks, or use stream: 'ndjson'."),
 
   // Models, tensors and backends.
   SF_ERR_MODEL_UNKNOWN: spec(404, "Request for unknown model: '%s' is not found"),

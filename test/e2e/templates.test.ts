@@ -1,0 +1,121 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { collectDoctorReport } from '../../src/cli/doctor-command.js';
+import { BIN, REPO_ROOT, freePort } from './cli-harness.js';
+
+/**
+ * `serve-fn new` as a user runs it: generate each template against this checkout, install it from
+ * npm's cache, run the project's own tests, and serve it with the project's `serve-fn`.
+ */
+
+const tmp = mkdtempSync(join(tmpdir(), 'serve-fn-templates-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+const a = Array.from({ length: 16 }, (_, i) => i);
+const b = Array.from({ length: 16 }, () => 10);
+
+interface ServeCheck {
+  /** What `serve-fn start` is given, relative to the project. */
+  readonly entry: string;
+  readonly path: (modelName: string) => string;
+  readonly body: unknown;
+  readonly expected: unknown;
+}
+
+const SERVE_CHECKS: Record<string, ServeCheck> = {
+  basic: { entry: '.', path: () => '/predict', body: { text: 'serve small models quickly' }, expected: { words: 4, longest: 'quickly', instance: 0 } },
+  onnx: { entry: '.', path: () => '/add-sub', body: { a, b }, expected: { sum: a.map((v) => v + 10), difference: a.map((v) => v - 10) } },
+  'triton-repository': {
+    entry: 'models',
+    path: (model) => `/v2/models/${model}/infer`,
+    body: { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: a }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: b }] },
+    expected: {
+      model_name: 'triton_repository_app',
+      model_version: '1',
+      outputs: [
+        { name: 'OUTPUT0', datatype: 'INT32', shape: [1, 16], data: a.map((v) => v + 10) },
+        { name: 'OUTPUT1', datatype: 'INT32', shape: [1, 16], data: a.map((v) => v - 10) },
+      ],
+    },
+  },
+};
+
+function run(command: string, args: string[], cwd: string): { status: number | null; output: string } {
+  const result = spawnSync(command, args, { cwd, encoding: 'utf8', env: { ...process.env, npm_config_update_notifier: 'false' } });
+  return { status: result.status, output: `${result.stdout}${result.stderr}` };
+}
+
+/** Serves the project with its own `node_modules/.bin/serve-fn`, makes one request, and stops it with SIGTERM. */
+async function serveOnce(project: string, check: ServeCheck, modelName: string): Promise<{ status: number; body: unknown; exitCode: number | null }> {
+  const port = await freePort();
+  const proc = spawn(process.execPath, ['node_modules/.bin/serve-fn', 'start', check.entry, '--host', '127.0.0.1', '--port', String(port), '--grpc-port', '0'], {
+    cwd: project,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`serve-fn start did not get ready:\n${output}`)), 30_000);
+    const onData = (chunk: Buffer): void => {
+      output += chunk.toString();
+      if (output.includes('serve-fn ready')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    proc.stdout!.on('data', onData);
+    proc.stderr!.on('data', onData);
+    void exited.then(() => reject(new Error(`serve-fn start exited:\n${output}`)));
+  });
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}${check.path(modelName)}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(check.body),
+    });
+    const body: unknown = await res.json();
+    proc.kill('SIGTERM');
+    return { status: res.status, body, exitCode: await exited };
+  } finally {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+  }
+}
+
+const npuAvailable = (await collectDoctorReport()).npu.available;
+
+describe.sequential('serve-fn new', () => {
+  function generateAndTest(template: string): { project: string; output: string } {
+    const project = join(tmp, `${template}-app`);
+    const created = run(process.execPath, [BIN, 'new', project, '--template', template, '--serve-fn', REPO_ROOT], tmp);
+    expect(created.status, created.output).toBe(0);
+    expect(created.output).toContain('Next steps:');
+
+    // --offline: a package missing from npm's cache fails the install (ENOTCACHED) instead of
+    // reaching the network. --ignore-scripts: serve-fn is linked to this checkout, whose install
+    // and prepare scripts would rebuild its dist/ and native addon under the other tests.
+    const install = run('npm', ['install', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'], project);
+    expect(install.status, `npm install needed something npm's cache does not hold:\n${install.output}`).toBe(0);
+
+    const tested = run('npm', ['test'], project);
+    expect(tested.status, tested.output).toBe(0);
+    expect(tested.output).toMatch(/# fail 0/);
+    return { project, output: tested.output };
+  }
+
+  it.each(['basic', 'onnx', 'triton-repository'])('the %s template installs offline, passes its tests and serves', async (template) => {
+    const { project } = generateAndTest(template);
+    const modelName = `${template}_app`.replaceAll('-', '_');
+    const served = await serveOnce(project, SERVE_CHECKS[template]!, modelName);
+    expect(served).toEqual({ status: 200, body: SERVE_CHECKS[template]!.expected, exitCode: 0 });
+  }, 120_000);
+
+  // Serving it needs an Ascend NPU and a compiled models/model.om, which no test machine has.
+  it('the npu template installs offline and passes its tests, skipping only the device run without an NPU', () => {
+    const { output } = generateAndTest('npu');
+    if (!npuAvailable) expect(output).toContain('# SKIP serve-fn doctor reports no Ascend NPU');
+    else expect(output).toContain('# SKIP models/model.om is missing');
+  }, 120_000);
+});
