@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 
 export { Model, Endpoint, Batch, Instances } from './decorators/index.js';
-export type { ModelOptions, EndpointOptions, InstancesOptions, HttpMethod } from './metadata/records.js';
+export type { ModelOptions, EndpointOptions, InstancesOptions, HttpMethod, StreamFormat } from './metadata/records.js';
 export type { ModelContext, RequestInfo } from './definition/model-context.js';
 export type { ModelDefinition, EndpointDefinition } from './definition/model-definition.js';
 export { buildDefinitions } from './definition/definition-builder.js';

@@ -1,10 +1,11 @@
 import { createError } from '../errors/index.js';
 import { readBatches, readEndpoints, readInstances, readModel } from '../metadata/reflection.js';
-import type { EndpointRecord, HttpMethod } from '../metadata/records.js';
+import type { EndpointRecord, HttpMethod, StreamFormat } from '../metadata/records.js';
 import { normalizeBatchPolicy } from '../runtime/batch-policy.js';
 import type { EndpointDefinition, InstanceGroupDefinition, ModelClass, ModelDefinition } from './model-definition.js';
 
 const HTTP_METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'DELETE'];
+const STREAM_FORMATS: readonly StreamFormat[] = ['sse', 'ndjson', 'bytes'];
 
 export function isModelClass(value: unknown): value is ModelClass {
   return typeof value === 'function' && readModel(value as ModelClass) !== undefined;
@@ -80,6 +81,10 @@ function buildEndpoint(
   if (!record.path.startsWith('/')) throw createError('SF_ERR_ENDPOINT_PATH_INVALID', record.path, id);
   const httpMethod = (record.options.method ?? 'POST').toUpperCase() as HttpMethod;
   if (!HTTP_METHODS.includes(httpMethod)) throw createError('SF_ERR_ENDPOINT_METHOD_INVALID', id, record.options.method);
+  const stream = record.options.stream;
+  if (stream !== undefined && !STREAM_FORMATS.includes(stream)) throw createError('SF_ERR_STREAM_FORMAT_INVALID', id, String(stream));
+  // A stream holds its instance until it ends, so several requests cannot share one call.
+  if (stream !== undefined && batch) throw createError('SF_ERR_STREAM_BATCHED', id, stream);
   if (batch && batch.metadataEmitted && batch.firstParamType !== Array) {
     const dto = record.options.body ?? record.options.query;
     throw createError('SF_ERR_BATCH_NOT_LIST', id, dto?.name ?? 'Request');
@@ -99,6 +104,7 @@ function buildEndpoint(
     description: record.options.description,
     tags: Object.freeze([...(record.options.tags ?? [tag])]),
     status: record.options.status ?? 200,
+    ...(stream ? { stream } : {}),
     batch: batch ? normalizeBatchPolicy(batch.policy, id) : undefined,
   });
 }

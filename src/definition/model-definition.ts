@@ -1,5 +1,5 @@
 import type { BatchPolicy } from '../runtime/batch-policy.js';
-import type { DtoClass, HttpMethod } from '../metadata/records.js';
+import type { DtoClass, HttpMethod, StreamFormat } from '../metadata/records.js';
 
 /** Frozen, checked descriptions of served models, built once at start-up from decorator records. */
 
@@ -21,6 +21,8 @@ export interface EndpointDefinition {
   readonly description?: string;
   readonly tags: readonly string[];
   readonly status: number;
+  /** Present when the method's async iterable result is streamed to the client. */
+  readonly stream?: StreamFormat;
   /** Present when the method takes a batch (a list of requests). */
   readonly batch?: BatchPolicy;
 }

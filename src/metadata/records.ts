@@ -37,7 +37,14 @@ export interface EndpointOptions {
   readonly tags?: readonly string[];
   /** Status code of a successful answer (default 200). */
   readonly status?: number;
+  /**
+   * The method returns an async iterable whose items are streamed as they are produced: `sse`
+   * (`data: <json>` events), `ndjson` (one JSON per line) or `bytes` (Buffer chunks, sent as `produces`).
+   */
+  readonly stream?: StreamFormat;
 }
+
+export type StreamFormat = 'sse' | 'ndjson' | 'bytes';
 
 export interface EndpointRecord {
   readonly method: string;

@@ -3,6 +3,7 @@ import { ContextServices, type InferCall } from './context-services.js';
 import type { ModelDefinition } from '../definition/model-definition.js';
 import { ModelHost } from './model-host.js';
 import type { ModelInstance } from './model-instance.js';
+import { StreamChannel } from './stream-channel.js';
 import type { ExecuteCall, ExecuteOutcome } from './wire-format.js';
 
 /**
@@ -31,6 +32,14 @@ export class InlineInstance implements ModelInstance {
   execute(call: ExecuteCall): Promise<ExecuteOutcome> {
     if (!this.host) throw new Error(`instance ${this.index} of ${this.definition.name} is not started`);
     return this.host.execute(structuredClone(call));
+  }
+
+  openStream(call: ExecuteCall, credit: number): StreamChannel {
+    if (!this.host) throw new Error(`instance ${this.index} of ${this.definition.name} is not started`);
+    const channel = new StreamChannel({ grant: (units) => pump.grant(units), cancel: () => pump.cancel() });
+    const pump = this.host.openStream(structuredClone(call), credit, (event) => channel.push(event));
+    void pump.run();
+    return channel;
   }
 
   async stop(): Promise<void> {

@@ -6,6 +6,8 @@ import type { ModelContext, RequestInfo } from '../definition/model-context.js';
 import { createError, serializeError } from '../errors/index.js';
 import type { ExecuteCall, ExecuteOutcome, WireResult } from './wire-format.js';
 import { reviveBuffers } from './wire-format.js';
+import type { StreamEvent } from './stream-event.js';
+import { StreamPump } from './stream-pump.js';
 
 type Hooked = {
   initialize?(ctx: ModelContext): unknown;
@@ -74,6 +76,32 @@ export class ModelHost {
     return { results, computeStartMs, computeEndMs: performance.timeOrigin + performance.now() };
   }
 
+  /**
+   * Calls a streaming endpoint's method for one request; the returned pump (started by the caller
+   * with `run()`) pulls the method's async iterable as credit allows and emits each item.
+   */
+  openStream(call: ExecuteCall, credit: number, emit: (event: StreamEvent) => void): StreamPump {
+    const endpoint = this.endpoints.get(call.methodName);
+    const open = async (): Promise<AsyncIterator<unknown>> => {
+      if (!endpoint?.stream) throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, call.methodName, 'no such streaming endpoint method');
+      const [request] = call.requests;
+      const method = this.instance[call.methodName] as (...args: unknown[]) => unknown;
+      const result = await method.call(this.instance, this.toInput(endpoint, request.payload), reviveBuffers(request.info as RequestInfo));
+      const iterable = result as Partial<AsyncIterable<unknown>> | null | undefined;
+      if (typeof iterable?.[Symbol.asyncIterator] !== 'function') {
+        throw createError('SF_ERR_STREAM_NOT_ITERABLE', endpoint.id, endpoint.stream, describe(result), endpoint.methodName);
+      }
+      return (iterable as AsyncIterable<unknown>)[Symbol.asyncIterator]();
+    };
+    return new StreamPump(open, credit, emit, (item) => this.toChunk(endpoint!, item));
+  }
+
+  private toChunk(endpoint: EndpointDefinition, item: unknown): unknown {
+    if (endpoint.stream !== 'bytes') return this.toPlain(endpoint, item);
+    if (!(item instanceof Uint8Array)) throw createError('SF_ERR_STREAM_CHUNK_NOT_BYTES', endpoint.id, describe(item));
+    return item;
+  }
+
   private toInput(endpoint: EndpointDefinition, payload: unknown): unknown {
     const dto = endpoint.body ?? endpoint.query;
     const revived = reviveBuffers(payload);
@@ -89,10 +117,11 @@ export class ModelHost {
 
   private toResult(endpoint: EndpointDefinition, value: unknown): WireResult {
     if (value instanceof Error) return { ok: false, error: serializeError(value) };
-    const plain = endpoint.response && value !== null && typeof value === 'object' && !ArrayBuffer.isView(value)
-      ? instanceToPlain(value)
-      : value;
-    return { ok: true, value: plain };
+    return { ok: true, value: this.toPlain(endpoint, value) };
+  }
+
+  private toPlain(endpoint: EndpointDefinition, value: unknown): unknown {
+    return endpoint.response && value !== null && typeof value === 'object' && !ArrayBuffer.isView(value) ? instanceToPlain(value) : value;
   }
 }
 

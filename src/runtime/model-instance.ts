@@ -1,3 +1,4 @@
+import type { StreamChannel } from './stream-channel.js';
 import type { ExecuteCall, ExecuteOutcome } from './wire-format.js';
 
 /** One running copy of a model: a worker thread, or the HTTP thread for inline models. */
@@ -6,6 +7,8 @@ export interface ModelInstance {
   /** Constructs the class and runs `initialize`; rejects with SF_ERR_INITIALIZE_FAILED. */
   start(): Promise<void>;
   execute(call: ExecuteCall): Promise<ExecuteOutcome>;
+  /** Runs a streaming endpoint's method for the one request in `call`; absent where models cannot stream. */
+  openStream?(call: ExecuteCall, credit: number): StreamChannel;
   /** Runs `finalize` and releases the thread. */
   stop(): Promise<void>;
 }

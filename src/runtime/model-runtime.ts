@@ -1,11 +1,13 @@
 import type { EndpointDefinition, ModelDefinition } from '../definition/model-definition.js';
-import { deserializeError } from '../errors/index.js';
+import { createError, deserializeError } from '../errors/index.js';
 import type { BatchTimings, InferenceRecorder } from '../metrics/inference-recorder.js';
-import { UNBATCHED_POLICY } from './batch-policy.js';
+import { normalizeBatchPolicy, UNBATCHED_POLICY } from './batch-policy.js';
 import { now, recordRequest, toUs } from './request-accounting.js';
 import { DynamicBatcher, type BatchEntry, type SubmitOptions } from './dynamic-batcher.js';
 import { InstancePool, type PoolEvents, type RestartPolicy } from './instance-pool.js';
 import type { InstanceFactory } from './model-instance.js';
+import type { StreamChannel } from './stream-channel.js';
+import { DEFAULT_STREAM_CREDIT } from './stream-credit.js';
 import type { WireRequest } from './wire-format.js';
 
 interface Queued {
@@ -30,6 +32,7 @@ export class ModelRuntime {
   private readonly pool: InstancePool;
   private readonly batchers = new Map<string, DynamicBatcher<Queued, unknown>>();
   private nextBatcher = 0;
+  private readonly openStreams = new Set<StreamChannel>();
 
   constructor(
     readonly definition: ModelDefinition,
@@ -48,7 +51,7 @@ export class ModelRuntime {
     for (const endpoint of definition.endpoints) {
       this.batchers.set(
         endpoint.methodName,
-        new DynamicBatcher<Queued, unknown>(endpoint.id, endpoint.batch ?? UNBATCHED_POLICY, {
+        new DynamicBatcher<Queued, unknown>(endpoint.id, endpoint.batch ?? (endpoint.stream ? STREAM_POLICY : UNBATCHED_POLICY), {
           idleInstances: () => this.pool.idleCount,
           execute: (batch) => this.execute(endpoint, batch),
         }),
@@ -61,7 +64,10 @@ export class ModelRuntime {
     return this.pool.start();
   }
 
-  /** Queues one request for an endpoint method and resolves with its result. */
+  /**
+   * Queues one request for an endpoint method and resolves with its result; for a streaming
+   * endpoint, a StreamChannel whose first chunk has arrived (the caller must iterate or cancel it).
+   */
   async submit(methodName: string, wire: WireRequest, options: SubmitOptions = {}): Promise<unknown> {
     const batcher = this.batchers.get(methodName)!;
     const { name, version } = this.definition;
@@ -69,9 +75,10 @@ export class ModelRuntime {
     return recordRequest(this.options.recorder, name, version, queued, (q) => batcher.submit(q, options));
   }
 
-  /** Stops taking requests and waits for queued and running ones to finish. */
+  /** Stops taking requests and waits for queued and running ones, and open streams, to finish. */
   async drain(): Promise<void> {
     await Promise.all([...this.batchers.values()].map((b) => b.drain()));
+    await Promise.all([...this.openStreams].map((c) => c.finished));
   }
 
   stop(): Promise<void> {
@@ -81,10 +88,11 @@ export class ModelRuntime {
   get pendingCount(): number {
     let total = 0;
     for (const b of this.batchers.values()) total += b.pendingCount + b.inflightCount;
-    return total;
+    return total + this.openStreams.size;
   }
 
   private async execute(endpoint: EndpointDefinition, batch: readonly BatchEntry<Queued>[]): Promise<unknown[]> {
+    if (endpoint.stream) return this.executeStream(endpoint, batch[0]);
     const { name, version } = this.definition;
     const { recorder } = this.options;
     const instance = this.pool.acquire();
@@ -118,6 +126,33 @@ export class ModelRuntime {
     }
   }
 
+  /**
+   * Answers with the channel once the first chunk (or the end) has arrived, so an error before it is
+   * an ordinary failed request; the instance stays busy until the stream ends or is cancelled.
+   */
+  private async executeStream(endpoint: EndpointDefinition, entry: BatchEntry<Queued>): Promise<unknown[]> {
+    const { name, version } = this.definition;
+    const instance = this.pool.acquire();
+    entry.payload.dispatchedMs = now();
+    this.options.recorder.pendingChanged(name, version, -1);
+    if (!instance.openStream) {
+      this.pool.release(instance);
+      return [createError('SF_ERR_EXECUTION_FAILED', name, endpoint.id, 'this model cannot stream')];
+    }
+    const channel = instance.openStream({ methodName: endpoint.methodName, batched: false, requests: [entry.payload.wire] }, DEFAULT_STREAM_CREDIT);
+    this.openStreams.add(channel);
+    void channel.finished.then(() => {
+      this.openStreams.delete(channel);
+      this.pool.release(instance);
+    });
+    try {
+      await channel.started;
+      return [channel];
+    } catch (err) {
+      return [err as Error];
+    }
+  }
+
   /** Gives every endpoint a turn at a freed instance, starting with a different one each time. */
   private wakeBatchers(): void {
     const list = [...this.batchers.values()];
@@ -125,3 +160,6 @@ export class ModelRuntime {
     for (let i = 0; i < list.length && this.pool.idleCount > 0; i++) list[(start + i) % list.length].notifyIdle();
   }
 }
+
+/** One request per call: a stream keeps its instance until it ends. */
+const STREAM_POLICY = normalizeBatchPolicy({ maxBatchSize: 1 }, 'streaming endpoint');

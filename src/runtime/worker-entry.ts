@@ -6,6 +6,8 @@ import { createError, deserializeError, serializeError } from '../errors/index.j
 import { TensorModelHost } from '../inference/tensor-model-host.js';
 import { ContextServices } from './context-services.js';
 import { ModelHost } from './model-host.js';
+import type { StreamEvent } from './stream-event.js';
+import type { StreamPump } from './stream-pump.js';
 import type { FromWorker, ToWorker, WorkerBootData } from './worker-messages.js';
 import { collectTransferables, reviveBuffers, type ExecuteOutcome } from './wire-format.js';
 
@@ -17,6 +19,7 @@ import { collectTransferables, reviveBuffers, type ExecuteOutcome } from './wire
 const data = workerData as WorkerBootData;
 const port = parentPort!;
 const inferCalls = new Map<number, { resolve(value: unknown): void; reject(err: Error): void }>();
+const streams = new Map<number, StreamPump>();
 let nextInferId = 1;
 
 function send(message: FromWorker, transfer: ArrayBuffer[] = []): void {
@@ -30,6 +33,27 @@ function sendOutcome(id: number, outcome: ExecuteOutcome): void {
     const method = `${data.context.modelName} endpoint method`;
     send({ type: 'failed', id, error: serializeError(createError('SF_ERR_RESPONSE_NOT_SERIALIZABLE', method, (err as Error).message)) });
   }
+}
+
+function sendStreamEvent(id: number, event: StreamEvent): void {
+  try {
+    // Chunks are copied, not transferred: a generator may yield the same buffer again.
+    send({ type: 'stream', id, event });
+  } catch (err) {
+    throw createError('SF_ERR_RESPONSE_NOT_SERIALIZABLE', `${data.context.modelName} stream`, (err as Error).message);
+  }
+}
+
+function openStream(message: Extract<ToWorker, { type: 'stream-open' }>): void {
+  const id = message.id;
+  if (!host?.openStream) {
+    const reason = 'a repository model cannot stream';
+    sendStreamEvent(id, { kind: 'error', error: serializeError(createError('SF_ERR_EXECUTION_FAILED', data.context.modelName, message.call.methodName, reason)) });
+    return;
+  }
+  const pump = host.openStream(message.call, message.credit, (event) => sendStreamEvent(id, event));
+  streams.set(id, pump);
+  void pump.run().finally(() => streams.delete(id));
 }
 
 /** ctx.infer from this thread: the HTTP thread owns every model's queue, so the call goes there. */
@@ -52,7 +76,7 @@ async function findDefinition(): Promise<ModelDefinition> {
 }
 
 const services = new ContextServices(data.context, inferThroughMain);
-let host: Pick<ModelHost, 'execute' | 'finalize'> | undefined;
+let host: (Pick<ModelHost, 'execute' | 'finalize'> & Partial<Pick<ModelHost, 'openStream'>>) | undefined;
 
 port.on('message', (message: ToWorker) => {
   if (message.type === 'infer-result') {
@@ -60,6 +84,12 @@ port.on('message', (message: ToWorker) => {
     inferCalls.delete(message.id);
     if (message.error) call?.reject(deserializeError(message.error));
     else call?.resolve(reviveBuffers(message.value));
+  } else if (message.type === 'stream-open') {
+    openStream(message);
+  } else if (message.type === 'stream-credit') {
+    streams.get(message.id)?.grant(message.units);
+  } else if (message.type === 'stream-cancel') {
+    streams.get(message.id)?.cancel();
   } else if (message.type === 'execute') {
     host!.execute(message.call).then(
       (outcome) => sendOutcome(message.id, outcome),

@@ -6,6 +6,7 @@ import type { InferOptions } from '../definition/model-context.js';
 import { createError, deserializeError, serializeError, type SerializedError } from '../errors/index.js';
 import type { TensorModelPlan } from '../inference/tensor-model-plan.js';
 import type { InstanceEvents, ModelInstance } from './model-instance.js';
+import { StreamChannel } from './stream-channel.js';
 import type { FromWorker, ToWorker, WorkerBootData } from './worker-messages.js';
 import { collectTransferables, reviveBuffers, type ExecuteCall, type ExecuteOutcome } from './wire-format.js';
 
@@ -22,6 +23,7 @@ interface Pending {
 export class WorkerInstance implements ModelInstance {
   private worker?: Worker;
   private readonly pending = new Map<number, Pending>();
+  private readonly streams = new Map<number, StreamChannel>();
   private nextId = 1;
   private stopping = false;
   private finalized?: { resolve(): void; reject(err: Error): void };
@@ -87,6 +89,28 @@ export class WorkerInstance implements ModelInstance {
     });
   }
 
+  openStream(call: ExecuteCall, credit: number): StreamChannel {
+    const worker = this.worker;
+    const id = this.nextId++;
+    const post = (message: ToWorker): void => this.worker?.postMessage(message);
+    const channel = new StreamChannel({
+      grant: (units) => post({ type: 'stream-credit', id, units }),
+      cancel: () => post({ type: 'stream-cancel', id }),
+    });
+    if (!worker) {
+      channel.fail(createError('SF_ERR_INSTANCE_CRASHED', this.context.modelName, this.index, 'not running'));
+      return channel;
+    }
+    this.streams.set(id, channel);
+    void channel.finished.then(() => this.streams.delete(id));
+    try {
+      worker.postMessage({ type: 'stream-open', id, call, credit } satisfies ToWorker, collectTransferables(call.requests));
+    } catch (err) {
+      channel.fail(createError('SF_ERR_BAD_REQUEST', `request cannot be sent to the model: ${(err as Error).message}`));
+    }
+    return channel;
+  }
+
   async stop(): Promise<void> {
     const worker = this.worker;
     if (!worker || this.stopping) return;
@@ -110,6 +134,11 @@ export class WorkerInstance implements ModelInstance {
     if (message.type === 'finalized') {
       if (message.error) this.finalized?.reject(this.finalizeError(message.error));
       else this.finalized?.resolve();
+      return;
+    }
+    if (message.type === 'stream') {
+      const event = message.event;
+      this.streams.get(message.id)?.push(event.kind === 'chunk' ? { kind: 'chunk', value: reviveBuffers(event.value) } : event);
       return;
     }
     if (message.type !== 'outcome' && message.type !== 'failed') return;
@@ -152,6 +181,7 @@ export class WorkerInstance implements ModelInstance {
     const error = createError('SF_ERR_INSTANCE_CRASHED', this.context.modelName, this.index, reason);
     for (const pending of this.pending.values()) pending.reject(error);
     this.pending.clear();
+    for (const channel of this.streams.values()) channel.fail(error);
     this.events.onCrash(this, reason);
   }
 }

@@ -1,6 +1,7 @@
 import type { InferOptions, ModelContextData } from '../definition/model-context.js';
 import type { SerializedError } from '../errors/index.js';
 import type { TensorModelPlan } from '../inference/tensor-model-plan.js';
+import type { StreamEvent } from './stream-event.js';
 import type { ExecuteCall, ExecuteOutcome } from './wire-format.js';
 
 /** The messages between an instance's worker thread and the HTTP thread. */
@@ -18,6 +19,10 @@ export interface WorkerBootData {
 export type ToWorker =
   | { readonly type: 'execute'; readonly id: number; readonly call: ExecuteCall }
   | { readonly type: 'infer-result'; readonly id: number; readonly value?: unknown; readonly error?: SerializedError }
+  /** Starts a streaming endpoint call that may send `credit` chunks before it is granted more. */
+  | { readonly type: 'stream-open'; readonly id: number; readonly call: ExecuteCall; readonly credit: number }
+  | { readonly type: 'stream-credit'; readonly id: number; readonly units: number }
+  | { readonly type: 'stream-cancel'; readonly id: number }
   | { readonly type: 'finalize' };
 
 export type FromWorker =
@@ -25,5 +30,6 @@ export type FromWorker =
   | { readonly type: 'init-failed'; readonly error: SerializedError }
   | { readonly type: 'outcome'; readonly id: number; readonly outcome: ExecuteOutcome }
   | { readonly type: 'failed'; readonly id: number; readonly error: SerializedError }
+  | { readonly type: 'stream'; readonly id: number; readonly event: StreamEvent }
   | { readonly type: 'finalized'; readonly error?: SerializedError }
   | { readonly type: 'infer'; readonly id: number; readonly model: string; readonly input: unknown; readonly options: InferOptions };

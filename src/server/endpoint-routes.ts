@@ -1,10 +1,14 @@
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import type { EndpointDefinition, ModelDefinition } from '../definition/model-definition.js';
+import type { StreamFormat } from '../metadata/records.js';
 import { createError, ServeFnError } from '../errors/index.js';
 import type { ModelRuntime } from '../runtime/model-runtime.js';
+import type { StreamChannel } from '../runtime/stream-channel.js';
+import { toHttpError, type ErrorBody } from './error-handler.js';
 import { describeBatching, inlineSchema, type DtoSchemas } from './openapi-plugin.js';
 import { readRequest } from './request-reader.js';
 import type { ServerState } from './server-state.js';
+import { sendStream, streamContentType } from './stream-writer.js';
 
 export interface EndpointRoutesOptions {
   readonly runtimes: readonly ModelRuntime[];
@@ -45,6 +49,18 @@ function registerEndpoint(app: FastifyInstance, runtime: ModelRuntime, endpoint:
       } finally {
         reply.raw.off('close', onClose);
       }
+      if (endpoint.stream) {
+        const channel = value as StreamChannel;
+        if (abort.signal.aborted) {
+          channel.cancel();
+          throw createError('SF_ERR_CANCELLED');
+        }
+        return sendStream(reply, endpoint, channel, (err) => {
+          const failure = asEndpointError(model, endpoint, err);
+          request.log.error({ err: failure }, 'stream failed after its first chunk');
+          return streamErrorBody(failure);
+        });
+      }
       reply.code(endpoint.status);
       if (Buffer.isBuffer(value)) return reply.type(endpoint.produces).send(value);
       return value ?? null;
@@ -75,6 +91,22 @@ function asEndpointError(model: ModelDefinition, endpoint: EndpointDefinition, e
   return createError('SF_ERR_EXECUTION_FAILED', model.name, endpoint.id, (err as Error)?.message ?? String(err));
 }
 
+function streamErrorBody(err: unknown): ErrorBody {
+  const { body } = toHttpError(err, 0);
+  return 'error' in body ? body : { error: (err as Error).message, code: 'SF_ERR_BAD_REQUEST' };
+}
+
+const STREAM_DESCRIPTIONS = {
+  sse: 'Server-sent events: one `data: <json>` event per item; the stream ends with the response. A failure after the first item sends `event: error` with `{"error", "code"}`.',
+  ndjson: 'Newline-delimited JSON: one item per line. A failure after the first item ends the stream with an `{"error", "code"}` line.',
+  bytes: 'Raw bytes, sent chunk by chunk as the model produces them. A failure after the first chunk breaks the connection.',
+} as const;
+
+function streamResponseSchema(endpoint: EndpointDefinition, format: StreamFormat): Record<string, unknown> {
+  const schema = format === 'bytes' ? { type: 'string', format: 'binary' } : { type: 'string' };
+  return { description: STREAM_DESCRIPTIONS[format], content: { [streamContentType(endpoint)]: { schema } } };
+}
+
 function routeSchema(model: ModelDefinition, endpoint: EndpointDefinition, schemas: DtoSchemas): FastifySchema {
   // A class without class-validator decorators has no schema to point at.
   const ref = (dto: { name: string }): Record<string, unknown> => (schemas[dto.name] ? { $ref: `${dto.name}#` } : { type: 'object' });
@@ -94,7 +126,11 @@ function routeSchema(model: ModelDefinition, endpoint: EndpointDefinition, schem
   if (endpoint.params) schema.params = inlineSchema(schemas, endpoint.params);
   const errorRef = { $ref: 'ErrorBody#' };
   schema.response = {
-    ...(endpoint.response && schemas[endpoint.response.name] ? { [endpoint.status]: ref(endpoint.response) } : {}),
+    ...(endpoint.stream
+      ? { [endpoint.status]: streamResponseSchema(endpoint, endpoint.stream) }
+      : endpoint.response && schemas[endpoint.response.name]
+        ? { [endpoint.status]: ref(endpoint.response) }
+        : {}),
     422: { $ref: 'ValidationErrorBody#' },
     500: errorRef,
     503: errorRef,

@@ -163,6 +163,7 @@ export class ServeFnServer {
       const names = endpoints.map((e) => e.methodName).join(', ');
       throw createError('SF_ERR_BAD_REQUEST', `ctx.infer('${model}'): name the method, one of ${names} (got ${options.method ?? 'none'})`);
     }
+    if (endpoint.stream) throw createError('SF_ERR_BAD_REQUEST', `ctx.infer('${model}'): ${endpoint.id} streams its result, which ctx.infer cannot return`);
     const dto = endpoint.body ?? endpoint.query;
     const payload = dto ? await validateDto(dto, input, 'body') : input;
     return runtime.submit(endpoint.methodName, { payload, info: { params: {}, query: {}, headers: {} } });

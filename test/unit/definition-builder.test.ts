@@ -395,3 +395,41 @@ describe('isModelClass', () => {
     expect(isModelClass(Yes as unknown as ModelClass)).toBe(true);
   });
 });
+
+describe('streaming endpoints', () => {
+  it('records the stream format', () => {
+    @Model({ name: 'talker' })
+    class Talker {
+      @Endpoint('/talk', { body: TextRequest, stream: 'sse' })
+      async *talk(): AsyncGenerator<string> {
+        yield 'hi';
+      }
+    }
+    expect(buildDefinition(Talker).endpoints[0].stream).toBe('sse');
+  });
+
+  it('refuses @Batch on a streaming endpoint, naming class, method and fix', () => {
+    @Model({ name: 'batched-talker' })
+    class BatchedTalker {
+      @Endpoint('/talk', { body: TextRequest, stream: 'ndjson' })
+      @Batch(4)
+      async *talk(batch: TextRequest[]): AsyncGenerator<string> {
+        yield batch[0].text;
+      }
+    }
+    expect(failure(() => buildDefinition(BatchedTalker), 'SF_ERR_STREAM_BATCHED')).toBe(
+      "BatchedTalker.talk has @Batch and stream: 'ndjson': streaming endpoints are not batched. Remove @Batch, or the stream option.",
+    );
+  });
+
+  it('refuses an unknown stream format', () => {
+    @Model({ name: 'odd-talker' })
+    class OddTalker {
+      @Endpoint('/talk', { stream: 'xml' as 'sse' })
+      async *talk(): AsyncGenerator<string> {
+        yield 'hi';
+      }
+    }
+    expect(failure(() => buildDefinition(OddTalker), 'SF_ERR_STREAM_FORMAT_INVALID')).toBe("OddTalker.talk: stream must be 'sse', 'ndjson' or 'bytes' (got 'xml').");
+  });
+});

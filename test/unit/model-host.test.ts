@@ -273,3 +273,46 @@ describe('ModelHost.execute', () => {
     expect((error as Error).message).toBe("Model 'speller' failed in constructor: no such endpoint method");
   });
 });
+
+class Spoken {
+  @IsString() word!: string;
+  @Exclude() secret = 'internal';
+}
+
+@Model({ name: 'speaker' })
+class Speaker {
+  @Endpoint('/speak', { body: WordRequest, response: Spoken, stream: 'ndjson' })
+  async *speak(req: WordRequest): AsyncGenerator<Spoken> {
+    for (const letter of req.word) yield Object.assign(new Spoken(), { word: letter });
+  }
+
+  @Endpoint('/pcm', { body: WordRequest, stream: 'bytes' })
+  async *pcm(req: WordRequest): AsyncGenerator<unknown> {
+    yield Buffer.from(req.word);
+    yield req.word;
+  }
+}
+
+describe('ModelHost streams', () => {
+  const host = ModelHost.create(buildDefinition(Speaker));
+  const call = (methodName: string, word: string) => ({
+    methodName,
+    batched: false,
+    requests: [{ payload: { word }, info: { params: {}, query: {}, headers: {} } }],
+  });
+
+  it('streams each item as a plain object through the response DTO', async () => {
+    const events: unknown[] = [];
+    await host.openStream(call('speak', 'ab'), 10, (e) => events.push(e)).run();
+    expect(events).toEqual([{ kind: 'chunk', value: { word: 'a' } }, { kind: 'chunk', value: { word: 'b' } }, { kind: 'end' }]);
+  });
+
+  it("ends a bytes stream with SF_ERR_STREAM_CHUNK_NOT_BYTES at the first item that is not bytes", async () => {
+    const events: { kind: string; value?: unknown; error?: SerializedError }[] = [];
+    await host.openStream(call('pcm', 'hi'), 10, (e) => events.push(e)).run();
+    expect(events.map((e) => e.kind)).toEqual(['chunk', 'error']);
+    expect([...(events[0].value as Buffer)]).toEqual([104, 105]);
+    expect(events[1].error?.code).toBe('SF_ERR_STREAM_CHUNK_NOT_BYTES');
+    expect(events[1].error?.message).toBe("Speaker.pcm streams 'bytes' but yielded string: yield Buffer or Uint8Array chunks, or use stream: 'ndjson'.");
+  });
+});
