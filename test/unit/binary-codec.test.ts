@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { ServeFnError } from '../../src/errors/index.js';
 import {
   buildInferResponseBody,
   decodeInferInputs,
@@ -10,15 +9,7 @@ import {
 } from '../../src/tensor/binary-codec.js';
 import { createTensor, type TensorValue } from '../../src/tensor/tensor-factory.js';
 import type { Datatype } from '../../src/tensor/tensor.js';
-
-function thrown(fn: () => unknown): ServeFnError {
-  try {
-    fn();
-  } catch (err) {
-    return err as ServeFnError;
-  }
-  throw new Error('expected a throw');
-}
+import { thrown } from '../helpers/thrown.js';
 
 const hex = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
 

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { ServeFnError } from '../../src/errors/index.js';
 import {
   DATATYPE_INFO,
   fromConfigDatatype,
@@ -11,15 +10,7 @@ import {
   toOrtType,
 } from '../../src/tensor/datatype-info.js';
 import { DATATYPES } from '../../src/tensor/tensor.js';
-
-function thrown(fn: () => unknown): ServeFnError {
-  try {
-    fn();
-  } catch (err) {
-    return err as ServeFnError;
-  }
-  throw new Error('expected a throw');
-}
+import { thrown } from '../helpers/thrown.js';
 
 describe('DATATYPE_INFO', () => {
   it.each([

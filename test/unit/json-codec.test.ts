@@ -9,15 +9,7 @@ import {
 } from '../../src/tensor/json-codec.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
 import type { Datatype } from '../../src/tensor/tensor.js';
-
-function thrown(fn: () => unknown): ServeFnError {
-  try {
-    fn();
-  } catch (err) {
-    return err as ServeFnError;
-  }
-  throw new Error('expected a throw');
-}
+import { thrown } from '../helpers/thrown.js';
 
 /** For each datatype: JSON data in, the stored elements, and the JSON values written back. */
 const ROUND_TRIPS: readonly [Datatype, unknown[], unknown, unknown[]][] = [

@@ -1,18 +1,9 @@
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
-import { ServeFnError } from '../../src/errors/index.js';
 import { fromOrtTensor, toOrtTensor } from '../../src/tensor/ort-codec.js';
 import { createTensor, type TensorValue } from '../../src/tensor/tensor-factory.js';
 import type { Datatype } from '../../src/tensor/tensor.js';
-
-function thrown(fn: () => unknown): ServeFnError {
-  try {
-    fn();
-  } catch (err) {
-    return err as ServeFnError;
-  }
-  throw new Error('expected a throw');
-}
+import { thrown } from '../helpers/thrown.js';
 
 const CASES: readonly [Datatype, string, TensorValue[]][] = [
   ['BOOL', 'bool', [true, false, false, true]],

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { ServeFnError } from '../../src/errors/index.js';
 import {
   checkTensorAgainstSpec,
   createTensor,
@@ -9,15 +8,7 @@ import {
   validateShape,
 } from '../../src/tensor/tensor-factory.js';
 import type { TensorSpec } from '../../src/tensor/tensor.js';
-
-function thrown(fn: () => unknown): ServeFnError {
-  try {
-    fn();
-  } catch (err) {
-    return err as ServeFnError;
-  }
-  throw new Error('expected a throw');
-}
+import { thrown } from '../helpers/thrown.js';
 
 describe('shapes', () => {
   it('counts elements', () => {
