@@ -6,6 +6,7 @@ import { createError, deserializeError, serializeError } from '../errors/index.j
 import { TensorModelHost } from '../inference/tensor-model-host.js';
 import { ContextServices } from './context-services.js';
 import { ModelHost } from './model-host.js';
+import { lowerThisThreadPriority } from './thread-priority.js';
 import type { StreamEvent } from './stream-event.js';
 import type { StreamPump } from './stream-pump.js';
 import type { FromWorker, ToWorker, WorkerBootData } from './worker-messages.js';
@@ -107,6 +108,7 @@ port.on('message', (message: ToWorker) => {
 });
 
 (async () => {
+  lowerThisThreadPriority(data.niceness);
   if (data.tensorModel) {
     host = await TensorModelHost.start(data.tensorModel, services.context);
     return;

@@ -7,6 +7,7 @@ import { createError, deserializeError, serializeError, type SerializedError } f
 import type { TensorModelPlan } from '../inference/tensor-model-plan.js';
 import type { InstanceEvents, ModelInstance } from './model-instance.js';
 import { StreamChannel } from './stream-channel.js';
+import { instanceNiceness } from './thread-priority.js';
 import type { FromWorker, ToWorker, WorkerBootData } from './worker-messages.js';
 import { collectTransferables, reviveBuffers, type ExecuteCall, type ExecuteOutcome } from './wire-format.js';
 
@@ -43,7 +44,13 @@ export class WorkerInstance implements ModelInstance {
     // (SIGSEGV) when a thread that loaded it exits while no other thread holds it. Loading it here
     // keeps it alive for the process, as the CLI's own hooks do; embedders have no such hook.
     requireHere('@swc/core');
-    const bootData: WorkerBootData = { workerEntry: WORKER_ENTRY_URL.href, moduleUrl: this.moduleUrl, context: this.context, tensorModel: this.tensorModel };
+    const bootData: WorkerBootData = {
+      workerEntry: WORKER_ENTRY_URL.href,
+      moduleUrl: this.moduleUrl,
+      context: this.context,
+      tensorModel: this.tensorModel,
+      niceness: instanceNiceness(),
+    };
     const worker = new Worker(BOOTSTRAP_URL, { workerData: bootData, name: this.context.instanceName });
     this.worker = worker;
     return new Promise<void>((resolve, reject) => {

@@ -14,6 +14,8 @@ export interface WorkerBootData {
   readonly context: ModelContextData;
   /** Present for a repository model: the worker hosts it with TensorModelHost instead of a decorated class. */
   readonly tensorModel?: TensorModelPlan;
+  /** OS niceness the worker gives its own thread before loading the model (see thread-priority.ts). */
+  readonly niceness: number;
 }
 
 export type ToWorker =

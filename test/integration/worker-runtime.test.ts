@@ -1,6 +1,6 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { tmpdir } from 'node:os';
+import { getPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -97,6 +97,12 @@ describe('a model on two worker-thread instances', () => {
     expect(await live.json()).toEqual({ status: 'live' });
     expect(startMs).toBeLessThan(sent);
     expect(answered).toBeLessThan(endMs);
+  });
+
+  it('runs instance threads at niceness 10 while the HTTP thread keeps its own', async () => {
+    const answers = await Promise.all([0, 1, 2, 3].map(() => fetch(`${base}/niceness`).then((r) => r.json())));
+    expect(answers).toEqual([0, 1, 2, 3].map(() => ({ niceness: 10 })));
+    expect(getPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()))).toBe(0);
   });
 
   it('carries the message, code and status of each Error entry of a batch across the thread boundary', async () => {
