@@ -46,10 +46,7 @@ async function serverFor(entryPath: string | undefined, options: StartOptions): 
   const root = findRepository(entryPath);
   const security = securityOptionsFromEnv(process.env);
   const tls = tlsOptionsFromEnv(process.env);
-  // The gRPC service checks no API key and speaks no TLS yet, so it would be an open side door.
-  const grpcUnguarded = options.grpc !== undefined && (security.apiKey !== undefined || tls !== undefined);
-  if (grpcUnguarded) process.stderr.write('serve-fn: gRPC is off because SERVE_FN_API_KEY or TLS is set and the gRPC service does not enforce them yet\n');
-  const common = { logger, bodyLimit: options.bodyLimit, grpc: grpcUnguarded ? undefined : options.grpc, security, tls };
+  const common = { logger, bodyLimit: options.bodyLimit, grpc: options.grpc, security, tls };
   if (root) return new ServeFnServer({ models: [], repository: { ...options.repository, root }, ...common });
   const entry = findEntry(entryPath);
   return new ServeFnServer({ models: await loadModels(entry), moduleUrl: entry.moduleUrl, ...common });

@@ -1,10 +1,10 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { ServerOptions as HttpServerOptions } from 'node:http';
 import type { ServerOptions as HttpsServerOptions } from 'node:https';
 import cors from '@fastify/cors';
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { createError } from '../errors/index.js';
+import { apiKeyVerifier, type PresentedCredentials } from './api-key.js';
 
 export interface SecurityOptions {
   /** When set, every request but the open probes and metrics needs `Authorization: Bearer <key>` or `X-API-Key: <key>`. */
@@ -68,11 +68,11 @@ export async function securityPlugin(app: FastifyInstance, options: SecurityOpti
     app.addHook('onRequest', app.rateLimit());
   }
   if (options.apiKey !== undefined) {
-    const expected = digest(options.apiKey);
+    const verify = apiKeyVerifier(options.apiKey);
     const open = openRoutes(options);
     app.addHook('onRequest', async (request, reply) => {
       if (open.has(routeOf(request))) return;
-      if (presentedKeys(request).some((key) => timingSafeEqual(digest(key), expected))) return;
+      if (verify(presentedCredentials(request))) return;
       reply.header('www-authenticate', 'Bearer');
       throw createError('SF_ERR_UNAUTHORIZED');
     });
@@ -100,16 +100,7 @@ function routeOf(request: FastifyRequest): string {
   return request.routeOptions.url ?? '';
 }
 
-function presentedKeys(request: FastifyRequest): string[] {
-  const keys: string[] = [];
-  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
-  if (bearer) keys.push(bearer[1]);
-  const header = request.headers['x-api-key'];
-  if (typeof header === 'string') keys.push(header);
-  return keys;
-}
-
-/** Equal-length digests let timingSafeEqual compare keys of any length without leaking it. */
-function digest(key: string): Buffer {
-  return createHash('sha256').update(key).digest();
+function presentedCredentials(request: FastifyRequest): PresentedCredentials {
+  const { authorization, 'x-api-key': apiKey } = request.headers;
+  return { authorization: authorization === undefined ? [] : [authorization], apiKey: typeof apiKey === 'string' ? [apiKey] : [] };
 }

@@ -126,6 +126,8 @@ export class ServeFnServer {
         port: this.options.grpc.port,
         host: this.options.grpc.host ?? host,
         maxMessageBytes: this.bodyLimit,
+        security: this.options.security,
+        tls: this.options.tls,
       });
     }
     return address;

@@ -1,8 +1,10 @@
 import { fileURLToPath } from 'node:url';
-import { loadPackageDefinition, Server, ServerCredentials, type GrpcObject, type ServiceClientConstructor } from '@grpc/grpc-js';
+import { loadPackageDefinition, Server, type GrpcObject, type ServiceClientConstructor } from '@grpc/grpc-js';
 import { loadSync, type Options } from '@grpc/proto-loader';
 import { DEFAULT_PROTOCOL_BODY_LIMIT, KSERVE_EXTENSIONS } from '../kserve-protocol.js';
+import type { TlsFiles } from '../../server/security-plugin.js';
 import { grpcInferenceService, type GrpcServiceOptions } from './grpc-inference-service.js';
+import { grpcAuthInterceptors, grpcServerCredentials, type GrpcSecurityOptions } from './grpc-security.js';
 
 /** Triton's gRPC port (protocols.md §1.1). */
 export const DEFAULT_GRPC_PORT = 8001;
@@ -24,6 +26,10 @@ export interface GrpcServerOptions extends Omit<GrpcServiceOptions, 'extensions'
   readonly host?: string;
   /** Largest request message in bytes; 64 MiB by default, as for HTTP bodies (grpc-js would allow 4 MiB). */
   readonly maxMessageBytes?: number;
+  /** The API key (and whether health needs it too) that HTTP enforces; no check when absent. */
+  readonly security?: GrpcSecurityOptions;
+  /** The HTTP side's certificate and key; plaintext when absent. */
+  readonly tls?: TlsFiles;
 }
 
 export interface GrpcServerHandle {
@@ -42,11 +48,15 @@ export function loadInferenceService(): ServiceClientConstructor {
 /** Serves the KServe v2 gRPC protocol over `repository` on its own port. */
 export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServerHandle> {
   const maxMessageBytes = opts.maxMessageBytes ?? DEFAULT_PROTOCOL_BODY_LIMIT;
-  const server = new Server({ 'grpc.max_receive_message_length': maxMessageBytes, 'grpc.max_send_message_length': -1 });
+  const server = new Server({
+    'grpc.max_receive_message_length': maxMessageBytes,
+    'grpc.max_send_message_length': -1,
+    interceptors: grpcAuthInterceptors(opts.security ?? {}),
+  });
   server.addService(loadInferenceService().service, grpcInferenceService({ ...opts, extensions: opts.extensions ?? KSERVE_EXTENSIONS }));
   const address = `${opts.host ?? '0.0.0.0'}:${opts.port ?? DEFAULT_GRPC_PORT}`;
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(address, ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound)));
+    server.bindAsync(address, grpcServerCredentials(opts.tls), (err, bound) => (err ? reject(err) : resolve(bound)));
   });
   return {
     port,

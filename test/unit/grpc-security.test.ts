@@ -1,0 +1,185 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, credentials, Metadata, Server, status, type ChannelCredentials, type ServerDuplexStream, type ServiceError } from '@grpc/grpc-js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loadInferenceService, startGrpcServer, type GrpcServerHandle } from '../../src/protocol/grpc/grpc-server.js';
+import { GRPC_HEALTH_METHODS, grpcAuthInterceptors, grpcServerCredentials, type GrpcSecurityOptions } from '../../src/protocol/grpc/grpc-security.js';
+import type { TlsFiles } from '../../src/server/security-plugin.js';
+import { FakeRepository, simpleModel } from '../protocol/fake-repository.js';
+import { parse, pb, strings } from '../protocol/protobuf-wire.js';
+
+const KEY = 'sk-0123456789abcdef';
+const UNAUTHENTICATED: [status, string] = [status.UNAUTHENTICATED, "Missing or invalid API key: send it as 'Authorization: Bearer <key>' or 'X-API-Key: <key>'."];
+const LIVE = [0x08, 0x01];
+/** Bounds a call that never connects (a TLS client meeting a plaintext port waits for it otherwise). */
+const CALL_DEADLINE_MS = 10_000;
+
+const open: { close(): Promise<void> }[] = [];
+
+afterEach(async () => {
+  for (const resource of open.splice(0).reverse()) await resource.close();
+});
+
+function track(server: GrpcServerHandle, client: Client): Client {
+  open.push({ close: () => server.close(100) });
+  open.push({ close: async () => client.close() });
+  return client;
+}
+
+async function connect(security: GrpcSecurityOptions): Promise<Client> {
+  const server = await startGrpcServer({ repository: new FakeRepository([simpleModel()]), serverName: 'serve-fn', serverVersion: '0.1.0', ready: () => true, port: 0, host: '127.0.0.1', security });
+  return track(server, new Client(`127.0.0.1:${server.port}`, credentials.createInsecure()));
+}
+
+function metadata(entries: Record<string, string> = {}): Metadata {
+  const md = new Metadata();
+  for (const [key, value] of Object.entries(entries)) md.add(key, value);
+  return md;
+}
+
+const same = (b: Buffer): Buffer => b;
+
+function call(client: Client, method: string, md: Metadata = metadata(), body: Buffer = Buffer.alloc(0)): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    client.makeUnaryRequest(`/inference.GRPCInferenceService/${method}`, same, same, body, md, { deadline: Date.now() + CALL_DEADLINE_MS }, (err: ServiceError | null, res?: Buffer) => (err ? reject(err) : resolve(res!)));
+  });
+}
+
+async function failure(promise: Promise<unknown>): Promise<[status, string]> {
+  const err = (await promise.then(() => undefined, (e: ServiceError) => e)) as ServiceError | undefined;
+  if (!err) throw new Error('the call succeeded');
+  return [err.code, err.details];
+}
+
+const serverName = async (client: Client, md: Metadata): Promise<string[]> => strings(parse(await call(client, 'ServerMetadata', md)), 1);
+
+describe('API key over gRPC', () => {
+  it('names the health methods as the proto defines them', () => {
+    const paths = Object.values(loadInferenceService().service).map((m) => m.path);
+    for (const method of GRPC_HEALTH_METHODS) expect(paths).toContain(method);
+    expect(GRPC_HEALTH_METHODS).toHaveLength(3);
+  });
+
+  it('refuses a call without a key, with a wrong key, or with the key under another scheme', async () => {
+    const client = await connect({ apiKey: KEY });
+    expect(await failure(call(client, 'ServerMetadata'))).toEqual(UNAUTHENTICATED);
+    expect(await failure(call(client, 'ModelMetadata', metadata(), pb.string(1, 'simple')))).toEqual(UNAUTHENTICATED);
+    expect(await failure(call(client, 'ServerMetadata', metadata({ authorization: 'Bearer sk-wrong' })))).toEqual(UNAUTHENTICATED);
+    expect(await failure(call(client, 'ServerMetadata', metadata({ 'x-api-key': `${KEY}x` })))).toEqual(UNAUTHENTICATED);
+    expect(await failure(call(client, 'ServerMetadata', metadata({ authorization: `Basic ${KEY}` })))).toEqual(UNAUTHENTICATED);
+    expect(await failure(call(client, 'ServerMetadata', metadata({ authorization: KEY })))).toEqual(UNAUTHENTICATED);
+  });
+
+  it('accepts the key as a bearer token or as x-api-key', async () => {
+    const client = await connect({ apiKey: KEY });
+    expect(await serverName(client, metadata({ authorization: `Bearer ${KEY}` }))).toEqual(['serve-fn']);
+    expect(await serverName(client, metadata({ authorization: `bearer ${KEY}` }))).toEqual(['serve-fn']);
+    expect(await serverName(client, metadata({ 'x-api-key': KEY }))).toEqual(['serve-fn']);
+    expect(await serverName(client, metadata({ authorization: 'Bearer sk-wrong', 'x-api-key': KEY }))).toEqual(['serve-fn']);
+  });
+
+  it('leaves ServerLive, ServerReady and ModelReady open by default', async () => {
+    const client = await connect({ apiKey: KEY });
+    expect([...(await call(client, 'ServerLive'))]).toEqual(LIVE);
+    expect([...(await call(client, 'ServerReady'))]).toEqual(LIVE);
+    expect([...(await call(client, 'ModelReady', metadata(), pb.string(1, 'simple')))]).toEqual(LIVE);
+  });
+
+  it('puts the health methods behind the key with protectHealth', async () => {
+    const client = await connect({ apiKey: KEY, protectHealth: true });
+    expect(await failure(call(client, 'ServerLive'))).toEqual(UNAUTHENTICATED);
+    expect(await failure(call(client, 'ServerReady'))).toEqual(UNAUTHENTICATED);
+    expect(await failure(call(client, 'ModelReady', metadata(), pb.string(1, 'simple')))).toEqual(UNAUTHENTICATED);
+    expect([...(await call(client, 'ServerLive', metadata({ 'x-api-key': KEY })))]).toEqual(LIVE);
+    expect([...(await call(client, 'ModelReady', metadata({ authorization: `Bearer ${KEY}` }), pb.string(1, 'simple')))]).toEqual(LIVE);
+  });
+
+  it('asks for nothing when no key is set', async () => {
+    expect(grpcAuthInterceptors({})).toEqual([]);
+    const client = await connect({});
+    expect(await serverName(client, metadata())).toEqual(['serve-fn']);
+  });
+});
+
+describe('API key on streaming calls', () => {
+  const ECHO = '/test.Echo/Echo';
+  const echoService = {
+    Echo: { path: ECHO, requestStream: true, responseStream: true, requestSerialize: same, requestDeserialize: same, responseSerialize: same, responseDeserialize: same, originalName: 'Echo' },
+  };
+  let handled = 0;
+
+  async function echoServer(): Promise<Client> {
+    const server = new Server({ interceptors: grpcAuthInterceptors({ apiKey: KEY }) });
+    server.addService(echoService, {
+      Echo: (stream: ServerDuplexStream<Buffer, Buffer>) => {
+        handled += 1;
+        stream.on('data', (chunk: Buffer) => stream.write(chunk));
+        stream.on('end', () => stream.end());
+      },
+    });
+    const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpcServerCredentials(undefined), (err, p) => (err ? reject(err) : resolve(p))));
+    const client = new Client(`127.0.0.1:${port}`, credentials.createInsecure());
+    open.push({ close: () => new Promise<void>((resolve) => server.tryShutdown(() => resolve())) });
+    open.push({ close: async () => client.close() });
+    return client;
+  }
+
+  function echo(client: Client, md: Metadata, chunks: string[]): Promise<string[]> {
+    return new Promise((resolve, reject) => {
+      const stream = client.makeBidiStreamRequest(ECHO, same, same, md);
+      const received: string[] = [];
+      stream.on('data', (chunk: Buffer) => received.push(chunk.toString()));
+      stream.on('error', reject);
+      stream.on('end', () => resolve(received));
+      for (const chunk of chunks) stream.write(Buffer.from(chunk));
+      stream.end();
+    });
+  }
+
+  it('ends a bidirectional stream without the key before its handler runs, and serves it with the key', async () => {
+    handled = 0;
+    const client = await echoServer();
+    expect(await failure(echo(client, metadata(), ['a', 'b']))).toEqual(UNAUTHENTICATED);
+    expect(handled).toBe(0);
+    expect(await echo(client, metadata({ authorization: `Bearer ${KEY}` }), ['a', 'b'])).toEqual(['a', 'b']);
+    expect(handled).toBe(1);
+  });
+});
+
+describe('TLS over gRPC', () => {
+  let dir: string;
+  let tls: TlsFiles;
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'serve-fn-grpc-tls-'));
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
+      '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost'], { stdio: 'pipe' });
+    tls = { cert: readFileSync(join(dir, 'cert.pem')), key: readFileSync(join(dir, 'key.pem')) };
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  async function tlsServer(security: GrpcSecurityOptions, clientCredentials: () => ChannelCredentials): Promise<Client> {
+    const server = await startGrpcServer({ repository: new FakeRepository([]), serverName: 'serve-fn', serverVersion: '0.1.0', ready: () => true, port: 0, host: '127.0.0.1', security, tls });
+    // The certificate names localhost; Node warns when the TLS server name is an IP address.
+    return track(server, new Client(`127.0.0.1:${server.port}`, clientCredentials(), { 'grpc.ssl_target_name_override': 'localhost', 'grpc.default_authority': 'localhost' }));
+  }
+
+  it('serves a client that trusts the certificate', async () => {
+    const client = await tlsServer({}, () => credentials.createSsl(tls.cert));
+    expect([...(await call(client, 'ServerLive'))]).toEqual(LIVE);
+  });
+
+  it('gives a plaintext client no answer', async () => {
+    const client = await tlsServer({}, () => credentials.createInsecure());
+    const [code] = await failure(call(client, 'ServerLive'));
+    expect(code).toBe(status.UNAVAILABLE);
+  });
+
+  it('checks the key inside TLS', async () => {
+    const client = await tlsServer({ apiKey: KEY }, () => credentials.createSsl(tls.cert));
+    expect(await failure(call(client, 'ServerMetadata'))).toEqual(UNAUTHENTICATED);
+    expect(await serverName(client, metadata({ authorization: `Bearer ${KEY}` }))).toEqual(['serve-fn']);
+  });
+});
