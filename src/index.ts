@@ -1,9 +1,9 @@
 import 'reflect-metadata';
 
-export { Model, Endpoint, Batch, Instances } from './decorators/index.js';
-export type { ModelOptions, EndpointOptions, InstancesOptions, HttpMethod, StreamFormat } from './metadata/records.js';
-export type { ModelContext, RequestInfo } from './definition/model-context.js';
-export type { ModelDefinition, EndpointDefinition } from './definition/model-definition.js';
+export { Model, Endpoint, Batch, Instances, WebSocketEndpoint } from './decorators/index.js';
+export type { ModelOptions, EndpointOptions, InstancesOptions, HttpMethod, StreamFormat, WebSocketEndpointOptions } from './metadata/records.js';
+export type { ModelContext, RequestInfo, SocketContext } from './definition/model-context.js';
+export type { ModelDefinition, EndpointDefinition, SocketEndpointDefinition } from './definition/model-definition.js';
 export { buildDefinitions } from './definition/definition-builder.js';
 export type { BatchPolicy, BatchPolicyInput, QueuePolicy } from './runtime/batch-policy.js';
 export { IsFile, type UploadedFile, type IsFileOptions } from './validation/uploaded-file.js';

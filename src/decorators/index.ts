@@ -2,3 +2,4 @@ export { Model } from './model.decorator.js';
 export { Endpoint } from './endpoint.decorator.js';
 export { Batch } from './batch.decorator.js';
 export { Instances } from './instances.decorator.js';
+export { WebSocketEndpoint } from './websocket-endpoint.decorator.js';

@@ -1,8 +1,9 @@
 import { createError } from '../errors/index.js';
-import { readBatches, readEndpoints, readInstances, readModel } from '../metadata/reflection.js';
+import { readBatches, readEndpoints, readInstances, readModel, readWebSocketEndpoints } from '../metadata/reflection.js';
 import type { EndpointRecord, HttpMethod, StreamFormat } from '../metadata/records.js';
 import { normalizeBatchPolicy } from '../runtime/batch-policy.js';
 import type { EndpointDefinition, InstanceGroupDefinition, ModelClass, ModelDefinition } from './model-definition.js';
+import { buildSocketEndpoint } from './socket-endpoint-builder.js';
 
 const HTTP_METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'DELETE'];
 const STREAM_FORMATS: readonly StreamFormat[] = ['sse', 'ndjson', 'bytes'];
@@ -29,6 +30,13 @@ export function buildDefinitions(classes: readonly ModelClass[]): readonly Model
       if (other !== undefined) throw createError('SF_ERR_ENDPOINT_DUPLICATE', ep.httpMethod, ep.path, other, ep.id);
       routes.set(route, ep.id);
     }
+    // A WebSocket upgrade is a GET, so it shares the router with GET endpoints.
+    for (const socket of def.sockets) {
+      const route = `GET ${normalizePath(socket.path)}`;
+      const other = routes.get(route);
+      if (other !== undefined) throw createError('SF_ERR_ENDPOINT_DUPLICATE', 'GET', socket.path, other, socket.id);
+      routes.set(route, socket.id);
+    }
   }
   return Object.freeze(definitions);
 }
@@ -42,12 +50,14 @@ export function buildDefinition(target: ModelClass): ModelDefinition {
   const batches = new Map(readBatches(target).map((b) => [b.method, b]));
   const endpointRecords = readEndpoints(target);
   for (const method of batches.keys()) {
-    if (!endpointRecords.some((e) => e.method === method)) {
+    if (!endpointRecords.some((e) => e.method === method) && !readWebSocketEndpoints(target).some((s) => s.method === method)) {
       throw createError('SF_ERR_BATCH_WITHOUT_ENDPOINT', `${target.name}.${method}`);
     }
   }
   const tag = model.options.tag ?? name;
   const endpoints = endpointRecords.map((record) => buildEndpoint(target, record, batches.get(record.method), tag));
+  const others = { endpoints: endpointRecords, batches: [...batches.values()] };
+  const sockets = readWebSocketEndpoints(target).map((record) => buildSocketEndpoint(target, record, others, tag));
   const prototype = target.prototype as Record<string, unknown>;
   for (const hook of ['initialize', 'finalize'] as const) {
     const member = prototype[hook];
@@ -63,6 +73,7 @@ export function buildDefinition(target: ModelClass): ModelDefinition {
     target,
     instances: buildInstances(target),
     endpoints: Object.freeze(endpoints),
+    sockets: Object.freeze(sockets),
     hooks: Object.freeze({
       initialize: typeof prototype.initialize === 'function',
       finalize: typeof prototype.finalize === 'function',

@@ -52,3 +52,11 @@ export interface RequestInfo {
   readonly query: Readonly<Record<string, unknown>>;
   readonly headers: Readonly<Record<string, string>>;
 }
+
+/** What a @WebSocketEndpoint method receives as its second argument, once per connection. */
+export interface SocketContext extends RequestInfo {
+  /** Unique within the server process; appears in logs. */
+  readonly connectionId: string;
+  /** The instance that runs the whole connection. */
+  readonly instanceIndex: number;
+}

@@ -27,6 +27,20 @@ export interface EndpointDefinition {
   readonly batch?: BatchPolicy;
 }
 
+export interface SocketEndpointDefinition {
+  /** `ClassName.method`, used in logs and error messages. */
+  readonly id: string;
+  readonly methodName: string;
+  readonly path: string;
+  readonly message?: DtoClass;
+  readonly response?: DtoClass;
+  readonly idleTimeoutMs: number;
+  readonly maxConnections: number;
+  readonly summary?: string;
+  readonly description?: string;
+  readonly tags: readonly string[];
+}
+
 export interface InstanceGroupDefinition {
   readonly count: number;
   readonly kind: 'cpu' | 'gpu' | 'npu';
@@ -42,5 +56,7 @@ export interface ModelDefinition {
   readonly target: ModelClass;
   readonly instances: InstanceGroupDefinition;
   readonly endpoints: readonly EndpointDefinition[];
+  /** @WebSocketEndpoint methods, each called once per connection. */
+  readonly sockets: readonly SocketEndpointDefinition[];
   readonly hooks: { readonly initialize: boolean; readonly finalize: boolean };
 }

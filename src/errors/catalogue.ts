@@ -30,6 +30,9 @@ export const ERROR_CATALOGUE = {
   SF_ERR_DEPENDENCY_UNRESOLVED: spec(500, "Cannot construct model class '%s': %s. Make each constructor dependency @injectable() or register it in the container."),
   SF_ERR_STREAM_BATCHED: spec(500, "%s has @Batch and stream: '%s': streaming endpoints are not batched. Remove @Batch, or the stream option."),
   SF_ERR_STREAM_FORMAT_INVALID: spec(500, "%s: stream must be 'sse', 'ndjson' or 'bytes' (got '%s')."),
+  SF_ERR_SOCKET_NOT_A_METHOD: spec(500, '%s is decorated with @WebSocketEndpoint but is not a method of the class.'),
+  SF_ERR_SOCKET_OPTION_INVALID: spec(500, '%s: @WebSocketEndpoint option %s is invalid: %s.'),
+  SF_ERR_SOCKET_AND_ENDPOINT: spec(500, '%s has @WebSocketEndpoint and %s: a WebSocket method is called once per connection. Give the HTTP route its own method.'),
 
   // Start-up and entry discovery.
   SF_ERR_ENTRY_NOT_FOUND: spec(500, "No entry found at '%s': pass a .ts/.js file exporting @Model classes, or a folder with serve-fn.config.ts or index.ts."),
@@ -53,6 +56,11 @@ export const ERROR_CATALOGUE = {
   SF_ERR_CANCELLED: spec(499, 'Request was cancelled by the client before it ran.'),
   SF_ERR_PRIORITY_INVALID: spec(400, 'Priority %s is out of range: %s.'),
   SF_ERR_TIMEOUT_INVALID: spec(400, 'Timeout %s is invalid: give a non-negative integer number of microseconds.'),
+  SF_ERR_SOCKET_LIMIT: spec(503, 'WebSocket endpoint %s has %s open connections, its limit; try again later.'),
+  SF_ERR_SOCKET_IDLE: spec(408, 'Connection closed after %s ms without a message from the client.'),
+  SF_ERR_MESSAGE_INVALID_JSON: spec(400, 'Message is not valid JSON: %s'),
+  SF_ERR_MESSAGE_INVALID: spec(422, 'Message failed validation: %s'),
+  SF_ERR_UPGRADE_REQUIRED: spec(426, '%s is a WebSocket endpoint: connect with a WebSocket client (Upgrade: websocket).'),
 
   // Security and limits: API key, rate limit, and their settings from the environment.
   SF_ERR_UNAUTHORIZED: spec(401, "Missing or invalid API key: send it as 'Authorization: Bearer <key>' or 'X-API-Key: <key>'."),
@@ -92,6 +100,9 @@ export const ERROR_CATALOGUE = {
   SF_ERR_METHOD_NOT_ALLOWED: spec(405, 'Method Not Allowed'),
   SF_ERR_UNSUPPORTED: spec(501, '%s'),
   SF_ERR_MODEL_CONTROL_DISABLED: spec(503, 'explicit model load / unload is not allowed if polling is enabled'),
+  SF_ERR_SEQUENCE_ID_MISSING: spec(400, "inference request to model '%s' must specify a non-zero or non-empty correlation ID"),
+  SF_ERR_SEQUENCE_NOT_STARTED: spec(400, "inference request for sequence %s to model '%s' must specify the START flag on the first request of the sequence (the sequence is unknown, has ended, or was freed after %s µs idle)"),
+  SF_ERR_SEQUENCE_UNSUPPORTED: spec(400, "inference request to model '%s' sets '%s', but the model is not stateful: its configuration has no sequence_batching"),
 
   // Ascend NPU (native addon).
   SF_ERR_NPU_UNAVAILABLE: spec(501, 'Ascend NPU backend is not available: %s'),

@@ -7,6 +7,7 @@ export const MODEL_OPTIONS_KEY = 'serve-fn:model';
 export const ENDPOINTS_KEY = 'serve-fn:endpoints';
 export const BATCH_KEY = 'serve-fn:batch';
 export const INSTANCES_KEY = 'serve-fn:instances';
+export const SOCKETS_KEY = 'serve-fn:sockets';
 
 /** TypeScript's own keys, emitted by tsc/SWC with emitDecoratorMetadata. */
 export const DESIGN_PARAMTYPES_KEY = 'design:paramtypes';

@@ -54,6 +54,31 @@ export interface EndpointRecord {
   readonly kindOfMember: string;
 }
 
+export interface WebSocketEndpointOptions {
+  /**
+   * DTO of the client's text messages: each is parsed as JSON, validated and handed over as an
+   * instance of this class. Without it, text messages arrive as strings. Binary messages always
+   * arrive as Uint8Array.
+   */
+  readonly message?: DtoClass;
+  /** DTO of the messages the server sends, for the OpenAPI document. */
+  readonly response?: DtoClass;
+  /** A connection that sends nothing for this long is closed with 1001 (default 60 000 ms). */
+  readonly idleTimeoutMs?: number;
+  /** Open connections the endpoint accepts; more are refused with 503 before the upgrade (default 1024). */
+  readonly maxConnections?: number;
+  readonly summary?: string;
+  readonly description?: string;
+  readonly tags?: readonly string[];
+}
+
+export interface WebSocketEndpointRecord {
+  readonly method: string;
+  readonly path: string;
+  readonly options: WebSocketEndpointOptions;
+  readonly isFunction: boolean;
+}
+
 export interface BatchRecord {
   readonly method: string;
   readonly policy: BatchPolicyInput;

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
-import { BATCH_KEY, DESIGN_PARAMTYPES_KEY, DESIGN_TYPE_KEY, ENDPOINTS_KEY, INSTANCES_KEY, MODEL_OPTIONS_KEY } from './metadata-keys.js';
-import type { BatchRecord, EndpointRecord, InstancesRecord, ModelRecord } from './records.js';
+import { BATCH_KEY, DESIGN_PARAMTYPES_KEY, DESIGN_TYPE_KEY, ENDPOINTS_KEY, INSTANCES_KEY, MODEL_OPTIONS_KEY, SOCKETS_KEY } from './metadata-keys.js';
+import type { BatchRecord, EndpointRecord, InstancesRecord, ModelRecord, WebSocketEndpointRecord } from './records.js';
 
 /** The only file that touches `Reflect`: decorators write through it, the definition builder reads. */
 
@@ -21,6 +21,15 @@ export function recordEndpoint(target: Target, record: EndpointRecord): void {
 
 export function readEndpoints(target: Target): readonly EndpointRecord[] {
   return (Reflect.getOwnMetadata(ENDPOINTS_KEY, target) as EndpointRecord[] | undefined) ?? [];
+}
+
+export function recordWebSocketEndpoint(target: Target, record: WebSocketEndpointRecord): void {
+  const list = (Reflect.getOwnMetadata(SOCKETS_KEY, target) as WebSocketEndpointRecord[] | undefined) ?? [];
+  Reflect.defineMetadata(SOCKETS_KEY, [...list, record], target);
+}
+
+export function readWebSocketEndpoints(target: Target): readonly WebSocketEndpointRecord[] {
+  return (Reflect.getOwnMetadata(SOCKETS_KEY, target) as WebSocketEndpointRecord[] | undefined) ?? [];
 }
 
 export function recordBatch(target: Target, record: BatchRecord): void {

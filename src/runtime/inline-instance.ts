@@ -3,8 +3,10 @@ import { ContextServices, type InferCall } from './context-services.js';
 import type { ModelDefinition } from '../definition/model-definition.js';
 import { ModelHost } from './model-host.js';
 import type { ModelInstance } from './model-instance.js';
+import { SocketLink } from './socket-link.js';
+import type { SocketSession } from './socket-session.js';
 import { StreamChannel } from './stream-channel.js';
-import type { ExecuteCall, ExecuteOutcome } from './wire-format.js';
+import type { ExecuteCall, ExecuteOutcome, SocketCall } from './wire-format.js';
 
 /**
  * A model instance on the HTTP thread, for `@Instances(n, { inline: true })` models that only do
@@ -40,6 +42,22 @@ export class InlineInstance implements ModelInstance {
     const pump = this.host.openStream(structuredClone(call), credit, (event) => channel.push(event));
     void pump.run();
     return channel;
+  }
+
+  openSocket(call: SocketCall, credit: number): SocketLink {
+    if (!this.host) throw new Error(`instance ${this.index} of ${this.definition.name} is not started`);
+    const link: SocketLink = new SocketLink(
+      {
+        grant: (units) => session.grant(units),
+        cancel: () => session.cancel(),
+        deliver: (input) => session.deliver(structuredClone(input)),
+        endInput: () => session.endInput(),
+      },
+      this.index,
+    );
+    const session: SocketSession = this.host.openSocket(structuredClone(call), credit, (event) => link.output.push(event), () => link.taken(1));
+    void session.run();
+    return link;
   }
 
   async stop(): Promise<void> {

@@ -25,6 +25,7 @@ export interface PoolEvents {
 export class InstancePool {
   private readonly instances: (ModelInstance | undefined)[] = [];
   private readonly idle: ModelInstance[] = [];
+  private readonly up = new Set<ModelInstance>();
   private readonly restarts: number[][] = [];
   private stopped = false;
 
@@ -61,7 +62,16 @@ export class InstancePool {
       );
       throw failure.reason;
     }
-    for (const s of started) if (s.status === 'fulfilled') this.idle.push(s.value);
+    for (const s of started) {
+      if (s.status !== 'fulfilled') continue;
+      this.up.add(s.value);
+      this.idle.push(s.value);
+    }
+  }
+
+  /** The instances that are up, busy or idle (a dead one is absent until its restart finishes). */
+  running(): readonly ModelInstance[] {
+    return [...this.up];
   }
 
   /** Takes an idle instance; callers check idleCount first. */
@@ -80,6 +90,7 @@ export class InstancePool {
   async stop(): Promise<void> {
     this.stopped = true;
     this.idle.length = 0;
+    this.up.clear();
     const running = this.instances.filter((i): i is ModelInstance => i !== undefined);
     const results = await Promise.allSettled(running.map((i) => i.stop()));
     for (const r of results) if (r.status === 'rejected') this.events.onLog('error', String((r.reason as Error)?.message ?? r.reason));
@@ -93,6 +104,7 @@ export class InstancePool {
     const index = instance.index;
     if (this.stopped || this.instances[index] !== instance) return;
     this.instances[index] = undefined;
+    this.up.delete(instance);
     const at = this.idle.indexOf(instance);
     if (at >= 0) this.idle.splice(at, 1);
     this.events.onLog('error', `model '${this.definition.name}' instance ${index} died (${reason})`);
@@ -120,7 +132,11 @@ export class InstancePool {
     this.instances[index] = instance;
     this.events.onRestart(index);
     instance.start().then(
-      () => this.release(instance),
+      () => {
+        if (this.stopped || this.instances[index] !== instance) return;
+        this.up.add(instance);
+        this.release(instance);
+      },
       (err: unknown) => {
         this.events.onLog('error', `restart of '${this.definition.name}' instance ${index} failed: ${(err as Error).message}`);
         if (this.instances[index] === instance) {

@@ -1,10 +1,12 @@
 import { performance } from 'node:perf_hooks';
 import { instanceToPlain, plainToInstance } from 'class-transformer';
 import { container as rootContainer, type DependencyContainer } from 'tsyringe';
-import type { EndpointDefinition, ModelDefinition } from '../definition/model-definition.js';
+import type { EndpointDefinition, ModelDefinition, SocketEndpointDefinition } from '../definition/model-definition.js';
 import type { ModelContext, RequestInfo } from '../definition/model-context.js';
 import { createError, serializeError } from '../errors/index.js';
-import type { ExecuteCall, ExecuteOutcome, WireResult } from './wire-format.js';
+import type { ExecuteCall, ExecuteOutcome, SocketCall, SocketInput, WireResult } from './wire-format.js';
+import { SocketInbox } from './socket-inbox.js';
+import { SocketSession } from './socket-session.js';
 import { reviveBuffers } from './wire-format.js';
 import type { StreamEvent } from './stream-event.js';
 import { StreamPump } from './stream-pump.js';
@@ -20,12 +22,14 @@ type Hooked = {
  */
 export class ModelHost {
   private readonly endpoints: ReadonlyMap<string, EndpointDefinition>;
+  private readonly sockets: ReadonlyMap<string, SocketEndpointDefinition>;
 
   private constructor(
     private readonly definition: ModelDefinition,
     private readonly instance: Hooked,
   ) {
     this.endpoints = new Map(definition.endpoints.map((e) => [e.methodName, e]));
+    this.sockets = new Map(definition.sockets.map((e) => [e.methodName, e]));
   }
 
   static create(definition: ModelDefinition, container: DependencyContainer = rootContainer.createChildContainer()): ModelHost {
@@ -96,8 +100,33 @@ export class ModelHost {
     return new StreamPump(open, credit, emit, (item) => this.toChunk(endpoint!, item));
   }
 
+  /**
+   * Calls a @WebSocketEndpoint method for one connection with the connection's messages; the
+   * returned session (started by the caller with `run()`) sends what the method yields.
+   */
+  openSocket(call: SocketCall, credit: number, emit: (event: StreamEvent) => void, onTaken: () => void): SocketSession {
+    const socket = this.sockets.get(call.methodName);
+    const inbox = new SocketInbox<unknown>(onTaken);
+    const open = async (): Promise<AsyncIterator<unknown>> => {
+      if (!socket) throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, call.methodName, 'no such WebSocket endpoint method');
+      const method = this.instance[call.methodName] as (...args: unknown[]) => unknown;
+      const result = await method.call(this.instance, inbox, reviveBuffers(call.context));
+      const iterable = result as Partial<AsyncIterable<unknown>> | null | undefined;
+      if (typeof iterable?.[Symbol.asyncIterator] !== 'function') {
+        throw createError('SF_ERR_STREAM_NOT_ITERABLE', socket.id, 'websocket', describe(result), socket.methodName);
+      }
+      return (iterable as AsyncIterable<unknown>)[Symbol.asyncIterator]();
+    };
+    const toChunk = (item: unknown): unknown => (item instanceof Uint8Array || typeof item === 'string' ? item : this.toPlain(socket?.response, item));
+    const toMessage = (input: SocketInput): unknown => {
+      if (input.kind === 'binary') return reviveBuffers(input.value);
+      return input.kind === 'json' && socket?.message ? plainToInstance(socket.message, input.value) : input.value;
+    };
+    return new SocketSession(inbox, new StreamPump(open, credit, emit, toChunk), toMessage);
+  }
+
   private toChunk(endpoint: EndpointDefinition, item: unknown): unknown {
-    if (endpoint.stream !== 'bytes') return this.toPlain(endpoint, item);
+    if (endpoint.stream !== 'bytes') return this.toPlain(endpoint.response, item);
     if (!(item instanceof Uint8Array)) throw createError('SF_ERR_STREAM_CHUNK_NOT_BYTES', endpoint.id, describe(item));
     return item;
   }
@@ -117,11 +146,11 @@ export class ModelHost {
 
   private toResult(endpoint: EndpointDefinition, value: unknown): WireResult {
     if (value instanceof Error) return { ok: false, error: serializeError(value) };
-    return { ok: true, value: this.toPlain(endpoint, value) };
+    return { ok: true, value: this.toPlain(endpoint.response, value) };
   }
 
-  private toPlain(endpoint: EndpointDefinition, value: unknown): unknown {
-    return endpoint.response && value !== null && typeof value === 'object' && !ArrayBuffer.isView(value) ? instanceToPlain(value) : value;
+  private toPlain(response: EndpointDefinition['response'], value: unknown): unknown {
+    return response && value !== null && typeof value === 'object' && !ArrayBuffer.isView(value) ? instanceToPlain(value) : value;
   }
 }
 

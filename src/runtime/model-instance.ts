@@ -1,5 +1,6 @@
 import type { StreamChannel } from './stream-channel.js';
-import type { ExecuteCall, ExecuteOutcome } from './wire-format.js';
+import type { SocketLink } from './socket-link.js';
+import type { ExecuteCall, ExecuteOutcome, SocketCall } from './wire-format.js';
 
 /** One running copy of a model: a worker thread, or the HTTP thread for inline models. */
 export interface ModelInstance {
@@ -9,6 +10,8 @@ export interface ModelInstance {
   execute(call: ExecuteCall): Promise<ExecuteOutcome>;
   /** Runs a streaming endpoint's method for the one request in `call`; absent where models cannot stream. */
   openStream?(call: ExecuteCall, credit: number): StreamChannel;
+  /** Starts a @WebSocketEndpoint method's session for one connection; absent where models cannot stream. */
+  openSocket?(call: SocketCall, credit: number): SocketLink;
   /** Runs `finalize` and releases the thread. */
   stop(): Promise<void>;
 }

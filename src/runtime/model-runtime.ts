@@ -5,7 +5,9 @@ import { normalizeBatchPolicy, UNBATCHED_POLICY } from './batch-policy.js';
 import { now, recordRequest, toUs } from './request-accounting.js';
 import { DynamicBatcher, type BatchEntry, type SubmitOptions } from './dynamic-batcher.js';
 import { InstancePool, type PoolEvents, type RestartPolicy } from './instance-pool.js';
-import type { InstanceFactory } from './model-instance.js';
+import type { SocketContext } from '../definition/model-context.js';
+import type { InstanceFactory, ModelInstance } from './model-instance.js';
+import type { SocketLink } from './socket-link.js';
 import type { StreamChannel } from './stream-channel.js';
 import { DEFAULT_STREAM_CREDIT } from './stream-credit.js';
 import type { WireRequest } from './wire-format.js';
@@ -33,6 +35,9 @@ export class ModelRuntime {
   private readonly batchers = new Map<string, DynamicBatcher<Queued, unknown>>();
   private nextBatcher = 0;
   private readonly openStreams = new Set<StreamChannel>();
+  /** Open WebSocket sessions per instance; a session does not hold its instance, so many share one. */
+  private readonly sessions = new Map<ModelInstance, Set<SocketLink>>();
+  private draining = false;
 
   constructor(
     readonly definition: ModelDefinition,
@@ -75,10 +80,54 @@ export class ModelRuntime {
     return recordRequest(this.options.recorder, name, version, queued, (q) => batcher.submit(q, options));
   }
 
-  /** Stops taking requests and waits for queued and running ones, and open streams, to finish. */
+  /**
+   * Starts a WebSocket connection's session on the running instance with the fewest sessions; the
+   * whole connection stays there, so the method's local state is the connection's state.
+   */
+  openSocket(methodName: string, context: Omit<SocketContext, 'instanceIndex'>): SocketLink {
+    const { name, version } = this.definition;
+    if (this.draining) throw createError('SF_ERR_DRAINING');
+    let chosen: ModelInstance | undefined;
+    for (const instance of this.pool.running()) {
+      if (!chosen || this.sessionsOn(instance).size < this.sessionsOn(chosen).size) chosen = instance;
+    }
+    if (!chosen) throw createError('SF_ERR_MODEL_NOT_READY', name, version);
+    if (!chosen.openSocket) throw createError('SF_ERR_EXECUTION_FAILED', name, methodName, 'this model cannot hold WebSocket sessions');
+    const link = chosen.openSocket({ methodName, context: { ...context, instanceIndex: chosen.index } }, DEFAULT_STREAM_CREDIT);
+    const open = this.sessionsOn(chosen);
+    open.add(link);
+    void link.output.finished.then(() => open.delete(link));
+    return link;
+  }
+
+  /** Open WebSocket sessions, all instances together. */
+  get socketCount(): number {
+    let total = 0;
+    for (const open of this.sessions.values()) total += open.size;
+    return total;
+  }
+
+  /**
+   * Stops taking requests and waits for queued and running ones, and open streams, to finish.
+   * WebSocket sessions are told their input has ended, as when a client stops sending, so a
+   * method can send its last results before the connection closes.
+   */
   async drain(): Promise<void> {
+    this.draining = true;
+    const links = [...this.sessions.values()].flatMap((open) => [...open]);
+    for (const link of links) link.endInput();
     await Promise.all([...this.batchers.values()].map((b) => b.drain()));
     await Promise.all([...this.openStreams].map((c) => c.finished));
+    await Promise.all(links.map((link) => link.output.finished));
+  }
+
+  private sessionsOn(instance: ModelInstance): Set<SocketLink> {
+    let open = this.sessions.get(instance);
+    if (!open) {
+      open = new Set();
+      this.sessions.set(instance, open);
+    }
+    return open;
   }
 
   stop(): Promise<void> {

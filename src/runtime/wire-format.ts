@@ -1,4 +1,4 @@
-import type { RequestInfo } from '../definition/model-context.js';
+import type { RequestInfo, SocketContext } from '../definition/model-context.js';
 import type { SerializedError } from '../errors/index.js';
 
 /** What crosses between the HTTP thread and an instance, in both directions. */
@@ -16,6 +16,18 @@ export interface ExecuteCall {
   readonly batched: boolean;
   readonly requests: readonly WireRequest[];
 }
+
+/** Opens a WebSocket connection's session on an instance. */
+export interface SocketCall {
+  readonly methodName: string;
+  readonly context: SocketContext;
+}
+
+/** One message from a WebSocket client: validated JSON (a plain DTO), a string, or bytes. */
+export type SocketInput =
+  | { readonly kind: 'json'; readonly value: unknown }
+  | { readonly kind: 'text'; readonly value: string }
+  | { readonly kind: 'binary'; readonly value: Uint8Array };
 
 export interface ExecuteOutcome {
   readonly results: readonly WireResult[];

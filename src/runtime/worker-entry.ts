@@ -8,6 +8,7 @@ import { ContextServices } from './context-services.js';
 import { ModelHost } from './model-host.js';
 import { lowerThisThreadPriority } from './thread-priority.js';
 import type { StreamEvent } from './stream-event.js';
+import type { SocketSession } from './socket-session.js';
 import type { StreamPump } from './stream-pump.js';
 import type { FromWorker, ToWorker, WorkerBootData } from './worker-messages.js';
 import { collectTransferables, reviveBuffers, type ExecuteOutcome } from './wire-format.js';
@@ -21,6 +22,7 @@ const data = workerData as WorkerBootData;
 const port = parentPort!;
 const inferCalls = new Map<number, { resolve(value: unknown): void; reject(err: Error): void }>();
 const streams = new Map<number, StreamPump>();
+const sockets = new Map<number, SocketSession>();
 let nextInferId = 1;
 
 function send(message: FromWorker, transfer: ArrayBuffer[] = []): void {
@@ -57,6 +59,18 @@ function openStream(message: Extract<ToWorker, { type: 'stream-open' }>): void {
   void pump.run().finally(() => streams.delete(id));
 }
 
+function openSocket(message: Extract<ToWorker, { type: 'socket-open' }>): void {
+  const id = message.id;
+  if (!host?.openSocket) {
+    const reason = 'a repository model has no WebSocket endpoints';
+    sendStreamEvent(id, { kind: 'error', error: serializeError(createError('SF_ERR_EXECUTION_FAILED', data.context.modelName, message.call.methodName, reason)) });
+    return;
+  }
+  const session = host.openSocket(message.call, message.credit, (event) => sendStreamEvent(id, event), () => send({ type: 'socket-taken', id }));
+  sockets.set(id, session);
+  void session.run().finally(() => sockets.delete(id));
+}
+
 /** ctx.infer from this thread: the HTTP thread owns every model's queue, so the call goes there. */
 function inferThroughMain(model: string, input: unknown, options: InferOptions): Promise<unknown> {
   const id = nextInferId++;
@@ -77,7 +91,7 @@ async function findDefinition(): Promise<ModelDefinition> {
 }
 
 const services = new ContextServices(data.context, inferThroughMain);
-let host: (Pick<ModelHost, 'execute' | 'finalize'> & Partial<Pick<ModelHost, 'openStream'>>) | undefined;
+let host: (Pick<ModelHost, 'execute' | 'finalize'> & Partial<Pick<ModelHost, 'openStream' | 'openSocket'>>) | undefined;
 
 port.on('message', (message: ToWorker) => {
   if (message.type === 'infer-result') {
@@ -88,9 +102,15 @@ port.on('message', (message: ToWorker) => {
   } else if (message.type === 'stream-open') {
     openStream(message);
   } else if (message.type === 'stream-credit') {
-    streams.get(message.id)?.grant(message.units);
+    (streams.get(message.id) ?? sockets.get(message.id))?.grant(message.units);
   } else if (message.type === 'stream-cancel') {
-    streams.get(message.id)?.cancel();
+    (streams.get(message.id) ?? sockets.get(message.id))?.cancel();
+  } else if (message.type === 'socket-open') {
+    openSocket(message);
+  } else if (message.type === 'socket-message') {
+    sockets.get(message.id)?.deliver(message.input);
+  } else if (message.type === 'socket-end') {
+    sockets.get(message.id)?.endInput();
   } else if (message.type === 'execute') {
     host!.execute(message.call).then(
       (outcome) => sendOutcome(message.id, outcome),

@@ -6,10 +6,11 @@ import type { InferOptions } from '../definition/model-context.js';
 import { createError, deserializeError, serializeError, type SerializedError } from '../errors/index.js';
 import type { TensorModelPlan } from '../inference/tensor-model-plan.js';
 import type { InstanceEvents, ModelInstance } from './model-instance.js';
+import { SocketLink } from './socket-link.js';
 import { StreamChannel } from './stream-channel.js';
 import { instanceNiceness } from './thread-priority.js';
 import type { FromWorker, ToWorker, WorkerBootData } from './worker-messages.js';
-import { collectTransferables, reviveBuffers, type ExecuteCall, type ExecuteOutcome } from './wire-format.js';
+import { collectTransferables, reviveBuffers, type ExecuteCall, type ExecuteOutcome, type SocketCall } from './wire-format.js';
 
 const BOOTSTRAP_URL = new URL('../../loader/worker-bootstrap.mjs', import.meta.url);
 const WORKER_ENTRY_URL = new URL(`./worker-entry${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
@@ -25,6 +26,7 @@ export class WorkerInstance implements ModelInstance {
   private worker?: Worker;
   private readonly pending = new Map<number, Pending>();
   private readonly streams = new Map<number, StreamChannel>();
+  private readonly sockets = new Map<number, SocketLink>();
   private nextId = 1;
   private stopping = false;
   private finalized?: { resolve(): void; reject(err: Error): void };
@@ -118,6 +120,33 @@ export class WorkerInstance implements ModelInstance {
     return channel;
   }
 
+  openSocket(call: SocketCall, credit: number): SocketLink {
+    const worker = this.worker;
+    const id = this.nextId++;
+    const post = (message: ToWorker, transfer: ArrayBuffer[] = []): void => this.worker?.postMessage(message, transfer);
+    const link = new SocketLink(
+      {
+        grant: (units) => post({ type: 'stream-credit', id, units }),
+        cancel: () => post({ type: 'stream-cancel', id }),
+        deliver: (input) => post({ type: 'socket-message', id, input }, collectTransferables(input)),
+        endInput: () => post({ type: 'socket-end', id }),
+      },
+      this.index,
+    );
+    if (!worker) {
+      link.output.fail(createError('SF_ERR_INSTANCE_CRASHED', this.context.modelName, this.index, 'not running'));
+      return link;
+    }
+    this.streams.set(id, link.output);
+    this.sockets.set(id, link);
+    void link.output.finished.then(() => {
+      this.streams.delete(id);
+      this.sockets.delete(id);
+    });
+    worker.postMessage({ type: 'socket-open', id, call, credit } satisfies ToWorker);
+    return link;
+  }
+
   async stop(): Promise<void> {
     const worker = this.worker;
     if (!worker || this.stopping) return;
@@ -141,6 +170,10 @@ export class WorkerInstance implements ModelInstance {
     if (message.type === 'finalized') {
       if (message.error) this.finalized?.reject(this.finalizeError(message.error));
       else this.finalized?.resolve();
+      return;
+    }
+    if (message.type === 'socket-taken') {
+      this.sockets.get(message.id)?.taken(1);
       return;
     }
     if (message.type === 'stream') {

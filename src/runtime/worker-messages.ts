@@ -2,7 +2,7 @@ import type { InferOptions, ModelContextData } from '../definition/model-context
 import type { SerializedError } from '../errors/index.js';
 import type { TensorModelPlan } from '../inference/tensor-model-plan.js';
 import type { StreamEvent } from './stream-event.js';
-import type { ExecuteCall, ExecuteOutcome } from './wire-format.js';
+import type { ExecuteCall, ExecuteOutcome, SocketCall, SocketInput } from './wire-format.js';
 
 /** The messages between an instance's worker thread and the HTTP thread. */
 
@@ -25,6 +25,10 @@ export type ToWorker =
   | { readonly type: 'stream-open'; readonly id: number; readonly call: ExecuteCall; readonly credit: number }
   | { readonly type: 'stream-credit'; readonly id: number; readonly units: number }
   | { readonly type: 'stream-cancel'; readonly id: number }
+  /** Starts a WebSocket connection's session; its output uses the stream messages with the same id. */
+  | { readonly type: 'socket-open'; readonly id: number; readonly call: SocketCall; readonly credit: number }
+  | { readonly type: 'socket-message'; readonly id: number; readonly input: SocketInput }
+  | { readonly type: 'socket-end'; readonly id: number }
   | { readonly type: 'finalize' };
 
 export type FromWorker =
@@ -33,5 +37,7 @@ export type FromWorker =
   | { readonly type: 'outcome'; readonly id: number; readonly outcome: ExecuteOutcome }
   | { readonly type: 'failed'; readonly id: number; readonly error: SerializedError }
   | { readonly type: 'stream'; readonly id: number; readonly event: StreamEvent }
+  /** The session's method took one more client message. */
+  | { readonly type: 'socket-taken'; readonly id: number }
   | { readonly type: 'finalized'; readonly error?: SerializedError }
   | { readonly type: 'infer'; readonly id: number; readonly model: string; readonly input: unknown; readonly options: InferOptions };

@@ -48,7 +48,7 @@ async function readMultipart(request: FastifyRequest): Promise<Record<string, un
   return fields;
 }
 
-function flattenHeaders(headers: FastifyRequest['headers']): Record<string, string> {
+export function flattenHeaders(headers: FastifyRequest['headers']): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(headers)) if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : v;
   return out;

@@ -26,6 +26,7 @@ import { metricsRoutes } from './metrics-routes.js';
 import { collectDtoSchemas, registerOpenApi } from './openapi-plugin.js';
 import { securityPlugin, securityServerOptions, type SecurityOptions, type TlsFiles } from './security-plugin.js';
 import { ServerState } from './server-state.js';
+import { socketRoutes } from './socket-routes.js';
 
 export const DEFAULT_BODY_LIMIT = 64 * 1024 * 1024;
 
@@ -185,6 +186,7 @@ export class ServeFnServer {
     await app.register(healthRoutes, { state: this.state });
     await app.register(metricsRoutes, { recorder: this.recorder });
     await app.register(endpointRoutes, { runtimes: this.runtimes, state: this.state, schemas });
+    await app.register(socketRoutes, { runtimes: this.runtimes, state: this.state, schemas, maxPayload: this.bodyLimit });
     await app.register(kserveProtocol, {
       repository: this.repository ?? new EmptyModelRepository(),
       recorder: this.recorder,

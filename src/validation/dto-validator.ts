@@ -12,7 +12,8 @@ export interface ValidationIssue {
   readonly input?: unknown;
 }
 
-export type RequestLocation = 'body' | 'query' | 'path';
+/** Where the input came from: FastAPI's locations, plus a WebSocket client's message. */
+export type RequestLocation = 'body' | 'query' | 'path' | 'message';
 
 export class RequestValidationError extends Error {
   readonly statusCode = 422;

@@ -2,9 +2,9 @@ import 'reflect-metadata';
 import { IsString } from 'class-validator';
 import { container, inject } from 'tsyringe';
 import { describe, expect, it } from 'vitest';
-import { Batch, Endpoint, Instances, Model } from '../../src/decorators/index.js';
-import { BATCH_KEY, ENDPOINTS_KEY, INSTANCES_KEY, MODEL_OPTIONS_KEY } from '../../src/metadata/metadata-keys.js';
-import { readBatches, readEndpoints, readInstances, readModel } from '../../src/metadata/reflection.js';
+import { Batch, Endpoint, Instances, Model, WebSocketEndpoint } from '../../src/decorators/index.js';
+import { BATCH_KEY, ENDPOINTS_KEY, INSTANCES_KEY, MODEL_OPTIONS_KEY, SOCKETS_KEY } from '../../src/metadata/metadata-keys.js';
+import { readBatches, readEndpoints, readInstances, readModel, readWebSocketEndpoints } from '../../src/metadata/reflection.js';
 
 class SayRequest {
   @IsString() text!: string;
@@ -169,5 +169,24 @@ describe('@Instances', () => {
     @Model({ name: 'lone' })
     class Lone {}
     expect(readInstances(Lone)).toBeUndefined();
+  });
+});
+
+describe('@WebSocketEndpoint', () => {
+  it('records path, a copy of the options, and whether the member is a method, under its own key', () => {
+    const options = { message: SayRequest, idleTimeoutMs: 5000 };
+    class Room {
+      @WebSocketEndpoint('/ws/room', options)
+      async *talk(): AsyncGenerator<object> {}
+
+      @WebSocketEndpoint('/ws/field') field = 1;
+    }
+    expect(readWebSocketEndpoints(Room)).toEqual([
+      { method: 'talk', path: '/ws/room', options: { message: SayRequest, idleTimeoutMs: 5000 }, isFunction: true },
+      { method: 'field', path: '/ws/field', options: {}, isFunction: false },
+    ]);
+    expect(readWebSocketEndpoints(Room)[0].options).not.toBe(options);
+    expect(Reflect.getOwnMetadata(SOCKETS_KEY, Room)).toHaveLength(2);
+    expect(readEndpoints(Room)).toEqual([]);
   });
 });

@@ -70,6 +70,7 @@ describe('buildDefinition', () => {
           batch: undefined,
         },
       ],
+      sockets: [],
       hooks: { initialize: false, finalize: false },
     });
     expect(Object.isFrozen(def)).toBe(true);

@@ -3,11 +3,12 @@ import { Exclude } from 'class-transformer';
 import { IsString } from 'class-validator';
 import { container, injectable, singleton } from 'tsyringe';
 import { describe, expect, it } from 'vitest';
-import { Batch, Endpoint, Model } from '../../src/decorators/index.js';
+import { Batch, Endpoint, Model, WebSocketEndpoint } from '../../src/decorators/index.js';
 import { buildDefinition } from '../../src/definition/definition-builder.js';
-import type { ModelContext, RequestInfo } from '../../src/definition/model-context.js';
+import type { ModelContext, RequestInfo, SocketContext } from '../../src/definition/model-context.js';
 import { createError, deserializeError, ServeFnError, type SerializedError } from '../../src/errors/index.js';
 import { ModelHost } from '../../src/runtime/model-host.js';
+import type { StreamEvent } from '../../src/runtime/stream-event.js';
 import type { ExecuteOutcome, WireRequest, WireResult } from '../../src/runtime/wire-format.js';
 
 @singleton()
@@ -314,5 +315,67 @@ describe('ModelHost streams', () => {
     expect([...(events[0].value as Buffer)]).toEqual([104, 105]);
     expect(events[1].error?.code).toBe('SF_ERR_STREAM_CHUNK_NOT_BYTES');
     expect(events[1].error?.message).toBe("Speaker.pcm streams 'bytes' but yielded string: yield Buffer or Uint8Array chunks, or use stream: 'ndjson'.");
+  });
+});
+
+@Model({ name: 'chatter' })
+class Chatter {
+  @WebSocketEndpoint('/ws/chat', { message: WordRequest, response: WordResponse })
+  async *chat(messages: AsyncIterable<WordRequest | Buffer | string>, ctx: SocketContext): AsyncGenerator<unknown> {
+    yield `hello ${ctx.connectionId} on ${ctx.instanceIndex}`;
+    for await (const m of messages) {
+      if (m instanceof WordRequest) yield Object.assign(new WordResponse(), { word: m.word.toUpperCase() });
+      else if (Buffer.isBuffer(m)) yield new Uint8Array([m.length]);
+      else yield { unexpected: typeof m };
+    }
+  }
+
+  @WebSocketEndpoint('/ws/wrong')
+  wrong(): string {
+    return 'not iterable';
+  }
+}
+
+describe('ModelHost.openSocket', () => {
+  const context = { connectionId: 'req-7', instanceIndex: 1, params: {}, query: {}, headers: {} };
+
+  it('hands the method DTO instances and Buffers, and sends its items (response DTOs as plain objects) as chunks', async () => {
+    const host = ModelHost.create(buildDefinition(Chatter));
+    const events: StreamEvent[] = [];
+    let taken = 0;
+    const session = host.openSocket({ methodName: 'chat', context }, 8, (e) => events.push(e), () => taken++);
+    const done = session.run();
+    session.deliver({ kind: 'json', value: { word: 'hi' } });
+    session.deliver({ kind: 'binary', value: new Uint8Array([1, 2, 3]) });
+    session.endInput();
+    await done;
+    expect(events).toEqual([
+      { kind: 'chunk', value: 'hello req-7 on 1' },
+      { kind: 'chunk', value: { word: 'HI' } },
+      { kind: 'chunk', value: new Uint8Array([3]) },
+      { kind: 'end' },
+    ]);
+    expect(taken).toBe(2);
+  });
+
+  it('ends with SF_ERR_STREAM_NOT_ITERABLE when the method returns no async iterable', async () => {
+    const host = ModelHost.create(buildDefinition(Chatter));
+    const events: StreamEvent[] = [];
+    await host.openSocket({ methodName: 'wrong', context }, 8, (e) => events.push(e), () => undefined).run();
+    expect(events).toHaveLength(1);
+    const { error } = events[0] as Extract<StreamEvent, { kind: 'error' }>;
+    expect(error.code).toBe('SF_ERR_STREAM_NOT_ITERABLE');
+    expect(error.message).toBe("Chatter.wrong declares stream: 'websocket' but returned string: make it an async generator (`async *wrong(...)`) or return an AsyncIterable.");
+  });
+
+  it('stops the method when cancelled while it waits for input', async () => {
+    const host = ModelHost.create(buildDefinition(Chatter));
+    const events: StreamEvent[] = [];
+    const session = host.openSocket({ methodName: 'chat', context }, 8, (e) => events.push(e), () => undefined);
+    const done = session.run();
+    await new Promise((resolve) => setImmediate(resolve));
+    session.cancel();
+    await done;
+    expect(events).toEqual([{ kind: 'chunk', value: 'hello req-7 on 1' }, { kind: 'end' }]);
   });
 });

@@ -1,0 +1,165 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { RawData, WebSocket } from 'ws';
+import type { SocketEndpointDefinition } from '../definition/model-definition.js';
+import { createError, ServeFnError } from '../errors/index.js';
+import type { SocketLink } from '../runtime/socket-link.js';
+import { RequestValidationError, validateDto } from '../validation/dto-validator.js';
+
+/**
+ * Client messages read and not yet taken by the method. Past it the socket stops reading, so TCP
+ * pushes back on a client that sends faster than the model consumes.
+ */
+export const INPUT_WINDOW = 32;
+
+/** RFC 6455 close codes serve-fn uses. */
+export const CLOSE = { normal: 1000, goingAway: 1001, policyViolation: 1008, internalError: 1011 } as const;
+
+/** A close frame's reason is at most 123 bytes of UTF-8. */
+function closeReason(message: string): string {
+  const bytes = Buffer.from(message, 'utf8');
+  return bytes.length <= 123 ? message : `${bytes.subarray(0, 120).toString('utf8').replace(/\uFFFD+$/, '')}...`;
+}
+
+function asBuffer(data: RawData): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  return Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
+}
+
+/**
+ * One accepted WebSocket connection: validates the client's messages in arrival order and hands
+ * them to the session, sends what the session yields (JSON text or binary), and closes the socket
+ * when the session ends (1000), fails (1008 for a 4xx error, the protocol cannot go on; 1011
+ * otherwise), stays idle too long or the server drains (1001). An invalid message is answered
+ * with an error message and the connection stays open.
+ */
+export class SocketConnection {
+  private received: Promise<void> = Promise.resolve();
+  private validating = 0;
+  private paused = false;
+  private closed = false;
+  private readonly idle: NodeJS.Timeout;
+
+  constructor(
+    private readonly socket: WebSocket,
+    private readonly link: SocketLink,
+    private readonly endpoint: SocketEndpointDefinition,
+    private readonly modelName: string,
+    private readonly log: FastifyBaseLogger,
+    private readonly draining: () => boolean,
+  ) {
+    this.idle = setTimeout(() => this.closeIdle(), endpoint.idleTimeoutMs);
+    socket.on('message', (data, isBinary) => this.receive(asBuffer(data), isBinary));
+    socket.on('close', () => this.onClientGone());
+    socket.on('error', (err) => this.log.debug({ err }, 'WebSocket error'));
+    link.whenTaken(() => this.resumeIfRoom());
+  }
+
+  /** Resolves once the session has ended and the socket is closing. */
+  async run(): Promise<void> {
+    try {
+      for await (const item of this.link.output) await this.send(item);
+      this.close(this.draining() ? CLOSE.goingAway : CLOSE.normal, this.draining() ? 'server shutting down' : '');
+    } catch (err) {
+      const failure = this.asFailure(err);
+      if (failure.statusCode >= 500) this.log.error({ err: failure }, 'WebSocket session failed');
+      this.sendError(failure);
+      this.close(failure.statusCode < 500 ? CLOSE.policyViolation : CLOSE.internalError, closeReason(failure.message));
+    }
+  }
+
+  private receive(data: Buffer, isBinary: boolean): void {
+    this.idle.refresh();
+    this.validating++;
+    this.received = this.received.then(() => this.forward(data, isBinary)).finally(() => {
+      this.validating--;
+      this.resumeIfRoom();
+    });
+    if (!this.paused && this.backlog() >= INPUT_WINDOW) {
+      this.paused = true;
+      this.socket.pause();
+    }
+  }
+
+  private async forward(data: Buffer, isBinary: boolean): Promise<void> {
+    if (this.closed) return;
+    if (isBinary) {
+      this.link.send({ kind: 'binary', value: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) });
+      return;
+    }
+    const text = data.toString('utf8');
+    if (!this.endpoint.message) {
+      this.link.send({ kind: 'text', value: text });
+      return;
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (err) {
+      this.sendError(createError('SF_ERR_MESSAGE_INVALID_JSON', (err as Error).message));
+      return;
+    }
+    try {
+      const message = await validateDto(this.endpoint.message, parsed, 'message', false);
+      if (!this.closed) this.link.send({ kind: 'json', value: message });
+    } catch (err) {
+      if (!(err instanceof RequestValidationError)) throw err;
+      const invalid = createError('SF_ERR_MESSAGE_INVALID', err.message);
+      this.sendJson({ error: invalid.message, code: invalid.code, detail: err.detail });
+    }
+  }
+
+  private backlog(): number {
+    return this.validating + this.link.pendingInput;
+  }
+
+  private resumeIfRoom(): void {
+    if (this.paused && this.backlog() <= INPUT_WINDOW / 2) {
+      this.paused = false;
+      this.socket.resume();
+    }
+  }
+
+  private send(item: unknown): Promise<void> {
+    if (this.closed || this.socket.readyState !== this.socket.OPEN) return Promise.resolve();
+    const data = item instanceof Uint8Array ? item : typeof item === 'string' ? item : JSON.stringify(item ?? null);
+    // Waiting for each frame to be written bounds what waits in memory to one frame plus the credit.
+    return new Promise((resolve) => this.socket.send(data, { binary: data instanceof Uint8Array }, () => resolve()));
+  }
+
+  private sendError(err: ServeFnError): void {
+    this.sendJson({ error: err.message, code: err.code });
+  }
+
+  private sendJson(body: unknown): void {
+    if (!this.closed && this.socket.readyState === this.socket.OPEN) this.socket.send(JSON.stringify(body));
+  }
+
+  private asFailure(err: unknown): ServeFnError {
+    if (err instanceof ServeFnError) return err;
+    const crossed = err as { code?: unknown; statusCode?: unknown; message?: unknown };
+    if (typeof crossed?.statusCode === 'number' && crossed.statusCode >= 400 && crossed.statusCode < 500) {
+      return createError('SF_ERR_BAD_REQUEST', String(crossed.message));
+    }
+    return createError('SF_ERR_EXECUTION_FAILED', this.modelName, this.endpoint.id, String(crossed?.message ?? err));
+  }
+
+  private closeIdle(): void {
+    const idle = createError('SF_ERR_SOCKET_IDLE', this.endpoint.idleTimeoutMs);
+    this.sendError(idle);
+    this.close(CLOSE.goingAway, idle.message);
+  }
+
+  private close(code: number, reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearTimeout(this.idle);
+    this.link.close();
+    this.socket.close(code, reason);
+  }
+
+  private onClientGone(): void {
+    this.closed = true;
+    clearTimeout(this.idle);
+    this.link.close();
+  }
+}

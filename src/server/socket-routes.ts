@@ -1,0 +1,89 @@
+import websocket from '@fastify/websocket';
+import type { FastifyInstance, FastifySchema } from 'fastify';
+import type { ModelDefinition, SocketEndpointDefinition } from '../definition/model-definition.js';
+import { createError } from '../errors/index.js';
+import type { ModelRuntime } from '../runtime/model-runtime.js';
+import type { DtoSchemas } from './openapi-plugin.js';
+import { flattenHeaders } from './request-reader.js';
+import type { ServerState } from './server-state.js';
+import { CLOSE, INPUT_WINDOW, SocketConnection } from './socket-connection.js';
+
+export interface SocketRoutesOptions {
+  readonly runtimes: readonly ModelRuntime[];
+  readonly state: ServerState;
+  readonly schemas: DtoSchemas;
+  /** Largest client message in bytes. */
+  readonly maxPayload: number;
+}
+
+/** Registers each model's @WebSocketEndpoint methods as WebSocket routes (GET with Upgrade). */
+export async function socketRoutes(app: FastifyInstance, opts: SocketRoutesOptions): Promise<void> {
+  const sockets = opts.runtimes.flatMap((runtime) => runtime.definition.sockets.map((endpoint) => ({ runtime, endpoint })));
+  if (sockets.length === 0) return;
+  await app.register(websocket, { options: { maxPayload: opts.maxPayload } });
+  for (const { runtime, endpoint } of sockets) registerSocket(app, runtime, endpoint, opts);
+}
+
+function registerSocket(app: FastifyInstance, runtime: ModelRuntime, endpoint: SocketEndpointDefinition, opts: SocketRoutesOptions): void {
+  let open = 0;
+  app.route({
+    method: 'GET',
+    url: endpoint.path,
+    schema: socketSchema(runtime.definition, endpoint, opts.schemas),
+    validatorCompiler: () => () => true,
+    // Runs before the upgrade, so a refusal is an ordinary HTTP answer the client can read.
+    preValidation: async () => {
+      if (!opts.state.ready) throw createError('SF_ERR_DRAINING');
+      if (open >= endpoint.maxConnections) throw createError('SF_ERR_SOCKET_LIMIT', endpoint.path, open);
+    },
+    handler: async () => {
+      throw createError('SF_ERR_UPGRADE_REQUIRED', endpoint.path);
+    },
+    wsHandler: (socket, request) => {
+      let connection: SocketConnection;
+      try {
+        const link = runtime.openSocket(endpoint.methodName, {
+          connectionId: String(request.id),
+          params: { ...(request.params as Record<string, unknown>) },
+          query: { ...(request.query as Record<string, unknown>) },
+          headers: flattenHeaders(request.headers),
+        });
+        connection = new SocketConnection(socket, link, endpoint, runtime.definition.name, request.log, () => !opts.state.ready);
+      } catch (err) {
+        const code = (err as { statusCode?: number }).statusCode === 503 ? CLOSE.goingAway : CLOSE.internalError;
+        socket.close(code, (err as Error).message.slice(0, 120));
+        return;
+      }
+      open++;
+      void connection.run().finally(() => open--);
+    },
+  });
+}
+
+function socketSchema(model: ModelDefinition, endpoint: SocketEndpointDefinition, schemas: DtoSchemas): FastifySchema {
+  const messages = [
+    endpoint.message && `Client text messages: JSON \`${endpoint.message.name}\`, validated; an invalid one is answered with \`{"error", "code", "detail"}\` and the connection stays open.`,
+    'Client binary messages reach the model as bytes.',
+    endpoint.response && `Server messages: JSON \`${endpoint.response.name}\` (binary frames for bytes).`,
+    `One model instance serves the whole connection. Idle connections close after ${endpoint.idleTimeoutMs} ms (1001); at most ${endpoint.maxConnections} connections, more are refused with 503 before the upgrade; past ${INPUT_WINDOW} unread messages the server stops reading. Close codes: 1000 the session ended, 1001 idle or server shutting down, 1008 the model refused the input (4xx), 1011 the model failed.`,
+  ];
+  const description = [endpoint.description, model.description && `Model **${model.name}** v${model.version}: ${model.description}.`, ...messages]
+    .filter(Boolean)
+    .join('\n\n');
+  const errorRef = { $ref: 'ErrorBody#' };
+  const schema: Record<string, unknown> = {
+    summary: endpoint.summary ?? `${model.name}.${endpoint.methodName} (WebSocket)`,
+    description,
+    tags: [...endpoint.tags],
+    operationId: `${model.name}_${endpoint.methodName}`,
+    response: {
+      101: { description: 'Switching Protocols: the connection is now a WebSocket.' },
+      426: errorRef,
+      503: errorRef,
+    },
+  };
+  const messageSchemas: Record<string, unknown> = {};
+  if (endpoint.message && schemas[endpoint.message.name]) messageSchemas.client = { $ref: `#/components/schemas/${endpoint.message.name}` };
+  if (endpoint.response && schemas[endpoint.response.name]) messageSchemas.server = { $ref: `#/components/schemas/${endpoint.response.name}` };
+  return Object.assign(schema, { 'x-websocket': { messages: messageSchemas } }) as FastifySchema;
+}

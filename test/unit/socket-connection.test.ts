@@ -1,0 +1,188 @@
+import { EventEmitter } from 'node:events';
+import { IsInt } from 'class-validator';
+import type { FastifyBaseLogger } from 'fastify';
+import type { WebSocket } from 'ws';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { SocketEndpointDefinition } from '../../src/definition/model-definition.js';
+import { createError, serializeError } from '../../src/errors/index.js';
+import { SocketLink } from '../../src/runtime/socket-link.js';
+import type { SocketInput } from '../../src/runtime/wire-format.js';
+import { INPUT_WINDOW, SocketConnection } from '../../src/server/socket-connection.js';
+
+class Count {
+  @IsInt() n!: number;
+}
+
+/** Just what SocketConnection uses of a ws WebSocket, recording what the server does. */
+class FakeSocket extends EventEmitter {
+  readonly OPEN = 1;
+  readyState = 1;
+  paused = 0;
+  resumed = 0;
+  readonly sent: { data: unknown; binary: boolean }[] = [];
+  closedWith?: { code: number; reason: string };
+
+  pause(): void {
+    this.paused++;
+  }
+  resume(): void {
+    this.resumed++;
+  }
+  send(data: unknown, options?: { binary?: boolean } | (() => void), cb?: () => void): void {
+    const binary = typeof options === 'object' ? Boolean(options.binary) : false;
+    this.sent.push({ data: typeof data === 'string' && !binary ? JSON.parse(data) : data, binary });
+    (typeof options === 'function' ? options : cb)?.();
+  }
+  close(code: number, reason: string): void {
+    this.closedWith = { code, reason };
+    this.readyState = 3;
+  }
+}
+
+function endpoint(overrides: Partial<SocketEndpointDefinition> = {}): SocketEndpointDefinition {
+  return { id: 'M.talk', methodName: 'talk', path: '/ws', idleTimeoutMs: 1000, maxConnections: 10, tags: [], ...overrides };
+}
+
+const log = { debug: () => undefined, error: () => undefined } as unknown as FastifyBaseLogger;
+
+function connect(options: { endpoint?: SocketEndpointDefinition; draining?: boolean } = {}) {
+  const socket = new FakeSocket();
+  const delivered: SocketInput[] = [];
+  const controlLog: string[] = [];
+  const link = new SocketLink(
+    {
+      deliver: (input) => delivered.push(input),
+      endInput: () => controlLog.push('end-input'),
+      grant: () => undefined,
+      cancel: () => controlLog.push('cancel'),
+    },
+    0,
+  );
+  const connection = new SocketConnection(socket as unknown as WebSocket, link, options.endpoint ?? endpoint(), 'm', log, () => options.draining ?? false);
+  const running = connection.run();
+  return { socket, link, delivered, controlLog, running };
+}
+
+const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('SocketConnection input', () => {
+  it('hands text, validated JSON and binary messages to the session in arrival order', async () => {
+    const { socket, delivered, link } = connect({ endpoint: endpoint({ message: Count }) });
+    socket.emit('message', Buffer.from('{"n": 1}'), false);
+    socket.emit('message', Buffer.from([9, 8]), true);
+    socket.emit('message', Buffer.from('{"n": 2}'), false);
+    await flush();
+    expect(delivered.map((d) => d.kind)).toEqual(['json', 'binary', 'json']);
+    expect(delivered[0].value).toBeInstanceOf(Count);
+    expect({ ...(delivered[0].value as Count) }).toEqual({ n: 1 });
+    expect(delivered[1].value).toEqual(new Uint8Array([9, 8]));
+    expect({ ...(delivered[2].value as Count) }).toEqual({ n: 2 });
+    link.close();
+  });
+
+  it('passes text as a string when the endpoint has no message DTO', async () => {
+    const { socket, delivered, link } = connect();
+    socket.emit('message', Buffer.from('plain words'), false);
+    await flush();
+    expect(delivered).toEqual([{ kind: 'text', value: 'plain words' }]);
+    link.close();
+  });
+
+  it('answers invalid JSON and invalid messages with error messages and does not pass them on', async () => {
+    const { socket, delivered, link } = connect({ endpoint: endpoint({ message: Count }) });
+    socket.emit('message', Buffer.from('{"n":'), false);
+    socket.emit('message', Buffer.from('{"n": "three"}'), false);
+    await flush();
+    expect(delivered).toEqual([]);
+    expect(socket.sent[0].data).toMatchObject({ code: 'SF_ERR_MESSAGE_INVALID_JSON' });
+    expect(socket.sent[1].data).toEqual({
+      error: 'Message failed validation: message.n: n must be an integer number',
+      code: 'SF_ERR_MESSAGE_INVALID',
+      detail: [{ loc: ['message', 'n'], msg: 'n must be an integer number', type: 'isInt', input: 'three' }],
+    });
+    expect(socket.closedWith).toBeUndefined();
+    link.close();
+  });
+
+  it(`stops reading after ${INPUT_WINDOW} messages the session has not taken, and reads again once half are taken`, async () => {
+    const { socket, link } = connect();
+    for (let i = 0; i < INPUT_WINDOW + 8; i++) socket.emit('message', Buffer.from(`m${i}`), false);
+    await flush();
+    expect(socket.paused).toBe(1);
+    expect(link.pendingInput).toBe(INPUT_WINDOW + 8);
+    link.taken(INPUT_WINDOW / 2 + 7);
+    expect(socket.resumed).toBe(0);
+    link.taken(1);
+    expect(socket.resumed).toBe(1);
+    link.close();
+  });
+});
+
+describe('SocketConnection output and closing', () => {
+  it('sends objects as JSON text, strings as text and bytes as binary, then closes with 1000', async () => {
+    const { socket, link, running } = connect();
+    link.output.push({ kind: 'chunk', value: { a: 1 } });
+    link.output.push({ kind: 'chunk', value: new Uint8Array([1, 2]) });
+    link.output.push({ kind: 'end' });
+    await running;
+    expect(socket.sent).toEqual([
+      { data: { a: 1 }, binary: false },
+      { data: new Uint8Array([1, 2]), binary: true },
+    ]);
+    expect(socket.closedWith).toEqual({ code: 1000, reason: '' });
+  });
+
+  it('closes with 1001 when the session ends because the server drains', async () => {
+    const { socket, link, running } = connect({ draining: true });
+    link.output.push({ kind: 'end' });
+    await running;
+    expect(socket.closedWith).toEqual({ code: 1001, reason: 'server shutting down' });
+  });
+
+  it('sends a 4xx failure as a message and closes with 1008, its reason cut to 123 bytes', async () => {
+    const { socket, link, running, controlLog } = connect();
+    const message = `bad audio: ${'é'.repeat(100)}`;
+    link.output.push({ kind: 'error', error: serializeError(createError('SF_ERR_BAD_REQUEST', message)) });
+    await running;
+    expect(socket.sent).toEqual([{ data: { error: message, code: 'SF_ERR_BAD_REQUEST' }, binary: false }]);
+    expect(socket.closedWith!.code).toBe(1008);
+    expect(Buffer.byteLength(socket.closedWith!.reason)).toBeLessThanOrEqual(123);
+    expect(socket.closedWith!.reason).toMatch(/^bad audio: é+\.\.\.$/);
+    // The session has already stopped producing, so only its input is ended.
+    expect(controlLog).toEqual(['end-input']);
+  });
+
+  it('closes with 1011 when the session fails with a server error', async () => {
+    const { socket, link, running } = connect();
+    link.output.push({ kind: 'error', error: serializeError(new Error('kaput')) });
+    await running;
+    expect(socket.sent[0].data).toEqual({ error: "Model 'm' failed in M.talk: kaput", code: 'SF_ERR_EXECUTION_FAILED' });
+    expect(socket.closedWith).toEqual({ code: 1011, reason: "Model 'm' failed in M.talk: kaput" });
+  });
+
+  it('closes an idle connection with 1001 after idleTimeoutMs, counting from the last client message', async () => {
+    vi.useFakeTimers();
+    const { socket, controlLog, running } = connect();
+    vi.advanceTimersByTime(900);
+    socket.emit('message', Buffer.from('still here'), false);
+    vi.advanceTimersByTime(900);
+    expect(socket.closedWith).toBeUndefined();
+    vi.advanceTimersByTime(100);
+    expect(socket.sent.at(-1)!.data).toEqual({ error: 'Connection closed after 1000 ms without a message from the client.', code: 'SF_ERR_SOCKET_IDLE' });
+    expect(socket.closedWith).toEqual({ code: 1001, reason: 'Connection closed after 1000 ms without a message from the client.' });
+    expect(controlLog).toEqual(['end-input', 'cancel']);
+    vi.useRealTimers();
+    await running;
+  });
+
+  it('stops the session when the client goes away', async () => {
+    const { socket, controlLog, running } = connect();
+    socket.emit('close');
+    await running;
+    expect(controlLog).toEqual(['end-input', 'cancel']);
+  });
+});

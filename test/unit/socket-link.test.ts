@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { SocketLink, type SocketControl } from '../../src/runtime/socket-link.js';
+import type { SocketInput } from '../../src/runtime/wire-format.js';
+
+function control(): SocketControl & { log: string[]; delivered: SocketInput[] } {
+  const log: string[] = [];
+  const delivered: SocketInput[] = [];
+  return {
+    log,
+    delivered,
+    deliver: (input) => delivered.push(input),
+    endInput: () => log.push('end-input'),
+    grant: (units) => log.push(`grant ${units}`),
+    cancel: () => log.push('cancel'),
+  };
+}
+
+describe('SocketLink', () => {
+  it('counts messages sent and not yet taken, and calls the listener on each report', () => {
+    const c = control();
+    const link = new SocketLink(c, 1);
+    let reports = 0;
+    link.whenTaken(() => reports++);
+    link.send({ kind: 'text', value: 'a' });
+    link.send({ kind: 'binary', value: new Uint8Array([1]) });
+    expect(link.pendingInput).toBe(2);
+    link.taken(1);
+    expect(link.pendingInput).toBe(1);
+    expect(reports).toBe(1);
+    expect(c.delivered).toEqual([{ kind: 'text', value: 'a' }, { kind: 'binary', value: new Uint8Array([1]) }]);
+    expect(link.instanceIndex).toBe(1);
+  });
+
+  it('close ends the input and cancels the output', () => {
+    const c = control();
+    const link = new SocketLink(c, 0);
+    link.output.push({ kind: 'chunk', value: 1 });
+    link.close();
+    expect(c.log).toEqual(['end-input', 'cancel']);
+  });
+
+  it('grants the producer one unit per output item taken while it is still producing', async () => {
+    const c = control();
+    const link = new SocketLink(c, 0);
+    link.output.push({ kind: 'chunk', value: 'x' });
+    const iterator = link.output[Symbol.asyncIterator]();
+    expect(await iterator.next()).toEqual({ value: 'x', done: false });
+    expect(c.log).toEqual(['grant 1']);
+    link.output.push({ kind: 'end' });
+    expect(await iterator.next()).toEqual({ value: undefined, done: true });
+    expect(c.log).toEqual(['grant 1']);
+  });
+});
