@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { createError } from '../errors/index.js';
 
 /** The templates `serve-fn new` offers, each a folder of `templates/`. */
-export const TEMPLATE_NAMES = ['basic', 'onnx', 'npu', 'triton-repository'] as const;
+export const TEMPLATE_NAMES = ['basic', 'onnx', 'streaming', 'npu', 'triton-repository'] as const;
 
 export const DEFAULT_TEMPLATES_DIR = fileURLToPath(new URL('../../templates/', import.meta.url));
 

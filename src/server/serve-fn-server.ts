@@ -186,7 +186,8 @@ export class ServeFnServer {
     await app.register(healthRoutes, { state: this.state });
     await app.register(metricsRoutes, { recorder: this.recorder });
     await app.register(endpointRoutes, { runtimes: this.runtimes, state: this.state, schemas });
-    await app.register(socketRoutes, { runtimes: this.runtimes, state: this.state, schemas, maxPayload: this.bodyLimit });
+    // On the root app, not as an encapsulated plugin, so @fastify/websocket's injectWS is on `app`.
+    await socketRoutes(app, { runtimes: this.runtimes, state: this.state, schemas, maxPayload: this.bodyLimit });
     await app.register(kserveProtocol, {
       repository: this.repository ?? new EmptyModelRepository(),
       recorder: this.recorder,

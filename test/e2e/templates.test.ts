@@ -28,6 +28,7 @@ interface ServeCheck {
 const SERVE_CHECKS: Record<string, ServeCheck> = {
   basic: { entry: '.', path: () => '/predict', body: { text: 'serve small models quickly' }, expected: { words: 4, longest: 'quickly', instance: 0 } },
   onnx: { entry: '.', path: () => '/add-sub', body: { a, b }, expected: { sum: a.map((v) => v + 10), difference: a.map((v) => v - 10) } },
+  streaming: { entry: '.', path: () => '/generate', body: { prompt: 'hello stream' }, expected: 'data: {"index":0,"token":"hello"}\n\ndata: {"index":1,"token":"stream"}\n\n' },
   'triton-repository': {
     entry: 'models',
     path: (model) => `/v2/models/${model}/infer`,
@@ -76,7 +77,7 @@ async function serveOnce(project: string, check: ServeCheck, modelName: string):
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(check.body),
     });
-    const body: unknown = await res.json();
+    const body: unknown = res.headers.get('content-type')?.startsWith('application/json') ? await res.json() : await res.text();
     proc.kill('SIGTERM');
     return { status: res.status, body, exitCode: await exited };
   } finally {
@@ -105,7 +106,7 @@ describe.sequential('serve-fn new', () => {
     return { project, output: tested.output };
   }
 
-  it.each(['basic', 'onnx', 'triton-repository'])('the %s template installs offline, passes its tests and serves', async (template) => {
+  it.each(['basic', 'onnx', 'streaming', 'triton-repository'])('the %s template installs offline, passes its tests and serves', async (template) => {
     const { project } = generateAndTest(template);
     const modelName = `${template}_app`.replaceAll('-', '_');
     const served = await serveOnce(project, SERVE_CHECKS[template]!, modelName);

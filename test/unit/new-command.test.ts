@@ -82,9 +82,9 @@ describe('createProject', () => {
   });
 
   it('refuses a template it does not offer, naming the ones it does', async () => {
-    const err = await createProject({ dir: join(tmp, 'x'), template: 'streaming' }).catch((e: ServeFnError) => e);
+    const err = await createProject({ dir: join(tmp, 'x'), template: 'grpc' }).catch((e: ServeFnError) => e);
     expect((err as ServeFnError).code).toBe('SF_ERR_NEW_TEMPLATE_UNKNOWN');
-    expect((err as ServeFnError).message).toBe("No template named 'streaming': choose one of basic, onnx, npu, triton-repository.");
+    expect((err as ServeFnError).message).toBe("No template named 'grpc': choose one of basic, onnx, streaming, npu, triton-repository.");
   });
 
   it.each(TEMPLATE_NAMES)('leaves no placeholder unfilled in the %s template', async (template) => {
