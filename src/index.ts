@@ -17,3 +17,4 @@ export type {
   InferenceModel, InferenceModelInfo, InferRequest, InferResponse, LoadRequest, ModelRepository, RepositoryIndexEntry, RequestedOutput,
 } from './inference/inference-model.js';
 export { FolderModelRepository, type FolderModelRepositoryOptions } from './model-repository/folder-model-repository.js';
+export * from './adapters/funasr/index.js';

@@ -172,7 +172,7 @@ describe('OCR example (PP-OCRv4 det -> crop -> rec over ctx.infer)', () => {
 
 describe('examples/index.ts', () => {
   it('serves the OCR models next to the other examples', () => {
-    expect(buildDefinitions(Object.values(allExamples)).map((d) => d.name).sort()).toEqual(['cosyvoice', 'ocr', 'ocr-rec', 'silero-vad']);
+    expect(buildDefinitions(Object.values(allExamples)).map((d) => d.name).sort()).toEqual(['asr', 'cosyvoice', 'ocr', 'ocr-rec', 'silero-vad']);
   });
 });
 

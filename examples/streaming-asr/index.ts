@@ -1,0 +1,1 @@
+export { StreamingAsr } from './streaming-asr.model.js';
