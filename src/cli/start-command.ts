@@ -2,6 +2,7 @@ import type { FastifyServerOptions } from 'fastify';
 import pretty from 'pino-pretty';
 import { ServeFnServer, type RepositoryServeOptions } from '../server/serve-fn-server.js';
 import { securityOptionsFromEnv, tlsOptionsFromEnv } from '../server/security-env.js';
+import { START_INSTANCE_NICENESS } from '../runtime/thread-priority.js';
 import { STANDBY_GO } from './dev-command.js';
 import { findEntry, findRepository, loadModels } from './entry-discovery.js';
 
@@ -43,6 +44,8 @@ function loggerFor(dev: boolean): FastifyServerOptions['logger'] {
 /** A Triton model repository folder is served as one; anything else is an entry module of decorated models. */
 async function serverFor(entryPath: string | undefined, options: StartOptions): Promise<ServeFnServer> {
   const logger = loggerFor(options.dev);
+  // Instances read it when they start (thread-priority.ts); dev keeps the library's default of 0.
+  if (!options.dev && !process.env.SERVE_FN_INSTANCE_NICENESS) process.env.SERVE_FN_INSTANCE_NICENESS = String(START_INSTANCE_NICENESS);
   const root = findRepository(entryPath);
   const security = securityOptionsFromEnv(process.env);
   const tls = tlsOptionsFromEnv(process.env);

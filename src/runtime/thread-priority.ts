@@ -3,17 +3,20 @@ import { setPriority } from 'node:os';
 import { createError } from '../errors/index.js';
 
 /**
- * Model instances run at a lower OS priority than the HTTP thread, so that under saturation the
- * kernel runs the thread that answers health probes and hands out work as soon as it is ready,
- * instead of time-slicing it with compute that can wait a few milliseconds. An idle CPU still
- * goes to the instances: niceness only decides who runs first when both want the same core.
+ * What `serve-fn start` (the production entrypoint) runs model instances at: a lower OS priority
+ * than the HTTP thread, so that under saturation the kernel runs the thread that answers health
+ * probes and hands out work as soon as it is ready, instead of time-slicing it with compute that
+ * can wait a few milliseconds. An idle CPU still goes to the instances: niceness only decides who
+ * runs first when both want the same core. It also ranks instances below every other process of
+ * the same cgroup, which is why it is not the library's default: on a shared machine (a test run,
+ * `serve-fn dev`) other processes would take the CPU from the model.
  */
-export const DEFAULT_INSTANCE_NICENESS = 10;
+export const START_INSTANCE_NICENESS = 10;
 
-/** Reads SERVE_FN_INSTANCE_NICENESS: 0 (as the HTTP thread) to 19 (lowest); unset means the default. */
+/** Reads SERVE_FN_INSTANCE_NICENESS: 0 (as the HTTP thread, the default) to 19 (lowest). */
 export function instanceNiceness(env: NodeJS.ProcessEnv = process.env): number {
   const value = env.SERVE_FN_INSTANCE_NICENESS;
-  if (value === undefined || value === '') return DEFAULT_INSTANCE_NICENESS;
+  if (value === undefined || value === '') return 0;
   const niceness = Number(value);
   if (!Number.isInteger(niceness) || niceness < 0 || niceness > 19) {
     throw createError('SF_ERR_ENV_INVALID', 'SERVE_FN_INSTANCE_NICENESS', `expected an integer from 0 to 19, got '${value}'.`);

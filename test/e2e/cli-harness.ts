@@ -35,7 +35,9 @@ export async function startCli(args: string[], env: Record<string, string> = {},
   const grpc = args[0] === 'start' ? ['--grpc-port', '0'] : [];
   const proc = spawn(process.execPath, [BIN, ...args, ...(serving ? ['--port', String(usePort), ...grpc] : [])], {
     cwd: REPO_ROOT,
-    env: { ...process.env, ...env },
+    // Test files run in parallel on few cores: instances at `serve-fn start`'s niceness 10 would
+    // wait behind the other test processes. cli.test.ts checks that default on its own.
+    env: { ...process.env, SERVE_FN_INSTANCE_NICENESS: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let text = '';

@@ -54,6 +54,17 @@ describe('serve-fn start', () => {
     expect(events.indexOf('finalize 0')).toBeGreaterThan(events.findIndex((e) => e.startsWith('done')));
   });
 
+  it('runs model instances at niceness 10 unless SERVE_FN_INSTANCE_NICENESS says otherwise', async () => {
+    const cli = await startCli(['start', 'test/fixtures/models/busy-model.ts', '--host', '127.0.0.1'], { SERVE_FN_INSTANCE_NICENESS: '', SERVE_FN_TEST_JOURNAL: join(tmp, 'journal.log') });
+    try {
+      await cli.waitForOutput(/"msg":"serve-fn ready"/);
+      const answers = await Promise.all([1, 2, 3, 4].map(() => fetch(`${cli.base}/niceness`).then((r) => r.json())));
+      expect(answers).toEqual([1, 2, 3, 4].map(() => ({ niceness: 10 })));
+    } finally {
+      await cli.stop();
+    }
+  });
+
   it('fails start-up with the model name and the cause when initialize throws', async () => {
     const cli = await startCli(['start', 'test/fixtures/cli/slow-model.ts', '--host', '127.0.0.1'], { SLOW_FAIL_INIT: '1' });
     expect(await cli.waitForExit()).toBe(1);

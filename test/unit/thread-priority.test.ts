@@ -2,16 +2,16 @@ import { readlinkSync } from 'node:fs';
 import { getPriority } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_INSTANCE_NICENESS, instanceNiceness, lowerThisThreadPriority } from '../../src/runtime/thread-priority.js';
+import { instanceNiceness, lowerThisThreadPriority, START_INSTANCE_NICENESS } from '../../src/runtime/thread-priority.js';
 import { thrown } from '../helpers/thrown.js';
 
 const threadId = (): number => Number(readlinkSync('/proc/thread-self').split('/').pop());
 
 describe('instanceNiceness', () => {
-  it('defaults to 10 when SERVE_FN_INSTANCE_NICENESS is unset or empty', () => {
-    expect(DEFAULT_INSTANCE_NICENESS).toBe(10);
-    expect(instanceNiceness({})).toBe(10);
-    expect(instanceNiceness({ SERVE_FN_INSTANCE_NICENESS: '' })).toBe(10);
+  it('is 0 when SERVE_FN_INSTANCE_NICENESS is unset or empty (serve-fn start sets 10)', () => {
+    expect(START_INSTANCE_NICENESS).toBe(10);
+    expect(instanceNiceness({})).toBe(0);
+    expect(instanceNiceness({ SERVE_FN_INSTANCE_NICENESS: '' })).toBe(0);
   });
 
   it('takes 0 to 19', () => {
