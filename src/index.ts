@@ -12,7 +12,8 @@ export { ERROR_CATALOGUE, ServeFnError, createError, type SfErrorCode } from './
 export type { Tensor, TensorSpec, Datatype } from './tensor/tensor.js';
 export type { BackendSession, BackendMetadata } from './backends/backend.js';
 export { createTensor, type TensorValue } from './tensor/tensor-factory.js';
-export type { ExecuteRequest, ExecuteResponse, TensorModel } from './inference/tensor-model-api.js';
+export type { ExecuteRequest, ExecuteResponse, TensorModel, DecoupledTensorModel, DecoupledResponse } from './inference/tensor-model-api.js';
+export { REQUEST_FLAG_SEQUENCE_START, REQUEST_FLAG_SEQUENCE_END } from './inference/tensor-model-api.js';
 export type {
   InferenceModel, InferenceModelInfo, InferRequest, InferResponse, LoadRequest, ModelRepository, RepositoryIndexEntry, RequestedOutput,
 } from './inference/inference-model.js';

@@ -5,22 +5,28 @@ import type { WireResult } from '../runtime/wire-format.js';
 import { checkTensorAgainstSpec, createTensor } from '../tensor/tensor-factory.js';
 import type { Tensor } from '../tensor/tensor.js';
 import type { TensorExecutor } from './backend-executor.js';
-import type { ExecuteRequest, ExecuteResponse, TensorModel } from './tensor-model-api.js';
+import { isDecoupledConfig, type StreamedResult } from './decoupled-model.js';
+import { REQUEST_FLAG_SEQUENCE_END, REQUEST_FLAG_SEQUENCE_START, type DecoupledResponse, type DecoupledTensorModel, type ExecuteRequest, type ExecuteResponse, type TensorModel } from './tensor-model-api.js';
 import type { ConfigTensor, TensorModelPlan, TensorWireRequest, TensorWireResult } from './tensor-model-plan.js';
 
-type TensorModelClass = new () => TensorModel;
+type AnyTensorModel = TensorModel | DecoupledTensorModel;
+type TensorModelClass = new () => AnyTensorModel;
 
 class WireExecuteRequest implements ExecuteRequest {
   readonly id?: string;
   readonly inputs: readonly Tensor[];
   readonly requestedOutputNames: readonly string[];
   readonly parameters: Readonly<Record<string, unknown>>;
+  readonly correlationId: number | string;
+  readonly flags: number;
 
   constructor(wire: TensorWireRequest) {
     this.id = wire.id;
     this.inputs = wire.inputs;
     this.requestedOutputNames = wire.outputs;
     this.parameters = wire.parameters;
+    this.correlationId = wire.sequence?.correlationId ?? 0;
+    this.flags = (wire.sequence?.start ? REQUEST_FLAG_SEQUENCE_START : 0) | (wire.sequence?.end ? REQUEST_FLAG_SEQUENCE_END : 0);
   }
 
   input(name: string): Tensor | undefined {
@@ -31,13 +37,16 @@ class WireExecuteRequest implements ExecuteRequest {
 /**
  * A repository model.ts / model.js (Triton's Python backend): one instance of the user's class per
  * model instance, called with every request of an execution. Each response is checked against
- * the configured outputs, so a model bug fails its request with a 500 naming the output.
+ * the configured outputs, so a model bug fails its request with a 500 naming the output. A decoupled
+ * model (tensor-model-api.ts, DecoupledTensorModel) is called once per request and streams its
+ * responses through `stream`.
  */
 export class ModuleExecutor implements TensorExecutor {
   private constructor(
     private readonly plan: TensorModelPlan,
     private readonly modelName: string,
-    private readonly model: TensorModel,
+    private readonly model: AnyTensorModel,
+    readonly decoupled: boolean,
   ) {}
 
   static async start(plan: TensorModelPlan, ctx: ModelContext): Promise<ModuleExecutor> {
@@ -45,18 +54,23 @@ export class ModuleExecutor implements TensorExecutor {
     const exports = (await import(pathToFileURL(plan.file).href)) as Record<string, unknown>;
     const ModelClass = findModelClass(exports);
     if (!ModelClass) throw fail(`${plan.file} exports no class with an execute(requests) method; export one as the default export`);
-    let model: TensorModel;
+    let model: AnyTensorModel;
     try {
       model = new ModelClass();
       await model.initialize?.(ctx);
     } catch (err) {
       throw fail((err as Error)?.message ?? String(err));
     }
-    return new ModuleExecutor(plan, ctx.modelName, model);
+    return new ModuleExecutor(plan, ctx.modelName, model, isDecoupledConfig(ctx.config));
   }
 
+  /**
+   * One execution of every request. A decoupled model (reached here only by warmup, which runs
+   * outside the streaming path) answers each request with its last response, or none.
+   */
   async run(requests: readonly TensorWireRequest[]): Promise<WireResult[]> {
-    const responses: unknown = await this.model.execute(requests.map((r) => new WireExecuteRequest(r)));
+    if (this.decoupled) return Promise.all(requests.map((request) => this.lastOf(request)));
+    const responses: unknown = await (this.model as TensorModel).execute(requests.map((r) => new WireExecuteRequest(r)));
     if (!Array.isArray(responses)) throw this.failure(`returned ${describe(responses)} instead of an array of responses`);
     if (responses.length !== requests.length) {
       throw this.failure(`returned ${responses.length} responses for ${requests.length} requests; return one response per request, in order`);
@@ -70,8 +84,35 @@ export class ModuleExecutor implements TensorExecutor {
     });
   }
 
+  /**
+   * A decoupled model's responses to one request, each checked against the configured outputs.
+   * A checked response marked final is the last: the model's iterable is closed after it.
+   */
+  async *stream(request: TensorWireRequest): AsyncGenerator<StreamedResult, void, undefined> {
+    const produced: unknown = (this.model as DecoupledTensorModel).execute(new WireExecuteRequest(request));
+    const iterable = produced as Partial<AsyncIterable<unknown> & Iterable<unknown>> | null | undefined;
+    if (typeof iterable?.[Symbol.asyncIterator] !== 'function' && typeof iterable?.[Symbol.iterator] !== 'function') {
+      throw this.failure(`returned ${describe(produced)}; a decoupled model's execute(request) returns an iterable of responses, e.g. as an async generator (async *execute)`);
+    }
+    for await (const response of iterable as AsyncIterable<DecoupledResponse>) {
+      const final = response !== null && typeof response === 'object' && response.final === true;
+      yield { result: this.toResult(response, request), final };
+      if (final) return;
+    }
+  }
+
   async finalize(): Promise<void> {
     await this.model.finalize?.();
+  }
+
+  private async lastOf(request: TensorWireRequest): Promise<WireResult> {
+    try {
+      let last: TensorWireResult = { outputs: [] };
+      for await (const { result } of this.stream(request)) last = result;
+      return { ok: true, value: last };
+    } catch (err) {
+      return { ok: false, error: serializeError(err) };
+    }
   }
 
   private toResult(response: ExecuteResponse, request: TensorWireRequest): TensorWireResult {

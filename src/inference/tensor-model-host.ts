@@ -1,5 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import type { ModelContext } from '../definition/model-context.js';
+import { createError } from '../errors/index.js';
+import type { StreamEvent } from '../runtime/stream-event.js';
+import { StreamPump } from '../runtime/stream-pump.js';
 import type { ExecuteCall, ExecuteOutcome } from '../runtime/wire-format.js';
 import { BackendExecutor, type TensorExecutor } from './backend-executor.js';
 import { ModuleExecutor } from './module-executor.js';
@@ -9,20 +12,39 @@ const now = (): number => performance.timeOrigin + performance.now();
 
 /**
  * The instance host of a repository model inside its worker thread, beside ModelHost for decorated
- * classes (worker-entry picks one by the boot data). Each execute call is one model execution.
+ * classes (worker-entry picks one by the boot data). Each execute call is one model execution; each
+ * openStream call is one request of a decoupled model, streamed response by response.
  */
 export class TensorModelHost {
-  private constructor(private readonly executor: TensorExecutor) {}
+  private constructor(
+    private readonly executor: TensorExecutor,
+    private readonly modelName: string,
+  ) {}
 
   static async start(plan: TensorModelPlan, ctx: ModelContext): Promise<TensorModelHost> {
     const executor = plan.kind === 'module' ? await ModuleExecutor.start(plan, ctx) : await BackendExecutor.start(plan, ctx);
-    return new TensorModelHost(executor);
+    return new TensorModelHost(executor, ctx.modelName);
   }
 
   async execute(call: ExecuteCall): Promise<ExecuteOutcome> {
     const computeStartMs = now();
     const results = await this.executor.run(call.requests.map((r) => r.payload as TensorWireRequest));
     return { results, computeStartMs, computeEndMs: now() };
+  }
+
+  /**
+   * Runs the call's one request on a decoupled model; the returned pump (started by the caller with
+   * `run()`) pulls the model's responses as credit allows and emits each as a StreamedResult chunk.
+   */
+  openStream(call: ExecuteCall, credit: number, emit: (event: StreamEvent) => void): StreamPump {
+    const open = async (): Promise<AsyncIterator<unknown>> => {
+      const executor = this.executor;
+      if (!(executor instanceof ModuleExecutor) || !executor.decoupled) {
+        throw createError('SF_ERR_EXECUTION_FAILED', this.modelName, 'execute', 'only a decoupled model.ts / model.js model streams its responses');
+      }
+      return executor.stream(call.requests[0].payload as TensorWireRequest);
+    };
+    return new StreamPump(open, credit, emit);
   }
 
   finalize(): Promise<void> {

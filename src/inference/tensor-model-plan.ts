@@ -35,6 +35,14 @@ export interface TensorWireRequest {
   /** The outputs this request wants; the main thread fills in every output when none were named. */
   readonly outputs: readonly string[];
   readonly parameters: Readonly<Record<string, unknown>>;
+  /** Set for a request of a stateful model (sequence_batching): its correlation id and START / END flags. */
+  readonly sequence?: SequenceFlags;
+}
+
+export interface SequenceFlags {
+  readonly correlationId: number | string;
+  readonly start: boolean;
+  readonly end: boolean;
 }
 
 export interface TensorWireResult {

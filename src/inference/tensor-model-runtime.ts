@@ -1,20 +1,43 @@
-import { deserializeError } from '../errors/index.js';
+import { createError, deserializeError } from '../errors/index.js';
 import type { BatchTimings, InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { BatchPolicy } from '../runtime/batch-policy.js';
 import { DynamicBatcher, type BatchEntry, type SubmitOptions } from '../runtime/dynamic-batcher.js';
 import { InstancePool, type PoolEvents, type RestartPolicy } from '../runtime/instance-pool.js';
 import type { InstanceFactory, ModelInstance } from '../runtime/model-instance.js';
 import { now, recordRequest, toUs } from '../runtime/request-accounting.js';
-import type { ExecuteOutcome, WireRequest } from '../runtime/wire-format.js';
+import type { StreamChannel } from '../runtime/stream-channel.js';
+import type { ExecuteCall, ExecuteOutcome, WireRequest } from '../runtime/wire-format.js';
+import { InstanceTurns } from './decoupled-instance-turns.js';
 import type { ValidatedRequest } from './request-validation.js';
+import { refuseSequenceParameters } from './sequence-parameters.js';
 import { planExecutions } from './tensor-batching.js';
 import type { TensorWireRequest, TensorWireResult } from './tensor-model-plan.js';
 
-interface Queued {
+/** A request on its way to an instance, with the times the metrics need. */
+export interface QueuedRequest {
   readonly request: ValidatedRequest;
   readonly submittedMs: number;
   dispatchedMs?: number;
   timings?: BatchTimings;
+}
+
+/** What TensorModelVersion drives: this class, or SequenceModelRuntime for stateful models. */
+export interface TensorRuntime {
+  start(): Promise<void>;
+  /** Triton's warmup: `requests` once on every instance, outside the scheduler and the metrics. */
+  runOnEachInstance(requests: () => TensorWireRequest[]): Promise<ExecuteOutcome[]>;
+  submit(request: ValidatedRequest, options?: SubmitOptions): Promise<TensorWireResult>;
+  drain(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Where the executions of one model version are counted. */
+export interface ExecutionAccounting {
+  readonly name: string;
+  readonly version: string;
+  readonly recorder: InferenceRecorder;
+  /** Most rows one execution may hold: max(1, max_batch_size). */
+  readonly maxRows: number;
 }
 
 export interface TensorModelRuntimeOptions {
@@ -37,9 +60,11 @@ const NO_REQUEST_INFO: WireRequest['info'] = { params: {}, query: {}, headers: {
  * by shape signature and row count (see planExecutions), run one after another on the instance the
  * batch was given; metrics count each execution as Triton does.
  */
-export class TensorModelRuntime {
+export class TensorModelRuntime implements TensorRuntime {
   private readonly pool: InstancePool;
-  private readonly batcher: DynamicBatcher<Queued, TensorWireResult>;
+  private readonly batcher: DynamicBatcher<QueuedRequest, TensorWireResult>;
+  /** Decoupled requests waiting for an instance of their own (see openStream). */
+  private readonly turns = new InstanceTurns();
 
   constructor(private readonly options: TensorModelRuntimeOptions) {
     const { name, version, recorder } = options;
@@ -47,13 +72,16 @@ export class TensorModelRuntime {
       { name, instances: { count: options.instanceCount } },
       options.factory,
       {
-        onIdle: () => this.batcher.notifyIdle(),
+        onIdle: () => {
+          this.batcher.notifyIdle();
+          this.turns.notify();
+        },
         onRestart: (index) => recorder.instanceRestarted(name, version, index),
         onLog: options.log,
       },
       options.restartPolicy,
     );
-    this.batcher = new DynamicBatcher<Queued, TensorWireResult>(`${name} version ${version}`, options.policy, {
+    this.batcher = new DynamicBatcher<QueuedRequest, TensorWireResult>(`${name} version ${version}`, options.policy, {
       idleInstances: () => this.pool.idleCount,
       execute: (batch) => this.execute(batch),
     });
@@ -80,7 +108,8 @@ export class TensorModelRuntime {
 
   async submit(request: ValidatedRequest, options: SubmitOptions = {}): Promise<TensorWireResult> {
     const { name, version, recorder } = this.options;
-    const queued: Queued = { request, submittedMs: now() };
+    refuseSequenceParameters(name, request.wire.parameters);
+    const queued: QueuedRequest = { request, submittedMs: now() };
     return recordRequest(recorder, name, version, queued, (q) => this.batcher.submit(q, options));
   }
 
@@ -93,43 +122,90 @@ export class TensorModelRuntime {
     return this.pool.stop();
   }
 
-  private async execute(batch: readonly BatchEntry<Queued>[]): Promise<(TensorWireResult | Error)[]> {
-    const { name, version, recorder } = this.options;
+  private async execute(batch: readonly BatchEntry<QueuedRequest>[]): Promise<(TensorWireResult | Error)[]> {
     const instance = this.pool.acquire();
-    const dispatched = now();
-    for (const entry of batch) entry.payload.dispatchedMs = dispatched;
-    recorder.pendingChanged(name, version, -batch.length);
-    const results: (TensorWireResult | Error)[] = [];
     try {
-      const requests = batch.map((entry) => entry.payload.request);
-      for (const group of planExecutions(requests, this.options.maxRows)) {
-        const started = now();
-        try {
-          const outcome = await instance.execute(this.call(group.map((i) => requests[i].wire)));
-          const received = now();
-          const timings: BatchTimings = {
-            computeInputUs: toUs(outcome.computeStartMs - started),
-            computeInferUs: toUs(outcome.computeEndMs - outcome.computeStartMs),
-            computeOutputUs: toUs(received - outcome.computeEndMs),
-          };
-          const rows = group.reduce((sum, i) => sum + requests[i].rows, 0);
-          recorder.batchExecuted(name, version, Math.max(1, rows), timings);
-          group.forEach((i, k) => {
-            const result = outcome.results[k];
-            batch[i].payload.timings = timings;
-            results[i] = result.ok ? (result.value as TensorWireResult) : deserializeError(result.error);
-          });
-        } catch (err) {
-          for (const i of group) results[i] = err instanceof Error ? err : new Error(String(err));
-        }
-      }
-      return results;
+      return await executeOnInstance(instance, batch.map((entry) => entry.payload), this.options);
     } finally {
       this.pool.release(instance);
     }
   }
 
-  private call(requests: readonly TensorWireRequest[]) {
-    return { methodName: 'execute', batched: true, requests: requests.map((payload) => ({ payload, info: NO_REQUEST_INFO })) };
+  private call(requests: readonly TensorWireRequest[]): ExecuteCall {
+    return tensorCall(requests);
   }
+
+  /**
+   * Decoupled models: runs one request as a stream of responses on an instance of its own, busy
+   * until the stream ends, fails or is cancelled (DecoupledModelVersion keeps such requests away
+   * from the batcher). While every instance is busy it waits for the pool to free one, until
+   * `signal` aborts (SF_ERR_CANCELLED) or `deadlineMs` passes (SF_ERR_TIMEOUT). The request counts as pending
+   * until it has an instance, and as one success or failure once its first response, its end or its
+   * error arrived; the stream's whole run counts as one execution. Resolves with the open channel,
+   * which the caller must iterate or cancel.
+   */
+  async openStream(request: ValidatedRequest, credit: number, wait: { readonly signal?: AbortSignal; readonly deadlineMs?: number } = {}): Promise<StreamChannel> {
+    const { name, version, recorder } = this.options;
+    refuseSequenceParameters(name, request.wire.parameters);
+    const queued: QueuedRequest = { request, submittedMs: now() };
+    return recordRequest(recorder, name, version, queued, async (q) => {
+      while (this.pool.idleCount === 0) await this.turns.wait(wait.signal, wait.deadlineMs);
+      const instance = this.pool.acquire();
+      const dispatched = now();
+      q.dispatchedMs = dispatched;
+      recorder.pendingChanged(name, version, -1);
+      if (!instance.openStream) {
+        this.pool.release(instance);
+        throw createError('SF_ERR_EXECUTION_FAILED', name, 'execute', 'its instances cannot stream responses');
+      }
+      const channel = instance.openStream(this.call([request.wire]), credit);
+      void channel.finished.then(() => {
+        recorder.batchExecuted(name, version, 1, { computeInputUs: 0, computeInferUs: toUs(now() - dispatched), computeOutputUs: 0 });
+        this.pool.release(instance);
+      });
+      await channel.started;
+      return channel;
+    });
+  }
+}
+
+/** One execute call of a tensor model's instance host. */
+export function tensorCall(requests: readonly TensorWireRequest[]): ExecuteCall {
+  return { methodName: 'execute', batched: true, requests: requests.map((payload) => ({ payload, info: NO_REQUEST_INFO })) };
+}
+
+/**
+ * Runs the requests the scheduler gave one instance: split into executions by shape signature and
+ * row count (see planExecutions), run one after another, each counted as Triton counts executions.
+ * Resolves one result or Error per request, in order.
+ */
+export async function executeOnInstance(instance: ModelInstance, batch: readonly QueuedRequest[], accounting: ExecutionAccounting): Promise<(TensorWireResult | Error)[]> {
+  const { name, version, recorder } = accounting;
+  const dispatched = now();
+  for (const queued of batch) queued.dispatchedMs = dispatched;
+  recorder.pendingChanged(name, version, -batch.length);
+  const results: (TensorWireResult | Error)[] = [];
+  const requests = batch.map((queued) => queued.request);
+  for (const group of planExecutions(requests, accounting.maxRows)) {
+    const started = now();
+    try {
+      const outcome = await instance.execute(tensorCall(group.map((i) => requests[i].wire)));
+      const received = now();
+      const timings: BatchTimings = {
+        computeInputUs: toUs(outcome.computeStartMs - started),
+        computeInferUs: toUs(outcome.computeEndMs - outcome.computeStartMs),
+        computeOutputUs: toUs(received - outcome.computeEndMs),
+      };
+      const rows = group.reduce((sum, i) => sum + requests[i].rows, 0);
+      recorder.batchExecuted(name, version, Math.max(1, rows), timings);
+      group.forEach((i, k) => {
+        const result = outcome.results[k];
+        batch[i].timings = timings;
+        results[i] = result.ok ? (result.value as TensorWireResult) : deserializeError(result.error);
+      });
+    } catch (err) {
+      for (const i of group) results[i] = err instanceof Error ? err : new Error(String(err));
+    }
+  }
+  return results;
 }

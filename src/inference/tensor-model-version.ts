@@ -3,7 +3,7 @@ import type { InferenceModelInfo, InferRequest, InferResponse } from './inferenc
 import { validateInferRequest } from './request-validation.js';
 import type { ServedModel } from './served-model.js';
 import type { TensorWireRequest } from './tensor-model-plan.js';
-import type { TensorModelRuntime } from './tensor-model-runtime.js';
+import type { TensorRuntime } from './tensor-model-runtime.js';
 
 /** One `model_warmup` entry: its requests (made afresh for each run, since sending moves their buffers) and how often to run them. */
 export interface WarmupRun {
@@ -22,7 +22,7 @@ export class TensorModelVersion implements ServedModel {
 
   constructor(
     readonly info: InferenceModelInfo,
-    private readonly runtime: TensorModelRuntime,
+    private readonly runtime: TensorRuntime,
     private readonly warmups: readonly WarmupRun[],
   ) {}
 

@@ -18,7 +18,7 @@ export function needsAutoComplete(config: ModelConfig): boolean {
  * `input` or `output` (or is absent):
  * - the model can batch when every input and output has a variable (-1) first dimension; then a
  *   max_batch_size of 0 becomes DEFAULT_MAX_BATCH_SIZE, and with max_batch_size > 1 and no
- *   scheduler `dynamic_batching {}` is added (preferred size [max_batch_size], as Triton's
+ *   scheduler (neither dynamic_batching nor sequence_batching) `dynamic_batching {}` is added (preferred size [max_batch_size], as Triton's
  *   normalisation then fills in). A model that cannot batch with max_batch_size > 0 is an error;
  * - a missing `input` / `output` list is filled from the model, dims without the batch dimension
  *   when batching; a tensor left with no dims gets dims [1] (plus `reshape { shape: [] }` when
@@ -31,7 +31,7 @@ export function autoCompleteConfig(config: ModelConfig, model: BackendMetadata, 
   let dynamicBatching = config.dynamic_batching;
   if (batchable) {
     if (maxBatchSize === 0) maxBatchSize = DEFAULT_MAX_BATCH_SIZE;
-    if (maxBatchSize > 1 && !dynamicBatching) {
+    if (maxBatchSize > 1 && !dynamicBatching && !config.sequence_batching) {
       dynamicBatching = {
         preferred_batch_size: [maxBatchSize], max_queue_delay_microseconds: 0, preserve_ordering: false,
         priority_levels: 0, default_priority_level: 0, priority_queue_policy: {},

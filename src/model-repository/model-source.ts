@@ -60,11 +60,12 @@ export function readModelSource(root: string, name: string, dir: string, configJ
   if (config.name !== name) {
     throw createError('SF_ERR_CONFIG_INVALID', name, `${configJson !== undefined ? 'the config parameter' : configFile} names the model '${config.name}', but its folder is '${name}'; they must match`);
   }
-  if (config.sequence_batching) throw createError('SF_ERR_CONFIG_INVALID', name, 'sequence_batching is not supported yet; serve stateless models, or keep state in a model.ts model');
-  if (config.model_transaction_policy?.decoupled) throw createError('SF_ERR_CONFIG_INVALID', name, 'decoupled models are not supported yet');
 
   const available = listVersions(dir);
   const kind = kindOf(config, dir, available);
+  if (config.model_transaction_policy?.decoupled && (kind !== 'module' || config.sequence_batching)) {
+    throw createError('SF_ERR_CONFIG_INVALID', name, 'only a model.ts / model.js model without sequence_batching can be decoupled (model_transaction_policy { decoupled: true })');
+  }
   if (kind === 'ensemble') {
     if (!config.ensemble_scheduling) throw createError('SF_ERR_ENSEMBLE_INVALID', name, 'platform "ensemble" needs ensemble_scheduling { step [ ... ] }');
     // Triton wants an empty version folder for an ensemble; without one, serve it as version 1.

@@ -3,10 +3,13 @@ import type { BackendMetadata, DeviceSpec } from '../backends/backend.js';
 import { backendForFile } from '../backends/backend-for-file.js';
 import type { ModelContextData } from '../definition/model-context.js';
 import { createError, ServeFnError } from '../errors/index.js';
+import { DecoupledModelVersion } from '../inference/decoupled-model-version.js';
 import { EnsembleModel, type ModelResolver } from '../inference/ensemble-model.js';
 import type { InferenceModelInfo } from '../inference/inference-model.js';
 import type { ServedModel } from '../inference/served-model.js';
 import type { TensorModelKind, TensorModelPlan } from '../inference/tensor-model-plan.js';
+import { controlInputSpecs } from '../inference/sequence-controls.js';
+import { SequenceModelRuntime } from '../inference/sequence-model-runtime.js';
 import { TensorModelRuntime } from '../inference/tensor-model-runtime.js';
 import { TensorModelVersion } from '../inference/tensor-model-version.js';
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';
@@ -22,6 +25,7 @@ import { planEnsemble } from './ensemble-validation.js';
 import { instancePlacements, sessionOptionsFromParameters, type InstancePlacement } from './instance-placement.js';
 import { modelConfigToJson, type ModelConfig } from './model-config.js';
 import type { ModelSource } from './model-source.js';
+import { sequenceBatchingPlan } from './sequence-batching-config.js';
 import { warmupRuns } from './warmup-requests.js';
 
 export type TensorInstanceFactory = (index: number, plan: TensorModelPlan, context: ModelContextData, events: InstanceEvents) => ModelInstance;
@@ -74,29 +78,40 @@ async function buildTensorModel(source: ModelSource, kind: TensorModelKind, vers
     if (needsAutoComplete(config)) throw createError('SF_ERR_CONFIG_INVALID', name, 'a model.ts / model.js model declares its input and output tensors in config.pbtxt');
   } else if (kind === 'onnx' || needsAutoComplete(config)) {
     // An .om file is only opened here when its configuration needs completing: that takes an NPU.
-    const metadata = await readMetadata(file, kind, placements[0]);
+    const metadata = withoutControlInputs(await readMetadata(file, kind, placements[0]), config);
     config = autoCompleteConfig(config, metadata, file);
     checkConfigAgainstModel(config, metadata, file);
   }
   const tensors = configTensors(config);
+  const sequence = sequenceBatchingPlan(config);
   const plan: TensorModelPlan = {
-    kind, file, maxBatchSize: config.max_batch_size, inputs: tensors.inputs, outputs: tensors.outputs,
+    kind, file, maxBatchSize: config.max_batch_size, outputs: tensors.outputs,
+    inputs: sequence ? [...tensors.inputs, ...controlInputSpecs(sequence.controls)] : tensors.inputs,
     sessionOptions: kind === 'onnx' ? sessionOptionsFromParameters(config) : {},
   };
   const info = infoFor(config, version, PLATFORMS[kind]);
   const makeInstance = ctx.instanceFactory ?? workerInstanceFactory(ctx.infer);
-  const runtime = new TensorModelRuntime({
+  const common = {
     name,
     version,
     instanceCount: placements.length,
-    policy: batchPolicy(config, version),
-    maxRows: Math.max(1, config.max_batch_size),
-    factory: (index, events) => makeInstance(index, plan, contextData(info, source.dir, placements, index), events),
+    factory: (index: number, events: InstanceEvents) => makeInstance(index, plan, contextData(info, source.dir, placements, index), events),
     recorder: ctx.recorder,
     log: ctx.log,
     restartPolicy: ctx.restartPolicy,
-  });
-  return new TensorModelVersion(info, runtime, warmupRuns(config, tensors.inputs, source.dir));
+  };
+  const runtime = sequence
+    ? new SequenceModelRuntime({ ...common, maxBatchSize: config.max_batch_size, idleUs: sequence.idleUs, controls: sequence.controls })
+    : new TensorModelRuntime({ ...common, policy: batchPolicy(config, version), maxRows: Math.max(1, config.max_batch_size) });
+  const warmups = warmupRuns(config, tensors.inputs, source.dir);
+  if (info.decoupled && runtime instanceof TensorModelRuntime) return new DecoupledModelVersion(info, runtime, warmups);
+  return new TensorModelVersion(info, runtime, warmups);
+}
+
+/** The model file's inputs less the sequence control inputs, which the server fills and config.pbtxt leaves out of `input`. */
+function withoutControlInputs(metadata: BackendMetadata, config: ModelConfig): BackendMetadata {
+  const controls = new Set(config.sequence_batching?.control_input.map((c) => c.name) ?? []);
+  return controls.size === 0 ? metadata : { ...metadata, inputs: metadata.inputs.filter((spec) => !controls.has(spec.name)) };
 }
 
 function infoFor(config: ModelConfig, version: string, platform: string): InferenceModelInfo {
@@ -109,7 +124,7 @@ function infoFor(config: ModelConfig, version: string, platform: string): Infere
     outputs: tensors.outputs.map(toTensorSpec),
     maxBatchSize: config.max_batch_size,
     config: modelConfigToJson(config),
-    decoupled: false,
+    decoupled: config.model_transaction_policy?.decoupled === true,
   };
 }
 

@@ -57,7 +57,7 @@ export interface ReservedParameters {
   readonly priority?: number;
   readonly timeoutUs?: number;
   readonly binaryDataOutput?: boolean;
-  /** Everything else, the sequence parameters included, for the model. */
+  /** Everything else for the model version; a stateful model's scheduler takes the sequence parameters out (sequence-parameters.ts). */
   readonly passed: Parameters;
 }
 
@@ -108,7 +108,11 @@ function readCount(value: unknown, code: 'SF_ERR_PRIORITY_INVALID' | 'SF_ERR_TIM
     : createError(code, describe(value));
 }
 
-/** The sequence extension's parameters (protocols.md §1.6) pass through to the model; only their types are checked here. */
+/**
+ * The sequence extension's parameters (protocols.md §1.6) pass on to the model version, whose
+ * scheduler routes the request by them (or refuses them when the model is not stateful); only their
+ * types are checked here, for the HTTP and the gRPC decoders alike.
+ */
 function checkSequenceParameters(parameters: Parameters): void {
   const id = parameters.sequence_id;
   if (id !== undefined && typeof id !== 'string' && !(typeof id === 'number' && Number.isSafeInteger(id) && id >= 0)) {

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ModelRepository } from '../inference/inference-model.js';
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';
 import { stringifyJson } from '../tensor/index.js';
+import { registerGenerateRoutes } from './kserve-generate-routes.js';
 import { registerInferRoutes } from './kserve-infer-route.js';
 import { registerModelRoutes } from './kserve-model-routes.js';
 import { registerRepositoryRoutes } from './kserve-repository-routes.js';
@@ -19,6 +20,7 @@ export const KSERVE_EXTENSIONS: readonly string[] = [
   'statistics',
   'schedule_policy',
   'parameters',
+  'sequence',
 ];
 
 export interface KserveProtocolOptions {
@@ -53,6 +55,7 @@ export async function kserveProtocol(app: FastifyInstance, opts: KserveProtocolO
       registerServerRoutes(scope, { ...opts, extensions: opts.extensions ?? KSERVE_EXTENSIONS });
       registerModelRoutes(scope, opts);
       registerInferRoutes(scope, { repository: opts.repository, bodyLimit });
+      registerGenerateRoutes(scope, { repository: opts.repository, bodyLimit });
       registerRepositoryRoutes(scope, opts);
     },
     { prefix: '/v2' },

@@ -28,7 +28,7 @@ export function toProtocolError(err: unknown, bodyLimit: number, contentType?: s
 const SERVED_PATHS: readonly RegExp[] = [
   /^\/v2(?:\/health\/(?:live|ready))?$/,
   /^\/v2\/models\/stats$/,
-  /^\/v2\/models\/[^/]+(?:\/versions\/[0-9]+)?(?:\/(?:ready|config|stats|infer))?$/,
+  /^\/v2\/models\/[^/]+(?:\/versions\/[0-9]+)?(?:\/(?:ready|config|stats|infer|generate|generate_stream))?$/,
   /^\/v2\/repository\/(?:index|models\/[^/]+\/(?:load|unload))$/,
 ];
 

@@ -13,7 +13,7 @@ export type PoolOwner = Pick<ModelDefinition, 'name'> & { readonly instances: Pi
 
 export interface PoolEvents {
   /** An instance became free to take a batch. */
-  onIdle(): void;
+  onIdle(instance: ModelInstance): void;
   onRestart(index: number): void;
   onLog(level: 'info' | 'warn' | 'error', message: string): void;
 }
@@ -74,6 +74,12 @@ export class InstancePool {
     return [...this.up];
   }
 
+  /** Takes instance `index` if it is idle (sequences are bound to one instance). */
+  acquireIndex(index: number): ModelInstance | undefined {
+    const at = this.idle.findIndex((i) => i.index === index);
+    return at < 0 ? undefined : this.idle.splice(at, 1)[0];
+  }
+
   /** Takes an idle instance; callers check idleCount first. */
   acquire(): ModelInstance {
     const instance = this.idle.shift();
@@ -84,7 +90,7 @@ export class InstancePool {
   release(instance: ModelInstance): void {
     if (this.stopped || this.instances[instance.index] !== instance) return;
     this.idle.push(instance);
-    this.events.onIdle();
+    this.events.onIdle(instance);
   }
 
   async stop(): Promise<void> {

@@ -91,7 +91,7 @@ describe('health and metadata over gRPC', () => {
     expect([strings(res, 1), strings(res, 2), strings(res, 3)]).toEqual([
       ['serve-fn'],
       ['0.1.0'],
-      ['binary_tensor_data', 'model_configuration', 'model_repository', 'statistics', 'schedule_policy', 'parameters'],
+      ['binary_tensor_data', 'model_configuration', 'model_repository', 'statistics', 'schedule_policy', 'parameters', 'sequence'],
     ]);
   });
 

@@ -13,7 +13,7 @@ describe('GET /v2 (server metadata)', () => {
     const res = await app.inject({ method: 'GET', url: '/v2' });
     expect(res.statusCode).toBe(200);
     expect(res.body).toBe(
-      '{"name":"serve-fn","version":"0.1.0","extensions":["binary_tensor_data","model_configuration","model_repository","statistics","schedule_policy","parameters"]}',
+      '{"name":"serve-fn","version":"0.1.0","extensions":["binary_tensor_data","model_configuration","model_repository","statistics","schedule_policy","parameters","sequence"]}',
     );
     expect((await app.inject({ method: 'GET', url: '/v2/' })).statusCode).toBe(404);
   });
@@ -192,7 +192,7 @@ describe('statistics', () => {
 describe('routing', () => {
   it('answers an unknown /v2 route 404 {"error":"Not Found"}', async () => {
     const { app } = await protocolApp(new FakeRepository([]));
-    for (const url of ['/v2/nothing', '/v2/models/simple/generate', '/v2/health/dead']) {
+    for (const url of ['/v2/nothing', '/v2/models/simple/explain', '/v2/health/dead']) {
       const res = await app.inject({ method: 'GET', url });
       expect(wire(res), url).toEqual({ status: 404, type: bareJson, body: '{"error":"Not Found"}' });
     }
@@ -203,6 +203,8 @@ describe('routing', () => {
     const cases: [string, string][] = [
       ['POST', '/v2/health/live'],
       ['GET', '/v2/models/simple/infer'],
+      ['GET', '/v2/models/simple/generate'],
+      ['GET', '/v2/models/simple/versions/1/generate_stream'],
       ['DELETE', '/v2/models/simple'],
       ['GET', '/v2/repository/index'],
       ['GET', '/v2/repository/models/simple/load'],

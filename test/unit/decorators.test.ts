@@ -179,6 +179,7 @@ describe('@WebSocketEndpoint', () => {
       @WebSocketEndpoint('/ws/room', options)
       async *talk(): AsyncGenerator<object> {}
 
+      // @ts-expect-error -- TypeScript rejects this, but SWC (used by `serve-fn dev`) compiles it unchecked.
       @WebSocketEndpoint('/ws/field') field = 1;
     }
     expect(readWebSocketEndpoints(Room)).toEqual([

@@ -55,6 +55,11 @@ describe('readModelSource', () => {
     expect(read.config.max_batch_size).toBe(6);
   });
 
+  it('reads a stateful model (sequence_batching), which the sequence scheduler serves', () => {
+    const read = source('seq', { 'config.pbtxt': 'sequence_batching { max_sequence_idle_microseconds: 2000 }', '1/model.onnx': '' });
+    expect(read.config.sequence_batching?.max_sequence_idle_microseconds).toBe(2000);
+  });
+
   it('honours default_model_filename', () => {
     const read = source('named', { 'config.pbtxt': 'default_model_filename: "net.onnx"', '1/net.onnx': '' });
     expect(read.versions[0].file).toBe(join(root, 'named', '1', 'net.onnx'));
@@ -65,7 +70,6 @@ describe('readModelSource', () => {
     ['trt', { 'config.pbtxt': 'platform: "tensorrt_plan"', '1/model.plan': '' }, 'SF_ERR_BACKEND_UNSUPPORTED', "Backend 'tensorrt_plan' is not supported yet: model 'trt': serve-fn serves onnxruntime, npu_om, serve-fn (model.ts) and ensemble models"],
     ['pyonly', { 'config.pbtxt': 'backend: "python"', '1/model.py': '' }, 'SF_ERR_BACKEND_UNSUPPORTED', "Backend 'python' is not supported yet: model 'pyonly': serve-fn runs a model.ts or model.js class in place of Triton's model.py (see src/inference/tensor-model-api.ts)"],
     ['misnamed', { 'config.pbtxt': 'name: "other"', '1/model.onnx': '' }, 'SF_ERR_CONFIG_INVALID', "Model configuration for 'misnamed' is invalid: CONFIG names the model 'other', but its folder is 'misnamed'; they must match"],
-    ['seq', { 'config.pbtxt': 'sequence_batching { }', '1/model.onnx': '' }, 'SF_ERR_CONFIG_INVALID', "Model configuration for 'seq' is invalid: sequence_batching is not supported yet; serve stateless models, or keep state in a model.ts model"],
     ['bad', { 'config.pbtxt': 'max_batch_size: "x"' }, 'SF_ERR_CONFIG_PARSE', 'CONFIG:1:17: field \'max_batch_size\' expects an integer (int32), found string "x"'],
   ])('refuses %s', (name, files, code, message) => {
     expect(failure(() => source(name, files))).toEqual({ code, message: message.replace('CONFIG', join(root, name, 'config.pbtxt')) });

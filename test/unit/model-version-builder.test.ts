@@ -1,12 +1,12 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildAddSubModel } from '../../src/backends/onnx/onnx-model-builder.js';
+import { buildAddSubModel, buildOnnxModel } from '../../src/backends/onnx/onnx-model-builder.js';
 import { createError } from '../../src/errors/index.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { buildModelVersions, type VersionBuilderContext } from '../../src/model-repository/model-version-builder.js';
 import { readModelSource } from '../../src/model-repository/model-source.js';
-import { inThreadInstances, scratchFolder, SIMPLE_CONFIG, writeFiles } from '../fixtures/repository/repository-files.js';
+import { int32, inThreadInstances, scratchFolder, SIMPLE_CONFIG, values, writeFiles } from '../fixtures/repository/repository-files.js';
 
 const root = scratchFolder('builder');
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -67,6 +67,38 @@ describe('buildModelVersions', () => {
     const io = 'input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]';
     const [version] = await build('declared', { 'config.pbtxt': io, '1/model.ts': '' });
     expect(version.info.platform).toBe('serve-fn');
+  });
+
+  it('feeds the control inputs of a stateful ONNX model, which clients neither see nor send', async () => {
+    const column = (name: string, datatype: 'INT32' | 'INT64') => ({ name, datatype, shape: ['batch', 1] });
+    const model = buildOnnxModel({
+      inputs: [column('INPUT', 'INT32'), column('START', 'INT32'), column('CORRID', 'INT64')],
+      outputs: [column('OUTPUT', 'INT32'), column('SEEN_CORRID', 'INT64')],
+      nodes: [
+        { op: 'Add', inputs: ['INPUT', 'START'], outputs: ['OUTPUT'] },
+        { op: 'Identity', inputs: ['CORRID'], outputs: ['SEEN_CORRID'] },
+      ],
+    });
+    const config = `max_batch_size: 2
+      sequence_batching { control_input [
+        { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] },
+        { name: "CORRID" control [ { kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_INT64 } ] } ] }`;
+    const [version] = await build('stateful', { 'config.pbtxt': config, '1/model.onnx': model });
+    expect(version.info.inputs).toEqual([{ name: 'INPUT', datatype: 'INT32', shape: [1] }]);
+    expect(version.info.config).not.toHaveProperty('dynamic_batching');
+    await version.load();
+    try {
+      const infer = async (value: number, parameters: Record<string, unknown>) => {
+        const response = await version.infer({ inputs: [int32('INPUT', [1, 1], [value])], parameters });
+        return response.outputs.map((t) => [t.name, values(t)]);
+      };
+      expect(await infer(10, { sequence_id: 9, sequence_start: true })).toEqual([['OUTPUT', [11]], ['SEEN_CORRID', [9]]]);
+      expect(await infer(20, { sequence_id: 9, sequence_end: true })).toEqual([['OUTPUT', [20]], ['SEEN_CORRID', [9]]]);
+      await expect(version.infer({ inputs: [int32('INPUT', [1, 1], [1]), int32('START', [1, 1], [1])], parameters: { sequence_id: 3, sequence_start: true } }))
+        .rejects.toThrow("Unexpected input 'START' for model 'stateful'.");
+    } finally {
+      await version.unload();
+    }
   });
 
   it('refuses a dynamic_batching the batcher cannot run', async () => {

@@ -105,3 +105,54 @@ describe('ModuleExecutor.start', () => {
     );
   });
 });
+
+describe('ModuleExecutor for a decoupled model', () => {
+  const dir = scratchFolder('decoupled-module');
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  const decoupledPlan = (file: string): TensorModelPlan => ({
+    ...plan, file, maxBatchSize: 0, inputs: [{ name: 'N', datatype: 'INT32', dims: [1], optional: false }],
+    outputs: [{ name: 'OUT', datatype: 'INT32', dims: [1], optional: false }],
+  });
+  const decoupledContext = (): ContextServices => {
+    const data: ModelContextData = {
+      modelName: 'steps', modelVersion: '1', instanceName: 'steps_0', instanceIndex: 0, instanceCount: 1, deviceKind: 'cpu', deviceId: 0,
+      modelDir: dir, config: { model_transaction_policy: { decoupled: true } },
+    };
+    return new ContextServices(data, () => Promise.reject(new Error('unused')));
+  };
+  const stepsRequest = (n: number): TensorWireRequest => ({ inputs: [int32('N', [1], [n])], outputs: ['OUT'], parameters: {} });
+
+  it('streams the checked responses of a sync generator and of an async one', async () => {
+    writeFiles(dir, {
+      'sync.js': 'export default class Steps { *execute(r) { for (let i = 1; i <= r.input("N").data[0]; i++) yield { outputs: [{ name: "OUT", datatype: "INT32", shape: [1], data: Int32Array.of(i) }] }; } }\n',
+      'async.js': 'export default class Steps { async *execute(r) { for (let i = 1; i <= r.input("N").data[0]; i++) yield { outputs: [{ name: "OUT", datatype: "INT32", shape: [1], data: [i * 10] }], final: i === 2 }; } }\n',
+    });
+    const sync = await ModuleExecutor.start(decoupledPlan(`${dir}/sync.js`), decoupledContext().context);
+    expect(sync.decoupled).toBe(true);
+    const seen: [number[], boolean][] = [];
+    for await (const { result, final } of sync.stream(stepsRequest(3))) seen.push([values(result.outputs[0]), final]);
+    expect(seen).toEqual([[[1], false], [[2], false], [[3], false]]);
+    const asyncSteps = await ModuleExecutor.start(decoupledPlan(`${dir}/async.js`), decoupledContext().context);
+    const finals: [number[], boolean][] = [];
+    for await (const { result, final } of asyncSteps.stream(stepsRequest(5))) finals.push([values(result.outputs[0]), final]);
+    expect(finals).toEqual([[[10], false], [[20], true]]);
+  });
+
+  it('run() (warmup) answers each request with its last response, or an empty one', async () => {
+    const executor = await ModuleExecutor.start(decoupledPlan(`${dir}/sync.js`), decoupledContext().context);
+    const [three, none] = await executor.run([stepsRequest(3), stepsRequest(0)]);
+    expect(three.ok && values((three.value as TensorWireResult).outputs[0])).toEqual([3]);
+    expect(none).toEqual({ ok: true, value: { outputs: [] } });
+  });
+
+  it('fails a request whose execute returns something other than an iterable', async () => {
+    writeFiles(dir, { 'promise.js': 'export default class Steps { async execute() { return [] } }\n' });
+    const executor = await ModuleExecutor.start(decoupledPlan(`${dir}/promise.js`), decoupledContext().context);
+    const [result] = await executor.run([stepsRequest(1)]);
+    expect(failure(result)).toEqual({
+      code: 'SF_ERR_EXECUTION_FAILED', statusCode: 500,
+      message: "Model 'steps' failed in execute: returned Promise; a decoupled model's execute(request) returns an iterable of responses, e.g. as an async generator (async *execute)",
+    });
+  });
+});

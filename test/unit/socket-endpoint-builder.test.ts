@@ -84,6 +84,7 @@ describe('buildSocketEndpoint (through buildDefinition)', () => {
   it('refuses a decorated field', () => {
     @Model({ name: 'field' })
     class Field {
+      // @ts-expect-error -- TypeScript rejects this, but SWC (used by `serve-fn dev`) compiles it unchecked.
       @WebSocketEndpoint('/ws') talk = 'not a method';
     }
     expect(thrown(() => buildDefinition(Field)).message).toBe('Field.talk is decorated with @WebSocketEndpoint but is not a method of the class.');

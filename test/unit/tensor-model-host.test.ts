@@ -1,9 +1,11 @@
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { ModelContextData } from '../../src/definition/model-context.js';
+import type { StreamedResult } from '../../src/inference/decoupled-model.js';
 import { TensorModelHost } from '../../src/inference/tensor-model-host.js';
 import type { TensorModelPlan, TensorWireResult } from '../../src/inference/tensor-model-plan.js';
 import { ContextServices } from '../../src/runtime/context-services.js';
+import type { StreamEvent } from '../../src/runtime/stream-event.js';
 import { int32, values } from '../fixtures/repository/repository-files.js';
 
 const data: ModelContextData = {
@@ -31,5 +33,42 @@ describe('TensorModelHost', () => {
     expect(outcome.computeStartMs).toBeGreaterThanOrEqual(before);
     expect(outcome.computeEndMs).toBeGreaterThanOrEqual(outcome.computeStartMs);
     await host.finalize();
+  });
+});
+
+describe('TensorModelHost.openStream', () => {
+  const countdownPlan: TensorModelPlan = {
+    kind: 'module', file: fileURLToPath(new URL('../fixtures/decoupled/countdown/1/model.ts', import.meta.url)), maxBatchSize: 0, sessionOptions: {},
+    inputs: [{ name: 'N', datatype: 'INT32', dims: [1], optional: false }],
+    outputs: [{ name: 'OUT', datatype: 'INT32', dims: [1], optional: false }, { name: 'TEXT', datatype: 'BYTES', dims: [1], optional: false }],
+  };
+  const call = (n: number) => ({
+    methodName: 'execute', batched: false,
+    requests: [{ payload: { inputs: [int32('N', [1], [n])], outputs: ['OUT'], parameters: {} }, info: { params: {}, query: {}, headers: {} } }],
+  });
+
+  it('emits one chunk per response within its credit, then the end', async () => {
+    const services = new ContextServices({ ...data, modelName: 'countdown', config: { model_transaction_policy: { decoupled: true } } }, () => Promise.reject(new Error('unused')));
+    const host = await TensorModelHost.start(countdownPlan, services.context);
+    const events: StreamEvent[] = [];
+    const pump = host.openStream(call(3), 2, (event) => events.push(event));
+    const running = pump.run();
+    const summary = () => events.map((e) => (e.kind === 'chunk' ? values((e.value as StreamedResult).result.outputs[0])[0] : e.kind));
+    await vi.waitFor(() => expect(summary()).toEqual([3, 2]));
+    // Out of credit: nothing more comes until the consumer grants some.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(summary()).toEqual([3, 2]);
+    pump.grant(5);
+    await running;
+    expect(summary()).toEqual([3, 2, 1, 'end']);
+    await host.finalize();
+  });
+
+  it('answers an error event for a model that is not decoupled', async () => {
+    const services = new ContextServices({ ...data, modelName: 'countdown' }, () => Promise.reject(new Error('unused')));
+    const host = await TensorModelHost.start(countdownPlan, services.context);
+    const events: StreamEvent[] = [];
+    await host.openStream(call(3), 2, (event) => events.push(event)).run();
+    expect(events).toEqual([{ kind: 'error', error: expect.objectContaining({ code: 'SF_ERR_EXECUTION_FAILED', message: "Model 'countdown' failed in execute: only a decoupled model.ts / model.js model streams its responses" }) }]);
   });
 });

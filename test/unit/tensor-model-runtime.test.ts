@@ -6,7 +6,7 @@ import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { normalizeBatchPolicy } from '../../src/runtime/batch-policy.js';
 import type { ModelInstance } from '../../src/runtime/model-instance.js';
 import type { ExecuteCall, ExecuteOutcome } from '../../src/runtime/wire-format.js';
-import { createError } from '../../src/errors/index.js';
+import { createError, type ServeFnError } from '../../src/errors/index.js';
 
 /** Instances whose executions the test releases by hand; each execution's requests are recorded. */
 class ManualInstances {
@@ -98,6 +98,22 @@ describe('TensorModelRuntime', () => {
     expect(await warm).toHaveLength(3);
     expect(instances.calls.map((c) => c.instance).sort()).toEqual([0, 1, 2]);
     expect(recorder.statistics('m', '1').model_stats[0].execution_count).toBe(0);
+  });
+
+  it('refuses sequence parameters with a 400, since the model has no sequence_batching, and lets 0 / false pass', async () => {
+    const instances = new ManualInstances();
+    const { rt } = runtime(instances);
+    await rt.start();
+    const withParameters = (parameters: Record<string, unknown>): ValidatedRequest => ({ ...request('s', 'a'), wire: { ...request('s', 'a').wire, parameters } });
+    const refused = (await rt.submit(withParameters({ sequence_id: 12, sequence_start: true })).then(() => undefined, (err: unknown) => err)) as ServeFnError;
+    expect([refused.code, refused.statusCode, refused.message]).toEqual([
+      'SF_ERR_SEQUENCE_UNSUPPORTED', 400, "inference request to model 'm' sets 'sequence_id', but the model is not stateful: its configuration has no sequence_batching",
+    ]);
+    await expect(rt.submit(withParameters({ sequence_end: true }))).rejects.toThrow("sets 'sequence_end'");
+    expect(instances.calls).toEqual([]);
+    const plain = rt.submit(withParameters({ sequence_id: 0, sequence_start: false }));
+    await instances.release();
+    await expect(plain).resolves.toMatchObject({ parameters: { id: 's' } });
   });
 
   it('drains queued requests and then refuses new ones', async () => {

@@ -1,6 +1,8 @@
+import { once } from 'node:events';
 import type { sendUnaryData, ServerDuplexStream, ServerUnaryCall, UntypedServiceImplementation } from '@grpc/grpc-js';
 import { createError } from '../../errors/index.js';
-import type { InferenceModel, ModelRepository } from '../../inference/inference-model.js';
+import { canStream, type StreamedInferResponse } from '../../inference/decoupled-model.js';
+import type { InferenceModel, InferRequest, InferResponse, ModelRepository } from '../../inference/inference-model.js';
 import { buildInferRequest, checkOutputName, splitReservedParameters } from '../infer-request-decoder.js';
 import { selectOutputs } from '../infer-response-encoder.js';
 import { modelMetadata, serverReady } from '../model-metadata.js';
@@ -33,6 +35,9 @@ interface ModelInferRequestMessage {
 }
 
 type ModelInferResponseMessage = Record<string, unknown>;
+
+/** The response parameter that tells a streaming client a request is complete (protocols.md §1.14). */
+const FINAL = 'triton_final_response';
 
 /** The handlers of `inference.GRPCInferenceService` over the same ModelRepository as the HTTP routes. */
 export function grpcInferenceService(opts: GrpcServiceOptions): UntypedServiceImplementation {
@@ -68,34 +73,56 @@ function lookup(repository: ModelRepository, name: string | undefined, version: 
 
 async function infer(model: InferenceModel, message: ModelInferRequestMessage, signal: AbortSignal): Promise<ModelInferResponseMessage> {
   if (!model.ready()) throw createError('SF_ERR_MODEL_NOT_READY', model.info.name, model.info.version);
+  const { request, requested } = readRequest(model, message);
+  const response = await model.infer({ ...request, signal });
+  return responseMessage(response, request.id, requested);
+}
+
+interface DecodedGrpcRequest {
+  readonly request: InferRequest;
+  readonly requested?: readonly string[];
+  /** Triton's `triton_enable_empty_final_response`: end a decoupled request with an empty final response. */
+  readonly emptyFinal: boolean;
+}
+
+function readRequest(model: InferenceModel, message: ModelInferRequestMessage): DecodedGrpcRequest {
   const { info } = model;
-  const reserved = splitReservedParameters(fromGrpcParameters(message.parameters));
+  const { triton_enable_empty_final_response: emptyFinal, ...parameters } = fromGrpcParameters(message.parameters);
+  if (emptyFinal !== undefined && typeof emptyFinal !== 'boolean') {
+    throw createError('SF_ERR_BAD_REQUEST', `Parameter 'triton_enable_empty_final_response' must be a bool_param, got ${JSON.stringify(emptyFinal)}.`);
+  }
+  const reserved = splitReservedParameters(parameters);
   const inputs = decodeGrpcInputs(message.inputs ?? [], message.raw_input_contents ?? [], info.name);
   const requested = message.outputs?.length
     ? message.outputs.map((o) => {
         const name = o.name ?? '';
         checkOutputName(name, info);
-        const parameters = fromGrpcParameters(o.parameters);
-        return Object.keys(parameters).length === 0 ? { name } : { name, parameters };
+        const outputParameters = fromGrpcParameters(o.parameters);
+        return Object.keys(outputParameters).length === 0 ? { name } : { name, parameters: outputParameters };
       })
     : undefined;
-  const request = buildInferRequest(message.id, inputs, requested, reserved);
-  const response = await model.infer({ ...request, signal });
-  const id = response.id ?? request.id;
+  return { request: buildInferRequest(message.id, inputs, requested, reserved), requested: requested?.map((r) => r.name), emptyFinal: emptyFinal === true };
+}
+
+function responseMessage(response: InferResponse, requestId: string | undefined, requested: readonly string[] | undefined, extra: Readonly<Record<string, unknown>> = {}): ModelInferResponseMessage {
+  const id = response.id ?? requestId;
   return {
     model_name: response.modelName,
     model_version: response.modelVersion,
     ...(id ? { id } : {}),
-    parameters: toGrpcParameters(response.parameters),
-    ...encodeGrpcOutputs(selectOutputs(response, requested?.map((r) => r.name))),
+    parameters: toGrpcParameters({ ...response.parameters, ...extra }),
+    ...encodeGrpcOutputs(selectOutputs(response, requested)),
   };
 }
 
 /**
- * Triton's ModelStreamInfer for models that answer once per request: requests run concurrently,
- * each answer (or its error, in `error_message`) is written as it completes, and the stream ends
- * once the client has finished sending and every answer is out. Streaming several answers per
- * request (decoupled models) needs more than InferenceModel.infer gives, so such models are refused.
+ * Triton's ModelStreamInfer: requests run concurrently and each response (or error, in
+ * `error_message`) is written as it comes. A decoupled model's request answers 0..N times; every
+ * response carries `triton_final_response` (true on a model's last, and on the one answer of other
+ * models), and a request with `triton_enable_empty_final_response` ends with an empty final
+ * response unless its last response was final. Responses are pulled only as fast as gRPC sends
+ * them; a cancelled call stops every model still streaming. The call ends once the client has
+ * finished sending and every request is answered.
  */
 function streamInfer(repository: ModelRepository, call: ServerDuplexStream<ModelInferRequestMessage, Record<string, unknown>>): void {
   const abort = new AbortController();
@@ -104,21 +131,17 @@ function streamInfer(repository: ModelRepository, call: ServerDuplexStream<Model
   const finish = (): void => {
     if (ended && pending === 0) call.end();
   };
+  const write = async (message: Record<string, unknown>): Promise<void> => {
+    if (!call.write(message)) await once(call, 'drain', { signal: abort.signal });
+  };
   call.once('cancelled', () => abort.abort());
   call.on('data', (message: ModelInferRequestMessage) => {
     pending += 1;
     Promise.resolve()
-      .then(() => {
-        const model = lookup(repository, message.model_name, message.model_version);
-        if (model.info.decoupled) {
-          throw createError('SF_ERR_UNSUPPORTED', `Model '${model.info.name}' is decoupled; serve-fn answers ModelStreamInfer once per request, so it cannot stream this model's responses`);
-        }
-        return infer(model, message, abort.signal);
+      .then(() => answerOnStream(repository, message, abort.signal, write))
+      .catch((err: unknown) => {
+        if (!abort.signal.aborted) call.write({ error_message: toGrpcError(err).details });
       })
-      .then(
-        (response) => call.write({ infer_response: response }),
-        (err: unknown) => call.write({ error_message: toGrpcError(err).details }),
-      )
       .finally(() => {
         pending -= 1;
         finish();
@@ -128,4 +151,34 @@ function streamInfer(repository: ModelRepository, call: ServerDuplexStream<Model
     ended = true;
     finish();
   });
+}
+
+async function answerOnStream(
+  repository: ModelRepository,
+  message: ModelInferRequestMessage,
+  signal: AbortSignal,
+  write: (message: Record<string, unknown>) => Promise<void>,
+): Promise<void> {
+  const model = lookup(repository, message.model_name, message.model_version);
+  if (!model.ready()) throw createError('SF_ERR_MODEL_NOT_READY', model.info.name, model.info.version);
+  const { request, requested, emptyFinal } = readRequest(model, message);
+  if (!canStream(model)) {
+    const response = await model.infer({ ...request, signal });
+    await write({ infer_response: responseMessage(response, request.id, requested, { [FINAL]: true }) });
+    return;
+  }
+  const stream = await model.inferStream({ ...request, signal });
+  let last: StreamedInferResponse | undefined;
+  try {
+    for await (const response of stream) {
+      last = response;
+      await write({ infer_response: responseMessage(response, request.id, requested, { [FINAL]: response.final }) });
+    }
+  } finally {
+    stream.cancel();
+  }
+  if (emptyFinal && !last?.final) {
+    const empty: InferResponse = { modelName: model.info.name, modelVersion: model.info.version, id: request.id, outputs: [] };
+    await write({ infer_response: responseMessage(empty, request.id, [], { [FINAL]: true }) });
+  }
 }

@@ -1,0 +1,225 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { DecoupledModelVersion } from '../../src/inference/decoupled-model-version.js';
+import { canStream, type StreamedInferResponse } from '../../src/inference/decoupled-model.js';
+import type { InferRequest } from '../../src/inference/inference-model.js';
+import { TensorModelHost } from '../../src/inference/tensor-model-host.js';
+import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
+import { buildModelVersions, type TensorInstanceFactory } from '../../src/model-repository/model-version-builder.js';
+import { readModelSource } from '../../src/model-repository/model-source.js';
+import { ContextServices } from '../../src/runtime/context-services.js';
+import { StreamChannel } from '../../src/runtime/stream-channel.js';
+import { int32, scratchFolder, values, writeFiles } from '../fixtures/repository/repository-files.js';
+
+const ROOT = fileURLToPath(new URL('../fixtures/decoupled', import.meta.url));
+const COUNTDOWN_CONFIG = readFileSync(join(ROOT, 'countdown/config.pbtxt'), 'utf8');
+
+/** Instances on the test's own thread that stream as a worker does (TensorModelHost.openStream behind a StreamChannel). */
+const streamingInstances: TensorInstanceFactory = (index, plan, context) => {
+  const services = new ContextServices(context, () => Promise.reject(new Error('no ctx.infer in this test')));
+  let host: TensorModelHost | undefined;
+  return {
+    index,
+    async start() {
+      host = await TensorModelHost.start(plan, services.context);
+    },
+    execute: (call) => host!.execute(structuredClone(call)),
+    openStream(call, credit) {
+      const channel = new StreamChannel({ grant: (units) => pump.grant(units), cancel: () => pump.cancel() });
+      const pump = host!.openStream(structuredClone(call), credit, (event) => channel.push(event));
+      void pump.run();
+      return channel;
+    },
+    async stop() {
+      await host?.finalize();
+      await services.dispose();
+    },
+  };
+};
+
+const loaded: DecoupledModelVersion[] = [];
+afterEach(async () => {
+  await Promise.all(loaded.splice(0).map((m) => m.unload()));
+});
+
+async function countdown(config = COUNTDOWN_CONFIG): Promise<{ model: DecoupledModelVersion; recorder: InferenceRecorder }> {
+  const root = scratchFolder('decoupled');
+  writeFiles(root, { 'countdown/config.pbtxt': config, 'countdown/1/model.ts': readFileSync(join(ROOT, 'countdown/1/model.ts'), 'utf8') });
+  const recorder = new InferenceRecorder({ collectProcessMetrics: false });
+  const [model] = await buildModelVersions(readModelSource(root, 'countdown', join(root, 'countdown')), {
+    recorder,
+    log: () => undefined,
+    infer: () => Promise.reject(new Error('unused')),
+    resolve: () => {
+      throw new Error('unused');
+    },
+    instanceFactory: streamingInstances,
+  });
+  if (!(model instanceof DecoupledModelVersion)) throw new Error('countdown was not built as a decoupled model');
+  await model.load();
+  loaded.push(model);
+  return { model, recorder };
+}
+
+const request = (n: number, more: { FAIL_AT?: number; FINAL_AT?: number } = {}, rest: Partial<InferRequest> = {}): InferRequest => ({
+  id: `n${n}`,
+  inputs: [int32('N', [1], [n]), ...Object.entries(more).map(([name, v]) => int32(name, [1], [v]))],
+  ...rest,
+});
+
+const summary = (r: StreamedInferResponse): [number[], string, boolean] => [values(r.outputs[0]), new TextDecoder().decode((r.outputs[1].data as Uint8Array[])[0]), r.final];
+
+async function collect(stream: AsyncIterable<StreamedInferResponse>): Promise<StreamedInferResponse[]> {
+  const out: StreamedInferResponse[] = [];
+  for await (const r of stream) out.push(r);
+  return out;
+}
+
+async function fileText(path: string): Promise<string> {
+  const deadline = Date.now() + 5000;
+  while (!existsSync(path)) {
+    if (Date.now() > deadline) throw new Error(`${path} was not written`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return readFileSync(path, 'utf8');
+}
+
+describe('DecoupledModelVersion', () => {
+  it('is built for model_transaction_policy { decoupled: true } and streams every response in order', async () => {
+    const { model, recorder } = await countdown();
+    expect(model.info.decoupled).toBe(true);
+    expect(canStream(model)).toBe(true);
+    const responses = await collect(await model.inferStream(request(3)));
+    expect(responses.map(summary)).toEqual([[[3], 'tick 3', false], [[2], 'tick 2', false], [[1], 'tick 1', false]]);
+    expect(responses.map((r) => [r.modelName, r.modelVersion, r.id])).toEqual(Array(3).fill(['countdown', '1', 'n3']));
+    await new Promise((resolve) => setImmediate(resolve));
+    const [stats] = recorder.statistics('countdown', '1').model_stats;
+    expect([stats.inference_stats.success.count, stats.execution_count]).toEqual([1, 1]);
+  });
+
+  it('sends no response for N = 0', async () => {
+    const { model } = await countdown();
+    expect(await collect(await model.inferStream(request(0)))).toEqual([]);
+  });
+
+  it('stops pulling after a response marked final, and the model\'s finally runs', async () => {
+    const { model } = await countdown();
+    const marker = join(scratchFolder('marker'), 'stopped');
+    const responses = await collect(await model.inferStream(request(5, { FINAL_AT: 4 }, { parameters: { marker } })));
+    expect(responses.map(summary)).toEqual([[[5], 'tick 5', false], [[4], 'tick 4', true]]);
+    expect(await fileText(marker)).toBe('stopped after 2 of 5');
+  });
+
+  it('ends the stream with the model\'s error after the responses before it', async () => {
+    const { model } = await countdown();
+    const seen: number[][] = [];
+    const run = async (): Promise<void> => {
+      for await (const r of await model.inferStream(request(4, { FAIL_AT: 2 }))) seen.push(values(r.outputs[0]));
+    };
+    await expect(run()).rejects.toMatchObject({ code: 'SF_ERR_EXECUTION_FAILED', statusCode: 500, message: "Model 'countdown' failed in execute: countdown failed at 2" });
+    expect(seen).toEqual([[4], [3]]);
+  });
+
+  it('rejects at once when the first response is already an error', async () => {
+    const { model } = await countdown();
+    await expect(model.inferStream(request(2, { FAIL_AT: 2 }))).rejects.toMatchObject({ message: "Model 'countdown' failed in execute: countdown failed at 2" });
+  });
+
+  it('checks each response against the configured outputs', async () => {
+    const { model } = await countdown();
+    const seen: number[][] = [];
+    const run = async (): Promise<void> => {
+      for await (const r of await model.inferStream(request(3, {}, { parameters: { ghost_at: 2 } }))) seen.push(values(r.outputs[0]));
+    };
+    await expect(run()).rejects.toMatchObject({ message: "Model 'countdown' failed in execute: returned output 'GHOST', which config.pbtxt does not declare" });
+    expect(seen).toEqual([[3]]);
+  });
+
+  it('refuses a request that does not fit the inputs before it runs', async () => {
+    const { model } = await countdown();
+    await expect(model.inferStream({ inputs: [] })).rejects.toMatchObject({ code: 'SF_ERR_TENSOR_MISSING', message: "Expected input 'N' for model 'countdown' is missing." });
+  });
+
+  it('infer() takes exactly one response', async () => {
+    const { model } = await countdown();
+    const one = await model.infer(request(1));
+    expect([one.id, values(one.outputs[0]), 'final' in one]).toEqual(['n1', [1], false]);
+    await expect(model.infer(request(2))).rejects.toMatchObject({
+      code: 'SF_ERR_BAD_REQUEST',
+      message: "Model 'countdown' is decoupled and sent 2 responses to this request; this call takes exactly one. Use generate_stream or gRPC ModelStreamInfer to receive every response.",
+    });
+    await expect(model.infer(request(0))).rejects.toMatchObject({ message: expect.stringContaining('sent 0 responses') });
+  });
+
+  it('cancelling a stream runs the model\'s finally and frees the instance for the next request', async () => {
+    const { model } = await countdown();
+    const marker = join(scratchFolder('marker'), 'stopped');
+    const first = await model.inferStream(request(1000, {}, { parameters: { marker, pause_ms: 1 } }));
+    const iterator = first[Symbol.asyncIterator]();
+    expect(values((await iterator.next()).value!.outputs[0])).toEqual([1000]);
+    // One instance: the second request waits until the first stream lets its instance go.
+    let secondStarted = false;
+    const second = model.inferStream(request(1)).then((s) => {
+      secondStarted = true;
+      return s;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(secondStarted).toBe(false);
+    first.cancel();
+    expect((await collect(await second)).map(summary)).toEqual([[[1], 'tick 1', false]]);
+    expect(await fileText(marker)).toMatch(/^stopped after \d+ of 1000$/);
+  });
+
+  it('a request waiting for an instance gives up when cancelled or timed out', async () => {
+    const { model } = await countdown();
+    const busy = await model.inferStream(request(1000, {}, { parameters: { pause_ms: 1 } }));
+    const abort = new AbortController();
+    const cancelled = model.inferStream(request(1, {}, { signal: abort.signal }));
+    abort.abort();
+    await expect(cancelled).rejects.toMatchObject({ code: 'SF_ERR_CANCELLED' });
+    await expect(model.inferStream(request(1, {}, { timeoutUs: 30_000 }))).rejects.toMatchObject({ code: 'SF_ERR_TIMEOUT' });
+    busy.cancel();
+  });
+
+  it('aborting the request signal after the first response stops the stream', async () => {
+    const { model } = await countdown();
+    const marker = join(scratchFolder('marker'), 'stopped');
+    const abort = new AbortController();
+    const stream = await model.inferStream(request(1000, {}, { signal: abort.signal, parameters: { marker, pause_ms: 1 } }));
+    abort.abort();
+    expect((await collect(stream)).length).toBeLessThan(1000);
+    expect(await fileText(marker)).toMatch(/^stopped after \d+ of 1000$/);
+  });
+
+  it('unload waits until the model has stopped producing, and refuses new requests meanwhile', async () => {
+    const { model } = await countdown();
+    const stream = await model.inferStream(request(1000, {}, { parameters: { pause_ms: 1 } }));
+    let unloaded = false;
+    const unloading = model.unload().then(() => (unloaded = true));
+    expect(model.ready()).toBe(false);
+    await expect(model.inferStream(request(1))).rejects.toMatchObject({ code: 'SF_ERR_MODEL_NOT_READY' });
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(unloaded).toBe(false);
+    stream.cancel();
+    await unloading;
+    expect(unloaded).toBe(true);
+    loaded.splice(0);
+  });
+
+  it('warms up through the model\'s execute(request), then serves', async () => {
+    const warmup = 'model_warmup [ { name: "zero" batch_size: 1 inputs { key: "N" value { data_type: TYPE_INT32 dims: [ 1 ] zero_data: true } } } ]\n';
+    const { model } = await countdown(COUNTDOWN_CONFIG + warmup);
+    expect(model.ready()).toBe(true);
+    expect((await collect(await model.inferStream(request(1)))).map(summary)).toEqual([[[1], 'tick 1', false]]);
+  });
+
+  it('only model.ts models without sequence_batching can be decoupled', () => {
+    const root = scratchFolder('decoupled-onnx');
+    writeFiles(root, { 'm/config.pbtxt': 'platform: "onnxruntime_onnx"\nmodel_transaction_policy { decoupled: true }\n', 'm/1/model.onnx': '' });
+    expect(() => readModelSource(root, 'm', join(root, 'm'))).toThrow(
+      "Model configuration for 'm' is invalid: only a model.ts / model.js model without sequence_batching can be decoupled (model_transaction_policy { decoupled: true })",
+    );
+  });
+});

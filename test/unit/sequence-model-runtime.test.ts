@@ -1,0 +1,214 @@
+import { describe, expect, it } from 'vitest';
+import type { ServeFnError } from '../../src/errors/index.js';
+import type { ValidatedRequest } from '../../src/inference/request-validation.js';
+import type { SequenceControlInput } from '../../src/inference/sequence-controls.js';
+import { SequenceModelRuntime } from '../../src/inference/sequence-model-runtime.js';
+import type { TensorWireRequest } from '../../src/inference/tensor-model-plan.js';
+import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
+import type { Clock } from '../../src/runtime/clock.js';
+import type { InstanceEvents, ModelInstance } from '../../src/runtime/model-instance.js';
+import type { ExecuteCall, ExecuteOutcome } from '../../src/runtime/wire-format.js';
+
+/** Instances whose executions the test finishes by hand; each execution's requests are recorded. */
+class ManualInstances {
+  readonly calls: { instance: number; requests: TensorWireRequest[] }[] = [];
+  readonly events = new Map<number, InstanceEvents>();
+  /** The latest instance made for each index (a restart makes a new one). */
+  readonly made = new Map<number, ModelInstance>();
+  private readonly waiting: (() => void)[] = [];
+
+  factory = (index: number, events: InstanceEvents): ModelInstance => {
+    this.events.set(index, events);
+    const instance: ModelInstance = {
+      index,
+      start: async () => undefined,
+      stop: async () => undefined,
+      execute: (call: ExecuteCall) => {
+        const requests = call.requests.map((r) => r.payload as TensorWireRequest);
+        this.calls.push({ instance: index, requests });
+        return new Promise<ExecuteOutcome>((resolve) => {
+          this.waiting.push(() => resolve({ results: requests.map((r) => ({ ok: true, value: { outputs: [], parameters: { id: r.id } } })), computeStartMs: 1, computeEndMs: 2 }));
+        });
+      },
+    };
+    this.made.set(index, instance);
+    return instance;
+  };
+
+  /** Finishes every running execution, then lets the runtime react. */
+  async finish(): Promise<void> {
+    for (const done of this.waiting.splice(0)) done();
+    for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+  }
+
+  /** Each execution as `instance: id id ...`. */
+  get trace(): string[] {
+    return this.calls.map((c) => `${c.instance}: ${c.requests.map((r) => r.id).join(' ')}`);
+  }
+}
+
+/** A clock whose time never moves: these tests do not reach the idle limit. */
+const stillClock: Clock = { now: () => 0, setTimer: () => undefined, clearTimer: () => undefined };
+
+function setup(options: { instances?: number; maxBatchSize?: number; controls?: SequenceControlInput[] } = {}) {
+  const instances = new ManualInstances();
+  const recorder = new InferenceRecorder({ collectProcessMetrics: false });
+  const logs: string[] = [];
+  const runtime = new SequenceModelRuntime({
+    name: 'acc', version: '1', instanceCount: options.instances ?? 2, maxBatchSize: options.maxBatchSize ?? 0, idleUs: 1_000_000,
+    controls: options.controls ?? [], factory: instances.factory, recorder, log: (level, message) => logs.push(`${level}: ${message}`), clock: stillClock,
+  });
+  return { instances, recorder, runtime, logs };
+}
+
+function request(id: string, parameters: Record<string, unknown>, rows = 1): ValidatedRequest {
+  return { wire: { id, inputs: [], outputs: [], parameters }, rows, signature: '' };
+}
+
+const seq = (sequence_id: number | string, flags: 'start' | 'end' | 'both' | '' = ''): Record<string, unknown> => ({
+  sequence_id,
+  ...(flags === 'start' || flags === 'both' ? { sequence_start: true } : {}),
+  ...(flags === 'end' || flags === 'both' ? { sequence_end: true } : {}),
+});
+
+async function failure(promise: Promise<unknown>): Promise<ServeFnError> {
+  return promise.then(() => {
+    throw new Error('expected a rejection');
+  }, (err: unknown) => err as ServeFnError);
+}
+
+describe('SequenceModelRuntime', () => {
+  it('keeps each sequence on its instance and runs its requests one at a time, in arrival order', async () => {
+    const { instances, runtime } = setup();
+    await runtime.start();
+    const results = [
+      runtime.submit(request('a1', seq(1, 'start'))),
+      runtime.submit(request('b1', seq(2, 'start'))),
+      runtime.submit(request('a2', seq(1))),
+      runtime.submit(request('b2', seq(2))),
+      runtime.submit(request('a3', seq(1, 'end'))),
+    ];
+    expect(instances.trace).toEqual(['0: a1', '1: b1']);
+    await instances.finish();
+    expect(instances.trace.slice(2)).toEqual(['0: a2', '1: b2']);
+    await instances.finish();
+    expect(instances.trace.slice(4)).toEqual(['0: a3']);
+    await instances.finish();
+    expect(await Promise.all(results)).toEqual(['a1', 'b1', 'a2', 'b2', 'a3'].map((id) => ({ outputs: [], parameters: { id } })));
+    expect(runtime.liveSequences).toEqual([0, 1]);
+  });
+
+  it('batches the oldest waiting request of each sequence on an instance, never two of one sequence', async () => {
+    const { instances, runtime } = setup({ instances: 1, maxBatchSize: 4 });
+    await runtime.start();
+    const results = [
+      runtime.submit(request('a1', seq(1, 'start'))),
+      runtime.submit(request('b1', seq(2, 'start'))),
+      runtime.submit(request('a2', seq(1))),
+      runtime.submit(request('b2', seq(2))),
+      runtime.submit(request('c1', seq(3, 'start'))),
+    ];
+    await instances.finish();
+    await instances.finish();
+    await instances.finish();
+    expect(instances.trace).toEqual(['0: a1', '0: b1 a2 c1', '0: b2']);
+    await Promise.all(results);
+  });
+
+  it('hands the model the correlation id and flags, without the sequence parameters', async () => {
+    const { instances, runtime } = setup();
+    await runtime.start();
+    const first = runtime.submit(request('x', { ...seq('user-7', 'start'), note: 'kept' }));
+    expect(instances.calls[0].requests[0]).toEqual({
+      id: 'x', inputs: [], outputs: [], parameters: { note: 'kept' }, sequence: { correlationId: 'user-7', start: true, end: false },
+    });
+    await instances.finish();
+    await first;
+    const last = runtime.submit(request('y', seq('user-7', 'end')));
+    expect(instances.calls[1].requests[0].sequence).toEqual({ correlationId: 'user-7', start: false, end: true });
+    await instances.finish();
+    await last;
+  });
+
+  it('feeds the configured control inputs: START, END, READY and CORRID', async () => {
+    const controls: SequenceControlInput[] = [
+      { name: 'START', kind: 'CONTROL_SEQUENCE_START', datatype: 'INT32', falseTrue: [0, 1] },
+      { name: 'END', kind: 'CONTROL_SEQUENCE_END', datatype: 'FP32', falseTrue: [0, 1] },
+      { name: 'READY', kind: 'CONTROL_SEQUENCE_READY', datatype: 'BOOL', falseTrue: [false, true] },
+      { name: 'CORRID', kind: 'CONTROL_SEQUENCE_CORRID', datatype: 'UINT64' },
+    ];
+    const { instances, runtime } = setup({ maxBatchSize: 8, controls });
+    await runtime.start();
+    const first = runtime.submit(request('s', seq(77, 'start')));
+    const tensors = instances.calls[0].requests[0].inputs.map((t) => [t.name, t.datatype, t.shape, [...t.data]]);
+    expect(tensors).toEqual([
+      ['START', 'INT32', [1, 1], [1]],
+      ['END', 'FP32', [1, 1], [0]],
+      ['READY', 'BOOL', [1, 1], [1]],
+      ['CORRID', 'UINT64', [1, 1], [77n]],
+    ]);
+    await instances.finish();
+    await first;
+    const last = runtime.submit(request('e', seq(77, 'end')));
+    expect(instances.calls[1].requests[0].inputs.map((t) => [t.name, [...t.data]])).toEqual([['START', [0]], ['END', [1]], ['READY', [1]], ['CORRID', [77n]]]);
+    await instances.finish();
+    await last;
+    const err = await failure(runtime.submit(request('str', seq('abc', 'start'))));
+    expect(err.message).toBe("sequence_id 'abc' is a string, but model 'acc' takes its correlation id as UINT64 in control input 'CORRID'; send an integer sequence_id");
+  });
+
+  it('refuses requests that break the sequence rules with 400s, before they count or run', async () => {
+    const { instances, runtime, recorder } = setup({ maxBatchSize: 8 });
+    await runtime.start();
+    const unknown = await failure(runtime.submit(request('u', seq(5))));
+    expect([unknown.code, unknown.statusCode]).toEqual(['SF_ERR_SEQUENCE_NOT_STARTED', 400]);
+    const missing = await failure(runtime.submit(request('m', {})));
+    expect([missing.code, missing.message]).toEqual(['SF_ERR_SEQUENCE_ID_MISSING', "inference request to model 'acc' must specify a non-zero or non-empty correlation ID"]);
+    const batch = await failure(runtime.submit(request('b', seq(6, 'start'), 2)));
+    expect([batch.code, batch.statusCode, batch.message]).toEqual(['SF_ERR_BAD_REQUEST', 400, "inference request to model 'acc' must specify batch-size 1 due to requirements of sequence batcher"]);
+    expect(runtime.liveSequences).toEqual([0, 0]);
+    expect(instances.calls).toEqual([]);
+    expect(recorder.statistics('acc', '1').model_stats[0].inference_stats.fail.count).toBe(0);
+  });
+
+  it('takes a cancelled request out of its queue and runs the rest', async () => {
+    const { instances, runtime } = setup({ instances: 1 });
+    await runtime.start();
+    const running = runtime.submit(request('a1', seq(1, 'start')));
+    const abort = new AbortController();
+    const cancelled = runtime.submit(request('b1', seq(2, 'start')), { signal: abort.signal });
+    const next = runtime.submit(request('a2', seq(1)));
+    abort.abort();
+    expect((await failure(cancelled)).code).toBe('SF_ERR_CANCELLED');
+    await instances.finish();
+    await instances.finish();
+    expect(instances.trace).toEqual(['0: a1', '0: a2']);
+    await Promise.all([running, next]);
+  });
+
+  it('forgets the sequences of an instance that crashed and restarted', async () => {
+    const { instances, runtime, logs } = setup();
+    await runtime.start();
+    const a = runtime.submit(request('a1', seq(1, 'start')));
+    const b = runtime.submit(request('b1', seq(2, 'start')));
+    await instances.finish();
+    await Promise.all([a, b]);
+    instances.events.get(1)!.onCrash(instances.made.get(1)!, 'test crash');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(runtime.liveSequences).toEqual([1, 0]);
+    expect(logs).toContain("warn: model 'acc' instance 1 restarted: its 1 live sequence(s) lost their state and must START again");
+    expect((await failure(runtime.submit(request('b2', seq(2))))).code).toBe('SF_ERR_SEQUENCE_NOT_STARTED');
+  });
+
+  it('drains running requests, then refuses new ones', async () => {
+    const { instances, runtime } = setup();
+    await runtime.start();
+    const running = runtime.submit(request('a1', seq(1, 'start')));
+    const drained = runtime.drain();
+    expect((await failure(runtime.submit(request('a2', seq(1))))).code).toBe('SF_ERR_DRAINING');
+    await instances.finish();
+    await drained;
+    await expect(running).resolves.toEqual({ outputs: [], parameters: { id: 'a1' } });
+    await runtime.stop();
+  });
+});

@@ -1,0 +1,178 @@
+import { describe, expect, it } from 'vitest';
+import type { Clock } from '../../src/runtime/clock.js';
+import { SequenceRegistry } from '../../src/inference/sequence-registry.js';
+import { thrown } from '../helpers/thrown.js';
+
+/** Manual clock: `advance` fires the timers that fall due, in due order. */
+class FakeClock implements Clock {
+  private time = 0;
+  private nextId = 0;
+  private readonly timers = new Map<number, { atUs: number; fn: () => void }>();
+
+  now(): number {
+    return this.time;
+  }
+
+  setTimer(fn: () => void, delayUs: number): unknown {
+    this.timers.set(++this.nextId, { atUs: this.time + delayUs, fn });
+    return this.nextId;
+  }
+
+  clearTimer(handle: unknown): void {
+    this.timers.delete(handle as number);
+  }
+
+  get armed(): number {
+    return this.timers.size;
+  }
+
+  advance(us: number): void {
+    const end = this.time + us;
+    for (;;) {
+      const due = [...this.timers].filter(([, t]) => t.atUs <= end).sort((a, b) => a[1].atUs - b[1].atUs)[0];
+      if (!due) break;
+      this.timers.delete(due[0]);
+      this.time = due[1].atUs;
+      due[1].fn();
+    }
+    this.time = end;
+  }
+}
+
+function setup(laneCount = 2, idleUs = 1_000_000) {
+  const clock = new FakeClock();
+  const logs: string[] = [];
+  const registry = new SequenceRegistry({ modelName: 'acc', laneCount, idleUs, clock, log: (level, message) => logs.push(`${level}: ${message}`) });
+  return { clock, logs, registry };
+}
+
+const NOT_STARTED = (id: string | number): string =>
+  `inference request for sequence ${id} to model 'acc' must specify the START flag on the first request of the sequence (the sequence is unknown, has ended, or was freed after 1000000 µs idle)`;
+
+describe('SequenceRegistry', () => {
+  it('binds a starting sequence to the instance with the fewest live sequences and keeps it there', () => {
+    const { registry } = setup(3);
+    expect(registry.route({ id: 1, start: true, end: false }).lane).toBe(0);
+    expect(registry.route({ id: 2, start: true, end: false }).lane).toBe(1);
+    expect(registry.route({ id: 3, start: true, end: false }).lane).toBe(2);
+    expect(registry.route({ id: 1, start: false, end: false }).lane).toBe(0);
+    expect(registry.route({ id: 'x', start: true, end: false }).lane).toBe(0);
+    expect(registry.liveCounts).toEqual([2, 1, 1]);
+    expect(registry.route({ id: 2, start: false, end: true }).lane).toBe(1);
+    expect(registry.liveCounts).toEqual([2, 0, 1]);
+    expect(registry.route({ id: 4, start: true, end: false }).lane).toBe(1);
+    expect(registry.route({ id: 3, start: false, end: false }).lane).toBe(2);
+  });
+
+  it('reports the correlation id, the flags and one key per sequence', () => {
+    const { registry } = setup();
+    const first = registry.route({ id: 'abc', start: true, end: false });
+    const last = registry.route({ id: 'abc', start: false, end: true });
+    expect([first.correlationId, first.start, first.end]).toEqual(['abc', true, false]);
+    expect([last.correlationId, last.start, last.end]).toEqual(['abc', false, true]);
+    expect(first.key).toBe(last.key);
+  });
+
+  it('tells the uint64 id 7 from the string id "7", as Triton does', () => {
+    const { registry } = setup();
+    registry.route({ id: 7, start: true, end: false });
+    expect(thrown(() => registry.route({ id: '7', start: false, end: false })).message).toBe(NOT_STARTED('7'));
+    expect(registry.route({ id: '7', start: true, end: false }).lane).toBe(1);
+  });
+
+  it('refuses a request without a correlation id (absent, 0 or empty) with Triton\'s 400', () => {
+    const { registry } = setup();
+    for (const id of [undefined, 0, '']) {
+      const err = thrown(() => registry.route({ ...(id === undefined ? {} : { id }), start: true, end: false }));
+      expect([err.code, err.statusCode, err.message]).toEqual([
+        'SF_ERR_SEQUENCE_ID_MISSING', 400, "inference request to model 'acc' must specify a non-zero or non-empty correlation ID",
+      ]);
+    }
+  });
+
+  it('refuses a request for an unknown sequence that does not START', () => {
+    const { registry } = setup();
+    const err = thrown(() => registry.route({ id: 42, start: false, end: false }));
+    expect([err.code, err.statusCode, err.message]).toEqual(['SF_ERR_SEQUENCE_NOT_STARTED', 400, NOT_STARTED(42)]);
+    expect(registry.liveCounts).toEqual([0, 0]);
+  });
+
+  it('refuses a request for a sequence that has ended', () => {
+    const { registry } = setup();
+    registry.route({ id: 5, start: true, end: false });
+    registry.route({ id: 5, start: false, end: true });
+    expect(thrown(() => registry.route({ id: 5, start: false, end: false })).message).toBe(NOT_STARTED(5));
+    expect(registry.liveCounts).toEqual([0, 0]);
+  });
+
+  it('serves a one-request sequence (START and END together) without keeping it', () => {
+    const { registry, clock } = setup();
+    const route = registry.route({ id: 9, start: true, end: true });
+    expect([route.lane, route.start, route.end]).toEqual([0, true, true]);
+    route.done();
+    expect(registry.liveCounts).toEqual([0, 0]);
+    expect(clock.armed).toBe(0);
+  });
+
+  it('releases a sequence idle for max_sequence_idle_microseconds after its last request settled', () => {
+    const { registry, clock, logs } = setup();
+    registry.route({ id: 1, start: true, end: false }).done();
+    clock.advance(999_999);
+    const again = registry.route({ id: 1, start: false, end: false });
+    again.done();
+    clock.advance(999_999);
+    expect(registry.liveCounts).toEqual([1, 0]);
+    clock.advance(1);
+    expect(registry.liveCounts).toEqual([0, 0]);
+    expect(logs).toEqual(["info: sequence 1 of model 'acc' was idle for 1000000 µs and is released"]);
+    expect(thrown(() => registry.route({ id: 1, start: false, end: false })).code).toBe('SF_ERR_SEQUENCE_NOT_STARTED');
+  });
+
+  it('does not release a sequence while one of its requests is still pending', () => {
+    const { registry, clock } = setup();
+    const running = registry.route({ id: 1, start: true, end: false });
+    clock.advance(5_000_000);
+    expect(registry.liveCounts).toEqual([1, 0]);
+    running.done();
+    running.done();
+    clock.advance(999_999);
+    expect(registry.route({ id: 1, start: false, end: false }).lane).toBe(0);
+  });
+
+  it('keeps the instance of a live id that STARTs again and logs Triton\'s conflict warning', () => {
+    const { registry, logs } = setup();
+    registry.route({ id: 1, start: true, end: false });
+    registry.route({ id: 2, start: true, end: false });
+    const restarted = registry.route({ id: 2, start: true, end: false });
+    expect([restarted.lane, restarted.start]).toEqual([1, true]);
+    expect(registry.liveCounts).toEqual([1, 1]);
+    expect(logs).toEqual([
+      "warn: sequence 2 for model 'acc' has a conflict. The previous sequence did not end before this sequence start. Previous sequence will be terminated early.",
+    ]);
+  });
+
+  it('a request that settles after its sequence ended and restarted leaves the new sequence alone', () => {
+    const { registry, clock } = setup();
+    const old = registry.route({ id: 1, start: true, end: true });
+    const fresh = registry.route({ id: 1, start: true, end: false });
+    old.done();
+    clock.advance(2_000_000);
+    expect(registry.liveCounts).toEqual([1, 0]);
+    fresh.done();
+    clock.advance(1_000_000);
+    expect(registry.liveCounts).toEqual([0, 0]);
+  });
+
+  it('forgets the sequences of an instance that restarted, and close() stops every timer', () => {
+    const { registry, clock } = setup();
+    registry.route({ id: 1, start: true, end: false }).done();
+    registry.route({ id: 2, start: true, end: false }).done();
+    registry.route({ id: 3, start: true, end: false }).done();
+    expect(registry.dropLane(0)).toBe(2);
+    expect(registry.liveCounts).toEqual([0, 1]);
+    expect(thrown(() => registry.route({ id: 3, start: false, end: false })).code).toBe('SF_ERR_SEQUENCE_NOT_STARTED');
+    registry.close();
+    expect(registry.liveCounts).toEqual([0, 0]);
+    expect(clock.armed).toBe(0);
+  });
+});
