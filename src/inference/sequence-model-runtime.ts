@@ -12,7 +12,7 @@ import { controlTensors, type SequenceControlInput } from './sequence-controls.j
 import { takeSequenceParameters } from './sequence-parameters.js';
 import { SequenceRegistry, type SequenceRoute } from './sequence-registry.js';
 import type { TensorWireRequest, TensorWireResult } from './tensor-model-plan.js';
-import { executeOnInstance, tensorCall, type QueuedRequest, type TensorRuntime } from './tensor-model-runtime.js';
+import { executeOnInstance, runOnEachIdleInstance, type QueuedRequest, type TensorRuntime } from './tensor-model-runtime.js';
 
 export interface SequenceModelRuntimeOptions {
   readonly name: string;
@@ -88,14 +88,8 @@ export class SequenceModelRuntime implements TensorRuntime {
   }
 
   /** Triton's warmup, on every instance; call it before the first submit. */
-  async runOnEachInstance(requests: () => TensorWireRequest[]): Promise<ExecuteOutcome[]> {
-    const instances: ModelInstance[] = [];
-    while (this.pool.idleCount > 0) instances.push(this.pool.acquire());
-    try {
-      return await Promise.all(instances.map((instance) => instance.execute(tensorCall(requests()))));
-    } finally {
-      for (const instance of instances) this.pool.release(instance);
-    }
+  runOnEachInstance(requests: () => TensorWireRequest[]): Promise<ExecuteOutcome[]> {
+    return runOnEachIdleInstance(this.pool, requests);
   }
 
   /** Throws the sequence 400s before the request counts as received; rejects SF_ERR_DRAINING while draining. */

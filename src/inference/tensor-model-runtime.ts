@@ -96,14 +96,8 @@ export class TensorModelRuntime implements TensorRuntime {
    * Runs `requests` once on every instance, outside the batcher and the metrics (Triton's warmup).
    * Call it before the first submit: it needs every instance idle.
    */
-  async runOnEachInstance(requests: () => TensorWireRequest[]): Promise<ExecuteOutcome[]> {
-    const instances: ModelInstance[] = [];
-    while (this.pool.idleCount > 0) instances.push(this.pool.acquire());
-    try {
-      return await Promise.all(instances.map((instance) => instance.execute(this.call(requests()))));
-    } finally {
-      for (const instance of instances) this.pool.release(instance);
-    }
+  runOnEachInstance(requests: () => TensorWireRequest[]): Promise<ExecuteOutcome[]> {
+    return runOnEachIdleInstance(this.pool, requests);
   }
 
   async submit(request: ValidatedRequest, options: SubmitOptions = {}): Promise<TensorWireResult> {
@@ -131,10 +125,6 @@ export class TensorModelRuntime implements TensorRuntime {
     }
   }
 
-  private call(requests: readonly TensorWireRequest[]): ExecuteCall {
-    return tensorCall(requests);
-  }
-
   /**
    * Decoupled models: runs one request as a stream of responses on an instance of its own, busy
    * until the stream ends, fails or is cancelled (DecoupledModelVersion keeps such requests away
@@ -158,7 +148,7 @@ export class TensorModelRuntime implements TensorRuntime {
         this.pool.release(instance);
         throw createError('SF_ERR_EXECUTION_FAILED', name, 'execute', 'its instances cannot stream responses');
       }
-      const channel = instance.openStream(this.call([request.wire]), credit);
+      const channel = instance.openStream(tensorCall([request.wire]), credit);
       void channel.finished.then(() => {
         recorder.batchExecuted(name, version, 1, { computeInputUs: 0, computeInferUs: toUs(now() - dispatched), computeOutputUs: 0 });
         this.pool.release(instance);
@@ -166,6 +156,17 @@ export class TensorModelRuntime implements TensorRuntime {
       await channel.started;
       return channel;
     });
+  }
+}
+
+/** Runs `requests` once on every idle instance of `pool` at the same time (warmup), then frees them. */
+export async function runOnEachIdleInstance(pool: InstancePool, requests: () => TensorWireRequest[]): Promise<ExecuteOutcome[]> {
+  const instances: ModelInstance[] = [];
+  while (pool.idleCount > 0) instances.push(pool.acquire());
+  try {
+    return await Promise.all(instances.map((instance) => instance.execute(tensorCall(requests()))));
+  } finally {
+    for (const instance of instances) pool.release(instance);
   }
 }
 

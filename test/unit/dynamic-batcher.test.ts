@@ -2,53 +2,10 @@ import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { ServeFnError } from '../../src/errors/index.js';
 import { normalizeBatchPolicy, UNBATCHED_POLICY, type BatchPolicyInput } from '../../src/runtime/batch-policy.js';
-import type { Clock } from '../../src/runtime/clock.js';
 import { DynamicBatcher, type BatchEntry, type BatcherHooks, type SubmitOptions } from '../../src/runtime/dynamic-batcher.js';
+import { FakeClock, settle } from '../helpers/fake-clock.js';
 
 const OWNER = 'Tts.speak';
-
-/** Lets every pending promise callback run. */
-const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
-/** Manual clock: `advance` fires due timers in due order (ties in arming order), settling promises after each. */
-class FakeClock implements Clock {
-  private time = 0;
-  private nextId = 0;
-  private readonly timers = new Map<number, { atUs: number; fn: () => void }>();
-
-  now(): number {
-    return this.time;
-  }
-
-  setTimer(fn: () => void, delayUs: number): unknown {
-    this.nextId++;
-    this.timers.set(this.nextId, { atUs: this.time + delayUs, fn });
-    return this.nextId;
-  }
-
-  clearTimer(handle: unknown): void {
-    this.timers.delete(handle as number);
-  }
-
-  get armed(): number {
-    return this.timers.size;
-  }
-
-  async advance(us: number): Promise<void> {
-    const end = this.time + us;
-    for (;;) {
-      let due: [number, { atUs: number; fn: () => void }] | undefined;
-      for (const timer of this.timers) if (timer[1].atUs <= end && (!due || timer[1].atUs < due[1].atUs)) due = timer;
-      if (!due) break;
-      this.timers.delete(due[0]);
-      this.time = Math.max(this.time, due[1].atUs);
-      due[1].fn();
-      await settle();
-    }
-    this.time = end;
-    await settle();
-  }
-}
 
 interface SentBatch {
   readonly atUs: number;

@@ -1,43 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Clock } from '../../src/runtime/clock.js';
 import { SequenceRegistry } from '../../src/inference/sequence-registry.js';
+import { FakeClock } from '../helpers/fake-clock.js';
 import { thrown } from '../helpers/thrown.js';
-
-/** Manual clock: `advance` fires the timers that fall due, in due order. */
-class FakeClock implements Clock {
-  private time = 0;
-  private nextId = 0;
-  private readonly timers = new Map<number, { atUs: number; fn: () => void }>();
-
-  now(): number {
-    return this.time;
-  }
-
-  setTimer(fn: () => void, delayUs: number): unknown {
-    this.timers.set(++this.nextId, { atUs: this.time + delayUs, fn });
-    return this.nextId;
-  }
-
-  clearTimer(handle: unknown): void {
-    this.timers.delete(handle as number);
-  }
-
-  get armed(): number {
-    return this.timers.size;
-  }
-
-  advance(us: number): void {
-    const end = this.time + us;
-    for (;;) {
-      const due = [...this.timers].filter(([, t]) => t.atUs <= end).sort((a, b) => a[1].atUs - b[1].atUs)[0];
-      if (!due) break;
-      this.timers.delete(due[0]);
-      this.time = due[1].atUs;
-      due[1].fn();
-    }
-    this.time = end;
-  }
-}
 
 function setup(laneCount = 2, idleUs = 1_000_000) {
   const clock = new FakeClock();
@@ -114,28 +78,28 @@ describe('SequenceRegistry', () => {
     expect(clock.armed).toBe(0);
   });
 
-  it('releases a sequence idle for max_sequence_idle_microseconds after its last request settled', () => {
+  it('releases a sequence idle for max_sequence_idle_microseconds after its last request settled', async () => {
     const { registry, clock, logs } = setup();
     registry.route({ id: 1, start: true, end: false }).done();
-    clock.advance(999_999);
+    await clock.advance(999_999);
     const again = registry.route({ id: 1, start: false, end: false });
     again.done();
-    clock.advance(999_999);
+    await clock.advance(999_999);
     expect(registry.liveCounts).toEqual([1, 0]);
-    clock.advance(1);
+    await clock.advance(1);
     expect(registry.liveCounts).toEqual([0, 0]);
     expect(logs).toEqual(["info: sequence 1 of model 'acc' was idle for 1000000 µs and is released"]);
     expect(thrown(() => registry.route({ id: 1, start: false, end: false })).code).toBe('SF_ERR_SEQUENCE_NOT_STARTED');
   });
 
-  it('does not release a sequence while one of its requests is still pending', () => {
+  it('does not release a sequence while one of its requests is still pending', async () => {
     const { registry, clock } = setup();
     const running = registry.route({ id: 1, start: true, end: false });
-    clock.advance(5_000_000);
+    await clock.advance(5_000_000);
     expect(registry.liveCounts).toEqual([1, 0]);
     running.done();
     running.done();
-    clock.advance(999_999);
+    await clock.advance(999_999);
     expect(registry.route({ id: 1, start: false, end: false }).lane).toBe(0);
   });
 
@@ -151,15 +115,15 @@ describe('SequenceRegistry', () => {
     ]);
   });
 
-  it('a request that settles after its sequence ended and restarted leaves the new sequence alone', () => {
+  it('a request that settles after its sequence ended and restarted leaves the new sequence alone', async () => {
     const { registry, clock } = setup();
     const old = registry.route({ id: 1, start: true, end: true });
     const fresh = registry.route({ id: 1, start: true, end: false });
     old.done();
-    clock.advance(2_000_000);
+    await clock.advance(2_000_000);
     expect(registry.liveCounts).toEqual([1, 0]);
     fresh.done();
-    clock.advance(1_000_000);
+    await clock.advance(1_000_000);
     expect(registry.liveCounts).toEqual([0, 0]);
   });
 
