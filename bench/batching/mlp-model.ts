@@ -12,7 +12,7 @@ export class MlpRequest {
 
 const instances = Number(process.env.BENCH_INSTANCES ?? 1);
 
-/** A compute-bound MLP (path in $BENCH_MLP_ONNX), served batched and unbatched, for bench/batching. */
+/** The bench's ONNX model (path in $BENCH_MLP_ONNX, built by run.ts), served batched and unbatched, for bench/batching. */
 @Model({ name: 'mlp' })
 @Instances(instances)
 export class Mlp {
