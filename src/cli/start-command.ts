@@ -99,7 +99,8 @@ function shutdown(server: ServeFnServer, signal: string, gracePeriodMs: number):
     process.exit(1);
   }, gracePeriodMs);
   timer.unref();
-  server.close().then(
+  // Streams still open at 80% of the grace period are cancelled, leaving the rest for finalize.
+  server.close({ streamTimeoutMs: Math.floor(gracePeriodMs * 0.8) }).then(
     () => process.exit(0),
     (err: unknown) => {
       server.app.log.error({ err }, 'shutdown failed');

@@ -110,15 +110,30 @@ export class ModelRuntime {
   /**
    * Stops taking requests and waits for queued and running ones, and open streams, to finish.
    * WebSocket sessions are told their input has ended, as when a client stops sending, so a
-   * method can send its last results before the connection closes.
+   * method can send its last results before the connection closes. Streams and sessions still
+   * open after `streamTimeoutMs` are cancelled (their generators' `return()` runs), so one that
+   * never ends cannot hold the shutdown past the grace period.
    */
-  async drain(): Promise<void> {
+  async drain(streamTimeoutMs?: number): Promise<void> {
     this.draining = true;
     const links = [...this.sessions.values()].flatMap((open) => [...open]);
     for (const link of links) link.endInput();
-    await Promise.all([...this.batchers.values()].map((b) => b.drain()));
-    await Promise.all([...this.openStreams].map((c) => c.finished));
-    await Promise.all(links.map((link) => link.output.finished));
+    const batchersDrained = Promise.all([...this.batchers.values()].map((b) => b.drain()));
+    // Read after the batchers drained: a streaming request queued before the drain opens its stream then.
+    const streamsEnded = (): Promise<unknown> => Promise.all([...[...this.openStreams].map((c) => c.finished), ...links.map((link) => link.output.finished)]);
+    const ended = batchersDrained.then(streamsEnded).then(() => false);
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<boolean>((resolve) => {
+      if (streamTimeoutMs !== undefined) timer = setTimeout(() => resolve(true), streamTimeoutMs);
+    });
+    if (await Promise.race([ended, expired])) {
+      await batchersDrained;
+      for (const channel of this.openStreams) channel.cancel();
+      for (const link of links) link.close();
+    }
+    clearTimeout(timer);
+    await batchersDrained;
+    await streamsEnded();
   }
 
   private sessionsOn(instance: ModelInstance): Set<SocketLink> {

@@ -139,11 +139,14 @@ export class ServeFnServer {
     return this.grpc?.port;
   }
 
-  /** Readiness turns 503 at once; in-flight requests finish; then every instance is finalised. */
-  async close(): Promise<void> {
+  /**
+   * Readiness turns 503 at once; in-flight requests finish; then every instance is finalised.
+   * Streamed responses and WebSocket sessions still open after `streamTimeoutMs` are cancelled.
+   */
+  async close(options: { readonly streamTimeoutMs?: number } = {}): Promise<void> {
     if (this.state.phase === 'draining' || this.state.phase === 'stopped') return;
     this.state.set('draining');
-    await Promise.all(this.runtimes.map((r) => r.drain()));
+    await Promise.all(this.runtimes.map((r) => r.drain(options.streamTimeoutMs)));
     // After the decorated models, whose in-flight requests may still call repository models.
     await this.repository?.close();
     await Promise.all([this.app.close(), this.grpc?.close()]);

@@ -202,6 +202,29 @@ describe('shutting down with WebSocket connections open', () => {
     await stopping;
     expect(journalLines()).toContain('closed drained after 1');
   });
+
+  it('cancels a session and a streamed response that do not end within streamTimeoutMs, then finalizes', async () => {
+    const moduleUrl = new URL('../fixtures/models/socket-model.ts', import.meta.url).href;
+    const stubborn = new ServeFnServer({ models: [SocketModel], moduleUrl, logger: false, collectProcessMetrics: false });
+    await stubborn.start();
+    const http = await stubborn.app.listen({ port: 0, host: '127.0.0.1' });
+    const ws = new WebSocket(`${http.replace('http', 'ws')}/ws/ticks?name=stubborn`);
+    const ticks: unknown[] = [];
+    ws.on('message', (data: Buffer) => ticks.push(JSON.parse(data.toString())));
+    const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+    const response = await fetch(`${http}/ticks`);
+    const reader = response.body!.getReader();
+    await reader.read();
+    await expect.poll(() => ticks.length).toBeGreaterThan(1);
+    const started = Date.now();
+    await stubborn.close({ streamTimeoutMs: 300 });
+    const tookMs = Date.now() - started;
+    expect(tookMs).toBeGreaterThanOrEqual(300);
+    expect(tookMs).toBeLessThan(5_000);
+    expect(await closed).toEqual({ code: 1001, reason: 'server shutting down' });
+    expect(journalLines()).toEqual(expect.arrayContaining(['ticks stubborn stopped', 'http ticks stopped']));
+    await reader.cancel().catch(() => undefined);
+  });
 });
 
 class Word {
