@@ -4,6 +4,7 @@ import { DEFAULT_STREAM_CREDIT } from '../runtime/stream-credit.js';
 import type { ResponseStream, StreamedInferResponse, StreamedResult, StreamingInferenceModel } from './decoupled-model.js';
 import type { InferenceModelInfo, InferRequest, InferResponse } from './inference-model.js';
 import { validateInferRequest } from './request-validation.js';
+import type { UnloadOptions } from './served-model.js';
 import { TensorModelVersion, type WarmupRun } from './tensor-model-version.js';
 import type { TensorModelRuntime } from './tensor-model-runtime.js';
 
@@ -17,6 +18,7 @@ import type { TensorModelRuntime } from './tensor-model-runtime.js';
 export class DecoupledModelVersion extends TensorModelVersion implements StreamingInferenceModel {
   /** One entry per accepted request, settled when its stream has ended or it failed. */
   private readonly running = new Set<Promise<void>>();
+  private readonly open = new Set<StreamChannel>();
   private draining = false;
 
   constructor(
@@ -49,7 +51,11 @@ export class DecoupledModelVersion extends TensorModelVersion implements Streami
     }
     const onAbort = (): void => channel.cancel();
     request.signal?.addEventListener('abort', onAbort, { once: true });
+    // A client gone while the first response was computed aborted before the listener existed.
+    if (request.signal?.aborted) channel.cancel();
+    this.open.add(channel);
     void channel.finished.then(() => {
+      this.open.delete(channel);
       request.signal?.removeEventListener('abort', onAbort);
       settle();
     });
@@ -66,10 +72,17 @@ export class DecoupledModelVersion extends TensorModelVersion implements Streami
     return response;
   }
 
-  /** Turns not ready, waits for every accepted request's stream to end, then drains and stops the instances. */
-  override async unload(): Promise<void> {
+  /**
+   * Turns not ready, waits for every accepted request's stream to end (cancelling those still open
+   * after `streamTimeoutMs`), then drains and stops the instances.
+   */
+  override async unload(options: UnloadOptions = {}): Promise<void> {
     this.draining = true;
+    const timer = options.streamTimeoutMs === undefined ? undefined : setTimeout(() => {
+      for (const channel of this.open) channel.cancel();
+    }, options.streamTimeoutMs);
     while (this.running.size > 0) await Promise.all([...this.running]);
+    clearTimeout(timer);
     await super.unload();
   }
 }

@@ -64,11 +64,14 @@ export class SequenceModelRuntime implements TensorRuntime {
       { name, instances: { count: options.instanceCount } },
       options.factory,
       {
-        onIdle: (instance) => this.pump(instance.index),
-        onRestart: (index) => {
-          recorder.instanceRestarted(name, version, index);
-          const dropped = this.registry.dropLane(index);
-          if (dropped > 0) log('warn', `model '${name}' instance ${index} restarted: its ${dropped} live sequence(s) lost their state and must START again`);
+        onIdle: (instance) => {
+          this.registry.laneUp(instance.index);
+          this.pump(instance.index);
+        },
+        onRestart: (index) => recorder.instanceRestarted(name, version, index),
+        onDown: (index) => {
+          const dropped = this.registry.laneDown(index);
+          if (dropped > 0) log('warn', `model '${name}' instance ${index} stopped: its ${dropped} live sequence(s) lost their state and must START again`);
         },
         onLog: log,
       },

@@ -49,6 +49,8 @@ interface LiveSequence {
 export class SequenceRegistry {
   private readonly live = new Map<string, LiveSequence>();
   private readonly loads: number[];
+  /** Lanes whose instance is down (crashed, not yet restarted): new sequences go elsewhere. */
+  private readonly down = new Set<number>();
 
   constructor(private readonly options: SequenceRegistryOptions) {
     this.loads = Array.from({ length: options.laneCount }, () => 0);
@@ -100,8 +102,9 @@ export class SequenceRegistry {
     };
   }
 
-  /** Forgets every sequence bound to `lane`: its instance restarted, so their state is gone. */
-  dropLane(lane: number): number {
+  /** The instance of `lane` died: forgets its sequences (their state is gone) and starts none there until `laneUp`. */
+  laneDown(lane: number): number {
+    this.down.add(lane);
     let dropped = 0;
     for (const [key, sequence] of this.live) {
       if (sequence.lane !== lane) continue;
@@ -109,6 +112,10 @@ export class SequenceRegistry {
       dropped++;
     }
     return dropped;
+  }
+
+  laneUp(lane: number): void {
+    this.down.delete(lane);
   }
 
   /** Stops every idle timer. */
@@ -131,10 +138,14 @@ export class SequenceRegistry {
     this.loads[sequence.lane]--;
   }
 
+  /** The up lane with the fewest sequences (the lowest index on a tie); lane 0 when every lane is down. */
   private leastLoadedLane(): number {
-    let best = 0;
-    for (let lane = 1; lane < this.loads.length; lane++) if (this.loads[lane] < this.loads[best]) best = lane;
-    return best;
+    let best: number | undefined;
+    for (let lane = 0; lane < this.loads.length; lane++) {
+      if (this.down.has(lane)) continue;
+      if (best === undefined || this.loads[lane] < this.loads[best]) best = lane;
+    }
+    return best ?? 0;
   }
 }
 

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { createError } from '../errors/index.js';
 import type { InferenceModel, InferRequest, LoadRequest, ModelRepository, RepositoryIndexEntry } from '../inference/inference-model.js';
-import type { ServedModel } from '../inference/served-model.js';
+import type { ServedModel, UnloadOptions } from '../inference/served-model.js';
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { InferCall } from '../runtime/context-services.js';
 import type { RestartPolicy } from '../runtime/instance-pool.js';
@@ -92,11 +92,11 @@ export class FolderModelRepository implements ModelRepository {
     return this.polling;
   }
 
-  /** Unloads every model, letting in-flight requests finish. */
-  async close(): Promise<void> {
+  /** Unloads every model, letting in-flight requests finish; response streams still open after `streamTimeoutMs` are cancelled. */
+  async close(options: UnloadOptions = {}): Promise<void> {
     clearInterval(this.pollTimer);
     await this.polling?.catch(() => undefined);
-    await Promise.all([...this.records].map(([name, record]) => this.locked(name, () => this.unloadRecord(record))));
+    await Promise.all([...this.records].map(([name, record]) => this.locked(name, () => this.unloadRecord(record, options))));
   }
 
   models(name?: string): readonly InferenceModel[] {
@@ -232,10 +232,10 @@ export class FolderModelRepository implements ModelRepository {
     });
   }
 
-  private async unloadRecord(record: ModelRecord): Promise<void> {
+  private async unloadRecord(record: ModelRecord, options: UnloadOptions = {}): Promise<void> {
     if (record.versions.length === 0) return;
     record.state = 'UNLOADING';
-    await Promise.allSettled(record.versions.map((v) => v.unload()));
+    await Promise.allSettled(record.versions.map((v) => v.unload(options)));
     Object.assign(record, { versions: [], state: 'UNAVAILABLE', reason: 'unloaded' });
     record.override?.remove();
     record.override = undefined;

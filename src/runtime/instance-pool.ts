@@ -15,6 +15,8 @@ export interface PoolEvents {
   /** An instance became free to take a batch. */
   onIdle(instance: ModelInstance): void;
   onRestart(index: number): void;
+  /** An instance died; its restart follows (rate-limited). */
+  onDown?(index: number): void;
   onLog(level: 'info' | 'warn' | 'error', message: string): void;
 }
 
@@ -114,6 +116,7 @@ export class InstancePool {
     const at = this.idle.indexOf(instance);
     if (at >= 0) this.idle.splice(at, 1);
     this.events.onLog('error', `model '${this.definition.name}' instance ${index} died (${reason})`);
+    this.events.onDown?.(index);
     this.scheduleRestart(index);
   }
 

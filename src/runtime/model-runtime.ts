@@ -96,23 +96,20 @@ export class ModelRuntime {
     const link = chosen.openSocket({ methodName, context: { ...context, instanceIndex: chosen.index } }, DEFAULT_STREAM_CREDIT);
     const open = this.sessionsOn(chosen);
     open.add(link);
-    void link.output.finished.then(() => open.delete(link));
+    void link.output.finished.then(() => {
+      open.delete(link);
+      if (open.size === 0) this.sessions.delete(chosen);
+    });
     return link;
-  }
-
-  /** Open WebSocket sessions, all instances together. */
-  get socketCount(): number {
-    let total = 0;
-    for (const open of this.sessions.values()) total += open.size;
-    return total;
   }
 
   /**
    * Stops taking requests and waits for queued and running ones, and open streams, to finish.
    * WebSocket sessions are told their input has ended, as when a client stops sending, so a
    * method can send its last results before the connection closes. Streams and sessions still
-   * open after `streamTimeoutMs` are cancelled (their generators' `return()` runs), so one that
-   * never ends cannot hold the shutdown past the grace period.
+   * open after `streamTimeoutMs` are cancelled: their generators' `return()` runs at their next
+   * `next()`. One stuck where a cancel cannot reach it (a promise that never settles) is waited
+   * for at most CANCEL_GRACE_MS more, then left to the instance's finalize.
    */
   async drain(streamTimeoutMs?: number): Promise<void> {
     this.draining = true;
@@ -130,10 +127,11 @@ export class ModelRuntime {
       await batchersDrained;
       for (const channel of this.openStreams) channel.cancel();
       for (const link of links) link.close();
+      const stuck = await Promise.race([streamsEnded().then(() => false), delay(CANCEL_GRACE_MS).then(() => true)]);
+      if (stuck) this.options.log('warn', `model '${this.definition.name}': streams still running ${CANCEL_GRACE_MS} ms after they were cancelled; finalizing anyway`);
     }
     clearTimeout(timer);
     await batchersDrained;
-    await streamsEnded();
   }
 
   private sessionsOn(instance: ModelInstance): Set<SocketLink> {
@@ -224,6 +222,11 @@ export class ModelRuntime {
     for (let i = 0; i < list.length && this.pool.idleCount > 0; i++) list[(start + i) % list.length].notifyIdle();
   }
 }
+
+/** How long drain waits for cancelled streams to acknowledge before it gives up on them. */
+const CANCEL_GRACE_MS = 1000;
+
+const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref());
 
 /** One request per call: a stream keeps its instance until it ends. */
 const STREAM_POLICY = normalizeBatchPolicy({ maxBatchSize: 1 }, 'streaming endpoint');

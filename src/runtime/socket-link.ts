@@ -15,7 +15,9 @@ export interface SocketControl extends StreamControl {
  */
 export class SocketLink {
   readonly output: StreamChannel;
-  private untaken = 0;
+  /** Sizes of the messages sent and not yet taken, oldest first: the method takes them in order. */
+  private readonly untakenSizes: number[] = [];
+  private untakenBytes = 0;
   private onTaken?: () => void;
 
   constructor(
@@ -28,17 +30,23 @@ export class SocketLink {
 
   /** Client messages sent to the instance and not yet taken by the method. */
   get pendingInput(): number {
-    return this.untaken;
+    return this.untakenSizes.length;
   }
 
-  send(input: SocketInput): void {
-    this.untaken++;
+  /** Their size in bytes, as they came off the wire. */
+  get pendingBytes(): number {
+    return this.untakenBytes;
+  }
+
+  send(input: SocketInput, bytes: number): void {
+    this.untakenSizes.push(bytes);
+    this.untakenBytes += bytes;
     this.control.deliver(input);
   }
 
   /** The instance reports that the method took `units` messages. */
   taken(units: number): void {
-    this.untaken = Math.max(0, this.untaken - units);
+    for (const bytes of this.untakenSizes.splice(0, units)) this.untakenBytes -= bytes;
     this.onTaken?.();
   }
 

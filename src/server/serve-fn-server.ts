@@ -146,9 +146,10 @@ export class ServeFnServer {
   async close(options: { readonly streamTimeoutMs?: number } = {}): Promise<void> {
     if (this.state.phase === 'draining' || this.state.phase === 'stopped') return;
     this.state.set('draining');
+    const deadline = options.streamTimeoutMs === undefined ? undefined : Date.now() + options.streamTimeoutMs;
     await Promise.all(this.runtimes.map((r) => r.drain(options.streamTimeoutMs)));
     // After the decorated models, whose in-flight requests may still call repository models.
-    await this.repository?.close();
+    await this.repository?.close({ streamTimeoutMs: deadline === undefined ? undefined : Math.max(0, deadline - Date.now()) });
     await Promise.all([this.app.close(), this.grpc?.close()]);
     await Promise.all(this.runtimes.map((r) => r.stop()));
     this.state.set('stopped');

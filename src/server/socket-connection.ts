@@ -6,16 +6,18 @@ import type { SocketLink } from '../runtime/socket-link.js';
 import { RequestValidationError, validateDto } from '../validation/dto-validator.js';
 
 /**
- * Client messages read and not yet taken by the method. Past it the socket stops reading, so TCP
- * pushes back on a client that sends faster than the model consumes.
+ * Client messages, and their bytes, read and not yet taken by the method. Past either the socket
+ * stops reading, so TCP pushes back on a client that sends faster than the model consumes; it
+ * reads again below half of both.
  */
 export const INPUT_WINDOW = 32;
+export const INPUT_WINDOW_BYTES = 4 * 1024 * 1024;
 
 /** RFC 6455 close codes serve-fn uses. */
 export const CLOSE = { normal: 1000, goingAway: 1001, policyViolation: 1008, internalError: 1011 } as const;
 
 /** A close frame's reason is at most 123 bytes of UTF-8. */
-function closeReason(message: string): string {
+export function closeReason(message: string): string {
   const bytes = Buffer.from(message, 'utf8');
   return bytes.length <= 123 ? message : `${bytes.subarray(0, 120).toString('utf8').replace(/\uFFFD+$/, '')}...`;
 }
@@ -35,6 +37,7 @@ function asBuffer(data: RawData): Buffer {
 export class SocketConnection {
   private received: Promise<void> = Promise.resolve();
   private validating = 0;
+  private validatingBytes = 0;
   private paused = false;
   private closed = false;
   private readonly idle: NodeJS.Timeout;
@@ -60,21 +63,31 @@ export class SocketConnection {
       for await (const item of this.link.output) await this.send(item);
       this.close(this.draining() ? CLOSE.goingAway : CLOSE.normal, this.draining() ? 'server shutting down' : '');
     } catch (err) {
-      const failure = this.asFailure(err);
-      if (failure.statusCode >= 500) this.log.error({ err: failure }, 'WebSocket session failed');
-      this.sendError(failure);
-      this.close(failure.statusCode < 500 ? CLOSE.policyViolation : CLOSE.internalError, closeReason(failure.message));
+      this.fail(err);
     }
+  }
+
+  private fail(err: unknown): void {
+    const failure = this.asFailure(err);
+    if (failure.statusCode >= 500) this.log.error({ err: failure }, 'WebSocket session failed');
+    this.sendError(failure);
+    this.close(failure.statusCode < 500 ? CLOSE.policyViolation : CLOSE.internalError, closeReason(failure.message));
   }
 
   private receive(data: Buffer, isBinary: boolean): void {
     this.idle.refresh();
     this.validating++;
-    this.received = this.received.then(() => this.forward(data, isBinary)).finally(() => {
-      this.validating--;
-      this.resumeIfRoom();
-    });
-    if (!this.paused && this.backlog() >= INPUT_WINDOW) {
+    this.validatingBytes += data.byteLength;
+    this.received = this.received
+      .then(() => this.forward(data, isBinary))
+      // A DTO whose transform or custom validator throws must not stop the input (or go unhandled).
+      .catch((err: unknown) => this.fail(err))
+      .finally(() => {
+        this.validating--;
+        this.validatingBytes -= data.byteLength;
+        this.resumeIfRoom();
+      });
+    if (!this.paused && (this.backlog() >= INPUT_WINDOW || this.backlogBytes() >= INPUT_WINDOW_BYTES)) {
       this.paused = true;
       this.socket.pause();
     }
@@ -83,12 +96,12 @@ export class SocketConnection {
   private async forward(data: Buffer, isBinary: boolean): Promise<void> {
     if (this.closed) return;
     if (isBinary) {
-      this.link.send({ kind: 'binary', value: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) });
+      this.link.send({ kind: 'binary', value: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) }, data.byteLength);
       return;
     }
     const text = data.toString('utf8');
     if (!this.endpoint.message) {
-      this.link.send({ kind: 'text', value: text });
+      this.link.send({ kind: 'text', value: text }, data.byteLength);
       return;
     }
     let parsed: unknown;
@@ -100,7 +113,7 @@ export class SocketConnection {
     }
     try {
       const message = await validateDto(this.endpoint.message, parsed, 'message', false);
-      if (!this.closed) this.link.send({ kind: 'json', value: message });
+      if (!this.closed) this.link.send({ kind: 'json', value: message }, data.byteLength);
     } catch (err) {
       if (!(err instanceof RequestValidationError)) throw err;
       const invalid = createError('SF_ERR_MESSAGE_INVALID', err.message);
@@ -112,8 +125,12 @@ export class SocketConnection {
     return this.validating + this.link.pendingInput;
   }
 
+  private backlogBytes(): number {
+    return this.validatingBytes + this.link.pendingBytes;
+  }
+
   private resumeIfRoom(): void {
-    if (this.paused && this.backlog() <= INPUT_WINDOW / 2) {
+    if (this.paused && this.backlog() <= INPUT_WINDOW / 2 && this.backlogBytes() <= INPUT_WINDOW_BYTES / 2) {
       this.paused = false;
       this.socket.resume();
     }
@@ -144,6 +161,11 @@ export class SocketConnection {
   }
 
   private closeIdle(): void {
+    // Messages read but not yet taken mean the model, not the client, is behind.
+    if (this.paused || this.backlog() > 0) {
+      this.idle.refresh();
+      return;
+    }
     const idle = createError('SF_ERR_SOCKET_IDLE', this.endpoint.idleTimeoutMs);
     this.sendError(idle);
     this.close(CLOSE.goingAway, idle.message);

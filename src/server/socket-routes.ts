@@ -6,7 +6,7 @@ import type { ModelRuntime } from '../runtime/model-runtime.js';
 import type { DtoSchemas } from './openapi-plugin.js';
 import { flattenHeaders } from './request-reader.js';
 import type { ServerState } from './server-state.js';
-import { CLOSE, INPUT_WINDOW, SocketConnection } from './socket-connection.js';
+import { CLOSE, closeReason, INPUT_WINDOW, INPUT_WINDOW_BYTES, SocketConnection } from './socket-connection.js';
 
 export interface SocketRoutesOptions {
   readonly runtimes: readonly ModelRuntime[];
@@ -51,7 +51,7 @@ function registerSocket(app: FastifyInstance, runtime: ModelRuntime, endpoint: S
         connection = new SocketConnection(socket, link, endpoint, runtime.definition.name, request.log, () => !opts.state.ready);
       } catch (err) {
         const code = (err as { statusCode?: number }).statusCode === 503 ? CLOSE.goingAway : CLOSE.internalError;
-        socket.close(code, (err as Error).message.slice(0, 120));
+        socket.close(code, closeReason((err as Error).message));
         return;
       }
       open++;
@@ -65,7 +65,7 @@ function socketSchema(model: ModelDefinition, endpoint: SocketEndpointDefinition
     endpoint.message && `Client text messages: JSON \`${endpoint.message.name}\`, validated; an invalid one is answered with \`{"error", "code", "detail"}\` and the connection stays open.`,
     'Client binary messages reach the model as bytes.',
     endpoint.response && `Server messages: JSON \`${endpoint.response.name}\` (binary frames for bytes).`,
-    `One model instance serves the whole connection. Idle connections close after ${endpoint.idleTimeoutMs} ms (1001); at most ${endpoint.maxConnections} connections, more are refused with 503 before the upgrade; past ${INPUT_WINDOW} unread messages the server stops reading. Close codes: 1000 the session ended, 1001 idle or server shutting down, 1008 the model refused the input (4xx), 1011 the model failed.`,
+    `One model instance serves the whole connection. Idle connections close after ${endpoint.idleTimeoutMs} ms (1001); at most ${endpoint.maxConnections} connections, more are refused with 503 before the upgrade; past ${INPUT_WINDOW} unread messages (or ${INPUT_WINDOW_BYTES / 1024 / 1024} MiB) the server stops reading. Close codes: 1000 the session ended, 1001 idle or server shutting down, 1008 the model refused the input (4xx), 1011 the model failed.`,
   ];
   const description = [endpoint.description, model.description && `Model **${model.name}** v${model.version}: ${model.description}.`, ...messages]
     .filter(Boolean)

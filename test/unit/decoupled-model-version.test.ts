@@ -193,6 +193,27 @@ describe('DecoupledModelVersion', () => {
     expect(await fileText(marker)).toMatch(/^stopped after \d+ of 1000$/);
   });
 
+  it('a request whose signal aborted before its first response still stops the model', async () => {
+    const { model } = await countdown();
+    const marker = join(scratchFolder('marker'), 'stopped');
+    const abort = new AbortController();
+    abort.abort();
+    const stream = await model.inferStream(request(1000, {}, { signal: abort.signal, parameters: { marker, pause_ms: 1 } }));
+    expect((await collect(stream)).length).toBeLessThan(1000);
+    expect(await fileText(marker)).toMatch(/^stopped after \d+ of 1000$/);
+  });
+
+  it('unload cancels a stream still open after streamTimeoutMs, and the model\'s finally runs', async () => {
+    const { model } = await countdown();
+    const marker = join(scratchFolder('marker'), 'stopped');
+    await model.inferStream(request(1000, {}, { parameters: { marker, pause_ms: 1 } }));
+    const started = Date.now();
+    await model.unload({ streamTimeoutMs: 100 });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(100);
+    expect(await fileText(marker)).toMatch(/^stopped after \d+ of 1000$/);
+    loaded.splice(0);
+  });
+
   it('unload waits until the model has stopped producing, and refuses new requests meanwhile', async () => {
     const { model } = await countdown();
     const stream = await model.inferStream(request(1000, {}, { parameters: { pause_ms: 1 } }));

@@ -186,7 +186,7 @@ describe('SequenceModelRuntime', () => {
     await Promise.all([running, next]);
   });
 
-  it('forgets the sequences of an instance that crashed and restarted', async () => {
+  it('forgets the sequences of an instance that crashed, as soon as it crashed', async () => {
     const { instances, runtime, logs } = setup();
     await runtime.start();
     const a = runtime.submit(request('a1', seq(1, 'start')));
@@ -196,7 +196,7 @@ describe('SequenceModelRuntime', () => {
     instances.events.get(1)!.onCrash(instances.made.get(1)!, 'test crash');
     await new Promise((resolve) => setImmediate(resolve));
     expect(runtime.liveSequences).toEqual([1, 0]);
-    expect(logs).toContain("warn: model 'acc' instance 1 restarted: its 1 live sequence(s) lost their state and must START again");
+    expect(logs).toContain("warn: model 'acc' instance 1 stopped: its 1 live sequence(s) lost their state and must START again");
     expect((await failure(runtime.submit(request('b2', seq(2))))).code).toBe('SF_ERR_SEQUENCE_NOT_STARTED');
   });
 

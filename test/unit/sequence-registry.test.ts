@@ -127,14 +127,19 @@ describe('SequenceRegistry', () => {
     expect(registry.liveCounts).toEqual([0, 0]);
   });
 
-  it('forgets the sequences of an instance that restarted, and close() stops every timer', () => {
+  it('forgets the sequences of an instance that went down, starts new ones elsewhere until it is up, and close() stops every timer', () => {
     const { registry, clock } = setup();
     registry.route({ id: 1, start: true, end: false }).done();
     registry.route({ id: 2, start: true, end: false }).done();
     registry.route({ id: 3, start: true, end: false }).done();
-    expect(registry.dropLane(0)).toBe(2);
+    expect(registry.laneDown(0)).toBe(2);
     expect(registry.liveCounts).toEqual([0, 1]);
     expect(thrown(() => registry.route({ id: 3, start: false, end: false })).code).toBe('SF_ERR_SEQUENCE_NOT_STARTED');
+    const whileDown = registry.route({ id: 4, start: true, end: false });
+    whileDown.done();
+    expect(whileDown.lane).toBe(1);
+    registry.laneUp(0);
+    expect(registry.route({ id: 5, start: true, end: false }).lane).toBe(0);
     registry.close();
     expect(registry.liveCounts).toEqual([0, 0]);
     expect(clock.armed).toBe(0);

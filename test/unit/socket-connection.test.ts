@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { Transform } from 'class-transformer';
 import { IsInt } from 'class-validator';
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebSocket } from 'ws';
@@ -7,10 +8,18 @@ import type { SocketEndpointDefinition } from '../../src/definition/model-defini
 import { createError, serializeError } from '../../src/errors/index.js';
 import { SocketLink } from '../../src/runtime/socket-link.js';
 import type { SocketInput } from '../../src/runtime/wire-format.js';
-import { INPUT_WINDOW, SocketConnection } from '../../src/server/socket-connection.js';
+import { INPUT_WINDOW, INPUT_WINDOW_BYTES, SocketConnection } from '../../src/server/socket-connection.js';
 
 class Count {
   @IsInt() n!: number;
+}
+
+class Exploding {
+  @Transform(() => {
+    throw new Error('transform exploded');
+  })
+  @IsInt()
+  n!: number;
 }
 
 /** Just what SocketConnection uses of a ws WebSocket, recording what the server does. */
@@ -122,6 +131,48 @@ describe('SocketConnection input', () => {
   });
 });
 
+describe('SocketConnection input limits and failures', () => {
+  it(`stops reading past ${INPUT_WINDOW_BYTES} bytes the session has not taken, even with few messages`, async () => {
+    const { socket, link } = connect();
+    const big = Buffer.alloc(INPUT_WINDOW_BYTES / 2 + 1);
+    socket.emit('message', big, true);
+    expect(socket.paused).toBe(0);
+    socket.emit('message', big, true);
+    expect(socket.paused).toBe(1);
+    await flush();
+    expect([link.pendingInput, link.pendingBytes]).toEqual([2, 2 * big.byteLength]);
+    link.taken(1);
+    expect(socket.resumed).toBe(0);
+    link.taken(1);
+    expect(socket.resumed).toBe(1);
+    link.close();
+  });
+
+  it('fails the connection with 1011 when validating a message throws, instead of dropping every later message', async () => {
+    const { socket, delivered, running } = connect({ endpoint: endpoint({ message: Exploding }) });
+    socket.emit('message', Buffer.from('{"n": 1}'), false);
+    socket.emit('message', Buffer.from('{"n": 2}'), false);
+    await running;
+    expect(delivered).toEqual([]);
+    expect(socket.sent[0].data).toEqual({ error: "Model 'm' failed in M.talk: transform exploded", code: 'SF_ERR_EXECUTION_FAILED' });
+    expect(socket.closedWith).toEqual({ code: 1011, reason: "Model 'm' failed in M.talk: transform exploded" });
+  });
+
+  it('does not call a connection idle while the session has not taken what the client sent', async () => {
+    vi.useFakeTimers();
+    const { socket, link, running } = connect();
+    socket.emit('message', Buffer.from('one'), false);
+    await vi.advanceTimersByTimeAsync(0);
+    await vi.advanceTimersByTimeAsync(3000);
+    expect(socket.closedWith).toBeUndefined();
+    link.taken(1);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(socket.closedWith).toEqual({ code: 1001, reason: 'Connection closed after 1000 ms without a message from the client.' });
+    vi.useRealTimers();
+    await running;
+  });
+});
+
 describe('SocketConnection output and closing', () => {
   it('sends objects as JSON text, strings as text and bytes as binary, then closes with 1000', async () => {
     const { socket, link, running } = connect();
@@ -166,12 +217,14 @@ describe('SocketConnection output and closing', () => {
 
   it('closes an idle connection with 1001 after idleTimeoutMs, counting from the last client message', async () => {
     vi.useFakeTimers();
-    const { socket, controlLog, running } = connect();
-    vi.advanceTimersByTime(900);
+    const { socket, link, controlLog, running } = connect();
+    await vi.advanceTimersByTimeAsync(900);
     socket.emit('message', Buffer.from('still here'), false);
-    vi.advanceTimersByTime(900);
+    await vi.advanceTimersByTimeAsync(0);
+    link.taken(1);
+    await vi.advanceTimersByTimeAsync(900);
     expect(socket.closedWith).toBeUndefined();
-    vi.advanceTimersByTime(100);
+    await vi.advanceTimersByTimeAsync(100);
     expect(socket.sent.at(-1)!.data).toEqual({ error: 'Connection closed after 1000 ms without a message from the client.', code: 'SF_ERR_SOCKET_IDLE' });
     expect(socket.closedWith).toEqual({ code: 1001, reason: 'Connection closed after 1000 ms without a message from the client.' });
     expect(controlLog).toEqual(['end-input', 'cancel']);

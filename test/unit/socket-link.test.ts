@@ -16,17 +16,19 @@ function control(): SocketControl & { log: string[]; delivered: SocketInput[] } 
 }
 
 describe('SocketLink', () => {
-  it('counts messages sent and not yet taken, and calls the listener on each report', () => {
+  it('counts messages and bytes sent and not yet taken, oldest taken first, and calls the listener on each report', () => {
     const c = control();
     const link = new SocketLink(c, 1);
     let reports = 0;
     link.whenTaken(() => reports++);
-    link.send({ kind: 'text', value: 'a' });
-    link.send({ kind: 'binary', value: new Uint8Array([1]) });
-    expect(link.pendingInput).toBe(2);
+    link.send({ kind: 'text', value: 'a' }, 10);
+    link.send({ kind: 'binary', value: new Uint8Array([1]) }, 3);
+    expect([link.pendingInput, link.pendingBytes]).toEqual([2, 13]);
     link.taken(1);
-    expect(link.pendingInput).toBe(1);
+    expect([link.pendingInput, link.pendingBytes]).toEqual([1, 3]);
     expect(reports).toBe(1);
+    link.taken(5);
+    expect([link.pendingInput, link.pendingBytes]).toEqual([0, 0]);
     expect(c.delivered).toEqual([{ kind: 'text', value: 'a' }, { kind: 'binary', value: new Uint8Array([1]) }]);
     expect(link.instanceIndex).toBe(1);
   });
