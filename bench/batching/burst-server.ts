@@ -7,7 +7,8 @@ import { INPUT_SIZE, MAX_BATCH, OUTPUT_SIZE } from './mlp-model.js';
  * every BATCH_MS, as a model on another thread would — but no worker hop, class-validator or queue.
  */
 const port = Number(process.argv[2]);
-const batchMs = Number(process.env.BATCH_MS ?? 75);
+/** About the served MLP's time for one batch (~2.35 ms a sample), so both servers see the same rate. */
+const batchMs = Number(process.env.BATCH_MS ?? MAX_BATCH * 2.35);
 const app = fastify();
 const waiting: ((value: unknown) => void)[] = [];
 setInterval(() => {

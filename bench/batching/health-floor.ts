@@ -3,7 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { load, startServer, stopServer } from '../lib/load.js';
-import { INPUT_SIZE, OUTPUT_SIZE } from './mlp-model.js';
+import { INPUT_SIZE, MAX_BATCH, OUTPUT_SIZE } from './mlp-model.js';
 import { buildSharedWeightMlp } from './shared-weight-mlp.js';
 
 /**
@@ -18,7 +18,7 @@ const seconds = Number(process.env.DURATION_S ?? 10);
 const run = promisify(execFile);
 mkdirSync(out, { recursive: true });
 const modelPath = `${out}/mlp-health.onnx`;
-writeFileSync(modelPath, buildSharedWeightMlp({ inputSize: INPUT_SIZE, width: 512, depth: 768, rows: 1, outputSize: OUTPUT_SIZE, seed: 7 }).onnx);
+writeFileSync(modelPath, buildSharedWeightMlp({ inputSize: INPUT_SIZE, width: 512, depth: Number(process.env.BENCH_DEPTH ?? 768), rows: 1, outputSize: OUTPUT_SIZE, seed: 7 }).onnx);
 const body = JSON.stringify({ x: Array.from({ length: INPUT_SIZE }, (_, i) => Math.sin(i)) });
 const register = `${root}loader/register.mjs`;
 
@@ -41,7 +41,7 @@ async function measure(name: string, args: string[], env: Record<string, string>
 }
 
 const served = await measure(
-  'serve-fn start, @Batch(32), 1 instance',
+  `serve-fn start, @Batch(${MAX_BATCH}), 1 instance`,
   [`${root}bin/serve-fn.js`, 'start', `${root}bench/batching/mlp-model.ts`, '--host', '127.0.0.1', '--port', '8481', '--no-grpc'],
   { BENCH_INSTANCES: '1', BENCH_MLP_ONNX: modelPath, SERVE_FN_LOG_LEVEL: 'warn' },
   8481,
