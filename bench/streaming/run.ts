@@ -31,15 +31,9 @@ const port = Number(process.env.PORT ?? 8331);
 const url = `ws://127.0.0.1:${port}/ws/asr`;
 if (mode !== 'online' && mode !== '2pass') throw new Error(`MODE must be online or 2pass, not '${mode}'`);
 
-interface StepResult {
+/** Every session's figures pooled, plus the server's and this process's. */
+interface StepResult extends RealtimeSessionResult {
   readonly sessions: number;
-  readonly partialMs: number[];
-  readonly segmentEndMs: number[];
-  readonly finalMs: number[];
-  readonly maxSendLagMs: number;
-  readonly utterances: number;
-  readonly ambiguous: number;
-  readonly errors: string[];
   readonly serverLoopP99Ms: number;
   readonly serverLoopMaxMs: number;
   readonly clientLoopP99Ms: number;
