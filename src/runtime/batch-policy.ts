@@ -174,6 +174,30 @@ export function queuePolicyFor(policy: BatchPolicy, level: number): QueuePolicy 
 }
 
 /**
+ * The level a request asking for `priority` waits at: 1 is highest, 0 means the policy's default
+ * level; without priority levels only 0 is valid (and the level is 0). Throws SF_ERR_PRIORITY_INVALID.
+ */
+export function priorityLevelFor(policy: BatchPolicy, priority: number): number {
+  const { priorityLevels, defaultPriorityLevel } = policy;
+  if (!Number.isInteger(priority) || priority < 0 || priority > priorityLevels) {
+    const allowed = priorityLevels > 0 ? `this model has priority levels 1..${priorityLevels} (0 = default)` : 'this model has no priority levels, only 0 (default) is accepted';
+    throw createError('SF_ERR_PRIORITY_INVALID', priority, allowed);
+  }
+  return priority === 0 ? defaultPriorityLevel : priority;
+}
+
+/**
+ * The queue timeout of a request that asked for `requestedUs` (undefined or 0: none) under its
+ * level's policy: a request may only lower the default, and only where overrides are allowed.
+ * Throws SF_ERR_TIMEOUT_INVALID for anything but a non-negative integer number of µs.
+ */
+export function queueTimeoutUs(policy: QueuePolicy, requestedUs: number | undefined): number {
+  if (requestedUs !== undefined && !(Number.isSafeInteger(requestedUs) && requestedUs >= 0)) throw createError('SF_ERR_TIMEOUT_INVALID', requestedUs);
+  if (!policy.allowTimeoutOverride || requestedUs === undefined || requestedUs === 0) return policy.defaultTimeoutUs;
+  return policy.defaultTimeoutUs === 0 ? requestedUs : Math.min(policy.defaultTimeoutUs, requestedUs);
+}
+
+/**
  * Dispatch for endpoints without @Batch: whatever is queued (up to 32) goes to an idle instance at
  * once, and the instance still calls the method once per request, in order. Grouping only saves
  * thread hops; the model never sees a batch. Queue policies and draining work as for @Batch.

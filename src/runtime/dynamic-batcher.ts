@@ -1,5 +1,5 @@
 import { createError } from '../errors/index.js';
-import { queuePolicyFor, type BatchPolicy, type QueuePolicy } from './batch-policy.js';
+import { priorityLevelFor, queuePolicyFor, queueTimeoutUs, type BatchPolicy, type QueuePolicy } from './batch-policy.js';
 import { systemClock, type Clock } from './clock.js';
 import { LinkedQueue, type Link } from './linked-queue.js';
 
@@ -58,11 +58,6 @@ interface Request<T, R> {
   readonly reject: (error: unknown) => void;
 }
 
-function effectiveTimeoutUs(policy: QueuePolicy, requested: number | undefined): number {
-  if (!policy.allowTimeoutOverride || requested === undefined || requested === 0) return policy.defaultTimeoutUs;
-  return policy.defaultTimeoutUs === 0 ? requested : Math.min(policy.defaultTimeoutUs, requested);
-}
-
 function largestPreferred(sizes: readonly number[], fits: number): number {
   for (let i = sizes.length - 1; i >= 0; i--) if (sizes[i] <= fits) return sizes[i];
   return 0;
@@ -112,25 +107,23 @@ export class DynamicBatcher<T, R> {
 
   submit(payload: T, options: SubmitOptions = {}): Promise<R> {
     if (this.draining) return Promise.reject(createError('SF_ERR_DRAINING'));
-    const { priorityLevels, defaultPriorityLevel } = this.policy;
-    const priority = options.priority ?? 0;
-    if (!Number.isInteger(priority) || priority < 0 || priority > priorityLevels) {
-      const allowed = priorityLevels > 0 ? `this model has priority levels 1..${priorityLevels} (0 = default)` : 'this model has no priority levels, only 0 (default) is accepted';
-      return Promise.reject(createError('SF_ERR_PRIORITY_INVALID', priority, allowed));
+    let levelNumber: number;
+    let level: Level<T, R>;
+    let timeout: number;
+    try {
+      levelNumber = priorityLevelFor(this.policy, options.priority ?? 0);
+      level = this.levels[this.policy.priorityLevels === 0 ? 0 : levelNumber - 1];
+      timeout = queueTimeoutUs(level.policy, options.timeoutUs);
+    } catch (err) {
+      return Promise.reject(err);
     }
-    const { timeoutUs, signal } = options;
-    if (timeoutUs !== undefined && !(Number.isSafeInteger(timeoutUs) && timeoutUs >= 0)) {
-      return Promise.reject(createError('SF_ERR_TIMEOUT_INVALID', timeoutUs));
-    }
+    const { signal } = options;
     if (signal?.aborted) return Promise.reject(createError('SF_ERR_CANCELLED'));
-    const levelNumber = priority === 0 ? defaultPriorityLevel : priority;
-    const level = this.levels[priorityLevels === 0 ? 0 : levelNumber - 1];
     const { maxQueueSize } = level.policy;
     if (maxQueueSize > 0 && level.waiting.size + level.delayed.size >= maxQueueSize) {
       return Promise.reject(createError('SF_ERR_QUEUE_FULL'));
     }
     const now = this.clock.now();
-    const timeout = effectiveTimeoutUs(level.policy, timeoutUs);
     const promise = new Promise<R>((resolve, reject) => {
       const request: Request<T, R> = {
         entry: Object.freeze({ payload, enqueuedAtUs: now, priority: levelNumber }),

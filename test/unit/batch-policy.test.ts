@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { ServeFnError } from '../../src/errors/index.js';
 import {
   normalizeBatchPolicy,
+  priorityLevelFor,
   queuePolicyFor,
+  queueTimeoutUs,
   UNBATCHED_POLICY,
   type BatchPolicyInput,
 } from '../../src/runtime/batch-policy.js';
@@ -206,6 +208,39 @@ describe('normalizeBatchPolicy', () => {
       'defaultQueuePolicy.timeout',
       'is not a known option (known: maxQueueSize, defaultTimeoutUs, allowTimeoutOverride, timeoutAction)',
     );
+  });
+});
+
+describe('priorityLevelFor', () => {
+  it('maps 0 to the default level and keeps 1..levels; without levels only 0 is valid', () => {
+    const levels = normalizeBatchPolicy({ maxBatchSize: 4, priorityLevels: 3, defaultPriorityLevel: 2 }, OWNER);
+    expect([0, 1, 3].map((p) => priorityLevelFor(levels, p))).toEqual([2, 1, 3]);
+    expect(priorityLevelFor(normalizeBatchPolicy({ maxBatchSize: 4 }, OWNER), 0)).toBe(0);
+  });
+
+  it('refuses other values with SF_ERR_PRIORITY_INVALID saying what is allowed', () => {
+    const levels = normalizeBatchPolicy({ maxBatchSize: 4, priorityLevels: 3, defaultPriorityLevel: 2 }, OWNER);
+    const err = (() => { try { priorityLevelFor(levels, 4); } catch (e) { return e as ServeFnError; } })();
+    expect(err?.code).toBe('SF_ERR_PRIORITY_INVALID');
+    expect(err?.message).toBe('Priority 4 is out of range: this model has priority levels 1..3 (0 = default).');
+    expect(() => priorityLevelFor(normalizeBatchPolicy({ maxBatchSize: 4 }, OWNER), 1)).toThrow('this model has no priority levels, only 0 (default) is accepted');
+  });
+});
+
+describe('queueTimeoutUs', () => {
+  const policy = { maxQueueSize: 0, defaultTimeoutUs: 1000, allowTimeoutOverride: true, timeoutAction: 'REJECT' as const };
+
+  it('lets a request lower the default only where overrides are allowed', () => {
+    expect(queueTimeoutUs(policy, undefined)).toBe(1000);
+    expect(queueTimeoutUs(policy, 0)).toBe(1000);
+    expect(queueTimeoutUs(policy, 300)).toBe(300);
+    expect(queueTimeoutUs(policy, 5000)).toBe(1000);
+    expect(queueTimeoutUs({ ...policy, defaultTimeoutUs: 0 }, 5000)).toBe(5000);
+    expect(queueTimeoutUs({ ...policy, allowTimeoutOverride: false }, 300)).toBe(1000);
+  });
+
+  it('refuses a timeout that is no non-negative integer with SF_ERR_TIMEOUT_INVALID', () => {
+    for (const bad of [-1, 1.5, Number.NaN]) expect(() => queueTimeoutUs(policy, bad)).toThrow(/^Timeout .* is invalid/);
   });
 });
 
