@@ -1,6 +1,6 @@
 import { createError } from '../errors/index.js';
 import { readBatches, readEndpoints, readInstances, readModel, readWebSocketEndpoints } from '../metadata/reflection.js';
-import type { EndpointRecord, HttpMethod, StreamFormat } from '../metadata/records.js';
+import type { BatchRecord, EndpointRecord, HttpMethod, StreamFormat } from '../metadata/records.js';
 import { normalizeBatchPolicy } from '../runtime/batch-policy.js';
 import type { EndpointDefinition, InstanceGroupDefinition, ModelClass, ModelDefinition } from './model-definition.js';
 import { buildSocketEndpoint } from './socket-endpoint-builder.js';
@@ -24,18 +24,13 @@ export function buildDefinitions(classes: readonly ModelClass[]): readonly Model
     const key = `${def.name}@${def.version}`;
     if (names.has(key)) throw createError('SF_ERR_MODEL_DUPLICATE', def.name, def.version);
     names.set(key, def.className);
-    for (const ep of def.endpoints) {
-      const route = `${ep.httpMethod} ${normalizePath(ep.path)}`;
-      const other = routes.get(route);
-      if (other !== undefined) throw createError('SF_ERR_ENDPOINT_DUPLICATE', ep.httpMethod, ep.path, other, ep.id);
-      routes.set(route, ep.id);
-    }
     // A WebSocket upgrade is a GET, so it shares the router with GET endpoints.
-    for (const socket of def.sockets) {
-      const route = `GET ${normalizePath(socket.path)}`;
+    const claims = [...def.endpoints.map((ep) => [ep.httpMethod, ep.path, ep.id]), ...def.sockets.map((socket) => ['GET', socket.path, socket.id])];
+    for (const [method, path, id] of claims) {
+      const route = `${method} ${normalizePath(path)}`;
       const other = routes.get(route);
-      if (other !== undefined) throw createError('SF_ERR_ENDPOINT_DUPLICATE', 'GET', socket.path, other, socket.id);
-      routes.set(route, socket.id);
+      if (other !== undefined) throw createError('SF_ERR_ENDPOINT_DUPLICATE', method, path, other, id);
+      routes.set(route, id);
     }
   }
   return Object.freeze(definitions);
@@ -49,15 +44,16 @@ export function buildDefinition(target: ModelClass): ModelDefinition {
 
   const batches = new Map(readBatches(target).map((b) => [b.method, b]));
   const endpointRecords = readEndpoints(target);
+  const socketRecords = readWebSocketEndpoints(target);
   for (const method of batches.keys()) {
-    if (!endpointRecords.some((e) => e.method === method) && !readWebSocketEndpoints(target).some((s) => s.method === method)) {
+    if (!endpointRecords.some((e) => e.method === method) && !socketRecords.some((s) => s.method === method)) {
       throw createError('SF_ERR_BATCH_WITHOUT_ENDPOINT', `${target.name}.${method}`);
     }
   }
   const tag = model.options.tag ?? name;
   const endpoints = endpointRecords.map((record) => buildEndpoint(target, record, batches.get(record.method), tag));
   const others = { endpoints: endpointRecords, batches: [...batches.values()] };
-  const sockets = readWebSocketEndpoints(target).map((record) => buildSocketEndpoint(target, record, others, tag));
+  const sockets = socketRecords.map((record) => buildSocketEndpoint(target, record, others, tag));
   const prototype = target.prototype as Record<string, unknown>;
   for (const hook of ['initialize', 'finalize'] as const) {
     const member = prototype[hook];
@@ -84,7 +80,7 @@ export function buildDefinition(target: ModelClass): ModelDefinition {
 function buildEndpoint(
   target: ModelClass,
   record: EndpointRecord,
-  batch: ReturnType<typeof readBatches>[number] | undefined,
+  batch: BatchRecord | undefined,
   tag: string,
 ): EndpointDefinition {
   const id = `${target.name}.${record.method}`;

@@ -4,7 +4,6 @@ export {
   createError,
   serializeError,
   deserializeError,
-  isSerializedError,
   statusOf,
   type SerializedError,
 } from './serve-fn-error.js';

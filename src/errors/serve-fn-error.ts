@@ -50,10 +50,6 @@ export function serializeError(err: unknown): SerializedError {
   return { __serveFnError: true, name: 'Error', message: String(err) };
 }
 
-export function isSerializedError(value: unknown): value is SerializedError {
-  return typeof value === 'object' && value !== null && (value as SerializedError).__serveFnError === true;
-}
-
 export function deserializeError(s: SerializedError): Error {
   const err = isErrorCode(s.code)
     ? new ServeFnError(s.code, s.message, s.statusCode)

@@ -1,8 +1,7 @@
-import { performance } from 'node:perf_hooks';
 import { createError } from '../errors/index.js';
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { EnsembleStepPlan } from '../model-repository/ensemble-validation.js';
-import { failureReason, toUs } from '../runtime/request-accounting.js';
+import { failureReason, now, toUs } from '../runtime/request-accounting.js';
 import type { Tensor, TensorData } from '../tensor/tensor.js';
 import type { InferenceModel, InferenceModelInfo, InferRequest, InferResponse } from './inference-model.js';
 import { validateInferRequest } from './request-validation.js';
@@ -10,7 +9,6 @@ import type { ServedModel } from './served-model.js';
 
 export type ModelResolver = (name: string, version?: string) => InferenceModel;
 
-const now = (): number => performance.timeOrigin + performance.now();
 
 /**
  * A Triton ensemble (platform "ensemble"), run on the HTTP thread: each step calls its model's

@@ -1,14 +1,12 @@
-import { performance } from 'node:perf_hooks';
 import type { ModelContext } from '../definition/model-context.js';
 import { createError } from '../errors/index.js';
 import type { StreamEvent } from '../runtime/stream-event.js';
+import { now } from '../runtime/request-accounting.js';
 import { StreamPump } from '../runtime/stream-pump.js';
 import type { ExecuteCall, ExecuteOutcome } from '../runtime/wire-format.js';
 import { BackendExecutor, type TensorExecutor } from './backend-executor.js';
 import { ModuleExecutor } from './module-executor.js';
 import type { TensorModelPlan, TensorWireRequest } from './tensor-model-plan.js';
-
-const now = (): number => performance.timeOrigin + performance.now();
 
 /**
  * The instance host of a repository model inside its worker thread, beside ModelHost for decorated

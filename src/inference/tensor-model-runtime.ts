@@ -1,10 +1,10 @@
 import { createError, deserializeError } from '../errors/index.js';
-import type { BatchTimings, InferenceRecorder } from '../metrics/inference-recorder.js';
+import type { InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { BatchPolicy } from '../runtime/batch-policy.js';
 import { DynamicBatcher, type BatchEntry, type SubmitOptions } from '../runtime/dynamic-batcher.js';
 import { InstancePool, type PoolEvents, type RestartPolicy } from '../runtime/instance-pool.js';
 import type { InstanceFactory, ModelInstance } from '../runtime/model-instance.js';
-import { now, recordRequest, toUs } from '../runtime/request-accounting.js';
+import { executionTimings, now, recordRequest, toUs, type RequestClock } from '../runtime/request-accounting.js';
 import type { StreamChannel } from '../runtime/stream-channel.js';
 import type { ExecuteCall, ExecuteOutcome, WireRequest } from '../runtime/wire-format.js';
 import { InstanceTurns } from './decoupled-instance-turns.js';
@@ -14,11 +14,8 @@ import { planExecutions } from './tensor-batching.js';
 import type { TensorWireRequest, TensorWireResult } from './tensor-model-plan.js';
 
 /** A request on its way to an instance, with the times the metrics need. */
-export interface QueuedRequest {
+export interface QueuedRequest extends RequestClock {
   readonly request: ValidatedRequest;
-  readonly submittedMs: number;
-  dispatchedMs?: number;
-  timings?: BatchTimings;
 }
 
 /** What TensorModelVersion drives: this class, or SequenceModelRuntime for stateful models. */
@@ -191,12 +188,7 @@ export async function executeOnInstance(instance: ModelInstance, batch: readonly
     const started = now();
     try {
       const outcome = await instance.execute(tensorCall(group.map((i) => requests[i].wire)));
-      const received = now();
-      const timings: BatchTimings = {
-        computeInputUs: toUs(outcome.computeStartMs - started),
-        computeInferUs: toUs(outcome.computeEndMs - outcome.computeStartMs),
-        computeOutputUs: toUs(received - outcome.computeEndMs),
-      };
+      const timings = executionTimings(outcome, started, now());
       const rows = group.reduce((sum, i) => sum + requests[i].rows, 0);
       recorder.batchExecuted(name, version, Math.max(1, rows), timings);
       group.forEach((i, k) => {

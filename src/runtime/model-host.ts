@@ -1,4 +1,3 @@
-import { performance } from 'node:perf_hooks';
 import { instanceToPlain, plainToInstance } from 'class-transformer';
 import { container as rootContainer, type DependencyContainer } from 'tsyringe';
 import type { EndpointDefinition, ModelDefinition, SocketEndpointDefinition } from '../definition/model-definition.js';
@@ -8,6 +7,7 @@ import type { ExecuteCall, ExecuteOutcome, SocketCall, SocketInput, WireResult }
 import { SocketInbox } from './socket-inbox.js';
 import { SocketSession } from './socket-session.js';
 import { reviveBuffers } from './wire-format.js';
+import { now } from './request-accounting.js';
 import type { StreamEvent } from './stream-event.js';
 import { StreamPump } from './stream-pump.js';
 
@@ -62,7 +62,7 @@ export class ModelHost {
     const method = this.instance[call.methodName] as (...args: unknown[]) => unknown;
     const inputs = call.requests.map((r) => this.toInput(endpoint, r.payload));
     const infos: RequestInfo[] = call.requests.map((r) => reviveBuffers(r.info as RequestInfo));
-    const computeStartMs = performance.timeOrigin + performance.now();
+    const computeStartMs = now();
     let results: WireResult[];
     if (call.batched) {
       const output = await method.call(this.instance, inputs, infos);
@@ -77,7 +77,7 @@ export class ModelHost {
         }
       }
     }
-    return { results, computeStartMs, computeEndMs: performance.timeOrigin + performance.now() };
+    return { results, computeStartMs, computeEndMs: now() };
   }
 
   /**
@@ -89,13 +89,7 @@ export class ModelHost {
     const open = async (): Promise<AsyncIterator<unknown>> => {
       if (!endpoint?.stream) throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, call.methodName, 'no such streaming endpoint method');
       const [request] = call.requests;
-      const method = this.instance[call.methodName] as (...args: unknown[]) => unknown;
-      const result = await method.call(this.instance, this.toInput(endpoint, request.payload), reviveBuffers(request.info as RequestInfo));
-      const iterable = result as Partial<AsyncIterable<unknown>> | null | undefined;
-      if (typeof iterable?.[Symbol.asyncIterator] !== 'function') {
-        throw createError('SF_ERR_STREAM_NOT_ITERABLE', endpoint.id, endpoint.stream, describe(result), endpoint.methodName);
-      }
-      return (iterable as AsyncIterable<unknown>)[Symbol.asyncIterator]();
+      return this.iterate(endpoint, endpoint.stream, [this.toInput(endpoint, request.payload), reviveBuffers(request.info as RequestInfo)]);
     };
     return new StreamPump(open, credit, emit, (item) => this.toChunk(endpoint!, item));
   }
@@ -109,13 +103,7 @@ export class ModelHost {
     const inbox = new SocketInbox<unknown>(onTaken);
     const open = async (): Promise<AsyncIterator<unknown>> => {
       if (!socket) throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, call.methodName, 'no such WebSocket endpoint method');
-      const method = this.instance[call.methodName] as (...args: unknown[]) => unknown;
-      const result = await method.call(this.instance, inbox, reviveBuffers(call.context));
-      const iterable = result as Partial<AsyncIterable<unknown>> | null | undefined;
-      if (typeof iterable?.[Symbol.asyncIterator] !== 'function') {
-        throw createError('SF_ERR_STREAM_NOT_ITERABLE', socket.id, 'websocket', describe(result), socket.methodName);
-      }
-      return (iterable as AsyncIterable<unknown>)[Symbol.asyncIterator]();
+      return this.iterate(socket, 'websocket', [inbox, reviveBuffers(call.context)]);
     };
     const toChunk = (item: unknown): unknown => (item instanceof Uint8Array || typeof item === 'string' ? item : this.toPlain(socket?.response, item));
     const toMessage = (input: SocketInput): unknown => {
@@ -123,6 +111,17 @@ export class ModelHost {
       return input.kind === 'json' && socket?.message ? plainToInstance(socket.message, input.value) : input.value;
     };
     return new SocketSession(inbox, new StreamPump(open, credit, emit, toChunk), toMessage);
+  }
+
+  /** Calls a streaming or WebSocket method and opens the async iterable it must return. */
+  private async iterate(target: { readonly id: string; readonly methodName: string }, kind: string, args: readonly unknown[]): Promise<AsyncIterator<unknown>> {
+    const method = this.instance[target.methodName] as (...args: unknown[]) => unknown;
+    const result = await method.call(this.instance, ...args);
+    const iterable = result as Partial<AsyncIterable<unknown>> | null | undefined;
+    if (typeof iterable?.[Symbol.asyncIterator] !== 'function') {
+      throw createError('SF_ERR_STREAM_NOT_ITERABLE', target.id, kind, describe(result), target.methodName);
+    }
+    return (iterable as AsyncIterable<unknown>)[Symbol.asyncIterator]();
   }
 
   private toChunk(endpoint: EndpointDefinition, item: unknown): unknown {

@@ -1,8 +1,8 @@
 import type { EndpointDefinition, ModelDefinition } from '../definition/model-definition.js';
 import { createError, deserializeError } from '../errors/index.js';
-import type { BatchTimings, InferenceRecorder } from '../metrics/inference-recorder.js';
+import type { InferenceRecorder } from '../metrics/inference-recorder.js';
 import { normalizeBatchPolicy, UNBATCHED_POLICY } from './batch-policy.js';
-import { now, recordRequest, toUs } from './request-accounting.js';
+import { executionTimings, now, recordRequest, type RequestClock } from './request-accounting.js';
 import { DynamicBatcher, type BatchEntry, type SubmitOptions } from './dynamic-batcher.js';
 import { InstancePool, type PoolEvents, type RestartPolicy } from './instance-pool.js';
 import type { SocketContext } from '../definition/model-context.js';
@@ -12,11 +12,8 @@ import type { StreamChannel } from './stream-channel.js';
 import { DEFAULT_STREAM_CREDIT } from './stream-credit.js';
 import type { WireRequest } from './wire-format.js';
 
-interface Queued {
+interface Queued extends RequestClock {
   readonly wire: WireRequest;
-  readonly submittedMs: number;
-  dispatchedMs?: number;
-  timings?: BatchTimings;
 }
 
 export interface ModelRuntimeOptions {
@@ -88,8 +85,9 @@ export class ModelRuntime {
     const { name, version } = this.definition;
     if (this.draining) throw createError('SF_ERR_DRAINING');
     let chosen: ModelInstance | undefined;
+    const load = (instance: ModelInstance): number => this.sessions.get(instance)?.size ?? 0;
     for (const instance of this.pool.running()) {
-      if (!chosen || this.sessionsOn(instance).size < this.sessionsOn(chosen).size) chosen = instance;
+      if (!chosen || load(instance) < load(chosen)) chosen = instance;
     }
     if (!chosen) throw createError('SF_ERR_MODEL_NOT_READY', name, version);
     if (!chosen.openSocket) throw createError('SF_ERR_EXECUTION_FAILED', name, methodName, 'this model cannot hold WebSocket sessions');
@@ -167,12 +165,7 @@ export class ModelRuntime {
         batched: endpoint.batch !== undefined,
         requests: batch.map((e) => e.payload.wire),
       });
-      const received = now();
-      const timings: BatchTimings = {
-        computeInputUs: toUs(outcome.computeStartMs - dispatched),
-        computeInferUs: toUs(outcome.computeEndMs - outcome.computeStartMs),
-        computeOutputUs: toUs(received - outcome.computeEndMs),
-      };
+      const timings = executionTimings(outcome, dispatched, now());
       for (const entry of batch) entry.payload.timings = timings;
       if (endpoint.batch) {
         recorder.batchExecuted(name, version, batch.length, timings);

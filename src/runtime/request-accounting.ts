@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { ServeFnError } from '../errors/index.js';
 import type { BatchTimings, FailureReason, InferenceRecorder } from '../metrics/inference-recorder.js';
+import type { ExecuteOutcome } from './wire-format.js';
 
 /** Milliseconds since the epoch, comparable across threads (`timeOrigin + now()`). */
 export const now = (): number => performance.timeOrigin + performance.now();
@@ -22,6 +23,15 @@ export interface RequestClock {
   readonly submittedMs: number;
   dispatchedMs?: number;
   timings?: BatchTimings;
+}
+
+/** How long an execution spent getting to the model, in it, and coming back, from the instance's own stamps. */
+export function executionTimings(outcome: Pick<ExecuteOutcome, 'computeStartMs' | 'computeEndMs'>, sentMs: number, receivedMs: number): BatchTimings {
+  return {
+    computeInputUs: toUs(outcome.computeStartMs - sentMs),
+    computeInferUs: toUs(outcome.computeEndMs - outcome.computeStartMs),
+    computeOutputUs: toUs(receivedMs - outcome.computeEndMs),
+  };
 }
 
 /**

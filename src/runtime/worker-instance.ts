@@ -3,7 +3,7 @@ import { Worker } from 'node:worker_threads';
 import type { ModelContextData } from '../definition/model-context.js';
 import type { InferCall } from './context-services.js';
 import type { InferOptions } from '../definition/model-context.js';
-import { createError, deserializeError, serializeError, type SerializedError } from '../errors/index.js';
+import { createError, deserializeError, serializeError } from '../errors/index.js';
 import type { TensorModelPlan } from '../inference/tensor-model-plan.js';
 import type { InstanceEvents, ModelInstance } from './model-instance.js';
 import { SocketLink } from './socket-link.js';
@@ -69,16 +69,13 @@ export class WorkerInstance implements ModelInstance {
           this.onMessage(message);
         }
       });
-      worker.on('error', (err) => {
-        if (!booted) this.worker = undefined;
-        if (!booted) reject(createError('SF_ERR_INITIALIZE_FAILED', this.context.modelName, this.index, err.message));
-        else this.onDeath(`uncaught error: ${err.message}`);
-      });
-      worker.on('exit', (code) => {
-        if (!booted) this.worker = undefined;
-        if (!booted) reject(createError('SF_ERR_INITIALIZE_FAILED', this.context.modelName, this.index, `worker exited with code ${code}`));
-        else this.onDeath(`worker exited with code ${code}`);
-      });
+      const ended = (reason: string, cause: string): void => {
+        if (booted) return this.onDeath(reason);
+        this.worker = undefined;
+        reject(createError('SF_ERR_INITIALIZE_FAILED', this.context.modelName, this.index, cause));
+      };
+      worker.on('error', (err) => ended(`uncaught error: ${err.message}`, err.message));
+      worker.on('exit', (code) => ended(`worker exited with code ${code}`, `worker exited with code ${code}`));
     });
   }
 
@@ -168,7 +165,7 @@ export class WorkerInstance implements ModelInstance {
       return;
     }
     if (message.type === 'finalized') {
-      if (message.error) this.finalized?.reject(this.finalizeError(message.error));
+      if (message.error) this.finalized?.reject(this.finalizeError(message.error.message));
       else this.finalized?.resolve();
       return;
     }
@@ -207,13 +204,13 @@ export class WorkerInstance implements ModelInstance {
     );
   }
 
-  private finalizeError(error: SerializedError): Error {
-    return createError('SF_ERR_FINALIZE_FAILED', this.context.modelName, this.index, error.message);
+  private finalizeError(why: string): Error {
+    return createError('SF_ERR_FINALIZE_FAILED', this.context.modelName, this.index, why);
   }
 
   private onDeath(reason: string): void {
     if (this.stopping) {
-      this.finalized?.reject(createError('SF_ERR_FINALIZE_FAILED', this.context.modelName, this.index, reason));
+      this.finalized?.reject(this.finalizeError(reason));
       return;
     }
     if (!this.worker) return;

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import type { EndpointDefinition, ModelDefinition } from '../definition/model-definition.js';
 import type { StreamFormat } from '../metadata/records.js';
-import { createError, ServeFnError } from '../errors/index.js';
+import { createError, ServeFnError, statusOf } from '../errors/index.js';
 import type { ModelRuntime } from '../runtime/model-runtime.js';
 import type { StreamChannel } from '../runtime/stream-channel.js';
 import { toHttpError, type ErrorBody } from './error-handler.js';
@@ -86,8 +86,7 @@ function scheduling(headers: Record<string, string | string[] | undefined>): { p
 
 function asEndpointError(model: ModelDefinition, endpoint: EndpointDefinition, err: unknown): unknown {
   if (err instanceof ServeFnError) return err;
-  const status = (err as { statusCode?: number })?.statusCode;
-  if (typeof status === 'number' && status >= 400 && status < 500) return err;
+  if (statusOf(err) < 500) return err;
   return createError('SF_ERR_EXECUTION_FAILED', model.name, endpoint.id, (err as Error)?.message ?? String(err));
 }
 

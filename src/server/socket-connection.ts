@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
 import type { SocketEndpointDefinition } from '../definition/model-definition.js';
-import { createError, ServeFnError } from '../errors/index.js';
+import { createError, ServeFnError, statusOf } from '../errors/index.js';
 import type { SocketLink } from '../runtime/socket-link.js';
 import { RequestValidationError, validateDto } from '../validation/dto-validator.js';
 
@@ -153,11 +153,9 @@ export class SocketConnection {
 
   private asFailure(err: unknown): ServeFnError {
     if (err instanceof ServeFnError) return err;
-    const crossed = err as { code?: unknown; statusCode?: unknown; message?: unknown };
-    if (typeof crossed?.statusCode === 'number' && crossed.statusCode >= 400 && crossed.statusCode < 500) {
-      return createError('SF_ERR_BAD_REQUEST', String(crossed.message));
-    }
-    return createError('SF_ERR_EXECUTION_FAILED', this.modelName, this.endpoint.id, String(crossed?.message ?? err));
+    const message = String((err as { message?: unknown } | null)?.message ?? err);
+    if (statusOf(err) < 500) return createError('SF_ERR_BAD_REQUEST', message);
+    return createError('SF_ERR_EXECUTION_FAILED', this.modelName, this.endpoint.id, message);
   }
 
   private closeIdle(): void {

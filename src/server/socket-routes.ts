@@ -4,6 +4,7 @@ import type { ModelDefinition, SocketEndpointDefinition } from '../definition/mo
 import { createError } from '../errors/index.js';
 import type { ModelRuntime } from '../runtime/model-runtime.js';
 import type { DtoSchemas } from './openapi-plugin.js';
+import { schemaRef } from '../validation/dto-schema.js';
 import { flattenHeaders } from './request-reader.js';
 import type { ServerState } from './server-state.js';
 import { CLOSE, closeReason, INPUT_WINDOW, INPUT_WINDOW_BYTES, SocketConnection } from './socket-connection.js';
@@ -83,7 +84,7 @@ function socketSchema(model: ModelDefinition, endpoint: SocketEndpointDefinition
     },
   };
   const messageSchemas: Record<string, unknown> = {};
-  if (endpoint.message && schemas[endpoint.message.name]) messageSchemas.client = { $ref: `#/components/schemas/${endpoint.message.name}` };
-  if (endpoint.response && schemas[endpoint.response.name]) messageSchemas.server = { $ref: `#/components/schemas/${endpoint.response.name}` };
+  if (endpoint.message && schemas[endpoint.message.name]) messageSchemas.client = schemaRef(endpoint.message);
+  if (endpoint.response && schemas[endpoint.response.name]) messageSchemas.server = schemaRef(endpoint.response);
   return Object.assign(schema, { 'x-websocket': { messages: messageSchemas } }) as FastifySchema;
 }
