@@ -55,11 +55,16 @@ function batchRows(info: InferenceModelInfo, inputs: readonly Tensor[]): number 
   return rows;
 }
 
+/** Refuses an output the model does not have, before the model runs (Triton's message). */
+export function checkOutputName(name: string, info: InferenceModelInfo): void {
+  if (!info.outputs.some((o) => o.name === name)) throw createError('SF_ERR_OUTPUT_UNKNOWN', name, info.name);
+}
+
 function requestedOutputs(info: InferenceModelInfo, request: InferRequest): string[] {
   if (request.outputs === undefined || request.outputs.length === 0) return info.outputs.map((o) => o.name);
   const names: string[] = [];
   for (const { name } of request.outputs) {
-    if (!info.outputs.some((o) => o.name === name)) throw createError('SF_ERR_OUTPUT_UNKNOWN', name, info.name);
+    checkOutputName(name, info);
     if (!names.includes(name)) names.push(name);
   }
   return names;

@@ -1,30 +1,5 @@
+import type { BatchPolicy, QueuePolicy } from '../runtime/batch-policy.js';
 import type { ModelConfig, ModelQueuePolicy } from './model-config.js';
-
-/**
- * The runtime's batch-policy input, declared here by shape so this file does not wait on
- * src/runtime/batch-policy.ts; TypeScript checks the two against each other where they meet.
- */
-export interface QueuePolicyInput {
-  /** 0 = unbounded. */
-  maxQueueSize: number;
-  /** 0 = no timeout. */
-  defaultTimeoutUs: number;
-  allowTimeoutOverride: boolean;
-  timeoutAction: 'REJECT' | 'DELAY';
-}
-
-export interface BatchPolicyInput {
-  maxBatchSize: number;
-  maxQueueDelayUs: number;
-  preferredBatchSizes: number[];
-  preserveOrdering: boolean;
-  /** 0 = no priorities; otherwise levels 1 (highest) .. priorityLevels. */
-  priorityLevels: number;
-  defaultPriorityLevel: number;
-  defaultQueuePolicy: QueuePolicyInput;
-  /** Levels without an entry use defaultQueuePolicy. */
-  priorityQueuePolicy: Record<number, QueuePolicyInput>;
-}
 
 const DEFAULT_QUEUE_POLICY: ModelQueuePolicy = {
   timeout_action: 'REJECT',
@@ -40,7 +15,7 @@ const DEFAULT_QUEUE_POLICY: ModelQueuePolicy = {
  * at a time (batch size 1, no delay, one unbounded queue without timeouts). Checking the values
  * (preferred sizes within max_batch_size, priority levels in range) is the batch policy's job.
  */
-export function batchPolicyFromConfig(config: Pick<ModelConfig, 'max_batch_size' | 'dynamic_batching'>): BatchPolicyInput {
+export function batchPolicyFromConfig(config: Pick<ModelConfig, 'max_batch_size' | 'dynamic_batching'>): BatchPolicy {
   const batching = config.dynamic_batching;
   if (batching === undefined) {
     return {
@@ -54,7 +29,7 @@ export function batchPolicyFromConfig(config: Pick<ModelConfig, 'max_batch_size'
       priorityQueuePolicy: {},
     };
   }
-  const priorityQueuePolicy: Record<number, QueuePolicyInput> = {};
+  const priorityQueuePolicy: Record<number, QueuePolicy> = {};
   for (const [level, policy] of Object.entries(batching.priority_queue_policy)) {
     priorityQueuePolicy[Number(level)] = queuePolicyInput(policy);
   }
@@ -70,7 +45,7 @@ export function batchPolicyFromConfig(config: Pick<ModelConfig, 'max_batch_size'
   };
 }
 
-function queuePolicyInput(policy: ModelQueuePolicy): QueuePolicyInput {
+function queuePolicyInput(policy: ModelQueuePolicy): QueuePolicy {
   return {
     maxQueueSize: policy.max_queue_size,
     defaultTimeoutUs: policy.default_timeout_microseconds,

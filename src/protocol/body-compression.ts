@@ -1,13 +1,14 @@
 import { promisify } from 'node:util';
 import { deflate, gunzip, gzip, inflate, type ZlibOptions } from 'node:zlib';
 import negotiate from '@fastify/accept-negotiator';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { createError, ServeFnError } from '../errors/index.js';
 
 /** The content codings Triton accepts on infer requests and uses on responses (http_server.cc ~2527-2549). */
 export type ContentCoding = 'gzip' | 'deflate';
 
 /** What an unsupported Content-Encoding is answered with, in the `Accept-Encoding` response header, as Triton does. */
-export const SUPPORTED_CONTENT_CODINGS = 'gzip, deflate';
+const SUPPORTED_CONTENT_CODINGS = 'gzip, deflate';
 
 const decompressors: Readonly<Record<ContentCoding, (buf: Buffer, options: ZlibOptions) => Promise<Buffer>>> = {
   gzip: promisify(gunzip),
@@ -36,9 +37,20 @@ export async function decompressRequestBody(body: Buffer, contentEncoding: strin
   }
 }
 
-/** True for the error {@link decompressRequestBody} raises on a coding it does not know. */
-export function isUnsupportedCoding(err: unknown): boolean {
-  return err instanceof ServeFnError && err.code === 'SF_ERR_UNSUPPORTED';
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * The decompressed body of a protocol request (a Buffer from the /v2 scope's content-type parser).
+ * An unknown coding also sets `Accept-Encoding` on the answer, as Triton does.
+ */
+export async function readRequestBody(request: FastifyRequest, reply: FastifyReply, limit: number): Promise<Buffer> {
+  const coding = request.headers['content-encoding'];
+  try {
+    return await decompressRequestBody((request.body as Buffer | undefined) ?? EMPTY, Array.isArray(coding) ? coding[0] : coding, limit);
+  } catch (err) {
+    if (err instanceof ServeFnError && err.code === 'SF_ERR_UNSUPPORTED') reply.header('Accept-Encoding', SUPPORTED_CONTENT_CODINGS);
+    throw err;
+  }
 }
 
 /** The coding to compress a response with, from `Accept-Encoding`; undefined = send it as is. */

@@ -1,4 +1,5 @@
 import { createError } from '../errors/index.js';
+import { checkOutputName } from '../inference/request-validation.js';
 import type { InferenceModelInfo, InferRequest, RequestedOutput } from '../inference/inference-model.js';
 import { DATATYPE_INFO, decodeInferInputs, elementCount, formatShape, splitInferBody, tensorFromBytes } from '../tensor/index.js';
 import type { Tensor } from '../tensor/tensor.js';
@@ -85,11 +86,6 @@ export function buildInferRequest(id: string | undefined, inputs: Tensor[], outp
     ...(reserved.priority === undefined ? {} : { priority: reserved.priority }),
     ...(reserved.timeoutUs === undefined ? {} : { timeoutUs: reserved.timeoutUs }),
   };
-}
-
-/** Refuses an output the model does not have, before the model runs (Triton's message). */
-export function checkOutputName(name: string, info: InferenceModelInfo): void {
-  if (!info.outputs.some((o) => o.name === name)) throw createError('SF_ERR_OUTPUT_UNKNOWN', name, info.name);
 }
 
 function readParameters(owner: string, parameters: unknown): Parameters {

@@ -4,7 +4,7 @@ import { createError } from '../errors/index.js';
 import { canStream } from '../inference/decoupled-model.js';
 import type { InferenceModel, InferRequest, InferResponse, ModelRepository } from '../inference/inference-model.js';
 import { stringifyJson } from '../tensor/index.js';
-import { decompressRequestBody, isUnsupportedCoding, SUPPORTED_CONTENT_CODINGS } from './body-compression.js';
+import { readRequestBody } from './body-compression.js';
 import { decodeGenerateRequest, encodeGenerateResponse } from './generate-json.js';
 import { MODEL_PATHS, type ModelParams } from './kserve-model-routes.js';
 import { routeDoc } from './kserve-openapi.js';
@@ -14,8 +14,6 @@ export interface GenerateRouteOptions {
   readonly repository: ModelRepository;
   readonly bodyLimit: number;
 }
-
-const EMPTY = Buffer.alloc(0);
 
 const GENERATE_REQUEST_SCHEMA = {
   type: 'object',
@@ -92,14 +90,7 @@ async function readRequest(
 ): Promise<{ model: InferenceModel; inferRequest: InferRequest }> {
   const model = opts.repository.get(request.params.model, request.params.version);
   if (!model.ready()) throw createError('SF_ERR_MODEL_NOT_READY', model.info.name, model.info.version);
-  let body: Buffer;
-  try {
-    const coding = request.headers['content-encoding'];
-    body = await decompressRequestBody((request.body as Buffer | undefined) ?? EMPTY, Array.isArray(coding) ? coding[0] : coding, opts.bodyLimit);
-  } catch (err) {
-    if (isUnsupportedCoding(err)) reply.header('Accept-Encoding', SUPPORTED_CONTENT_CODINGS);
-    throw err;
-  }
+  const body = await readRequestBody(request, reply, opts.bodyLimit);
   return { model, inferRequest: decodeGenerateRequest(body, model.info) };
 }
 

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createError } from '../errors/index.js';
 import type { InferenceModel, InferRequest, InferResponse, ModelRepository } from '../inference/inference-model.js';
 import { INFERENCE_HEADER_CONTENT_LENGTH } from '../tensor/index.js';
-import { compressBody, decompressRequestBody, isUnsupportedCoding, negotiateResponseCoding, SUPPORTED_CONTENT_CODINGS } from './body-compression.js';
+import { compressBody, negotiateResponseCoding, readRequestBody } from './body-compression.js';
 import { decodeInferRequest } from './infer-request-decoder.js';
 import { encodeInferResponse } from './infer-response-encoder.js';
 import { MODEL_PATHS, type ModelParams } from './kserve-model-routes.js';
@@ -12,8 +12,6 @@ export interface InferRouteOptions {
   readonly repository: ModelRepository;
   readonly bodyLimit: number;
 }
-
-const EMPTY = Buffer.alloc(0);
 
 /** `POST /v2/models/{m}[/versions/{v}]/infer`. The body arrives as a Buffer (the /v2 scope's content-type parser). */
 export function registerInferRoutes(scope: FastifyInstance, opts: InferRouteOptions): void {
@@ -35,13 +33,7 @@ async function infer(request: FastifyRequest<{ Params: ModelParams }>, reply: Fa
   const model = opts.repository.get(request.params.model, request.params.version);
   if (model.info.decoupled) throw createError('SF_ERR_UNSUPPORTED', "HTTP end point doesn't support models with decoupled transaction policy");
   if (!model.ready()) throw createError('SF_ERR_MODEL_NOT_READY', model.info.name, model.info.version);
-  let body: Buffer;
-  try {
-    body = await decompressRequestBody((request.body as Buffer | undefined) ?? EMPTY, headerValue(request, 'content-encoding'), opts.bodyLimit);
-  } catch (err) {
-    if (isUnsupportedCoding(err)) reply.header('Accept-Encoding', SUPPORTED_CONTENT_CODINGS);
-    throw err;
-  }
+  const body = await readRequestBody(request, reply, opts.bodyLimit);
   const decoded = decodeInferRequest(body, headerValue(request, INFERENCE_HEADER_CONTENT_LENGTH.toLowerCase()), model.info);
   const response = await inferWhileConnected(model, decoded.request, reply);
   const encoded = encodeInferResponse(response, decoded);

@@ -57,6 +57,13 @@ export const MODEL_METADATA_SCHEMA: Schema = {
   required: ['name', 'platform', 'inputs', 'outputs'],
 };
 
+/** A tensor with its data, in requests and responses alike. */
+const tensor: Schema = {
+  type: 'object',
+  properties: { name: { type: 'string' }, shape, datatype, parameters, data: tensorData },
+  required: ['name', 'shape', 'datatype'],
+};
+
 export const INFER_REQUEST_SCHEMA: Schema = {
   type: 'object',
   description: [
@@ -70,11 +77,7 @@ export const INFER_REQUEST_SCHEMA: Schema = {
     parameters,
     inputs: {
       type: 'array',
-      items: {
-        type: 'object',
-        properties: { name: { type: 'string' }, shape, datatype, parameters, data: tensorData },
-        required: ['name', 'shape', 'datatype'],
-      },
+      items: tensor,
     },
     outputs: {
       type: 'array',
@@ -95,11 +98,7 @@ export const INFER_RESPONSE_SCHEMA: Schema = {
     parameters,
     outputs: {
       type: 'array',
-      items: {
-        type: 'object',
-        properties: { name: { type: 'string' }, shape, datatype, parameters, data: tensorData },
-        required: ['name', 'shape', 'datatype'],
-      },
+      items: tensor,
     },
   },
   required: ['model_name', 'outputs'],

@@ -1,15 +1,8 @@
 import type { FastifyInstance } from 'fastify';
-import type { ModelRepository } from '../inference/inference-model.js';
 import { routeDoc, SERVER_METADATA_SCHEMA } from './kserve-openapi.js';
-import { serverReady } from './model-metadata.js';
+import { serverMetadata, serverReady, type ServerIdentity } from './model-metadata.js';
 
-export interface ServerRoutesOptions {
-  readonly repository: ModelRepository;
-  readonly serverName: string;
-  readonly serverVersion: string;
-  readonly extensions: readonly string[];
-  readonly ready: () => boolean;
-}
+export type ServerRoutesOptions = ServerIdentity;
 
 /**
  * `GET /v2`, `/v2/health/live`, `/v2/health/ready` (protocols.md §1.1). Health answers carry no body:
@@ -18,11 +11,7 @@ export interface ServerRoutesOptions {
  */
 export function registerServerRoutes(scope: FastifyInstance, opts: ServerRoutesOptions): void {
   // '' is /v2 itself; Triton serves no /v2/ (its regex is `/v2(?:/health/(live|ready))?`).
-  scope.get('', { schema: routeDoc('Server metadata', { response: SERVER_METADATA_SCHEMA }) }, async () => ({
-    name: opts.serverName,
-    version: opts.serverVersion,
-    extensions: [...opts.extensions],
-  }));
+  scope.get('', { schema: routeDoc('Server metadata', { response: SERVER_METADATA_SCHEMA }) }, async () => serverMetadata(opts));
   scope.get('/health/live', { schema: routeDoc('Server liveness: 200 while the process serves') }, async (_request, reply) => reply.code(200).send());
   scope.get('/health/ready', { schema: routeDoc('Server readiness: 200 when every model is ready, 400 otherwise') }, async (_request, reply) => {
     return reply.code(serverReady(opts.ready, opts.repository) ? 200 : 400).send();

@@ -37,3 +37,17 @@ export function modelMetadata(repository: ModelRepository, name: string, version
 export function serverReady(ready: () => boolean, repository: ModelRepository): boolean {
   return ready() && repository.models().every((m) => m.ready());
 }
+
+/** What the server says of itself over HTTP and gRPC: the repository it serves, its name and protocol extensions. */
+export interface ServerIdentity {
+  readonly repository: ModelRepository;
+  readonly serverName: string;
+  readonly serverVersion: string;
+  readonly extensions: readonly string[];
+  readonly ready: () => boolean;
+}
+
+/** Server metadata (protocols.md §1.2), the same on both transports. */
+export function serverMetadata(server: ServerIdentity): { name: string; version: string; extensions: string[] } {
+  return { name: server.serverName, version: server.serverVersion, extensions: [...server.extensions] };
+}

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { batchPolicyFromConfig, type BatchPolicyInput } from '../../src/model-repository/batch-policy-from-config.js';
+import { batchPolicyFromConfig } from '../../src/model-repository/batch-policy-from-config.js';
+import type { BatchPolicy } from '../../src/runtime/batch-policy.js';
 import { parseModelConfig, type ModelConfig } from '../../src/model-repository/model-config.js';
 import { normalizeBatchPolicy } from '../../src/runtime/batch-policy.js';
 
@@ -18,7 +19,7 @@ const NO_QUEUE_LIMITS = { maxQueueSize: 0, defaultTimeoutUs: 0, allowTimeoutOver
 
 describe('batchPolicyFromConfig', () => {
   it('maps dynamic batching with priority queues field by field', () => {
-    expect(batchPolicyFromConfig(fixture('dynamic_batching_priority'))).toStrictEqual<BatchPolicyInput>({
+    expect(batchPolicyFromConfig(fixture('dynamic_batching_priority'))).toStrictEqual<BatchPolicy>({
       maxBatchSize: 16,
       maxQueueDelayUs: 100,
       preferredBatchSizes: [4, 8],
@@ -34,7 +35,7 @@ describe('batchPolicyFromConfig', () => {
   });
 
   it('maps `dynamic_batching { }` to batches of max_batch_size with no delay and no queue limits', () => {
-    expect(batchPolicyFromConfig(config('max_batch_size: 8\ndynamic_batching { }'))).toStrictEqual<BatchPolicyInput>({
+    expect(batchPolicyFromConfig(config('max_batch_size: 8\ndynamic_batching { }'))).toStrictEqual<BatchPolicy>({
       maxBatchSize: 8,
       maxQueueDelayUs: 0,
       preferredBatchSizes: [8],
@@ -47,7 +48,7 @@ describe('batchPolicyFromConfig', () => {
   });
 
   it('runs one request at a time when there is no dynamic_batching, as Triton default scheduler does', () => {
-    expect(batchPolicyFromConfig(fixture('simple'))).toStrictEqual<BatchPolicyInput>({
+    expect(batchPolicyFromConfig(fixture('simple'))).toStrictEqual<BatchPolicy>({
       maxBatchSize: 1,
       maxQueueDelayUs: 0,
       preferredBatchSizes: [],
@@ -67,7 +68,7 @@ describe('batchPolicyFromConfig', () => {
   it('copies lists so the policy does not alias the configuration', () => {
     const source = fixture('dynamic_batching_priority');
     const policy = batchPolicyFromConfig(source);
-    policy.preferredBatchSizes.push(16);
+    (policy.preferredBatchSizes as number[]).push(16);
     expect(source.dynamic_batching?.preferred_batch_size).toStrictEqual([4, 8]);
   });
 

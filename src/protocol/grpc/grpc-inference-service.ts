@@ -3,9 +3,10 @@ import type { sendUnaryData, ServerDuplexStream, ServerUnaryCall, UntypedService
 import { createError } from '../../errors/index.js';
 import { canStream, type StreamedInferResponse } from '../../inference/decoupled-model.js';
 import type { InferenceModel, InferRequest, InferResponse, ModelRepository } from '../../inference/inference-model.js';
-import { buildInferRequest, checkOutputName, splitReservedParameters } from '../infer-request-decoder.js';
+import { checkOutputName } from '../../inference/request-validation.js';
+import { buildInferRequest, splitReservedParameters } from '../infer-request-decoder.js';
 import { selectOutputs } from '../infer-response-encoder.js';
-import { modelMetadata, serverReady } from '../model-metadata.js';
+import { modelMetadata, serverMetadata, serverReady, type ServerIdentity } from '../model-metadata.js';
 import { toGrpcError } from './grpc-errors.js';
 import {
   decodeGrpcInputs,
@@ -16,13 +17,7 @@ import {
   type GrpcInputTensor,
 } from './grpc-tensor-codec.js';
 
-export interface GrpcServiceOptions {
-  readonly repository: ModelRepository;
-  readonly serverName: string;
-  readonly serverVersion: string;
-  readonly extensions: readonly string[];
-  readonly ready: () => boolean;
-}
+export type GrpcServiceOptions = ServerIdentity;
 
 interface ModelInferRequestMessage {
   readonly model_name?: string;
@@ -54,7 +49,7 @@ export function grpcInferenceService(opts: GrpcServiceOptions): UntypedServiceIm
   return {
     ServerLive: unary(() => ({ live: true })),
     ServerReady: unary(() => ({ ready: serverReady(opts.ready, repository) })),
-    ServerMetadata: unary(() => ({ name: opts.serverName, version: opts.serverVersion, extensions: [...opts.extensions] })),
+    ServerMetadata: unary(() => serverMetadata(opts)),
     ModelReady: unary((request: { name?: string; version?: string }) => ({ ready: lookup(repository, request.name, request.version).ready() })),
     ModelMetadata: unary((request: { name?: string; version?: string }) => modelMetadata(repository, request.name ?? '', request.version || undefined)),
     ModelInfer: unary((request: ModelInferRequestMessage, signal) => {
