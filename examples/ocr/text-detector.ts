@@ -1,7 +1,7 @@
 import { boxesFromProbabilityMap, DEFAULT_DB_OPTIONS, type DbOptions, type TextBox } from './db-postprocess.js';
 import { DET_LIMIT_SIDE, prepareDetInput } from './det-preprocess.js';
 import type { RgbImage } from './image-decoder.js';
-import type { BackendSession } from './ocr-model-files.js';
+import type { BackendSession } from 'serve-fn';
 
 /** PP-OCRv4 text detection: an image in, text boxes (in the image's pixels) out. */
 export class TextDetector {

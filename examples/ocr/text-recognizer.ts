@@ -1,6 +1,6 @@
 import { ctcGreedyDecode, type RecognizedText } from './ctc-decoder.js';
 import type { LineCrop } from './line-crop.js';
-import type { BackendSession } from './ocr-model-files.js';
+import type { BackendSession } from 'serve-fn';
 import { MIN_REC_WIDTH, prepareRecBatch, toRecHeight } from './rec-preprocess.js';
 
 /** A crop joins a run of the recogniser only while it is at most this much wider than the run's narrowest. */

@@ -1,14 +1,13 @@
 import { IsIn, IsOptional, IsString, MaxLength, MinLength, IsNumber, Min, Max } from 'class-validator';
 import wavefile from 'wavefile';
-import { Batch, createError, Endpoint, Instances, Model, type ModelContext } from 'serve-fn';
-import { VoiceBank } from './voice-bank.js';
+import { Batch, createError, Endpoint, Instances, Model } from 'serve-fn';
+import { VOICE_IDS, VoiceBank } from './voice-bank.js';
 
 const SAMPLE_RATE = 16_000;
-const SPEAKERS = ['alto', 'tenor', 'soprano'];
 
 export class SftRequest {
   @IsString() @MinLength(1) @MaxLength(2000) tts_text!: string;
-  @IsString() @IsIn(SPEAKERS) spk_id!: string;
+  @IsString() @IsIn(VOICE_IDS) spk_id!: string;
 }
 
 export class ProsodyRequest {
@@ -32,12 +31,10 @@ export class ProsodyResponse {
 @Model({ name: 'cosyvoice', version: '1', description: 'text to speech (tone synthesis demo)' })
 export class CosyVoice {
   private noteMs = 60;
-  private instance = -1;
 
   constructor(private readonly voices: VoiceBank) {}
 
-  async initialize(ctx: ModelContext): Promise<void> {
-    this.instance = ctx.instanceIndex;
+  async initialize(): Promise<void> {
     this.noteMs = Number(process.env.QUICKSTART_NOTE_MS ?? 60);
   }
 
@@ -69,9 +66,5 @@ export class CosyVoice {
       const duration_ms = Math.round((syllables * 200) / (r.speed ?? 1));
       return { duration_ms, syllables, words: words.length, batch_size: batch.length };
     });
-  }
-
-  async finalize(): Promise<void> {
-    this.instance = -1;
   }
 }

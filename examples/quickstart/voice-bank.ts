@@ -7,7 +7,10 @@ export interface Voice {
   readonly description: string;
 }
 
-/** The speakers the models know; one shared instance per thread, injected where it is needed. */
+/** The speakers the models know, in the order the API lists them. */
+export const VOICE_IDS = ['alto', 'tenor', 'soprano'] as const;
+
+/** The voices of VOICE_IDS; one shared instance per thread, injected where it is needed. */
 @singleton()
 @injectable()
 export class VoiceBank {
@@ -19,9 +22,5 @@ export class VoiceBank {
 
   get(id: string): Voice | undefined {
     return this.voices.get(id);
-  }
-
-  list(): Voice[] {
-    return [...this.voices.values()];
   }
 }

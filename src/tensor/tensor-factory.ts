@@ -99,7 +99,7 @@ function checkTypedData(name: string, datatype: Datatype, data: Exclude<TensorDa
 }
 
 /** Converts plain values to the datatype's storage, refusing values that do not fit. */
-export function toTensorData(name: string, datatype: Datatype, values: readonly unknown[]): TensorData {
+function toTensorData(name: string, datatype: Datatype, values: readonly unknown[]): TensorData {
   switch (datatype) {
     case 'BOOL':
       return Uint8Array.from(values, (v, i) => {

@@ -1,7 +1,7 @@
 import { createError, type ServeFnError } from '../../errors/index.js';
 import type { NativeAclErrorFields } from './native-binding.js';
 
-export function isNativeAclError(err: unknown): err is Error & NativeAclErrorFields {
+function isNativeAclError(err: unknown): err is Error & NativeAclErrorFields {
   const fields = err as Partial<NativeAclErrorFields> | null;
   return err instanceof Error && typeof fields?.aclFunction === 'string' && typeof fields.aclCode === 'number';
 }

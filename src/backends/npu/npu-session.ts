@@ -1,4 +1,5 @@
 import { createError } from '../../errors/index.js';
+import { elementCount } from '../../tensor/tensor-factory.js';
 import type { Datatype, Tensor, TensorSpec } from '../../tensor/tensor.js';
 import type { BackendMetadata, BackendSession } from '../backend.js';
 import type { NativeOmModel } from './native-binding.js';
@@ -102,7 +103,7 @@ export class NpuSession implements BackendSession {
     }
     const bytes = tensorBytes(spec.datatype, tensor.data);
     if (!bytes) throw createError('SF_ERR_TENSOR_DATA', spec.name, `${spec.datatype} data must be ${storageName(spec.datatype)}`);
-    const elements = tensor.shape.reduce((n, dim) => n * dim, 1);
+    const elements = elementCount(tensor.shape);
     if (tensor.data.length !== elements) {
       throw createError('SF_ERR_TENSOR_DATA', spec.name, `holds ${tensor.data.length} elements, shape ${formatShape(tensor.shape)} needs ${elements}`);
     }

@@ -1,4 +1,5 @@
 import type { BackendMetadata } from '../backend.js';
+import { DATATYPE_INFO, type NumericArrayConstructor } from '../../tensor/datatype-info.js';
 import type { Datatype, TensorData, TensorSpec } from '../../tensor/tensor.js';
 import type { NativeModelDescription, NativeTensorDescription } from './native-binding.js';
 
@@ -8,19 +9,12 @@ const ACL_TO_DATATYPE: Readonly<Record<number, Datatype>> = {
   8: 'UINT32', 9: 'INT64', 10: 'UINT64', 11: 'FP64', 12: 'BOOL', 27: 'BF16',
 };
 
-type TypedArrayConstructor =
-  | Uint8ArrayConstructor | Uint16ArrayConstructor | Uint32ArrayConstructor | BigUint64ArrayConstructor
-  | Int8ArrayConstructor | Int16ArrayConstructor | Int32ArrayConstructor | BigInt64ArrayConstructor
-  | Float32ArrayConstructor | Float64ArrayConstructor;
-
 /** Storage per datatype as tensor.ts defines it (FP16/BF16 as raw 16-bit patterns, BOOL as bytes). */
-const STORAGE: Readonly<Record<Exclude<Datatype, 'BYTES'>, TypedArrayConstructor>> = {
-  BOOL: Uint8Array, UINT8: Uint8Array, UINT16: Uint16Array, UINT32: Uint32Array, UINT64: BigUint64Array,
-  INT8: Int8Array, INT16: Int16Array, INT32: Int32Array, INT64: BigInt64Array,
-  FP16: Uint16Array, FP32: Float32Array, FP64: Float64Array, BF16: Uint16Array,
-};
+function storage(datatype: Exclude<Datatype, 'BYTES'>): NumericArrayConstructor {
+  return DATATYPE_INFO[datatype].arrayType!;
+}
 
-export function datatypeOfAcl(aclDataType: number): Datatype | undefined {
+function datatypeOfAcl(aclDataType: number): Datatype | undefined {
   return ACL_TO_DATATYPE[aclDataType];
 }
 
@@ -45,15 +39,15 @@ export function toBackendMetadata(description: NativeModelDescription): BackendM
 
 /** The bytes of a tensor's data, or undefined when its storage does not match the datatype. */
 export function tensorBytes(datatype: Datatype, data: TensorData): Uint8Array | undefined {
-  if (datatype === 'BYTES' || Array.isArray(data) || !(data instanceof STORAGE[datatype])) return undefined;
+  if (datatype === 'BYTES' || Array.isArray(data) || !(data instanceof storage(datatype))) return undefined;
   return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
 }
 
 export function storageName(datatype: Datatype): string {
-  return datatype === 'BYTES' ? 'an array of Uint8Array' : `a ${STORAGE[datatype].name}`;
+  return datatype === 'BYTES' ? 'an array of Uint8Array' : `a ${storage(datatype).name}`;
 }
 
 /** Output bytes from the addon as the typed array tensor.ts expects for `datatype`. */
 export function tensorData(datatype: Exclude<Datatype, 'BYTES'>, bytes: ArrayBuffer): TensorData {
-  return new STORAGE[datatype](bytes);
+  return new (storage(datatype))(bytes);
 }

@@ -125,58 +125,6 @@ export function buildCastModel(from: Datatype, to: Datatype, shape: readonly (nu
   });
 }
 
-export interface MlpModelOptions {
-  readonly inputSize: number;
-  readonly hiddenSizes: readonly number[];
-  readonly outputSize: number;
-  /** Seeds the weights, so one seed always gives the same model and the same outputs. */
-  readonly seed?: number;
-}
-
-/**
- * FP32 INPUT0 [batch, inputSize] → (MatMul, Add bias, Relu) per hidden layer → MatMul, Add → OUTPUT0
- * [batch, outputSize]. Weights are uniform in ±1/√fan-in, which keeps activations near unit scale.
- */
-export function buildMlpModel(options: MlpModelOptions): Uint8Array {
-  const random = mulberry32(options.seed ?? 1);
-  const sizes = [options.inputSize, ...options.hiddenSizes, options.outputSize];
-  const nodes: OnnxNode[] = [];
-  const initializers: OnnxInitializer[] = [];
-  let current = 'INPUT0';
-  for (let layer = 0; layer + 1 < sizes.length; layer++) {
-    const [fanIn, fanOut] = [sizes[layer]!, sizes[layer + 1]!];
-    const scale = 1 / Math.sqrt(fanIn);
-    const weights = Float32Array.from({ length: fanIn * fanOut }, () => (random() * 2 - 1) * scale);
-    const bias = Float32Array.from({ length: fanOut }, () => (random() * 2 - 1) * scale);
-    initializers.push({ name: `W${layer}`, datatype: 'FP32', shape: [fanIn, fanOut], data: weights });
-    initializers.push({ name: `B${layer}`, datatype: 'FP32', shape: [fanOut], data: bias });
-    const last = layer + 2 === sizes.length;
-    const output = last ? 'OUTPUT0' : `H${layer}`;
-    nodes.push({ op: 'MatMul', inputs: [current, `W${layer}`], outputs: [`M${layer}`] });
-    nodes.push({ op: 'Add', inputs: [`M${layer}`, `B${layer}`], outputs: [last ? output : `A${layer}`] });
-    if (!last) nodes.push({ op: 'Relu', inputs: [`A${layer}`], outputs: [output] });
-    current = output;
-  }
-  return buildOnnxModel({
-    inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: ['batch', options.inputSize] }],
-    outputs: [{ name: 'OUTPUT0', datatype: 'FP32', shape: ['batch', options.outputSize] }],
-    nodes,
-    initializers,
-  });
-}
-
-/** A tiny seeded PRNG; Math.random cannot be seeded and the weights must be reproducible. */
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
-
 function nodeProto(node: OnnxNode, index: number): ProtoWriter {
   const w = new ProtoWriter();
   for (const input of node.inputs) w.string(1, input);
