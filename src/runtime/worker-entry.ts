@@ -49,12 +49,7 @@ function sendStreamEvent(id: number, event: StreamEvent): void {
 
 function openStream(message: Extract<ToWorker, { type: 'stream-open' }>): void {
   const id = message.id;
-  if (!host?.openStream) {
-    const reason = 'a repository model cannot stream';
-    sendStreamEvent(id, { kind: 'error', error: serializeError(createError('SF_ERR_EXECUTION_FAILED', data.context.modelName, message.call.methodName, reason)) });
-    return;
-  }
-  const pump = host.openStream(message.call, message.credit, (event) => sendStreamEvent(id, event));
+  const pump = host!.openStream(message.call, message.credit, (event) => sendStreamEvent(id, event));
   streams.set(id, pump);
   void pump.run().finally(() => streams.delete(id));
 }
@@ -91,7 +86,7 @@ async function findDefinition(): Promise<ModelDefinition> {
 }
 
 const services = new ContextServices(data.context, inferThroughMain);
-let host: (Pick<ModelHost, 'execute' | 'finalize'> & Partial<Pick<ModelHost, 'openStream' | 'openSocket'>>) | undefined;
+let host: (Pick<ModelHost, 'execute' | 'finalize' | 'openStream'> & Partial<Pick<ModelHost, 'openSocket'>>) | undefined;
 
 port.on('message', (message: ToWorker) => {
   if (message.type === 'infer-result') {
