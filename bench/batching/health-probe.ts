@@ -1,22 +1,35 @@
 import { Agent, get } from 'node:http';
 
 /**
- * Probes a health URL 50 times a second from a process of its own (as the kubelet does), so the
- * latencies are not delayed by a load generator's event loop, and prints `{p50, p99, max}` in ms.
+ * Probes health URLs from a process of its own (as the kubelet does), so the latencies are not
+ * delayed by a load generator's event loop. Every 10 ms it probes each URL in turn, so a served
+ * model and a reference server are sampled under the same conditions; prints one
+ * `{url, p50, p99, max, n}` (ms) per URL as a JSON array.
+ * Usage: health-probe.ts <seconds> <url> [url ...]
  */
-const [url, seconds] = [process.argv[2]!, Number(process.argv[3] ?? 8)];
-const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-const latencies: number[] = [];
+const seconds = Number(process.argv[2]);
+const urls = process.argv.slice(3);
+const agents = urls.map(() => new Agent({ keepAlive: true, maxSockets: 1 }));
+const latencies: number[][] = urls.map(() => []);
+
+function probe(url: string, agent: Agent): Promise<number> {
+  const start = performance.now();
+  return new Promise((resolve, reject) => {
+    get(url, { agent }, (res) => {
+      res.resume().on('end', () => (res.statusCode === 200 ? resolve(performance.now() - start) : reject(new Error(`${url}: HTTP ${res.statusCode}`))));
+    }).on('error', reject);
+  });
+}
+
 const end = performance.now() + seconds * 1000;
 while (performance.now() < end) {
-  const start = performance.now();
-  await new Promise<void>((resolve, reject) => {
-    get(url, { agent }, (res) => res.resume().on('end', resolve)).on('error', reject);
-  });
-  latencies.push(performance.now() - start);
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  for (let i = 0; i < urls.length; i++) latencies[i]!.push(await probe(urls[i]!, agents[i]!));
+  await new Promise((resolve) => setTimeout(resolve, 10));
 }
-latencies.sort((a, b) => a - b);
-const at = (q: number): number => Number(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!.toFixed(2));
-console.log(JSON.stringify({ p50: at(0.5), p99: at(0.99), max: at(1), n: latencies.length }));
-agent.destroy();
+const summary = urls.map((url, i) => {
+  const sorted = latencies[i]!.sort((a, b) => a - b);
+  const at = (q: number): number => Number(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!.toFixed(2));
+  return { url, p50: at(0.5), p99: at(0.99), max: at(1), n: sorted.length };
+});
+console.log(JSON.stringify(summary));
+for (const agent of agents) agent.destroy();

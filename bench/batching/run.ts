@@ -1,9 +1,10 @@
-import { execFileSync, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
+import { promisify } from 'node:util';
 import * as ort from 'onnxruntime-node';
-import { load, startServer, stopServer } from '../lib/load.js';
+import { startServer, stopServer } from '../lib/load.js';
+import { wrk } from '../lib/wrk.js';
 import { INPUT_SIZE, MAX_BATCH, OUTPUT_SIZE } from './mlp-model.js';
 import { measureCpuShare } from './cpu-share.js';
 import { buildSharedWeightMlp } from './shared-weight-mlp.js';
@@ -11,11 +12,14 @@ import { buildSharedWeightMlp } from './shared-weight-mlp.js';
 /**
  * Issue 3's batching benchmark, all in one run on one machine:
  * (a) served, batched, 1 instance vs the same model run back-to-back in-process at batch MAX_BATCH;
- * (b) batching on vs off; (c) 2 instances vs 1; (d) /health/live p99 while the model is saturated.
+ * (b) batching on vs off; (c) 2 instances vs 1; (d) /health/live p99 while the model is saturated (1 and
+ * 2 instances, in runs of their own so the probe's CPU does not touch (a)–(c)), probed from a process
+ * of its own in turn with an idle reference server (reference-server.ts): the machine's floor under
+ * the same load. The load comes from wrk, a second process that takes little of the two cores.
  * The model is a deep MLP reusing one 512×512 weight (see shared-weight-mlp.ts and probe-models.ts):
  * its weights fit in a core's L2, so two instances scale on two cores, and a sample costs ~2 ms, so
  * the model, not HTTP, limits the rate.
- * The four measurements alternate over BENCH_ROUNDS rounds, so a burst of other work on the machine
+ * The measurements alternate over BENCH_ROUNDS rounds, so a burst of other work on the machine
  * lands on all of them rather than on one, and each round's ratios are printed to show the spread.
  */
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -37,14 +41,24 @@ const model = buildSharedWeightMlp({
 writeFileSync(modelPath, model.onnx);
 const body = JSON.stringify({ x: Array.from({ length: INPUT_SIZE }, (_, i) => Math.sin(i)) });
 
+interface Probe {
+  readonly p50: number;
+  readonly p99: number;
+  readonly max: number;
+  readonly n: number;
+}
+
 interface Served {
   readonly rps: number;
   readonly p99: number;
   readonly bad: number;
-  readonly healthP50?: number;
-  readonly healthP99?: number;
+  /** [served model, reference server], when probed. */
+  readonly health?: readonly [Probe, Probe];
   readonly othersPct: number;
 }
+
+/** The probe's rounds: [served model, reference] per round. */
+type HealthRuns = (readonly [Probe, Probe])[];
 
 function loadAverage(): string {
   return execFileSync('uptime', { encoding: 'utf8' }).trim().replace(/.*load average: /, '');
@@ -64,6 +78,16 @@ async function inProcess(session: ort.InferenceSession, batch: number, seconds: 
 
 /** Every server started, so a failure part-way still stops the ones already up. */
 const servers: ChildProcess[] = [];
+const register = `${root}loader/register.mjs`;
+const referencePort = 8409;
+const run = promisify(execFile);
+
+async function probeHealth(base: string, seconds: number): Promise<[Probe, Probe]> {
+  const urls = [`${base}/health/live`, `http://127.0.0.1:${referencePort}/health/live`];
+  const { stdout } = await run(process.execPath, ['--import', register, `${root}bench/batching/health-probe.ts`, String(seconds), ...urls]);
+  const [model, reference] = JSON.parse(stdout) as Probe[];
+  return [model!, reference!];
+}
 
 async function startModelServer(instances: number): Promise<string> {
   const port = 8400 + instances;
@@ -77,14 +101,12 @@ async function startModelServer(instances: number): Promise<string> {
   return base;
 }
 
-async function served(base: string, path: string, probeHealth: boolean): Promise<Served> {
+async function served(base: string, path: string, probe: boolean): Promise<Served> {
   const cpu = measureCpuShare(servers.map((p) => p.pid!));
-  const health = probeHealth
-    ? autocannon({ url: `${base}/health/live`, connections: 1, duration: durationS - 2, overallRate: 50 })
-    : undefined;
-  const r = await load(`${base}${path}`, { connections, durationS, body });
-  const h = await health;
-  return { rps: r.rps, p99: r.p99Ms, bad: r.non2xx + r.errors, healthP50: h?.latency.p50, healthP99: h?.latency.p99, othersPct: cpu().othersPct };
+  // Starts after the load has saturated the model and ends before it stops.
+  const health = probe ? new Promise((r) => setTimeout(r, 1000)).then(() => probeHealth(base, durationS - 2)) : undefined;
+  const r = await wrk(`${base}${path}`, { connections, durationS, body });
+  return { rps: r.rps, p99: r.p99Ms, bad: r.non2xx + r.errors, health: await health, othersPct: cpu().othersPct };
 }
 
 const mean = (values: readonly number[]): number => values.reduce((s, v) => s + v, 0) / values.length;
@@ -99,21 +121,26 @@ const limitOthersPct: number[] = [];
 const batched1: Served[] = [];
 const unbatched1: Served[] = [];
 const batched2: Served[] = [];
-let idleHealth: autocannon.Result | undefined;
+const health1: HealthRuns = [];
+const health2: HealthRuns = [];
+let idleHealth: [Probe, Probe] | undefined;
 try {
+  servers.push(await startServer(['--import', register, `${root}bench/batching/reference-server.ts`, String(referencePort)], `http://127.0.0.1:${referencePort}/health/live`));
   const one = await startModelServer(1);
   const two = await startModelServer(2);
-  for (const base of [one, two]) await load(`${base}/infer`, { connections, durationS: 3, body });
-  await load(`${one}/infer-single`, { connections, durationS: 2, body });
-  // The same probe against the idle server: the floor the saturated p99 is read against.
-  idleHealth = await autocannon({ url: `${one}/health/live`, connections: 1, duration: durationS - 2, overallRate: 50 });
+  for (const base of [one, two]) await wrk(`${base}/infer`, { connections, durationS: 3, body });
+  await wrk(`${one}/infer-single`, { connections, durationS: 2, body });
+  // The same probe with nothing running: how fast the machine answers when idle.
+  idleHealth = await probeHealth(one, durationS - 2);
   for (let round = 0; round < rounds; round++) {
     const cpu = measureCpuShare(servers.map((p) => p.pid!));
     limits.push(await inProcess(session, MAX_BATCH, durationS));
     limitOthersPct.push(cpu().othersPct);
-    batched1.push(await served(one, '/infer', true));
+    batched1.push(await served(one, '/infer', false));
     unbatched1.push(await served(one, '/infer-single', false));
     batched2.push(await served(two, '/infer', false));
+    health1.push((await served(one, '/infer', true)).health!);
+    health2.push((await served(two, '/infer', true)).health!);
   }
 } finally {
   await Promise.all(servers.map(stopServer));
@@ -127,10 +154,10 @@ const u1 = mean(unbatched1.map((s) => s.rps));
 const b2 = mean(batched2.map((s) => s.rps));
 const p99 = (runs: Served[]): number => Math.max(...runs.map((s) => s.p99));
 const bad = (runs: Served[]): number => runs.reduce((sum, s) => sum + s.bad, 0);
-const healthP99 = Math.max(...batched1.map((s) => s.healthP99!));
-const healthP50 = Math.max(...batched1.map((s) => s.healthP50!));
+const worst = (runs: HealthRuns, which: 0 | 1, key: 'p50' | 'p99'): number => Math.max(...runs.map((h) => h[which][key]));
+const probes = (runs: HealthRuns): number => runs.reduce((n, h) => n + h[0].n, 0);
 
-console.log(`${model.description}; ONNX Runtime CPU, intraOpNumThreads 1; ${connections} clients; ${rounds} rounds of ${durationS} s per measurement`);
+console.log(`${model.description}; ONNX Runtime CPU, intraOpNumThreads 1; ${connections} clients (wrk, 2 threads); ${rounds} rounds of ${durationS} s per measurement`);
 console.log(`load average (1, 5, 15 min): ${loadBefore} before, ${loadAfter} after\n`);
 console.log('| what | samples/s (mean of rounds) | p99 ms (worst round) | failed |');
 console.log('|---|---|---|---|');
@@ -140,16 +167,22 @@ console.log(`| served, @Batch(${MAX_BATCH}), 1 instance | ${f(b1)} | ${p99(batch
 console.log(`| served, no batching, 1 instance | ${f(u1)} | ${p99(unbatched1)} | ${bad(unbatched1)} |`);
 console.log(`| served, @Batch(${MAX_BATCH}), 2 instances | ${f(b2)} | ${p99(batched2)} | ${bad(batched2)} |`);
 console.log('');
-console.log('Per round; "others" is the CPU (% of one core, of 200) that other processes on the machine took during each run.\n');
-console.log('| round | limit | batched, 1 | unbatched, 1 | batched, 2 | others % (limit, b1, u1, b2) | (a) | (b) | (c) | health p99 ms |');
-console.log('|---|---|---|---|---|---|---|---|---|---|');
+console.log('Per round; "others" is the CPU (% of one core, of 200) that other processes took during each run, wrk included.');
+console.log('Health: p99 ms of /health/live on the saturated server / on the idle reference server, probed in turn 100 times a second each,');
+console.log('in separate runs with 1 and with 2 instances saturated.\n');
+console.log('| round | limit | batched, 1 | unbatched, 1 | batched, 2 | others % (limit, b1, u1, b2) | (a) | (b) | (c) | health p99 ms, 1 instance | health p99 ms, 2 instances |');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|');
 limits.forEach((l, i) => {
   const [b, u, t] = [batched1[i]!, unbatched1[i]!, batched2[i]!];
   const others = [limitOthersPct[i]!, b.othersPct, u.othersPct, t.othersPct].map(f).join(', ');
-  console.log(`| ${i + 1} | ${f(l)} | ${f(b.rps)} | ${f(u.rps)} | ${f(t.rps)} | ${others} | ${x2(b.rps / l)} | ${x2(b.rps / u.rps)} | ${x2(t.rps / b.rps)} | ${b.healthP99} |`);
+  console.log(`| ${i + 1} | ${f(l)} | ${f(b.rps)} | ${f(u.rps)} | ${f(t.rps)} | ${others} | ${x2(b.rps / l)} | ${x2(b.rps / u.rps)} | ${x2(t.rps / b.rps)} | ${health1[i]![0].p99} / ${health1[i]![1].p99} | ${health2[i]![0].p99} / ${health2[i]![1].p99} |`);
 });
 console.log('');
 console.log(`(a) served batched / in-process limit: ${x2(b1 / limit)} (target ≥ 0.9×)`);
 console.log(`(b) batching on / off: ${x2(b1 / u1)} (target ≥ 3×)`);
 console.log(`(c) 2 instances / 1: ${x2(b2 / b1)} (target ≥ 1.7×)`);
-console.log(`(d) /health/live while saturated (worst round): p50 ${healthP50} ms, p99 ${healthP99} ms (target p99 ≤ 5 ms); idle server: p50 ${idleHealth?.latency.p50} ms, p99 ${idleHealth?.latency.p99} ms`);
+for (const [label, runs] of [['1 instance', health1], ['2 instances', health2]] as const) {
+  console.log(`(d) /health/live while saturated, ${label} (worst round of ${rounds}, ${probes(runs)} probes): p50 ${worst(runs, 0, 'p50')} ms, p99 ${worst(runs, 0, 'p99')} ms (target p99 ≤ 5 ms)`);
+  console.log(`    the idle reference server, probed in turn: p50 ${worst(runs, 1, 'p50')} ms, p99 ${worst(runs, 1, 'p99')} ms`);
+}
+console.log(`    nothing running: served p99 ${idleHealth?.[0].p99} ms, reference p99 ${idleHealth?.[1].p99} ms`);

@@ -73,6 +73,7 @@ export class TensorModelRuntime implements TensorRuntime {
           this.batcher.notifyIdle();
           this.turns.notify();
         },
+        onStandby: () => this.batcher.notifyIdle(),
         onRestart: (index) => recorder.instanceRestarted(name, version, index),
         onLog: options.log,
       },
@@ -80,6 +81,7 @@ export class TensorModelRuntime implements TensorRuntime {
     );
     this.batcher = new DynamicBatcher<QueuedRequest, TensorWireResult>(`${name} version ${version}`, options.policy, {
       idleInstances: () => this.pool.idleCount,
+      standbyInstances: () => this.pool.standbyCount,
       execute: (batch) => this.execute(batch),
     });
     recorder.registerModel(name, version);
@@ -114,9 +116,10 @@ export class TensorModelRuntime implements TensorRuntime {
   }
 
   private async execute(batch: readonly BatchEntry<QueuedRequest>[]): Promise<(TensorWireResult | Error)[]> {
-    const instance = this.pool.acquire();
+    const queuedBehind = this.pool.idleCount === 0;
+    const instance = queuedBehind ? this.pool.acquireStandby() : this.pool.acquire({ queueable: true });
     try {
-      return await executeOnInstance(instance, batch.map((entry) => entry.payload), this.options);
+      return await executeOnInstance(instance, batch.map((entry) => entry.payload), this.options, queuedBehind);
     } finally {
       this.pool.release(instance);
     }
@@ -177,17 +180,25 @@ export function tensorCall(requests: readonly TensorWireRequest[]): ExecuteCall 
  * row count (see planExecutions), run one after another, each counted as Triton counts executions.
  * Resolves one result or Error per request, in order.
  */
-export async function executeOnInstance(instance: ModelInstance, batch: readonly QueuedRequest[], accounting: ExecutionAccounting): Promise<(TensorWireResult | Error)[]> {
+export async function executeOnInstance(
+  instance: ModelInstance,
+  batch: readonly QueuedRequest[],
+  accounting: ExecutionAccounting,
+  queuedBehind = false,
+): Promise<(TensorWireResult | Error)[]> {
   const { name, version, recorder } = accounting;
   const dispatched = now();
   for (const queued of batch) queued.dispatchedMs = dispatched;
   recorder.pendingChanged(name, version, -batch.length);
   const results: (TensorWireResult | Error)[] = [];
   const requests = batch.map((queued) => queued.request);
-  for (const group of planExecutions(requests, accounting.maxRows)) {
-    const started = now();
+  for (const [g, group] of planExecutions(requests, accounting.maxRows).entries()) {
+    const sent = now();
     try {
       const outcome = await instance.execute(tensorCall(group.map((i) => requests[i].wire)));
+      // Time spent queued behind the instance's previous batch is queue time, as in the batcher.
+      const started = queuedBehind && g === 0 ? Math.max(sent, outcome.takenMs ?? sent) : sent;
+      if (g === 0) for (const queued of batch) queued.dispatchedMs = started;
       const timings = executionTimings(outcome, started, now());
       const rows = group.reduce((sum, i) => sum + requests[i].rows, 0);
       recorder.batchExecuted(name, version, Math.max(1, rows), timings);

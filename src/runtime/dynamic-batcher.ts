@@ -15,6 +15,11 @@ export interface BatcherHooks<T, R> {
   /** how many instances can take a batch right now */
   idleInstances(): number;
   /**
+   * how many busy instances can take a full batch queued behind their running one; execute() gets
+   * such a batch when idleInstances() is 0
+   */
+  standbyInstances?(): number;
+  /**
    * run one batch on an instance; resolves one result per entry, in order; an Error entry fails
    * only its own request. The instance must count as busy in idleInstances() once this returns.
    */
@@ -198,7 +203,24 @@ export class DynamicBatcher<T, R> {
       this.launch(this.take(size));
       idle--;
     }
+    this.queueFullBatches();
     this.disarmBatchTimer();
+  }
+
+  /**
+   * With every instance busy, a full batch may queue on one behind its running batch: it could not
+   * grow by waiting, and it starts the moment the instance is done instead of after a round trip
+   * through the HTTP thread. A smaller batch keeps waiting here, where later requests can join it.
+   */
+  private queueFullBatches(): void {
+    const { maxBatchSize } = this.policy;
+    let standby = this.queued >= maxBatchSize ? (this.hooks.standbyInstances?.() ?? 0) : 0;
+    while (standby > 0) {
+      if (this.timeoutsPossible) this.expireCandidates(this.clock.now());
+      if (this.queued < maxBatchSize) return;
+      this.launch(this.take(maxBatchSize));
+      standby--;
+    }
   }
 
   /** Triton's GetDynamicBatch rules; 0 means wait, with the timer armed for the queue delay. */

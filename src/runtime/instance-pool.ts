@@ -14,6 +14,8 @@ export type PoolOwner = Pick<ModelDefinition, 'name'> & { readonly instances: Pi
 export interface PoolEvents {
   /** An instance became free to take a batch. */
   onIdle(instance: ModelInstance): void;
+  /** A busy instance can take a batch queued behind its running one again (see acquireStandby). */
+  onStandby?(instance: ModelInstance): void;
   onRestart(index: number): void;
   /** An instance died; its restart follows (rate-limited). */
   onDown?(index: number): void;
@@ -23,10 +25,20 @@ export interface PoolEvents {
 /**
  * The instances of one model (Triton's instance group): tracks which are idle, hands them out one
  * batch at a time, and restarts the ones that die, rate-limited so a crash loop does not spin.
+ *
+ * A worker instance running a batch may also take one more, queued behind it (acquireStandby): the
+ * HTTP thread hears that a batch ended and sends the next one only when it gets to that message,
+ * and on a busy machine that gap left instances idle 5–10 % of the time (measured: 2.4–5.8 ms
+ * between batches of ~45 ms with two instances on two cores). The batcher only queues batches that
+ * cannot grow (full ones), so batching is not worse for it.
  */
 export class InstancePool {
   private readonly instances: (ModelInstance | undefined)[] = [];
   private readonly idle: ModelInstance[] = [];
+  /** Busy instances that can take one batch queued behind the running one. */
+  private readonly standby: ModelInstance[] = [];
+  /** Busy instances with a batch queued behind the running one. */
+  private readonly queuedBehind = new Set<ModelInstance>();
   private readonly up = new Set<ModelInstance>();
   private readonly restarts: number[][] = [];
   private stopped = false;
@@ -44,6 +56,10 @@ export class InstancePool {
 
   get idleCount(): number {
     return this.idle.length;
+  }
+
+  get standbyCount(): number {
+    return this.standby.length;
   }
 
   /** Starts every instance in parallel; if one fails, the others are stopped and the error is thrown. */
@@ -82,15 +98,36 @@ export class InstancePool {
     return at < 0 ? undefined : this.idle.splice(at, 1)[0];
   }
 
-  /** Takes an idle instance; callers check idleCount first. */
-  acquire(): ModelInstance {
+  /**
+   * Takes an idle instance; callers check idleCount first. With `queueable` (a batch, not a stream
+   * or a sequence step, which may hold the instance for long), it may take a batch queued behind.
+   */
+  acquire(options: { readonly queueable?: boolean } = {}): ModelInstance {
     const instance = this.idle.shift();
     if (!instance) throw new Error(`no idle instance of ${this.definition.name}`);
+    if (options.queueable && instance.queueable) this.standby.push(instance);
     return instance;
   }
 
+  /** Takes a busy instance to queue a batch behind the one it runs; callers check standbyCount first. */
+  acquireStandby(): ModelInstance {
+    const instance = this.standby.shift();
+    if (!instance) throw new Error(`no instance of ${this.definition.name} can queue a batch`);
+    this.queuedBehind.add(instance);
+    return instance;
+  }
+
+  /** Called once per acquire and per acquireStandby, when that call ends. */
   release(instance: ModelInstance): void {
     if (this.stopped || this.instances[instance.index] !== instance) return;
+    if (this.queuedBehind.delete(instance)) {
+      // The queued batch runs now, so one more may queue behind it.
+      this.standby.push(instance);
+      this.events.onStandby?.(instance);
+      return;
+    }
+    const at = this.standby.indexOf(instance);
+    if (at >= 0) this.standby.splice(at, 1);
     this.idle.push(instance);
     this.events.onIdle(instance);
   }
@@ -98,6 +135,8 @@ export class InstancePool {
   async stop(): Promise<void> {
     this.stopped = true;
     this.idle.length = 0;
+    this.standby.length = 0;
+    this.queuedBehind.clear();
     this.up.clear();
     const running = this.instances.filter((i): i is ModelInstance => i !== undefined);
     const results = await Promise.allSettled(running.map((i) => i.stop()));
@@ -113,8 +152,11 @@ export class InstancePool {
     if (this.stopped || this.instances[index] !== instance) return;
     this.instances[index] = undefined;
     this.up.delete(instance);
-    const at = this.idle.indexOf(instance);
-    if (at >= 0) this.idle.splice(at, 1);
+    for (const list of [this.idle, this.standby]) {
+      const at = list.indexOf(instance);
+      if (at >= 0) list.splice(at, 1);
+    }
+    this.queuedBehind.delete(instance);
     this.events.onLog('error', `model '${this.definition.name}' instance ${index} died (${reason})`);
     this.events.onDown?.(index);
     this.scheduleRestart(index);

@@ -5,6 +5,8 @@ import type { ExecuteCall, ExecuteOutcome, SocketCall } from './wire-format.js';
 /** One running copy of a model: a worker thread, or the HTTP thread for inline models. */
 export interface ModelInstance {
   readonly index: number;
+  /** Whether a call may be sent while another runs; the instance then runs them in order (worker threads do). */
+  readonly queueable?: boolean;
   /** Constructs the class and runs `initialize`; rejects with SF_ERR_INITIALIZE_FAILED. */
   start(): Promise<void>;
   execute(call: ExecuteCall): Promise<ExecuteOutcome>;

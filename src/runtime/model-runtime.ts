@@ -45,6 +45,7 @@ export class ModelRuntime {
       options.factory,
       {
         onIdle: () => this.wakeBatchers(),
+        onStandby: () => this.wakeBatchers(),
         onRestart: (index) => options.recorder.instanceRestarted(definition.name, definition.version, index),
         onLog: options.log,
       },
@@ -55,6 +56,8 @@ export class ModelRuntime {
         endpoint.methodName,
         new DynamicBatcher<Queued, unknown>(endpoint.id, endpoint.batch ?? (endpoint.stream ? STREAM_POLICY : UNBATCHED_POLICY), {
           idleInstances: () => this.pool.idleCount,
+          // A stream holds its instance until it ends, so nothing may queue behind one.
+          standbyInstances: endpoint.stream ? undefined : () => this.pool.standbyCount,
           execute: (batch) => this.execute(endpoint, batch),
         }),
       );
@@ -155,9 +158,10 @@ export class ModelRuntime {
     if (endpoint.stream) return this.executeStream(endpoint, batch[0]);
     const { name, version } = this.definition;
     const { recorder } = this.options;
-    const instance = this.pool.acquire();
-    const dispatched = now();
-    for (const entry of batch) entry.payload.dispatchedMs = dispatched;
+    const queuedBehind = this.pool.idleCount === 0;
+    const instance = queuedBehind ? this.pool.acquireStandby() : this.pool.acquire({ queueable: true });
+    const sent = now();
+    for (const entry of batch) entry.payload.dispatchedMs = sent;
     recorder.pendingChanged(name, version, -batch.length);
     try {
       const outcome = await instance.execute({
@@ -165,8 +169,13 @@ export class ModelRuntime {
         batched: endpoint.batch !== undefined,
         requests: batch.map((e) => e.payload.wire),
       });
-      const timings = executionTimings(outcome, dispatched, now());
-      for (const entry of batch) entry.payload.timings = timings;
+      // Time spent queued behind the instance's previous batch is queue time, as in the batcher.
+      const started = queuedBehind ? Math.max(sent, outcome.takenMs ?? sent) : sent;
+      const timings = executionTimings(outcome, started, now());
+      for (const entry of batch) {
+        entry.payload.dispatchedMs = started;
+        entry.payload.timings = timings;
+      }
       if (endpoint.batch) {
         recorder.batchExecuted(name, version, batch.length, timings);
       } else {
@@ -212,7 +221,7 @@ export class ModelRuntime {
   private wakeBatchers(): void {
     const list = [...this.batchers.values()];
     const start = this.nextBatcher++ % list.length;
-    for (let i = 0; i < list.length && this.pool.idleCount > 0; i++) list[(start + i) % list.length].notifyIdle();
+    for (let i = 0; i < list.length && this.pool.idleCount + this.pool.standbyCount > 0; i++) list[(start + i) % list.length].notifyIdle();
   }
 }
 

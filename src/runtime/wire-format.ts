@@ -37,6 +37,11 @@ export interface ExecuteOutcome {
    */
   readonly computeStartMs: number;
   readonly computeEndMs: number;
+  /**
+   * When the instance took the call up, in the same clock: a batch queued on a busy instance (see
+   * InstancePool) waits until the one before it has ended, and that wait is queue time.
+   */
+  readonly takenMs?: number;
 }
 
 /**
@@ -53,7 +58,8 @@ export function collectTransferables(value: unknown, out: ArrayBuffer[] = [], de
     return out;
   }
   const children: unknown[] = Array.isArray(value) ? value : Object.values(value);
-  for (const child of children) collectTransferables(child, out, depth + 1);
+  // Tensors as JSON are long arrays of numbers: skip them without a call per element.
+  for (const child of children) if (child !== null && typeof child === 'object') collectTransferables(child, out, depth + 1);
   return out;
 }
 
@@ -66,6 +72,13 @@ export function reviveBuffers<T>(value: T, depth = 0): T {
     return Buffer.from(value.buffer, value.byteOffset, value.byteLength) as T;
   }
   if (depth > 8 || value === null || typeof value !== 'object' || ArrayBuffer.isView(value)) return value;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i];
+      if (item !== null && typeof item === 'object') value[i] = reviveBuffers(item, depth + 1);
+    }
+    return value;
+  }
   const record = value as Record<string, unknown>;
   for (const key of Object.keys(record)) record[key] = reviveBuffers(record[key], depth + 1);
   return value;

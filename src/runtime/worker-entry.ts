@@ -6,6 +6,7 @@ import { createError, deserializeError, serializeError } from '../errors/index.j
 import { TensorModelHost } from '../inference/tensor-model-host.js';
 import { ContextServices } from './context-services.js';
 import { ModelHost } from './model-host.js';
+import { now } from './request-accounting.js';
 import { lowerThisThreadPriority } from './thread-priority.js';
 import type { StreamEvent } from './stream-event.js';
 import type { SocketSession } from './socket-session.js';
@@ -85,6 +86,22 @@ async function findDefinition(): Promise<ModelDefinition> {
   throw createError('SF_ERR_ENTRY_NO_MODELS', `${data.moduleUrl} (model '${data.context.modelName}')`);
 }
 
+/**
+ * Calls run one after another: the pool may queue one full batch on an instance that is still
+ * running another (see InstancePool), and it must not start before that one ends.
+ */
+let lastCall: Promise<unknown> = Promise.resolve();
+
+function execute(message: Extract<ToWorker, { type: 'execute' }>): void {
+  lastCall = lastCall.then(() => {
+    const takenMs = now();
+    return host!.execute(message.call).then(
+      (outcome) => sendOutcome(message.id, { ...outcome, takenMs }),
+      (err: unknown) => send({ type: 'failed', id: message.id, error: serializeError(err) }),
+    );
+  });
+}
+
 const services = new ContextServices(data.context, inferThroughMain);
 let host: (Pick<ModelHost, 'execute' | 'finalize' | 'openStream'> & Partial<Pick<ModelHost, 'openSocket'>>) | undefined;
 
@@ -107,10 +124,7 @@ port.on('message', (message: ToWorker) => {
   } else if (message.type === 'socket-end') {
     sockets.get(message.id)?.endInput();
   } else if (message.type === 'execute') {
-    host!.execute(message.call).then(
-      (outcome) => sendOutcome(message.id, outcome),
-      (err: unknown) => send({ type: 'failed', id: message.id, error: serializeError(err) }),
-    );
+    execute(message);
   } else {
     host!
       .finalize()

@@ -137,6 +137,32 @@ describe('a model on two worker-thread instances', () => {
     expect(Buffer.from(await res.arrayBuffer())).toEqual(Buffer.concat([Buffer.from('cat:true:'), Buffer.from([137, 80, 78, 71])]));
   });
 
+  it('queues a full batch on a busy instance, which runs it right after its current one, and counts the wait as queue time', async () => {
+    const queueUs = (): Promise<number> => metric('nv_inference_queue_duration_us{model="busy",version="1"}');
+    const inputUs = (): Promise<number> => metric('nv_inference_compute_input_duration_us{model="busy",version="1"}');
+    const [queuedBefore, inputBefore] = [await queueUs(), await inputUs()];
+    const holds = [busy(600, 'hold-pairs-1'), busy(600, 'hold-pairs-2')];
+    await expect.poll(journalLines, { timeout: 5_000, interval: 10 }).toEqual(expect.arrayContaining(['busy hold-pairs-1', 'busy hold-pairs-2']));
+    const answers = Promise.all(Array.from({ length: 5 }, () => post('/busy-pairs', { ms: 50 }).then((r) => r.json() as BusyResult & { size: number })));
+    // Two full pairs went to the busy instances at once; the fifth request waits for a free one.
+    await expect.poll(() => metric('nv_inference_pending_request_count{model="busy"'), { timeout: 1_000, interval: 10 }).toBe(1);
+    const [pairs, held] = await Promise.all([answers, Promise.all(holds)]);
+
+    const batches = new Map(pairs.map((p) => [`${p.instance}@${p.startMs}`, p]));
+    expect([...batches.values()].map((b) => b.size).sort()).toEqual([1, 2, 2]);
+    for (const batch of batches.values()) {
+      const hold = held.find((h) => h.instance === batch.instance)!;
+      expect(batch.startMs).toBeGreaterThanOrEqual(hold.endMs);
+    }
+    // Each full pair started on its instance as soon as that instance's hold ended.
+    const fullPairs = [...batches.values()].filter((b) => b.size === 2);
+    expect(new Set(fullPairs.map((b) => b.instance))).toEqual(new Set([0, 1]));
+    for (const pair of fullPairs) expect(pair.startMs - held.find((h) => h.instance === pair.instance)!.endMs).toBeLessThan(50);
+    // Four requests waited behind the holds for about 0.5 s each: that wait is queue time, not compute.
+    await expect.poll(async () => (await queueUs()) - queuedBefore, { timeout: 2_000, interval: 20 }).toBeGreaterThan(4 * 400_000);
+    expect((await inputUs()) - inputBefore).toBeLessThan(4 * 100_000);
+  });
+
   it('never runs a request whose client disconnected while it waited in the queue', async () => {
     const holds = [busy(1_500, 'hold-1'), busy(1_500, 'hold-2')];
     await expect.poll(journalLines, { timeout: 5_000, interval: 10 }).toEqual(expect.arrayContaining(['busy hold-1', 'busy hold-2']));

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Type } from 'class-transformer';
+import { Exclude, Transform, Type } from 'class-transformer';
 import { IsBoolean, IsDefined, IsIn, IsInt, IsNumber, IsOptional, IsString, Max, MaxLength, Min, ValidateNested } from 'class-validator';
 import { describe, expect, it } from 'vitest';
 import { RequestValidationError, validateDto, type ValidationIssue } from '../../src/validation/dto-validator.js';
@@ -21,6 +21,10 @@ class Voice {
 
 class Segment {
   @IsString() text!: string;
+}
+
+class Tuning2 {
+  @IsNumber({}, { each: true }) x!: number[];
 }
 
 class Script {
@@ -112,6 +116,33 @@ describe('validateDto on JSON bodies', () => {
     expect(value.voice).toBeInstanceOf(Voice);
     expect(value.voice.pitch).toBeInstanceOf(Pitch);
     expect(value.segments[0]).toBeInstanceOf(Segment);
+  });
+
+  it('keeps what class-transformer would do on DTOs without its decorators: constructor defaults, plain nested values', async () => {
+    class Tuning {
+      @IsOptional() @IsNumber() temperature = 0.7;
+      @IsNumber({}, { each: true }) x!: number[];
+      @IsOptional() extra?: { depth: number };
+    }
+    const value = await validateDto<Tuning>(Tuning, { x: [1, 2.5], extra: { depth: 2 } }, 'body');
+    expect(value).toBeInstanceOf(Tuning);
+    expect(value).toEqual(Object.assign(new Tuning(), { x: [1, 2.5], extra: { depth: 2 } }));
+    expect(await issues(Tuning, { x: [1, 'a'] }, 'body')).toEqual([
+      { loc: ['body', 'x'], msg: 'each value in x must be a number conforming to the specified constraints', type: 'isNumber', input: [1, 'a'] },
+    ]);
+  });
+
+  it('still applies @Transform and @Exclude, and never takes a prototype from the input', async () => {
+    class Shout {
+      @IsString() @Transform(({ value }) => String(value).toUpperCase()) text!: string;
+      @IsOptional() @Exclude() secret?: string;
+    }
+    const value = await validateDto<Shout>(Shout, { text: 'hi', secret: 's' }, 'body');
+    expect(value.text).toBe('HI');
+    expect(value.secret).toBeUndefined();
+    const polluted = await validateDto<Tuning2>(Tuning2, JSON.parse('{"x": [1], "__proto__": {"polluted": true}}'), 'body');
+    expect(Object.getPrototypeOf(polluted)).toBe(Tuning2.prototype);
+    expect((polluted as unknown as { polluted?: boolean }).polluted).toBeUndefined();
   });
 
   it.each([

@@ -788,3 +788,76 @@ describe('DynamicBatcher: drain', () => {
     await expect(h.batcher.drain()).resolves.toBeUndefined();
   });
 });
+
+describe('DynamicBatcher: full batches queued on busy instances', () => {
+  function withStandby(input: BatchPolicyInput, standby: number) {
+    const clock = new FakeClock();
+    const state = { idle: 1, standby };
+    const batches: { payloads: string[]; on: 'idle' | 'standby'; resolve: (results: unknown) => void }[] = [];
+    const batcher = new DynamicBatcher<string, string>(
+      OWNER,
+      normalizeBatchPolicy(input, OWNER),
+      {
+        idleInstances: () => state.idle,
+        standbyInstances: () => state.standby,
+        execute: (entries) => {
+          const on = state.idle > 0 ? 'idle' : 'standby';
+          if (on === 'idle') state.idle--;
+          else state.standby--;
+          return new Promise((resolve) => batches.push({ payloads: entries.map((e) => e.payload), on, resolve: resolve as (results: unknown) => void }));
+        },
+      },
+      clock,
+    );
+    const results: string[] = [];
+    const submit = (payloads: string[], options?: SubmitOptions): void => {
+      for (const p of payloads) void batcher.submit(p, options).then((v) => results.push(v), (e: Error) => results.push(`${p}:${e.message}`));
+    };
+    return { clock, state, batches, batcher, results, submit };
+  }
+
+  it('queues only full batches; a smaller one waits for a free instance, where later requests can join it', async () => {
+    const h = withStandby({ maxBatchSize: 2, maxQueueDelayUs: 1000 }, 1);
+    h.submit(['a', 'b', 'c', 'd', 'e']);
+    await settle();
+    expect(h.batches.map((b) => [b.on, b.payloads])).toEqual([
+      ['idle', ['a', 'b']],
+      ['standby', ['c', 'd']],
+    ]);
+    await h.clock.advance(5000);
+    expect(h.batches).toHaveLength(2);
+    h.submit(['f']);
+    h.state.idle = 1;
+    h.batcher.notifyIdle();
+    expect(h.batches.at(-1)).toMatchObject({ on: 'idle', payloads: ['e', 'f'] });
+  });
+
+  it('queues as many full batches as instances can take, and none without the hook', async () => {
+    const h = withStandby({ maxBatchSize: 2 }, 2);
+    h.state.idle = 0;
+    h.submit(names(7));
+    await settle();
+    expect(h.batches.map((b) => b.payloads)).toEqual([['r0', 'r1'], ['r2', 'r3']]);
+    h.state.standby = 1;
+    h.batcher.notifyIdle();
+    expect(h.batches.map((b) => b.payloads).at(-1)).toEqual(['r4', 'r5']);
+
+    const plain = setup({ maxBatchSize: 2 }, 0);
+    submitAll(plain, names(4));
+    await settle();
+    expect(plain.batches).toHaveLength(0);
+  });
+
+  it('queues the full batch of unexpired requests: one whose queue timeout ran out is rejected, not run', async () => {
+    const h = withStandby({ maxBatchSize: 2, defaultQueuePolicy: { defaultTimeoutUs: 100 } }, 0);
+    h.state.idle = 0;
+    h.submit(['a', 'b']);
+    await h.clock.advance(110);
+    h.submit(['c', 'd']);
+    h.state.standby = 1;
+    h.batcher.notifyIdle();
+    await settle();
+    expect(h.batches.map((b) => [b.on, b.payloads])).toEqual([['standby', ['c', 'd']]]);
+    expect(h.results).toEqual(['a:Request timeout expired', 'b:Request timeout expired']);
+  });
+});

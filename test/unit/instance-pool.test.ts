@@ -13,6 +13,7 @@ class Pooled {}
 /** A model instance whose start and stop the test settles by hand. */
 class FakeInstance implements ModelInstance {
   stopped = false;
+  queueable = true;
   private settleStart?: { resolve(): void; reject(err: Error): void };
   stopError?: Error;
 
@@ -53,6 +54,7 @@ interface Harness {
   pool: InstancePool;
   created: FakeInstance[];
   idle: number;
+  standby: number;
   restarts: number[];
   logs: string[];
   /** The latest instance created for `index`. */
@@ -60,9 +62,10 @@ interface Harness {
 }
 
 function harness(policy?: RestartPolicy): Harness {
-  const h = { created: [] as FakeInstance[], idle: 0, restarts: [] as number[], logs: [] as string[] } as Harness;
+  const h = { created: [] as FakeInstance[], idle: 0, standby: 0, restarts: [] as number[], logs: [] as string[] } as Harness;
   const events: PoolEvents = {
     onIdle: () => h.idle++,
+    onStandby: () => h.standby++,
     onRestart: (index) => h.restarts.push(index),
     onLog: (level, message) => h.logs.push(`${level}: ${message}`),
   };
@@ -251,5 +254,47 @@ describe('InstancePool restart rate limit', () => {
     vi.advanceTimersByTime(5_000);
     h.latest(1).crash();
     expect(h.restarts).toEqual([1, 1]);
+  });
+});
+
+describe('InstancePool: a batch queued behind a running one', () => {
+  it('offers an instance acquired for a batch to queue one more, and frees it only when both ended', async () => {
+    const h = harness();
+    await started(h);
+    const a = h.pool.acquire({ queueable: true });
+    expect([h.pool.idleCount, h.pool.standbyCount]).toEqual([2, 1]);
+    expect(h.pool.acquireStandby()).toBe(a);
+    expect(h.pool.standbyCount).toBe(0);
+    expect(() => h.pool.acquireStandby()).toThrow('no instance of pooled can queue a batch');
+
+    h.pool.release(a);
+    expect([h.pool.idleCount, h.pool.standbyCount, h.idle, h.standby]).toEqual([2, 1, 0, 1]);
+    h.pool.release(a);
+    expect([h.pool.idleCount, h.pool.standbyCount, h.idle, h.standby]).toEqual([3, 0, 1, 1]);
+  });
+
+  it('never queues behind a stream or a sequence step (plain acquire), nor on an instance that cannot queue', async () => {
+    const h = harness();
+    await started(h);
+    h.pool.acquire();
+    h.created[1].queueable = false;
+    h.pool.acquire({ queueable: true });
+    expect(h.pool.standbyCount).toBe(0);
+    expect(h.pool.acquireIndex(2)).toBe(h.created[2]);
+    expect(h.pool.standbyCount).toBe(0);
+  });
+
+  it('forgets a crashed instance with a queued batch; its late releases change nothing', async () => {
+    const h = harness();
+    await started(h);
+    const a = h.pool.acquire({ queueable: true });
+    h.pool.acquireStandby();
+    const b = h.pool.acquire({ queueable: true });
+    h.latest(a.index).crash();
+    expect([h.pool.idleCount, h.pool.standbyCount]).toEqual([1, 1]);
+    h.pool.release(a);
+    h.pool.release(a);
+    expect([h.pool.idleCount, h.pool.standbyCount]).toEqual([1, 1]);
+    expect(h.pool.acquireStandby()).toBe(b);
   });
 });
