@@ -1,7 +1,8 @@
 import { createError } from '../errors/index.js';
-import { priorityLevelFor, queuePolicyFor, queueTimeoutUs, type BatchPolicy, type QueuePolicy } from './batch-policy.js';
+import { priorityLevelFor, queueTimeoutUs, type BatchPolicy } from './batch-policy.js';
 import { systemClock, type Clock } from './clock.js';
 import { LinkedQueue, type Link } from './linked-queue.js';
+import { PriorityQueues, type QueuedItem } from './priority-queues.js';
 
 /** One request as the model sees it inside a batch. */
 export interface BatchEntry<T> {
@@ -37,22 +38,8 @@ export interface SubmitOptions {
 
 type Outcome<R> = { readonly ok: true; readonly value: R } | { readonly ok: false; readonly error: unknown };
 
-interface Level<T, R> {
-  readonly policy: QueuePolicy;
-  /** Unexpired requests in arrival order. */
-  readonly waiting: LinkedQueue<Request<T, R>>;
-  /** Requests whose DELAY timeout expired, in expiry order; they go after every request in `waiting`. */
-  readonly delayed: LinkedQueue<Request<T, R>>;
-}
-
-interface Request<T, R> {
+interface Request<T, R> extends QueuedItem<Request<T, R>> {
   readonly entry: BatchEntry<T>;
-  readonly level: Level<T, R>;
-  /** Clock time at which the queue timeout expires; Infinity when there is none. */
-  readonly expiresAtUs: number;
-  /** The level queue the request waits in, and its place there; undefined once it left the queue. */
-  queue: LinkedQueue<Request<T, R>> | undefined;
-  link: Link<Request<T, R>> | undefined;
   /** Its place among live requests in arrival order (preserveOrdering only). */
   arrival: Link<Request<T, R>> | undefined;
   timer: unknown;
@@ -75,12 +62,10 @@ function largestPreferred(sizes: readonly number[], fits: number): number {
  * (timeout, cancellation) settles at once, since it is no model output to keep in order.
  */
 export class DynamicBatcher<T, R> {
-  /** Index 0 is the highest priority level. */
-  private readonly levels: Level<T, R>[];
+  private readonly queues: PriorityQueues<Request<T, R>>;
   /** Live requests in arrival order, kept only with preserveOrdering. */
   private readonly arrivals = new LinkedQueue<Request<T, R>>();
   private readonly timeoutsPossible: boolean;
-  private queued = 0;
   private inflight = 0;
   private batchTimer: unknown;
   private batchTimerAtUs = Infinity;
@@ -95,14 +80,13 @@ export class DynamicBatcher<T, R> {
     private readonly hooks: BatcherHooks<T, R>,
     private readonly clock: Clock = systemClock,
   ) {
-    const levelNumbers = policy.priorityLevels === 0 ? [0] : Array.from({ length: policy.priorityLevels }, (_, i) => i + 1);
-    this.levels = levelNumbers.map((n) => ({ policy: queuePolicyFor(policy, n), waiting: new LinkedQueue(), delayed: new LinkedQueue() }));
-    this.timeoutsPossible = this.levels.some((l) => l.policy.defaultTimeoutUs > 0 || l.policy.allowTimeoutOverride);
+    this.queues = new PriorityQueues(policy);
+    this.timeoutsPossible = this.queues.levels.some((l) => l.policy.defaultTimeoutUs > 0 || l.policy.allowTimeoutOverride);
   }
 
   /** queued, not yet dispatched */
   get pendingCount(): number {
-    return this.queued;
+    return this.queues.size;
   }
 
   /** dispatched, not yet settled */
@@ -113,29 +97,25 @@ export class DynamicBatcher<T, R> {
   submit(payload: T, options: SubmitOptions = {}): Promise<R> {
     if (this.draining) return Promise.reject(createError('SF_ERR_DRAINING'));
     let levelNumber: number;
-    let level: Level<T, R>;
+    let level: Request<T, R>['level'];
     let timeout: number;
     try {
       levelNumber = priorityLevelFor(this.policy, options.priority ?? 0);
-      level = this.levels[this.policy.priorityLevels === 0 ? 0 : levelNumber - 1];
+      level = this.queues.levels[this.policy.priorityLevels === 0 ? 0 : levelNumber - 1];
       timeout = queueTimeoutUs(level.policy, options.timeoutUs);
     } catch (err) {
       return Promise.reject(err);
     }
     const { signal } = options;
     if (signal?.aborted) return Promise.reject(createError('SF_ERR_CANCELLED'));
-    const { maxQueueSize } = level.policy;
-    if (maxQueueSize > 0 && level.waiting.size + level.delayed.size >= maxQueueSize) {
-      return Promise.reject(createError('SF_ERR_QUEUE_FULL'));
-    }
+    if (this.queues.isFull(level)) return Promise.reject(createError('SF_ERR_QUEUE_FULL'));
     const now = this.clock.now();
     const promise = new Promise<R>((resolve, reject) => {
       const request: Request<T, R> = {
         entry: Object.freeze({ payload, enqueuedAtUs: now, priority: levelNumber }),
         level,
         expiresAtUs: timeout === 0 ? Infinity : now + timeout,
-        queue: undefined,
-        link: undefined,
+        place: undefined,
         arrival: undefined,
         timer: undefined,
         detachSignal: undefined,
@@ -143,8 +123,7 @@ export class DynamicBatcher<T, R> {
         resolve,
         reject,
       };
-      this.place(request, level.waiting);
-      this.queued++;
+      this.queues.enqueue(request);
       if (this.policy.preserveOrdering) request.arrival = this.arrivals.push(request);
       if (timeout > 0) request.timer = this.clock.setTimer(() => this.onTimeout(request), timeout);
       if (signal) {
@@ -193,11 +172,11 @@ export class DynamicBatcher<T, R> {
   }
 
   private formBatches(): void {
-    let idle = this.queued > 0 ? this.hooks.idleInstances() : 0;
+    let idle = this.queues.size > 0 ? this.hooks.idleInstances() : 0;
     while (idle > 0) {
       const now = this.clock.now();
       if (this.timeoutsPossible) this.expireCandidates(now);
-      if (this.queued === 0) break;
+      if (this.queues.size === 0) break;
       const size = this.readyBatchSize(now);
       if (size === 0) return;
       this.launch(this.take(size));
@@ -214,10 +193,10 @@ export class DynamicBatcher<T, R> {
    */
   private queueFullBatches(): void {
     const { maxBatchSize } = this.policy;
-    let standby = this.queued >= maxBatchSize ? (this.hooks.standbyInstances?.() ?? 0) : 0;
+    let standby = this.queues.size >= maxBatchSize ? (this.hooks.standbyInstances?.() ?? 0) : 0;
     while (standby > 0) {
       if (this.timeoutsPossible) this.expireCandidates(this.clock.now());
-      if (this.queued < maxBatchSize) return;
+      if (this.queues.size < maxBatchSize) return;
       this.launch(this.take(maxBatchSize));
       standby--;
     }
@@ -226,26 +205,14 @@ export class DynamicBatcher<T, R> {
   /** Triton's GetDynamicBatch rules; 0 means wait, with the timer armed for the queue delay. */
   private readyBatchSize(now: number): number {
     const { maxBatchSize, preferredBatchSizes, maxQueueDelayUs } = this.policy;
-    const fits = Math.min(this.queued, maxBatchSize);
+    const fits = Math.min(this.queues.size, maxBatchSize);
     const preferred = largestPreferred(preferredBatchSizes, fits);
     if (preferred > 0) return preferred;
-    if (this.queued >= maxBatchSize || maxQueueDelayUs === 0 || this.draining) return fits;
-    const dueAtUs = this.oldestEnqueuedAtUs() + maxQueueDelayUs;
+    if (this.queues.size >= maxBatchSize || maxQueueDelayUs === 0 || this.draining) return fits;
+    const dueAtUs = this.queues.oldestEnqueuedAtUs() + maxQueueDelayUs;
     if (now >= dueAtUs) return fits;
     this.armBatchTimer(dueAtUs, now);
     return 0;
-  }
-
-  private oldestEnqueuedAtUs(): number {
-    let oldest = Infinity;
-    for (const level of this.levels) {
-      for (const request of level.waiting) {
-        oldest = Math.min(oldest, request.entry.enqueuedAtUs);
-        break;
-      }
-      for (const request of level.delayed) oldest = Math.min(oldest, request.entry.enqueuedAtUs);
-    }
-    return oldest;
   }
 
   /**
@@ -253,29 +220,13 @@ export class DynamicBatcher<T, R> {
    * whose timer has not run yet (same instant, or a late timer) is never executed after it expired.
    */
   private expireCandidates(now: number): void {
-    let window = this.policy.maxBatchSize;
-    for (const level of this.levels) {
-      for (const request of level.waiting) {
-        if (window === 0) return;
-        if (request.expiresAtUs <= now) this.expire(request);
-        else window--;
-      }
-      window -= Math.min(window, level.delayed.size);
-    }
+    this.queues.expireDue(now, this.policy.maxBatchSize, (request) => this.expire(request));
   }
 
   private take(size: number): Request<T, R>[] {
-    const batch: Request<T, R>[] = [];
-    for (const level of this.levels) {
-      for (const queue of [level.waiting, level.delayed]) {
-        for (const request of queue) {
-          if (batch.length === size) return batch;
-          this.leaveQueue(request);
-          this.inflight++;
-          batch.push(request);
-        }
-      }
-    }
+    const batch = this.queues.take(size);
+    for (const request of batch) this.stopWaiting(request);
+    this.inflight += batch.length;
     return batch;
   }
 
@@ -337,7 +288,7 @@ export class DynamicBatcher<T, R> {
 
   private onTimeout(request: Request<T, R>): void {
     request.timer = undefined;
-    if (request.queue !== request.level.waiting) return;
+    if (!this.queues.isWaiting(request)) return;
     this.expire(request);
     this.pump();
   }
@@ -348,36 +299,27 @@ export class DynamicBatcher<T, R> {
       return;
     }
     this.clearTimeout(request);
-    this.place(request, request.level.delayed);
+    this.queues.delay(request);
   }
 
   private onAbort(request: Request<T, R>): void {
-    if (request.queue === undefined) return;
+    if (request.place === undefined) return;
     this.remove(request, createError('SF_ERR_CANCELLED'));
     this.pump();
   }
 
   /** Fails a request that is still queued; it settles at once and no longer holds back later ones. */
   private remove(request: Request<T, R>, error: Error): void {
-    this.leaveQueue(request);
+    this.queues.remove(request);
+    this.stopWaiting(request);
     this.leaveArrivals(request);
     request.reject(error);
     this.flushArrivals();
     this.checkDrained();
   }
 
-  /** Moves a request to the end of `queue`, out of the level queue it was in. */
-  private place(request: Request<T, R>, queue: LinkedQueue<Request<T, R>>): void {
-    if (request.queue && request.link) request.queue.remove(request.link);
-    request.queue = queue;
-    request.link = queue.push(request);
-  }
-
-  private leaveQueue(request: Request<T, R>): void {
-    if (request.queue && request.link) request.queue.remove(request.link);
-    request.queue = undefined;
-    request.link = undefined;
-    this.queued--;
+  /** A request off the queue no longer times out or gets cancelled. */
+  private stopWaiting(request: Request<T, R>): void {
     this.clearTimeout(request);
     request.detachSignal?.();
     request.detachSignal = undefined;
@@ -411,7 +353,7 @@ export class DynamicBatcher<T, R> {
   }
 
   private checkDrained(): void {
-    if (this.onDrained === undefined || this.queued > 0 || this.inflight > 0) return;
+    if (this.onDrained === undefined || this.queues.size > 0 || this.inflight > 0) return;
     const resolve = this.onDrained;
     this.onDrained = undefined;
     resolve();

@@ -1,0 +1,116 @@
+import { queuePolicyFor, type BatchPolicy, type QueuePolicy } from './batch-policy.js';
+import { LinkedQueue, type Link } from './linked-queue.js';
+
+/** One priority level: its queue policy and the requests waiting at that level. */
+export interface QueueLevel<Q> {
+  readonly policy: QueuePolicy;
+  /** Unexpired requests in arrival order. */
+  readonly waiting: LinkedQueue<Q>;
+  /** Requests whose DELAY timeout expired, in expiry order; they go after every request in `waiting`. */
+  readonly delayed: LinkedQueue<Q>;
+}
+
+/** What a request carries to wait in PriorityQueues. */
+export interface QueuedItem<Q> {
+  readonly entry: { readonly enqueuedAtUs: number };
+  readonly level: QueueLevel<Q>;
+  /** Clock time at which the queue timeout expires; Infinity when there is none. */
+  readonly expiresAtUs: number;
+  /** The level queue the request waits in, and its place there; undefined once it left the queue. */
+  place: { readonly queue: LinkedQueue<Q>; readonly link: Link<Q> } | undefined;
+}
+
+/**
+ * Where requests wait for a batch, as Triton's dynamic batcher keeps them: one queue per priority
+ * level (index 0 the highest), arrival order within a level, and requests whose DELAY timeout expired
+ * after the unexpired ones of their level. Batches are taken in that order.
+ */
+export class PriorityQueues<Q extends QueuedItem<Q>> {
+  readonly levels: readonly QueueLevel<Q>[];
+  /** Requests waiting at every level. */
+  size = 0;
+
+  constructor(policy: BatchPolicy) {
+    const levelNumbers = policy.priorityLevels === 0 ? [0] : Array.from({ length: policy.priorityLevels }, (_, i) => i + 1);
+    this.levels = levelNumbers.map((n) => ({ policy: queuePolicyFor(policy, n), waiting: new LinkedQueue<Q>(), delayed: new LinkedQueue<Q>() }));
+  }
+
+  isFull(level: QueueLevel<Q>): boolean {
+    const { maxQueueSize } = level.policy;
+    return maxQueueSize > 0 && level.waiting.size + level.delayed.size >= maxQueueSize;
+  }
+
+  enqueue(item: Q): void {
+    this.placeAtEnd(item, item.level.waiting);
+    this.size++;
+  }
+
+  /** Whether the request waits unexpired (not delayed, not gone). */
+  isWaiting(item: Q): boolean {
+    return item.place?.queue === item.level.waiting;
+  }
+
+  /** Moves a request whose DELAY timeout expired behind every unexpired request of its level. */
+  delay(item: Q): void {
+    this.placeAtEnd(item, item.level.delayed);
+  }
+
+  remove(item: Q): void {
+    if (!item.place) return;
+    item.place.queue.remove(item.place.link);
+    item.place = undefined;
+    this.size--;
+  }
+
+  /** Takes up to `size` requests off the queues in batch order. */
+  take(size: number): Q[] {
+    const batch: Q[] = [];
+    for (const queue of this.inBatchOrder()) {
+      for (const item of queue) {
+        if (batch.length === size) return batch;
+        this.remove(item);
+        batch.push(item);
+      }
+    }
+    return batch;
+  }
+
+  oldestEnqueuedAtUs(): number {
+    let oldest = Infinity;
+    for (const level of this.levels) {
+      for (const item of level.waiting) {
+        oldest = Math.min(oldest, item.entry.enqueuedAtUs);
+        break;
+      }
+      for (const item of level.delayed) oldest = Math.min(oldest, item.entry.enqueuedAtUs);
+    }
+    return oldest;
+  }
+
+  /**
+   * Calls `expire` for each request among the next `window` a batch would take whose timeout is due
+   * at `now`; `expire` may remove or delay it, and the window moves on past it.
+   */
+  expireDue(now: number, window: number, expire: (item: Q) => void): void {
+    for (const level of this.levels) {
+      for (const item of level.waiting) {
+        if (window === 0) return;
+        if (item.expiresAtUs <= now) expire(item);
+        else window--;
+      }
+      window -= Math.min(window, level.delayed.size);
+    }
+  }
+
+  private *inBatchOrder(): Iterable<LinkedQueue<Q>> {
+    for (const level of this.levels) {
+      yield level.waiting;
+      yield level.delayed;
+    }
+  }
+
+  private placeAtEnd(item: Q, queue: LinkedQueue<Q>): void {
+    if (item.place) item.place.queue.remove(item.place.link);
+    item.place = { queue, link: queue.push(item) };
+  }
+}
