@@ -4,7 +4,7 @@ import type { BatchPolicy } from '../runtime/batch-policy.js';
 import { DynamicBatcher, type BatchEntry, type SubmitOptions } from '../runtime/dynamic-batcher.js';
 import { InstancePool, type PoolEvents, type RestartPolicy } from '../runtime/instance-pool.js';
 import type { InstanceFactory, ModelInstance } from '../runtime/model-instance.js';
-import { executionTimings, now, recordRequest, toUs, type RequestClock } from '../runtime/request-accounting.js';
+import { batchStartMs, executionTimings, now, recordRequest, toUs, type RequestClock } from '../runtime/request-accounting.js';
 import type { StreamChannel } from '../runtime/stream-channel.js';
 import type { ExecuteCall, ExecuteOutcome, WireRequest } from '../runtime/wire-format.js';
 import { InstanceTurns } from './decoupled-instance-turns.js';
@@ -116,8 +116,7 @@ export class TensorModelRuntime implements TensorRuntime {
   }
 
   private async execute(batch: readonly BatchEntry<QueuedRequest>[]): Promise<(TensorWireResult | Error)[]> {
-    const queuedBehind = this.pool.idleCount === 0;
-    const instance = queuedBehind ? this.pool.acquireStandby() : this.pool.acquire({ queueable: true });
+    const { instance, queuedBehind } = this.pool.acquireForBatch();
     try {
       return await executeOnInstance(instance, batch.map((entry) => entry.payload), this.options, queuedBehind);
     } finally {
@@ -196,8 +195,7 @@ export async function executeOnInstance(
     const sent = now();
     try {
       const outcome = await instance.execute(tensorCall(group.map((i) => requests[i].wire)));
-      // Time spent queued behind the instance's previous batch is queue time, as in the batcher.
-      const started = queuedBehind && g === 0 ? Math.max(sent, outcome.takenMs ?? sent) : sent;
+      const started = batchStartMs(sent, outcome, queuedBehind && g === 0);
       if (g === 0) for (const queued of batch) queued.dispatchedMs = started;
       const timings = executionTimings(outcome, started, now());
       const rows = group.reduce((sum, i) => sum + requests[i].rows, 0);

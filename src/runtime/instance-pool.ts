@@ -109,6 +109,15 @@ export class InstancePool {
     return instance;
   }
 
+  /**
+   * Takes an instance for a batch: an idle one, or with none idle, a busy one to queue it behind the
+   * batch it runs (`queuedBehind`); callers check idleCount + standbyCount first.
+   */
+  acquireForBatch(): { readonly instance: ModelInstance; readonly queuedBehind: boolean } {
+    if (this.idle.length > 0) return { instance: this.acquire({ queueable: true }), queuedBehind: false };
+    return { instance: this.acquireStandby(), queuedBehind: true };
+  }
+
   /** Takes a busy instance to queue a batch behind the one it runs; callers check standbyCount first. */
   acquireStandby(): ModelInstance {
     const instance = this.standby.shift();

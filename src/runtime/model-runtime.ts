@@ -2,7 +2,7 @@ import type { EndpointDefinition, ModelDefinition } from '../definition/model-de
 import { createError, deserializeError } from '../errors/index.js';
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';
 import { normalizeBatchPolicy, UNBATCHED_POLICY } from './batch-policy.js';
-import { executionTimings, now, recordRequest, type RequestClock } from './request-accounting.js';
+import { batchStartMs, executionTimings, now, recordRequest, type RequestClock } from './request-accounting.js';
 import { DynamicBatcher, type BatchEntry, type SubmitOptions } from './dynamic-batcher.js';
 import { InstancePool, type PoolEvents, type RestartPolicy } from './instance-pool.js';
 import type { SocketContext } from '../definition/model-context.js';
@@ -158,8 +158,7 @@ export class ModelRuntime {
     if (endpoint.stream) return this.executeStream(endpoint, batch[0]);
     const { name, version } = this.definition;
     const { recorder } = this.options;
-    const queuedBehind = this.pool.idleCount === 0;
-    const instance = queuedBehind ? this.pool.acquireStandby() : this.pool.acquire({ queueable: true });
+    const { instance, queuedBehind } = this.pool.acquireForBatch();
     const sent = now();
     for (const entry of batch) entry.payload.dispatchedMs = sent;
     recorder.pendingChanged(name, version, -batch.length);
@@ -169,8 +168,7 @@ export class ModelRuntime {
         batched: endpoint.batch !== undefined,
         requests: batch.map((e) => e.payload.wire),
       });
-      // Time spent queued behind the instance's previous batch is queue time, as in the batcher.
-      const started = queuedBehind ? Math.max(sent, outcome.takenMs ?? sent) : sent;
+      const started = batchStartMs(sent, outcome, queuedBehind);
       const timings = executionTimings(outcome, started, now());
       for (const entry of batch) {
         entry.payload.dispatchedMs = started;

@@ -25,6 +25,14 @@ export interface RequestClock {
   timings?: BatchTimings;
 }
 
+/**
+ * When a batch began to run: when it was sent, or, queued behind the instance's running batch, when
+ * the instance took it up; the wait in between is queue time, as in the batcher.
+ */
+export function batchStartMs(sentMs: number, outcome: Pick<ExecuteOutcome, 'takenMs'>, queuedBehind: boolean): number {
+  return queuedBehind ? Math.max(sentMs, outcome.takenMs ?? sentMs) : sentMs;
+}
+
 /** How long an execution spent getting to the model, in it, and coming back, from the instance's own stamps. */
 export function executionTimings(outcome: Pick<ExecuteOutcome, 'computeStartMs' | 'computeEndMs'>, sentMs: number, receivedMs: number): BatchTimings {
   return {
