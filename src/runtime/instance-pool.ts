@@ -15,7 +15,7 @@ export interface PoolEvents {
   /** An instance became free to take a batch. */
   onIdle(instance: ModelInstance): void;
   /** A busy instance can take a batch queued behind its running one again (see acquireStandby). */
-  onStandby?(instance: ModelInstance): void;
+  onStandby?(): void;
   onRestart(index: number): void;
   /** An instance died; its restart follows (rate-limited). */
   onDown?(index: number): void;
@@ -132,7 +132,7 @@ export class InstancePool {
     if (this.queuedBehind.delete(instance)) {
       // The queued batch runs now, so one more may queue behind it.
       this.standby.push(instance);
-      this.events.onStandby?.(instance);
+      this.events.onStandby?.();
       return;
     }
     const at = this.standby.indexOf(instance);

@@ -30,6 +30,8 @@ export interface ModelRuntimeOptions {
 export class ModelRuntime {
   private readonly pool: InstancePool;
   private readonly batchers = new Map<string, DynamicBatcher<Queued, unknown>>();
+  /** The batchers in a fixed order, for wakeBatchers' turns; the map is complete once the constructor ends. */
+  private readonly batcherList: readonly DynamicBatcher<Queued, unknown>[];
   private nextBatcher = 0;
   private readonly openStreams = new Set<StreamChannel>();
   /** Open WebSocket sessions per instance; a session does not hold its instance, so many share one. */
@@ -62,6 +64,7 @@ export class ModelRuntime {
         }),
       );
     }
+    this.batcherList = [...this.batchers.values()];
     options.recorder.registerModel(definition.name, definition.version);
   }
 
@@ -116,7 +119,7 @@ export class ModelRuntime {
     this.draining = true;
     const links = [...this.sessions.values()].flatMap((open) => [...open]);
     for (const link of links) link.endInput();
-    const batchersDrained = Promise.all([...this.batchers.values()].map((b) => b.drain()));
+    const batchersDrained = Promise.all(this.batcherList.map((b) => b.drain()));
     // Read after the batchers drained: a streaming request queued before the drain opens its stream then.
     const streamsEnded = (): Promise<unknown> => Promise.all([...[...this.openStreams].map((c) => c.finished), ...links.map((link) => link.output.finished)]);
     const ended = batchersDrained.then(streamsEnded).then(() => false);
@@ -217,7 +220,7 @@ export class ModelRuntime {
 
   /** Gives every endpoint a turn at a freed instance, starting with a different one each time. */
   private wakeBatchers(): void {
-    const list = [...this.batchers.values()];
+    const list = this.batcherList;
     const start = this.nextBatcher++ % list.length;
     for (let i = 0; i < list.length && this.pool.idleCount + this.pool.standbyCount > 0; i++) list[(start + i) % list.length].notifyIdle();
   }

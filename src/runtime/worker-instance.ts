@@ -8,6 +8,7 @@ import type { TensorModelPlan } from '../inference/tensor-model-plan.js';
 import type { InstanceEvents, ModelInstance } from './model-instance.js';
 import { SocketLink } from './socket-link.js';
 import { StreamChannel } from './stream-channel.js';
+import type { StreamControl } from './stream-event.js';
 import { instanceNiceness } from './thread-priority.js';
 import type { FromWorker, ToWorker, WorkerBootData } from './worker-messages.js';
 import { collectTransferables, reviveBuffers, type ExecuteCall, type ExecuteOutcome, type SocketCall } from './wire-format.js';
@@ -97,51 +98,23 @@ export class WorkerInstance implements ModelInstance {
   }
 
   openStream(call: ExecuteCall, credit: number): StreamChannel {
-    const worker = this.worker;
     const id = this.nextId++;
-    const post = (message: ToWorker): void => this.worker?.postMessage(message);
-    const channel = new StreamChannel({
-      grant: (units) => post({ type: 'stream-credit', id, units }),
-      cancel: () => post({ type: 'stream-cancel', id }),
-    });
-    if (!worker) {
-      channel.fail(createError('SF_ERR_INSTANCE_CRASHED', this.context.modelName, this.index, 'not running'));
-      return channel;
-    }
-    this.streams.set(id, channel);
-    void channel.finished.then(() => this.streams.delete(id));
-    try {
-      worker.postMessage({ type: 'stream-open', id, call, credit } satisfies ToWorker, collectTransferables(call.requests));
-    } catch (err) {
-      channel.fail(createError('SF_ERR_BAD_REQUEST', `request cannot be sent to the model: ${(err as Error).message}`));
-    }
+    const channel = new StreamChannel(this.flowControl(id));
+    this.openChannel(id, channel, { type: 'stream-open', id, call, credit }, collectTransferables(call.requests));
     return channel;
   }
 
   openSocket(call: SocketCall, credit: number): SocketLink {
-    const worker = this.worker;
     const id = this.nextId++;
-    const post = (message: ToWorker, transfer: ArrayBuffer[] = []): void => this.worker?.postMessage(message, transfer);
     const link = new SocketLink(
       {
-        grant: (units) => post({ type: 'stream-credit', id, units }),
-        cancel: () => post({ type: 'stream-cancel', id }),
-        deliver: (input) => post({ type: 'socket-message', id, input }, collectTransferables(input)),
-        endInput: () => post({ type: 'socket-end', id }),
+        ...this.flowControl(id),
+        deliver: (input) => this.post({ type: 'socket-message', id, input }, collectTransferables(input)),
+        endInput: () => this.post({ type: 'socket-end', id }),
       },
       this.index,
     );
-    if (!worker) {
-      link.output.fail(createError('SF_ERR_INSTANCE_CRASHED', this.context.modelName, this.index, 'not running'));
-      return link;
-    }
-    this.streams.set(id, link.output);
-    this.sockets.set(id, link);
-    void link.output.finished.then(() => {
-      this.streams.delete(id);
-      this.sockets.delete(id);
-    });
-    worker.postMessage({ type: 'socket-open', id, call, credit } satisfies ToWorker);
+    this.openChannel(id, link.output, { type: 'socket-open', id, call, credit }, [], link);
     return link;
   }
 
@@ -158,6 +131,41 @@ export class WorkerInstance implements ModelInstance {
       await worker.terminate();
       this.worker = undefined;
     }
+  }
+
+  /**
+   * Registers `channel` (and its socket) under `id` until the channel finishes, then asks the worker
+   * to open it; a stopped worker, or a call that cannot be sent, fails the channel instead.
+   */
+  private openChannel(id: number, channel: StreamChannel, open: ToWorker, transfer: ArrayBuffer[], socket?: SocketLink): void {
+    const worker = this.worker;
+    if (!worker) {
+      channel.fail(createError('SF_ERR_INSTANCE_CRASHED', this.context.modelName, this.index, 'not running'));
+      return;
+    }
+    this.streams.set(id, channel);
+    if (socket) this.sockets.set(id, socket);
+    void channel.finished.then(() => {
+      this.streams.delete(id);
+      this.sockets.delete(id);
+    });
+    try {
+      worker.postMessage(open, transfer);
+    } catch (err) {
+      channel.fail(createError('SF_ERR_BAD_REQUEST', `request cannot be sent to the model: ${(err as Error).message}`));
+    }
+  }
+
+  private flowControl(id: number): StreamControl {
+    return {
+      grant: (units) => this.post({ type: 'stream-credit', id, units }),
+      cancel: () => this.post({ type: 'stream-cancel', id }),
+    };
+  }
+
+  /** Messages about a request already sent; after the worker is gone there is nobody to tell. */
+  private post(message: ToWorker, transfer: ArrayBuffer[] = []): void {
+    this.worker?.postMessage(message, transfer);
   }
 
   private onMessage(message: FromWorker): void {
@@ -192,16 +200,15 @@ export class WorkerInstance implements ModelInstance {
   }
 
   private answerInfer(id: number, model: string, input: unknown, options: InferOptions): void {
-    const reply = (message: ToWorker, transfer: ArrayBuffer[] = []): void => this.worker?.postMessage(message, transfer);
     this.infer(model, reviveBuffers(input), options).then(
       (value) => {
         try {
-          reply({ type: 'infer-result', id, value }, collectTransferables(value));
+          this.post({ type: 'infer-result', id, value }, collectTransferables(value));
         } catch (err) {
-          reply({ type: 'infer-result', id, error: serializeError(err) });
+          this.post({ type: 'infer-result', id, error: serializeError(err) });
         }
       },
-      (err: unknown) => reply({ type: 'infer-result', id, error: serializeError(err) }),
+      (err: unknown) => this.post({ type: 'infer-result', id, error: serializeError(err) }),
     );
   }
 

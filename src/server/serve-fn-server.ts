@@ -9,7 +9,7 @@ import type { ModelClass, ModelDefinition } from '../definition/model-definition
 import { createError } from '../errors/index.js';
 import { validateDto } from '../validation/dto-validator.js';
 import { InferenceRecorder } from '../metrics/inference-recorder.js';
-import type { InferRequest } from '../inference/inference-model.js';
+import type { InferRequest, ModelRepository } from '../inference/inference-model.js';
 import { FolderModelRepository, type FolderModelRepositoryOptions } from '../model-repository/folder-model-repository.js';
 import { EmptyModelRepository } from '../inference/empty-model-repository.js';
 import { kserveProtocol } from '../protocol/kserve-protocol.js';
@@ -51,7 +51,11 @@ export interface ServeOptions {
   readonly grpc?: { readonly port: number; readonly host?: string };
 }
 
-const SERVER_VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
+/** How the server names itself in KServe server metadata, over HTTP and gRPC alike. */
+const SERVER_IDENTITY = {
+  serverName: 'serve-fn',
+  serverVersion: (createRequire(import.meta.url)('../../package.json') as { version: string }).version,
+} as const;
 
 export type RepositoryServeOptions = Pick<FolderModelRepositoryOptions, 'root' | 'controlMode' | 'startupModels' | 'pollIntervalMs'>;
 
@@ -66,6 +70,8 @@ export class ServeFnServer {
   readonly definitions: readonly ModelDefinition[];
   /** The Triton model repository, when `repository` was given; loaded by start(), unloaded by close(). */
   readonly repository: FolderModelRepository | undefined;
+  /** What the KServe protocols (HTTP and gRPC) serve: the repository, or an empty one without it. */
+  private readonly protocolRepository: ModelRepository;
   private runtimes: ModelRuntime[] = [];
   private readonly bodyLimit: number;
   private grpc?: GrpcServerHandle;
@@ -87,6 +93,7 @@ export class ServeFnServer {
       infer: (model, input, opts) => this.infer(model, input, opts),
       restartPolicy: options.restartPolicy,
     });
+    this.protocolRepository = this.repository ?? new EmptyModelRepository();
   }
 
   /** Builds runtimes and routes without starting any instance (enough for the OpenAPI document). */
@@ -120,9 +127,8 @@ export class ServeFnServer {
     const address = await this.app.listen({ port, host });
     if (this.options.grpc) {
       this.grpc = await startGrpcServer({
-        repository: this.repository ?? new EmptyModelRepository(),
-        serverName: 'serve-fn',
-        serverVersion: SERVER_VERSION,
+        ...SERVER_IDENTITY,
+        repository: this.protocolRepository,
         ready: () => this.state.ready,
         port: this.options.grpc.port,
         host: this.options.grpc.host ?? host,
@@ -193,10 +199,9 @@ export class ServeFnServer {
     // On the root app, not as an encapsulated plugin, so @fastify/websocket's injectWS is on `app`.
     await socketRoutes(app, { runtimes: this.runtimes, state: this.state, schemas, maxPayload: this.bodyLimit });
     await app.register(kserveProtocol, {
-      repository: this.repository ?? new EmptyModelRepository(),
+      ...SERVER_IDENTITY,
+      repository: this.protocolRepository,
       recorder: this.recorder,
-      serverName: 'serve-fn',
-      serverVersion: SERVER_VERSION,
       ready: () => this.state.ready,
       bodyLimit: this.bodyLimit,
     });

@@ -1,7 +1,7 @@
 import websocket from '@fastify/websocket';
-import type { FastifyInstance, FastifySchema } from 'fastify';
+import type { FastifyInstance, FastifyRequest, FastifySchema } from 'fastify';
 import type { ModelDefinition, SocketEndpointDefinition } from '../definition/model-definition.js';
-import { createError } from '../errors/index.js';
+import { createError, statusOf } from '../errors/index.js';
 import type { ModelRuntime } from '../runtime/model-runtime.js';
 import type { DtoSchemas } from './openapi-plugin.js';
 import { schemaRef } from '../validation/dto-schema.js';
@@ -27,16 +27,28 @@ export async function socketRoutes(app: FastifyInstance, opts: SocketRoutesOptio
 
 function registerSocket(app: FastifyInstance, runtime: ModelRuntime, endpoint: SocketEndpointDefinition, opts: SocketRoutesOptions): void {
   let open = 0;
+  /** Requests holding one of the `open` slots; a slot is given back once, by whichever ends first. */
+  const holders = new WeakSet<FastifyRequest>();
+  const releaseSlot = (request: FastifyRequest): void => {
+    if (holders.delete(request)) open--;
+  };
   app.route({
     method: 'GET',
     url: endpoint.path,
     schema: socketSchema(runtime.definition, endpoint, opts.schemas),
     validatorCompiler: () => () => true,
     // Runs before the upgrade, so a refusal is an ordinary HTTP answer the client can read.
-    preValidation: async () => {
+    preValidation: async (request) => {
       if (!opts.state.ready) throw createError('SF_ERR_DRAINING');
       if (open >= endpoint.maxConnections) throw createError('SF_ERR_SOCKET_LIMIT', endpoint.path, open);
+      // Taken here, not in wsHandler: upgrades that arrive together all pass this check before any
+      // of them reaches wsHandler. Given back by the HTTP answer (426, or a refusal by a later hook),
+      // by the upgrade's socket closing (a failed handshake, a closed connection), or by the session.
+      open++;
+      holders.add(request);
+      if (request.ws) request.raw.socket?.once('close', () => releaseSlot(request));
     },
+    onResponse: async (request) => releaseSlot(request),
     handler: async () => {
       throw createError('SF_ERR_UPGRADE_REQUIRED', endpoint.path);
     },
@@ -51,12 +63,11 @@ function registerSocket(app: FastifyInstance, runtime: ModelRuntime, endpoint: S
         });
         connection = new SocketConnection(socket, link, endpoint, runtime.definition.name, request.log, () => !opts.state.ready);
       } catch (err) {
-        const code = (err as { statusCode?: number }).statusCode === 503 ? CLOSE.goingAway : CLOSE.internalError;
-        socket.close(code, closeReason((err as Error).message));
+        releaseSlot(request);
+        socket.close(statusOf(err) === 503 ? CLOSE.goingAway : CLOSE.internalError, closeReason((err as Error).message));
         return;
       }
-      open++;
-      void connection.run().finally(() => open--);
+      void connection.run().finally(() => releaseSlot(request));
     },
   });
 }

@@ -64,14 +64,27 @@ export async function validateDto<T extends object>(
  * Object.assign onto the constructed class gives the same instance.
  */
 function needsClassTransformer(dto: DtoClass, plain: object): boolean {
+  if (hasClassTransformerOptions(dto)) return true;
   const storage = defaultMetadataStorage;
-  if (storage.getStrategy(dto) !== 'none' || storage.getExposedMetadatas(dto).length > 0 || storage.getExcludedMetadatas(dto).length > 0) return true;
   for (const key of Object.keys(plain)) {
     // Object.assign would set the prototype from such a key (JSON.parse makes it an own property).
     if (key === '__proto__') return true;
     if (storage.findTypeMetadata(dto, key) || storage.findTransformMetadatas(dto, key, TransformationType.PLAIN_TO_CLASS).length > 0) return true;
   }
   return false;
+}
+
+const transformedDtos = new WeakMap<DtoClass, boolean>();
+
+/** The class-level half of needsClassTransformer: it depends on the DTO alone, so it is read once per class. */
+function hasClassTransformerOptions(dto: DtoClass): boolean {
+  let known = transformedDtos.get(dto);
+  if (known === undefined) {
+    const storage = defaultMetadataStorage;
+    known = storage.getStrategy(dto) !== 'none' || storage.getExposedMetadatas(dto).length > 0 || storage.getExcludedMetadatas(dto).length > 0;
+    transformedDtos.set(dto, known);
+  }
+  return known;
 }
 
 const asyncDtos = new WeakMap<DtoClass, boolean>();

@@ -1,5 +1,6 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -165,6 +166,42 @@ describe('a @WebSocketEndpoint on two worker-thread instances', () => {
     }).toBe(true);
     for (const c of clients.slice(1)) c.ws.close();
     await Promise.all(clients.map((c) => c.closed));
+  });
+
+  it('holds upgrades that arrive together to maxConnections, refusing the rest with 503, and frees every slot when they close', async () => {
+    // injectWS runs every upgrade's hooks before any reaches wsHandler, as an async hook between the
+    // limit check and the upgrade would on a real socket.
+    const badHandshake = (): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const socket = connect(Number(new URL(base).port), '127.0.0.1');
+        let answer = '';
+        socket.on('data', (chunk: Buffer) => (answer += chunk));
+        socket.on('close', () => resolve(answer.split('\r\n')[0]));
+        socket.on('error', reject);
+        socket.write('GET /ws/echo HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: bad\r\n\r\n');
+      });
+    const openTogether = async (count: number): Promise<{ opened: WebSocket[]; refused: string[] }> => {
+      const results = await Promise.allSettled(Array.from({ length: count }, () => server.app.injectWS('/ws/echo')));
+      return {
+        opened: results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : [])),
+        refused: results.flatMap((r) => (r.status === 'rejected' ? [(r.reason as Error).message] : [])),
+      };
+    };
+    // Neither a plain GET (426) nor a failed handshake (400) keeps the slot it took.
+    for (let i = 0; i < 6; i++) expect((await server.app.inject({ method: 'GET', url: '/ws/echo' })).statusCode).toBe(426);
+    for (let i = 0; i < 6; i++) expect(await badHandshake()).toBe('HTTP/1.1 400 Bad Request');
+    const first = await openTogether(8);
+    expect(first.opened).toHaveLength(5);
+    expect(first.refused).toEqual(Array(3).fill('Unexpected server response: 503'));
+    await expect(server.app.injectWS('/ws/echo')).rejects.toThrow('Unexpected server response: 503');
+    for (const ws of first.opened) ws.terminate();
+    await expect.poll(async () => {
+      const again = await openTogether(5);
+      for (const ws of again.opened) ws.terminate();
+      return again.opened.length;
+    }).toBe(5);
+    // The sessions end on the instances after the clients go; the next test needs a free slot.
+    await expect.poll(async () => (await server.app.inject({ method: 'GET', url: '/ws/echo' })).statusCode).toBe(426);
   });
 
   it('answers a plain GET with 426 Upgrade Required', async () => {

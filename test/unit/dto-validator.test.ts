@@ -145,6 +145,21 @@ describe('validateDto on JSON bodies', () => {
     expect((polluted as unknown as { polluted?: boolean }).polluted).toBeUndefined();
   });
 
+  it('decides per request from the keys sent, and keeps the class-level answer for later requests', async () => {
+    class Optional {
+      @IsOptional() @ValidateNested() @Type(() => Pitch) pitch?: Pitch;
+      @IsOptional() @IsString() note?: string;
+    }
+    const plain = await validateDto<Optional>(Optional, { note: 'a' }, 'body');
+    expect(plain).toEqual(Object.assign(new Optional(), { note: 'a' }));
+    const nested = await validateDto<Optional>(Optional, { pitch: { hz: 60 } }, 'body');
+    expect(nested.pitch).toBeInstanceOf(Pitch);
+    class Hidden {
+      @IsOptional() @Exclude() secret?: string;
+    }
+    for (const secret of ['a', 'b']) expect((await validateDto<Hidden>(Hidden, { secret }, 'body')).secret).toBeUndefined();
+  });
+
   it.each([
     ['an array', [1, 2]],
     ['a string', 'text'],
