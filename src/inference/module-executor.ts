@@ -2,7 +2,7 @@ import { pathToFileURL } from 'node:url';
 import type { ModelContext } from '../definition/model-context.js';
 import { createError, isErrorCode, serializeError, type ServeFnError } from '../errors/index.js';
 import type { WireResult } from '../runtime/wire-format.js';
-import { checkTensorAgainstSpec, createTensor } from '../tensor/tensor-factory.js';
+import { checkTensorAgainstSpec, createTensor, withBatchDim } from '../tensor/tensor-factory.js';
 import type { Tensor } from '../tensor/tensor.js';
 import type { TensorExecutor } from './backend-executor.js';
 import { isDecoupledConfig, type StreamedResult } from './decoupled-model.js';
@@ -138,8 +138,7 @@ export class ModuleExecutor implements TensorExecutor {
   private checkOutput(tensor: Tensor, spec: ConfigTensor): Tensor {
     try {
       const checked = createTensor(tensor.name, tensor.datatype, tensor.shape, tensor.data);
-      const shape = this.plan.maxBatchSize > 0 ? [-1, ...spec.dims] : spec.dims;
-      checkTensorAgainstSpec(checked, { name: spec.name, datatype: spec.datatype, shape });
+      checkTensorAgainstSpec(checked, { name: spec.name, datatype: spec.datatype, shape: withBatchDim(spec.dims, this.plan.maxBatchSize) });
       return checked;
     } catch (err) {
       throw this.failure(`output '${spec.name}': ${(err as Error).message}`);

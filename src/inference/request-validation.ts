@@ -1,5 +1,5 @@
 import { createError } from '../errors/index.js';
-import { checkTensorAgainstSpec, elementCount, formatShape } from '../tensor/tensor-factory.js';
+import { checkTensorAgainstSpec, elementCount, formatShape, withBatchDim } from '../tensor/tensor-factory.js';
 import type { Tensor } from '../tensor/tensor.js';
 import type { InferenceModelInfo, InferRequest } from './inference-model.js';
 import { batchSignature } from './tensor-batching.js';
@@ -33,7 +33,7 @@ export function validateInferRequest(info: InferenceModelInfo, request: InferReq
       if (!spec.optional) throw createError('SF_ERR_TENSOR_MISSING', spec.name, info.name);
       continue;
     }
-    checkTensorAgainstSpec(tensor, batched ? { ...spec, shape: [-1, ...spec.shape] } : spec);
+    checkTensorAgainstSpec(tensor, { ...spec, shape: withBatchDim(spec.shape, info.maxBatchSize) });
     if (tensor.data.length !== elementCount(tensor.shape)) {
       throw createError('SF_ERR_TENSOR_DATA', tensor.name, `shape ${formatShape(tensor.shape)} needs ${elementCount(tensor.shape)} elements, got ${tensor.data.length}.`);
     }

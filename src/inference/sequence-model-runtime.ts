@@ -12,7 +12,7 @@ import { controlTensors, type SequenceControlInput } from './sequence-controls.j
 import { takeSequenceParameters } from './sequence-parameters.js';
 import { SequenceRegistry, type SequenceRoute } from './sequence-registry.js';
 import type { TensorWireRequest, TensorWireResult } from './tensor-model-plan.js';
-import { executeOnInstance, runOnEachIdleInstance, type QueuedRequest, type TensorRuntime } from './tensor-model-runtime.js';
+import { executeOnInstance, runOnEachIdleInstance, type ExecutionAccounting, type QueuedRequest, type TensorRuntime } from './tensor-model-runtime.js';
 
 export interface SequenceModelRuntimeOptions {
   readonly name: string;
@@ -51,13 +51,13 @@ export class SequenceModelRuntime implements TensorRuntime {
   /** Per instance, the waiting requests of the sequences bound to it, in arrival order. */
   private readonly lanes: LinkedQueue<Waiting>[];
   private readonly registry: SequenceRegistry;
-  private readonly maxRows: number;
+  private readonly accounting: ExecutionAccounting;
   private unsettled = 0;
   private draining: { promise: Promise<void>; resolve: () => void } | undefined;
 
   constructor(private readonly options: SequenceModelRuntimeOptions) {
     const { name, version, recorder, log } = options;
-    this.maxRows = Math.max(1, options.maxBatchSize);
+    this.accounting = { name, version, recorder, maxRows: Math.max(1, options.maxBatchSize) };
     this.registry = new SequenceRegistry({ modelName: name, laneCount: options.instanceCount, idleUs: options.idleUs, clock: options.clock ?? systemClock, log });
     this.lanes = Array.from({ length: options.instanceCount }, () => new LinkedQueue<Waiting>());
     this.pool = new InstancePool(
@@ -174,7 +174,7 @@ export class SequenceModelRuntime implements TensorRuntime {
     const taken: Waiting[] = [];
     const sequences = new Set<string>();
     for (const waiting of lane) {
-      if (taken.length === this.maxRows) break;
+      if (taken.length === this.accounting.maxRows) break;
       if (sequences.has(waiting.route.key)) continue;
       sequences.add(waiting.route.key);
       lane.remove(waiting.link!);
@@ -187,7 +187,7 @@ export class SequenceModelRuntime implements TensorRuntime {
 
   private async run(instance: ModelInstance, taken: readonly Waiting[]): Promise<void> {
     try {
-      const results = await executeOnInstance(instance, taken.map((w) => w.queued), { ...this.options, maxRows: this.maxRows });
+      const results = await executeOnInstance(instance, taken.map((w) => w.queued), this.accounting);
       taken.forEach((waiting, i) => {
         const result = results[i];
         if (result instanceof Error) waiting.reject(result);

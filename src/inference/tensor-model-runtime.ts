@@ -37,15 +37,10 @@ export interface ExecutionAccounting {
   readonly maxRows: number;
 }
 
-export interface TensorModelRuntimeOptions {
-  readonly name: string;
-  readonly version: string;
+export interface TensorModelRuntimeOptions extends ExecutionAccounting {
   readonly instanceCount: number;
   readonly policy: BatchPolicy;
-  /** Most rows one execution may hold: max(1, max_batch_size). */
-  readonly maxRows: number;
   readonly factory: InstanceFactory;
-  readonly recorder: InferenceRecorder;
   readonly log: PoolEvents['onLog'];
   readonly restartPolicy?: RestartPolicy;
 }
@@ -170,7 +165,7 @@ export async function runOnEachIdleInstance(pool: InstancePool, requests: () => 
 }
 
 /** One execute call of a tensor model's instance host. */
-export function tensorCall(requests: readonly TensorWireRequest[]): ExecuteCall {
+function tensorCall(requests: readonly TensorWireRequest[]): ExecuteCall {
   return { methodName: 'execute', batched: true, requests: requests.map((payload) => ({ payload, info: NO_REQUEST_INFO })) };
 }
 

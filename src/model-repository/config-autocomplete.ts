@@ -1,12 +1,10 @@
 import type { BackendMetadata } from '../backends/backend.js';
 import { createError, type ServeFnError } from '../errors/index.js';
+import { DEFAULT_MAX_BATCH_SIZE } from '../runtime/batch-policy.js';
 import { fromConfigDatatype, toConfigDatatype } from '../tensor/datatype-info.js';
-import { formatShape } from '../tensor/tensor-factory.js';
+import { formatShape, shapesCompatible, withBatchDim } from '../tensor/tensor-factory.js';
 import type { TensorSpec } from '../tensor/tensor.js';
 import type { ModelConfig, ModelInput, ModelOutput } from './model-config.js';
-
-/** Triton's `--backend-config=default-max-batch-size`, 4 unless set. */
-export const DEFAULT_MAX_BATCH_SIZE = 4;
 
 export function needsAutoComplete(config: ModelConfig): boolean {
   return config.input.length === 0 || config.output.length === 0;
@@ -69,9 +67,8 @@ export function checkConfigAgainstModel(config: ModelConfig, model: BackendMetad
       throw invalid(`${kind} '${declared.name}' is ${declared.data_type} in the configuration but ${toConfigDatatype(spec.datatype)} in ${file}`);
     }
     const own = declared.reshape?.shape ?? declared.dims;
-    const expected = config.max_batch_size > 0 ? [-1, ...own] : own;
-    const fits = expected.length === spec.shape.length && expected.every((d, i) => d === -1 || spec.shape[i] === -1 || d === spec.shape[i]);
-    if (!fits) {
+    const expected = withBatchDim(own, config.max_batch_size);
+    if (!shapesCompatible(expected, spec.shape)) {
       const batch = config.max_batch_size > 0 ? ', batch dimension included' : '';
       throw invalid(`${kind} '${declared.name}' has shape ${formatShape(expected)} in the configuration${batch}, but ${formatShape(spec.shape)} in ${file}`);
     }

@@ -1,6 +1,6 @@
 import { createError, type ServeFnError } from '../errors/index.js';
 import type { InferenceModelInfo } from '../inference/inference-model.js';
-import { formatShape } from '../tensor/tensor-factory.js';
+import { formatShape, shapesCompatible, withBatchDim } from '../tensor/tensor-factory.js';
 import type { Datatype } from '../tensor/tensor.js';
 import type { ModelEnsembling } from './model-config.js';
 
@@ -53,22 +53,20 @@ export function planEnsemble(info: InferenceModelInfo, scheduling: ModelEnsembli
     return { plan, model, label };
   });
 
-  const full = (shape: readonly number[], maxBatchSize: number): number[] => (maxBatchSize > 0 ? [-1, ...shape] : [...shape]);
   const check = (produced: Produced, datatype: Datatype, shape: readonly number[], reader: string): void => {
     if (produced.datatype !== datatype) throw invalid(`${produced.what} is ${produced.datatype}, but ${reader} expects ${datatype}`);
-    const fits = produced.shape.length === shape.length && shape.every((d, i) => d === -1 || produced.shape[i] === -1 || d === produced.shape[i]);
-    if (!fits) throw invalid(`${produced.what} has shape ${formatShape(produced.shape)}, but ${reader} expects ${formatShape(shape)}`);
+    if (!shapesCompatible(shape, produced.shape)) throw invalid(`${produced.what} has shape ${formatShape(produced.shape)}, but ${reader} expects ${formatShape(shape)}`);
   };
 
   const producers = new Map<string, Produced>();
-  for (const spec of info.inputs) producers.set(spec.name, { datatype: spec.datatype, shape: full(spec.shape, info.maxBatchSize), what: `ensemble input '${spec.name}'` });
+  for (const spec of info.inputs) producers.set(spec.name, { datatype: spec.datatype, shape: withBatchDim(spec.shape, info.maxBatchSize), what: `ensemble input '${spec.name}'` });
   for (const { plan, model, label } of steps) {
     for (const [output, tensor] of plan.outputs) {
       const previous = producers.get(tensor);
       const what = `tensor '${tensor}' (${label} output '${output}')`;
       if (previous) throw invalid(`tensor '${tensor}' is produced twice: by ${previous.what} and by ${label} output '${output}'`);
       const spec = model.outputs.find((s) => s.name === output)!;
-      producers.set(tensor, { datatype: spec.datatype, shape: full(spec.shape, model.maxBatchSize), what, step: plan.index });
+      producers.set(tensor, { datatype: spec.datatype, shape: withBatchDim(spec.shape, model.maxBatchSize), what, step: plan.index });
     }
   }
   for (const { plan, model, label } of steps) {
@@ -76,13 +74,13 @@ export function planEnsemble(info: InferenceModelInfo, scheduling: ModelEnsembli
       const produced = producers.get(tensor);
       if (!produced) throw invalid(`${label} reads '${tensor}', which is neither an ensemble input nor an output of any step`);
       const spec = model.inputs.find((s) => s.name === input)!;
-      check(produced, spec.datatype, full(spec.shape, model.maxBatchSize), `${label} input '${input}'`);
+      check(produced, spec.datatype, withBatchDim(spec.shape, model.maxBatchSize), `${label} input '${input}'`);
     }
   }
   for (const spec of info.outputs) {
     const produced = producers.get(spec.name);
     if (!produced) throw invalid(`output '${spec.name}' is never produced by any step`);
-    check(produced, spec.datatype, full(spec.shape, info.maxBatchSize), `ensemble output '${spec.name}'`);
+    check(produced, spec.datatype, withBatchDim(spec.shape, info.maxBatchSize), `ensemble output '${spec.name}'`);
   }
   const cycle = findCycle(steps.map(({ plan }) => plan.inputs.flatMap(([, tensor]) => producers.get(tensor)?.step ?? [])));
   if (cycle) throw invalid(`its steps form a cycle: ${cycle.map((i) => steps[i].label).join(' → ')}`);

@@ -20,7 +20,7 @@ import type { InstanceEvents, ModelInstance } from '../runtime/model-instance.js
 import { WorkerInstance } from '../runtime/worker-instance.js';
 import { batchPolicyFromConfig } from './batch-policy-from-config.js';
 import { autoCompleteConfig, checkConfigAgainstModel, needsAutoComplete } from './config-autocomplete.js';
-import { configTensors, toTensorSpec } from './config-tensors.js';
+import { configTensors, toTensorSpec, type ConfigTensors } from './config-tensors.js';
 import { planEnsemble } from './ensemble-validation.js';
 import { instancePlacements, sessionOptionsFromParameters, type InstancePlacement } from './instance-placement.js';
 import { modelConfigToJson, type ModelConfig } from './model-config.js';
@@ -42,8 +42,6 @@ export interface VersionBuilderContext {
   readonly instanceFactory?: TensorInstanceFactory;
 }
 
-const PLATFORMS: Readonly<Record<TensorModelKind, string>> = { onnx: 'onnxruntime_onnx', npu_om: 'npu_om', module: 'serve-fn' };
-
 /**
  * Turns a model source into its served versions, not yet loaded. For model files, the file's own
  * inputs and outputs complete and check the configuration (config-autocomplete.ts); ensembles are
@@ -59,7 +57,7 @@ export async function buildModelVersions(source: ModelSource, ctx: VersionBuilde
 }
 
 function buildEnsemble(source: ModelSource, version: string, ctx: VersionBuilderContext): ServedModel {
-  const info = infoFor(source.config, version, 'ensemble');
+  const info = infoFor(source.config, version);
   const lookup = (name: string, stepVersion?: string): InferenceModelInfo | undefined => {
     try {
       return ctx.resolve(name, stepVersion).info;
@@ -89,7 +87,7 @@ async function buildTensorModel(source: ModelSource, kind: TensorModelKind, vers
     inputs: sequence ? [...tensors.inputs, ...controlInputSpecs(sequence.controls)] : tensors.inputs,
     sessionOptions: kind === 'onnx' ? sessionOptionsFromParameters(config) : {},
   };
-  const info = infoFor(config, version, PLATFORMS[kind]);
+  const info = infoFor(config, version, tensors);
   const makeInstance = ctx.instanceFactory ?? workerInstanceFactory(ctx.infer);
   const common = {
     name,
@@ -114,12 +112,12 @@ function withoutControlInputs(metadata: BackendMetadata, config: ModelConfig): B
   return controls.size === 0 ? metadata : { ...metadata, inputs: metadata.inputs.filter((spec) => !controls.has(spec.name)) };
 }
 
-function infoFor(config: ModelConfig, version: string, platform: string): InferenceModelInfo {
-  const tensors = configTensors(config);
+/** `config` as readModelSource fills it in: the platform, or for kinds Triton names by backend only (npu_om, serve-fn), the backend. */
+function infoFor(config: ModelConfig, version: string, tensors: ConfigTensors = configTensors(config)): InferenceModelInfo {
   return {
     name: config.name,
     version,
-    platform,
+    platform: config.platform || config.backend,
     inputs: tensors.inputs.map(toTensorSpec),
     outputs: tensors.outputs.map(toTensorSpec),
     maxBatchSize: config.max_batch_size,

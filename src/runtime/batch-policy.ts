@@ -33,8 +33,8 @@ export type BatchPolicyInput = Partial<Omit<BatchPolicy, 'defaultQueuePolicy' | 
   priorityQueuePolicy?: Record<number, Partial<QueuePolicy>>;
 };
 
-/** Triton's default when it fills in max_batch_size itself (`default-max-batch-size`, 4). */
-const DEFAULT_MAX_BATCH_SIZE = 4;
+/** Triton's default when it fills in max_batch_size itself (`--backend-config=default-max-batch-size`, 4 unless set). */
+export const DEFAULT_MAX_BATCH_SIZE = 4;
 
 const DEFAULT_QUEUE_POLICY: QueuePolicy = Object.freeze({
   maxQueueSize: 0,

@@ -49,6 +49,16 @@ export function shapeMatches(expected: readonly number[], shape: readonly number
   return expected.length === shape.length && expected.every((dim, i) => dim === -1 || dim === shape[i]);
 }
 
+/** True when two declared shapes can describe the same tensor: -1 on either side accepts any size. */
+export function shapesCompatible(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((dim, i) => dim === -1 || b[i] === -1 || dim === b[i]);
+}
+
+/** A declared shape as tensors carry it: with a variable batch dimension in front when the model batches (max_batch_size > 0). */
+export function withBatchDim(dims: readonly number[], maxBatchSize: number): readonly number[] {
+  return maxBatchSize > 0 ? [-1, ...dims] : dims;
+}
+
 export function checkTensorAgainstSpec(tensor: Tensor, spec: TensorSpec): void {
   if (tensor.datatype !== spec.datatype) {
     throw createError('SF_ERR_TENSOR_DATATYPE', tensor.name, spec.datatype, tensor.datatype);

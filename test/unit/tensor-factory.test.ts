@@ -5,7 +5,9 @@ import {
   elementCount,
   formatShape,
   shapeMatches,
+  shapesCompatible,
   validateShape,
+  withBatchDim,
 } from '../../src/tensor/tensor-factory.js';
 import type { TensorSpec } from '../../src/tensor/tensor.js';
 import { thrown } from '../helpers/thrown.js';
@@ -24,6 +26,19 @@ describe('shapes', () => {
     expect(shapeMatches([-1, 16], [3, 16, 1])).toBe(false);
     expect(shapeMatches([], [])).toBe(true);
     expect(shapeMatches([4], [-1])).toBe(false);
+  });
+
+  it('calls two declared shapes compatible when every dimension agrees or either side is -1', () => {
+    expect(shapesCompatible([-1, 16], [3, -1])).toBe(true);
+    expect(shapesCompatible([3, -1], [-1, 16])).toBe(true);
+    expect(shapesCompatible([4, 16], [3, 16])).toBe(false);
+    expect(shapesCompatible([-1], [-1, 16])).toBe(false);
+    expect(shapesCompatible([], [])).toBe(true);
+  });
+
+  it('puts the batch dimension in front only for a model that batches', () => {
+    expect(withBatchDim([3, 4], 8)).toEqual([-1, 3, 4]);
+    expect(withBatchDim([3, 4], 0)).toEqual([3, 4]);
   });
 
   it('formats shapes as Triton does', () => {
