@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { clockTicksPerS, processCpuMs } from '../lib/process-stats.js';
 
 /**
  * How much of the machine went to other work while a measurement ran. This machine is shared, and a
@@ -21,22 +22,13 @@ export function measureCpuShare(pids: readonly number[]): () => CpuShare {
   };
 }
 
-/** Clock ticks are 1/100 s on Linux (USER_HZ), in /proc/stat and /proc/<pid>/stat alike. */
-const TICKS_PER_S = 100;
-
 function machineBusyS(): number {
   const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
   const total = fields.reduce((sum, v) => sum + v, 0);
-  return (total - fields[3]! - fields[4]!) / TICKS_PER_S;
+  return (total - fields[3]! - fields[4]!) / clockTicksPerS;
 }
 
 function oursS(pids: readonly number[]): number {
   const self = process.cpuUsage();
-  return (self.user + self.system) / 1e6 + pids.reduce((sum, pid) => sum + processCpuS(pid), 0);
-}
-
-function processCpuS(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_S;
+  return (self.user + self.system) / 1e6 + pids.reduce((sum, pid) => sum + processCpuMs(pid) / 1000, 0);
 }

@@ -1,8 +1,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
+import { loadAverage } from '../lib/process-stats.js';
 import { buildSharedWeightMlp, type SharedWeightMlpOptions } from './shared-weight-mlp.js';
 
 /**
@@ -63,7 +63,7 @@ async function probeAll(): Promise<void> {
     { ...base, width: 256, depth: 64, rows: 16 },
   ];
   const durationMs = Number(process.env.PROBE_MS ?? 3000);
-  console.log(`load average before: ${uptimeLoad()}`);
+  console.log(`load average before: ${loadAverage()}`);
   console.log('| model | µs/sample batch 32, 1 thread | µs/sample batch 1 | batch 32 ÷ batch 1 speed-up | 2 threads ÷ 1 | GFLOP/s, 1 thread | mean abs(y) |');
   console.log('|---|---|---|---|---|---|---|');
   for (const [i, options] of candidates.entries()) {
@@ -80,9 +80,5 @@ async function probeAll(): Promise<void> {
         `${((one!.rate * model.flopsPerSample) / 1e9).toFixed(1)} | ${one!.meanAbs.toExponential(2)} |`,
     );
   }
-  console.log(`load average after: ${uptimeLoad()}`);
-}
-
-function uptimeLoad(): string {
-  return execFileSync('uptime', { encoding: 'utf8' }).trim().replace(/.*load average: /, '');
+  console.log(`load average after: ${loadAverage()}`);
 }

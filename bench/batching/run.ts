@@ -1,9 +1,10 @@
-import { execFile, execFileSync, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import * as ort from 'onnxruntime-node';
 import { startServer, stopServer } from '../lib/load.js';
+import { loadAverage } from '../lib/process-stats.js';
 import { wrk } from '../lib/wrk.js';
 import { INPUT_SIZE, MAX_BATCH, OUTPUT_SIZE } from './mlp-model.js';
 import { measureCpuShare } from './cpu-share.js';
@@ -59,10 +60,6 @@ interface Served {
 
 /** The probe's rounds: [served model, reference] per round. */
 type HealthRuns = (readonly [Probe, Probe])[];
-
-function loadAverage(): string {
-  return execFileSync('uptime', { encoding: 'utf8' }).trim().replace(/.*load average: /, '');
-}
 
 async function inProcess(session: ort.InferenceSession, batch: number, seconds: number): Promise<number> {
   const x = new ort.Tensor('float32', new Float32Array(batch * INPUT_SIZE).fill(0.5), [batch, INPUT_SIZE]);

@@ -1,9 +1,9 @@
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { median, startServer, stopServer } from '../lib/load.js';
+import { processCpuMs } from '../lib/process-stats.js';
 import { OCR_SESSION_OPTIONS } from '../../examples/ocr/ocr-model-files.js';
 import { InProcessOcr } from './in-process-ocr.js';
 
@@ -29,14 +29,6 @@ interface Measured {
   readonly failures: number;
   /** CPU time of the process doing the work (all its threads) per image: unlike images/s, other jobs on the machine barely move it. */
   readonly cpuMsPerImage: number;
-}
-
-const clockTicksPerS = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
-
-/** User + system CPU time of another process, all threads (Linux /proc). */
-function processCpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicksPerS;
 }
 
 function ownCpuMs(): number {

@@ -4,7 +4,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { startServer, stopServer } from '../lib/load.js';
 import { streamPcm, wavToPcm16k } from '../../examples/streaming-asr/client.js';
-import { loadAverage, PeakRss, processCpuMs, processRssKiB, runQueueWaitMs, threadCpuMs } from './process-stats.js';
+import { loadAverage, PeakRss, processCpuMs, processRssKiB, runQueueWaitMs, threadCpuMs } from '../lib/process-stats.js';
 import { CHUNK_MS, FRAME_MS, runRealtimeSession, type RealtimeSessionResult } from './realtime-asr-session.js';
 
 /**

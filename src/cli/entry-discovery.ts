@@ -31,7 +31,7 @@ export function findEntry(path = '.'): DiscoveredEntry {
 /** A Triton model repository to serve: a folder with no entry file whose subfolders hold models. */
 export function findRepository(path = '.'): string | undefined {
   const target = resolve(path);
-  if (!existsSync(target) || !statSync(target).isDirectory()) return undefined;
+  // A missing path or a file has no entry files, and isModelRepository answers false for it.
   if (FOLDER_ENTRIES.some((name) => existsSync(join(target, name)))) return undefined;
   return isModelRepository(target) ? target : undefined;
 }

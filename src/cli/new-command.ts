@@ -7,7 +7,7 @@ import { createError } from '../errors/index.js';
 /** The templates `serve-fn new` offers, each a folder of `templates/`. */
 export const TEMPLATE_NAMES = ['basic', 'onnx', 'streaming', 'npu', 'triton-repository'] as const;
 
-export const DEFAULT_TEMPLATES_DIR = fileURLToPath(new URL('../../templates/', import.meta.url));
+const DEFAULT_TEMPLATES_DIR = fileURLToPath(new URL('../../templates/', import.meta.url));
 
 /** The dependency range generated projects get unless `--serve-fn` says otherwise. */
 export const DEFAULT_SERVE_FN_SPEC = '^0.1.0';

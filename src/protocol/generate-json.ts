@@ -2,7 +2,7 @@ import { createError } from '../errors/index.js';
 import type { InferenceModelInfo, InferRequest, InferResponse } from '../inference/inference-model.js';
 import { createTensor, tensorToJsonValues, type JsonTensorValue } from '../tensor/index.js';
 import type { Tensor, TensorSpec } from '../tensor/tensor.js';
-import { buildInferRequest, splitReservedParameters, type Parameters } from './infer-request-decoder.js';
+import { buildInferRequest, describe, isObject, isParameterValue, splitReservedParameters, type Parameters } from './infer-request-decoder.js';
 
 /**
  * The JSON of Triton's generate extension (extension_generate.md): a flat request object whose
@@ -74,16 +74,4 @@ function readParameters(parameters: unknown): Parameters {
     throw createError('SF_ERR_BAD_REQUEST', `Unable to parse 'parameters': expected an object of string, number or boolean values, got ${describe(parameters)}.`);
   }
   return parameters as Parameters;
-}
-
-function isParameterValue(value: unknown): value is string | number | boolean {
-  return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function describe(value: unknown): string {
-  return JSON.stringify(value) ?? String(value);
 }

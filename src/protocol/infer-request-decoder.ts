@@ -90,7 +90,7 @@ export function buildInferRequest(id: string | undefined, inputs: Tensor[], outp
 
 function readParameters(owner: string, parameters: unknown): Parameters {
   if (parameters === undefined) return {};
-  const valid = isObject(parameters) && Object.values(parameters).every((v) => ['string', 'number', 'boolean'].includes(typeof v));
+  const valid = isObject(parameters) && Object.values(parameters).every(isParameterValue);
   if (!valid) {
     throw createError('SF_ERR_BAD_REQUEST', `Unable to parse 'parameters' of ${owner}: expected an object of string, number or boolean values, got ${describe(parameters)}.`);
   }
@@ -171,10 +171,17 @@ function decodeRawRequest(bytes: Uint8Array, info: InferenceModelInfo): DecodedI
   return { request: { inputs: [tensor] }, binaryByDefault: true };
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
+/** A value a request parameter may hold. */
+export function isParameterValue(value: unknown): value is string | number | boolean {
+  return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
+}
+
+/** A JSON object, as opposed to null, an array or a scalar. */
+export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function describe(value: unknown): string {
+/** A value as it appears in an error message: its JSON, or its string form where it has none (undefined). */
+export function describe(value: unknown): string {
   return JSON.stringify(value) ?? String(value);
 }

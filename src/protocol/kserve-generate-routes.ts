@@ -3,6 +3,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest }
 import { createError } from '../errors/index.js';
 import { canStream } from '../inference/decoupled-model.js';
 import type { InferenceModel, InferRequest, InferResponse, ModelRepository } from '../inference/inference-model.js';
+import { disconnectSignal } from '../server/disconnect-signal.js';
 import { stringifyJson } from '../tensor/index.js';
 import { readRequestBody } from './body-compression.js';
 import { decodeGenerateRequest, encodeGenerateResponse } from './generate-json.js';
@@ -52,16 +53,22 @@ export function registerGenerateRoutes(scope: FastifyInstance, opts: GenerateRou
 
 async function generateOne(request: FastifyRequest<{ Params: ModelParams }>, reply: FastifyReply, opts: GenerateRouteOptions): Promise<FastifyReply> {
   const { model, inferRequest } = await readRequest(request, reply, opts);
-  const signal = abortOnDisconnect(reply);
-  const response = await model.infer({ ...inferRequest, signal });
+  const disconnect = disconnectSignal(reply);
+  let response: InferResponse;
+  try {
+    response = await model.infer({ ...inferRequest, signal: disconnect.signal });
+  } finally {
+    disconnect.release();
+  }
   return reply.type('application/json').send(Buffer.from(stringifyJson(encodeGenerateResponse(response, inferRequest.id)), 'utf8'));
 }
 
 async function generateStream(request: FastifyRequest<{ Params: ModelParams }>, reply: FastifyReply, opts: GenerateRouteOptions): Promise<FastifyReply> {
   const { model, inferRequest } = await readRequest(request, reply, opts);
   // The abort reaches the model while the request waits for an instance and, for a decoupled
-  // model, stops its stream (the generator's return() runs in the instance).
-  const signal = abortOnDisconnect(reply);
+  // model, stops its stream (the generator's return() runs in the instance); so it is never
+  // released, as the stream runs for as long as the response is being written.
+  const { signal } = disconnectSignal(reply);
   const responses: Iterable<InferResponse> | AsyncIterable<InferResponse> = canStream(model)
     ? await model.inferStream({ ...inferRequest, signal })
     : [await model.infer({ ...inferRequest, signal })];
@@ -92,13 +99,4 @@ async function readRequest(
   if (!model.ready()) throw createError('SF_ERR_MODEL_NOT_READY', model.info.name, model.info.version);
   const body = await readRequestBody(request, reply, opts.bodyLimit);
   return { model, inferRequest: decodeGenerateRequest(body, model.info) };
-}
-
-/** Aborts when the connection goes away before the answer is complete (the response's 'close'). */
-function abortOnDisconnect(reply: FastifyReply): AbortSignal {
-  const abort = new AbortController();
-  reply.raw.once('close', () => {
-    if (!reply.raw.writableEnded) abort.abort();
-  });
-  return abort.signal;
 }

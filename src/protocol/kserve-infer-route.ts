@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createError } from '../errors/index.js';
 import type { InferenceModel, InferRequest, InferResponse, ModelRepository } from '../inference/inference-model.js';
+import { disconnectSignal } from '../server/disconnect-signal.js';
 import { INFERENCE_HEADER_CONTENT_LENGTH } from '../tensor/index.js';
 import { compressBody, negotiateResponseCoding, readRequestBody } from './body-compression.js';
 import { decodeInferRequest } from './infer-request-decoder.js';
@@ -49,17 +50,11 @@ async function infer(request: FastifyRequest<{ Params: ModelParams }>, reply: Fa
 
 /** Cancels the request in the model's queue when the client goes away before it runs. */
 async function inferWhileConnected(model: InferenceModel, request: InferRequest, reply: FastifyReply): Promise<InferResponse> {
-  const abort = new AbortController();
-  // The response's 'close' means the connection went away; the request's 'close' also fires as
-  // soon as its body has been read.
-  const onClose = (): void => {
-    if (!reply.raw.writableEnded) abort.abort();
-  };
-  reply.raw.once('close', onClose);
+  const disconnect = disconnectSignal(reply);
   try {
-    return await model.infer({ ...request, signal: abort.signal });
+    return await model.infer({ ...request, signal: disconnect.signal });
   } finally {
-    reply.raw.off('close', onClose);
+    disconnect.release();
   }
 }
 

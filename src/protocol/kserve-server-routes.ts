@@ -2,14 +2,12 @@ import type { FastifyInstance } from 'fastify';
 import { routeDoc, SERVER_METADATA_SCHEMA } from './kserve-openapi.js';
 import { serverMetadata, serverReady, type ServerIdentity } from './model-metadata.js';
 
-export type ServerRoutesOptions = ServerIdentity;
-
 /**
  * `GET /v2`, `/v2/health/live`, `/v2/health/ready` (protocols.md §1.1). Health answers carry no body:
  * 200 is true, 400 false, as in Triton's HandleServerHealth. Ready means the server is serving and
  * every model in the repository is ready.
  */
-export function registerServerRoutes(scope: FastifyInstance, opts: ServerRoutesOptions): void {
+export function registerServerRoutes(scope: FastifyInstance, opts: ServerIdentity): void {
   // '' is /v2 itself; Triton serves no /v2/ (its regex is `/v2(?:/health/(live|ready))?`).
   scope.get('', { schema: routeDoc('Server metadata', { response: SERVER_METADATA_SCHEMA }) }, async () => serverMetadata(opts));
   scope.get('/health/live', { schema: routeDoc('Server liveness: 200 while the process serves') }, async (_request, reply) => reply.code(200).send());

@@ -4,6 +4,7 @@ import type { StreamFormat } from '../metadata/records.js';
 import { createError, ServeFnError, statusOf } from '../errors/index.js';
 import type { ModelRuntime } from '../runtime/model-runtime.js';
 import type { StreamChannel } from '../runtime/stream-channel.js';
+import { disconnectSignal } from './disconnect-signal.js';
 import { toHttpError, type ErrorBody } from './error-handler.js';
 import { describeBatching, inlineSchema, type DtoSchemas } from './openapi-plugin.js';
 import { readRequest } from './request-reader.js';
@@ -34,24 +35,18 @@ function registerEndpoint(app: FastifyInstance, runtime: ModelRuntime, endpoint:
     handler: async (request, reply) => {
       if (!state.ready) throw createError('SF_ERR_DRAINING');
       const wire = await readRequest(endpoint, request);
-      const abort = new AbortController();
-      // The response's 'close' means the connection went away; the request's 'close' also fires
-      // as soon as its body has been read, which would cancel every queued request with a body.
-      const onClose = (): void => {
-        if (!reply.raw.writableEnded) abort.abort();
-      };
-      reply.raw.once('close', onClose);
+      const disconnect = disconnectSignal(reply);
       let value: unknown;
       try {
-        value = await runtime.submit(endpoint.methodName, wire, { signal: abort.signal, ...scheduling(request.headers) });
+        value = await runtime.submit(endpoint.methodName, wire, { signal: disconnect.signal, ...scheduling(request.headers) });
       } catch (err) {
         throw asEndpointError(model, endpoint, err);
       } finally {
-        reply.raw.off('close', onClose);
+        disconnect.release();
       }
       if (endpoint.stream) {
         const channel = value as StreamChannel;
-        if (abort.signal.aborted) {
+        if (disconnect.signal.aborted) {
           channel.cancel();
           throw createError('SF_ERR_CANCELLED');
         }

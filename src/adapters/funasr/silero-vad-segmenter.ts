@@ -7,6 +7,8 @@ import type { StreamingVad, VadEvent } from './streaming-vad.js';
 export const SILERO_WINDOW_SAMPLES = 512;
 const CONTEXT_SAMPLES = 64;
 const STATE_SIZE = 128;
+/** The model's `sr` input, the same for every window; sessions only read their inputs, so one is shared. */
+const SAMPLE_RATE_TENSOR: Tensor = { name: 'sr', datatype: 'INT64', shape: [], data: BigInt64Array.of(BigInt(FUNASR_SAMPLE_RATE)) };
 
 export interface VadSegmenterOptions {
   /** Speech starts when a window's probability reaches this. */
@@ -107,11 +109,10 @@ export class SileroVadSegmenter implements StreamingVad {
     input.set(this.#context);
     input.set(window, CONTEXT_SAMPLES);
     this.#context = window.slice(SILERO_WINDOW_SAMPLES - CONTEXT_SAMPLES);
-    const sr: Tensor = { name: 'sr', datatype: 'INT64', shape: [], data: BigInt64Array.of(BigInt(FUNASR_SAMPLE_RATE)) };
     const outputs = await this.#session.run({
       input: { name: 'input', datatype: 'FP32', shape: [1, input.length], data: input },
       state: { name: 'state', datatype: 'FP32', shape: [2, 1, STATE_SIZE], data: this.#state },
-      sr,
+      sr: SAMPLE_RATE_TENSOR,
     });
     this.#state = outputs.stateN.data as Float32Array;
     return (outputs.output.data as Float32Array)[0];

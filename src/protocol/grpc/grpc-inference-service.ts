@@ -66,11 +66,17 @@ function lookup(repository: ModelRepository, name: string | undefined, version: 
   return repository.get(name ?? '', version || undefined);
 }
 
-async function infer(model: InferenceModel, message: ModelInferRequestMessage, signal: AbortSignal): Promise<ModelInferResponseMessage> {
+/** One request, one response; `extra` are response parameters added to the model's. */
+async function infer(
+  model: InferenceModel,
+  message: ModelInferRequestMessage,
+  signal: AbortSignal,
+  extra: Readonly<Record<string, unknown>> = {},
+): Promise<ModelInferResponseMessage> {
   if (!model.ready()) throw createError('SF_ERR_MODEL_NOT_READY', model.info.name, model.info.version);
   const { request, requested } = readRequest(model, message);
   const response = await model.infer({ ...request, signal });
-  return responseMessage(response, request.id, requested);
+  return responseMessage(response, request.id, requested, extra);
 }
 
 interface DecodedGrpcRequest {
@@ -155,13 +161,13 @@ async function answerOnStream(
   write: (message: Record<string, unknown>) => Promise<void>,
 ): Promise<void> {
   const model = lookup(repository, message.model_name, message.model_version);
-  if (!model.ready()) throw createError('SF_ERR_MODEL_NOT_READY', model.info.name, model.info.version);
-  const { request, requested, emptyFinal } = readRequest(model, message);
+  // canStream only looks at the model's type, so checking it first keeps the order of the checks that can fail.
   if (!canStream(model)) {
-    const response = await model.infer({ ...request, signal });
-    await write({ infer_response: responseMessage(response, request.id, requested, { [FINAL]: true }) });
+    await write({ infer_response: await infer(model, message, signal, { [FINAL]: true }) });
     return;
   }
+  if (!model.ready()) throw createError('SF_ERR_MODEL_NOT_READY', model.info.name, model.info.version);
+  const { request, requested, emptyFinal } = readRequest(model, message);
   const stream = await model.inferStream({ ...request, signal });
   let last: StreamedInferResponse | undefined;
   try {

@@ -53,11 +53,14 @@ export class {{className}} {
       }
       // A 4xx error closes the connection with 1008: the protocol cannot go on without a start.
       if (sampleRate === 0) throw createError('SF_ERR_BAD_REQUEST', 'send {"type":"start"} before audio');
-      const pcm = new Int16Array(message.buffer, message.byteOffset, Math.floor(message.byteLength / 2));
+      // The WebSocket library cuts a frame out of the socket's read buffer, so its bytes may start at
+      // an odd offset, where an Int16Array view would throw; a DataView reads them wherever they are.
+      const pcm = new DataView(message.buffer, message.byteOffset, message.byteLength);
+      const count = Math.floor(message.byteLength / 2);
       let sum = 0;
-      for (const s of pcm) sum += s * s;
-      const dbfs = 20 * Math.log10(Math.sqrt(sum / Math.max(1, pcm.length)) / 32768 || 1e-10);
-      samples += pcm.length;
+      for (let i = 0; i < count; i++) sum += pcm.getInt16(2 * i, true) ** 2;
+      const dbfs = 20 * Math.log10(Math.sqrt(sum / Math.max(1, count)) / 32768 || 1e-10);
+      samples += count;
       peakDbfs = Math.max(peakDbfs, dbfs);
       yield { type: 'level', dbfs: round(dbfs), seconds: samples / sampleRate };
     }

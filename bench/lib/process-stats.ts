@@ -1,7 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 
-const clockTicksPerS = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
+/** The unit of CPU times in /proc/stat and /proc/<pid>/stat (USER_HZ). */
+export const clockTicksPerS = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
 
 /** Resident memory of another process, all threads, in KiB (Linux /proc). */
 export function processRssKiB(pid: number): number {
