@@ -54,7 +54,7 @@ const containerPort: SchemaObject = {
   properties: {
     containerPort: integer(1, 65535),
     // An IANA service name, so that probes and Services can refer to the port by it.
-    name: { type: 'string', maxLength: 15, pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$' },
+    name: { type: 'string', maxLength: 15, pattern: DNS_1123_LABEL },
     protocol: { type: 'string', enum: ['TCP', 'UDP', 'SCTP'] },
   },
 };

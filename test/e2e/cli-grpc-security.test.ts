@@ -4,18 +4,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, credentials, Metadata, status, type ChannelCredentials, type ServiceError } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call } from '../protocol/grpc-raw.js';
 import { startCli, type RunningCli } from './cli-harness.js';
 
 const KEY = 'sk-0123456789abcdef';
-const same = (b: Buffer): Buffer => b;
 
 function serverMetadata(port: number, creds: ChannelCredentials, md: Metadata): Promise<status> {
   const client = new Client(`127.0.0.1:${port}`, creds, { 'grpc.ssl_target_name_override': 'localhost', 'grpc.default_authority': 'localhost' });
-  return new Promise<status>((resolve) => {
-    client.makeUnaryRequest('/inference.GRPCInferenceService/ServerMetadata', same, same, Buffer.alloc(0), md, { deadline: Date.now() + 10_000 }, (err: ServiceError | null) =>
-      resolve(err ? err.code : status.OK),
-    );
-  }).finally(() => client.close());
+  return call(client, 'ServerMetadata', Buffer.alloc(0), md, { deadline: Date.now() + 10_000 })
+    .then(() => status.OK, (err: ServiceError) => err.code)
+    .finally(() => client.close());
 }
 
 function bearer(key: string): Metadata {

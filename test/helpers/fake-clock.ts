@@ -1,7 +1,5 @@
 import type { Clock } from '../../src/runtime/clock.js';
-
-/** Lets every pending promise callback run. */
-export const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+import { settle } from './settle.js';
 
 /** Manual clock: `advance` fires due timers in due order (ties in arming order), settling promises after each. */
 export class FakeClock implements Clock {

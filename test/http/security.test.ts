@@ -13,6 +13,7 @@ import { Endpoint, Instances, Model, ServeFnServer } from '../../src/index.js';
 import { installErrorHandling } from '../../src/server/error-handler.js';
 import { securityOptionsFromEnv, tlsOptionsFromEnv, type Environment } from '../../src/server/security-env.js';
 import { securityPlugin, securityServerOptions, type SecurityOptions } from '../../src/server/security-plugin.js';
+import { thrown as thrownError } from '../helpers/thrown.js';
 
 class EchoBody {
   @IsString() text!: string;
@@ -307,12 +308,8 @@ describe('server options', () => {
 
 /** The catalogue error a call throws, as code and message. */
 function thrown(call: () => unknown): { code: unknown; message: string } {
-  try {
-    call();
-  } catch (err) {
-    return { code: (err as { code?: unknown }).code, message: (err as Error).message };
-  }
-  throw new Error('expected the call to throw');
+  const { code, message } = thrownError(call);
+  return { code, message };
 }
 
 const envError = (name: string, reason: string): { code: string; message: string } => ({

@@ -1,11 +1,12 @@
-import { existsSync, readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, credentials } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServeFnServer } from '../../src/server/serve-fn-server.js';
+import { fileText } from '../fixtures/decoupled/countdown-marker.js';
 import { scratchFolder } from '../fixtures/repository/repository-files.js';
+import { exchange, inferenceMethod } from './grpc-raw.js';
 import { messages, parse, pb, rawBytes, strings, type Fields } from './protobuf-wire.js';
 
 /**
@@ -18,15 +19,6 @@ const ROOT = fileURLToPath(new URL('../fixtures/decoupled', import.meta.url));
 const COUNTDOWN_ERROR = (step: number): string => `Model 'countdown' failed in execute: countdown failed at ${step}`;
 
 const event = (id: string, step: number): string => `data: {"id":"${id}","model_name":"countdown","model_version":"1","OUT":${step},"TEXT":"tick ${step}"}\n\n`;
-
-async function fileText(path: string): Promise<string> {
-  const deadline = Date.now() + 10_000;
-  while (!existsSync(path)) {
-    if (Date.now() > deadline) throw new Error(`${path} was not written`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return readFileSync(path, 'utf8');
-}
 
 describe('decoupled models over generate, generate_stream and ModelStreamInfer', () => {
   let server: ServeFnServer;
@@ -116,8 +108,6 @@ describe('decoupled models over generate, generate_stream and ModelStreamInfer',
   });
 
   describe('gRPC ModelStreamInfer', () => {
-    const same = (b: Buffer): Buffer => b;
-
     /** ModelInferRequest: model_name 1, id 3, parameters 4, inputs 5 (one INT32 each, in contents.int_contents). */
     const inferRequest = (model: string, id: string, inputs: Record<string, number>, emptyFinal = false, shape = [1]): Buffer =>
       Buffer.concat([
@@ -137,16 +127,7 @@ describe('decoupled models over generate, generate_stream and ModelStreamInfer',
     async function stream(...requests: Buffer[]): Promise<(string | number | boolean | undefined)[][]> {
       const client = new Client(`127.0.0.1:${server.grpcPort}`, credentials.createInsecure());
       try {
-        const call = client.makeBidiStreamRequest('/inference.GRPCInferenceService/ModelStreamInfer', same, same);
-        const answers: Buffer[] = [];
-        const done = new Promise<void>((resolve, reject) => {
-          call.on('data', (b: Buffer) => answers.push(b));
-          call.on('end', resolve);
-          call.on('error', reject);
-        });
-        for (const r of requests) call.write(r);
-        call.end();
-        await done;
+        const answers = await exchange(client, inferenceMethod('ModelStreamInfer'), requests);
         return answers.map((a) => {
           const fields = parse(a);
           const error = strings(fields, 1)[0];

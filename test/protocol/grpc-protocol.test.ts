@@ -1,8 +1,10 @@
-import { Client, credentials, status, type ServiceError } from '@grpc/grpc-js';
+import { Client, credentials, status } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startGrpcServer, type GrpcServerHandle } from '../../src/protocol/grpc/grpc-server.js';
 import type { Datatype } from '../../src/tensor/tensor.js';
+import { range } from '../fixtures/repository/repository-files.js';
 import { FakeModel, FakeRepository, identityModel, simpleModel, simpleStringModel, versionedModel } from './fake-repository.js';
+import { call, exchange, failure, inferenceMethod } from './grpc-raw.js';
 import { messages, packedInt64, parse, pb, rawBytes, strings, type Fields } from './protobuf-wire.js';
 
 const open: { server: GrpcServerHandle; client: Client }[] = [];
@@ -29,28 +31,11 @@ async function connect(repository: FakeRepository, options: { ready?: () => bool
   return client;
 }
 
-const same = (b: Buffer): Buffer => b;
-
 /** A bool response field 1 (`live`, `ready`): absent (proto3's default) or 0 is false. */
 function flag(response: Buffer): boolean {
   const value = parse(response).get(1)?.[0]?.value;
   return value !== undefined && value !== 0n;
 }
-
-/** One unary call with hand-encoded request bytes; resolves the raw response bytes. */
-function call(client: Client, method: string, body: Buffer = Buffer.alloc(0)): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    client.makeUnaryRequest(`/inference.GRPCInferenceService/${method}`, same, same, body, (err: ServiceError | null, res?: Buffer) => (err ? reject(err) : resolve(res!)));
-  });
-}
-
-async function failure(promise: Promise<unknown>): Promise<[status, string]> {
-  const err = (await promise.then(() => undefined, (e: ServiceError) => e)) as ServiceError | undefined;
-  if (!err) throw new Error('the call succeeded');
-  return [err.code, err.details];
-}
-
-const range = (n: number, f: (i: number) => number): number[] => Array.from({ length: n }, (_, i) => f(i));
 
 function int32s(values: number[]): Buffer {
   const b = Buffer.alloc(values.length * 4);
@@ -289,20 +274,9 @@ describe('ModelInfer errors', () => {
 describe('ModelStreamInfer', () => {
   it('answers every request on the stream, errors in error_message, then ends', async () => {
     const client = await connect(new FakeRepository([versionedModel('2')]));
-    const stream = client.makeBidiStreamRequest('/inference.GRPCInferenceService/ModelStreamInfer', same, same);
-    const answers: Buffer[] = [];
-    const done = new Promise<void>((resolve, reject) => {
-      stream.on('data', (b: Buffer) => answers.push(b));
-      stream.on('end', resolve);
-      stream.on('error', reject);
-    });
     const request = (id: string, model: string, value: number): Buffer =>
       Buffer.concat([pb.string(1, model), pb.string(3, id), input('INPUT0', 'INT32', [1], pb.message(5, pb.packedVarints(2, [value])))]);
-    stream.write(request('a', 'versioned', 4));
-    stream.write(request('b', 'ghost', 1));
-    stream.write(request('c', 'versioned', 10));
-    stream.end();
-    await done;
+    const answers = await exchange(client, inferenceMethod('ModelStreamInfer'), [request('a', 'versioned', 4), request('b', 'ghost', 1), request('c', 'versioned', 10)]);
 
     const parsed = answers.map((a) => parse(a));
     const ok = parsed.filter((p) => (strings(p, 1)[0] ?? '') === '').map((p) => messages(p, 2)[0]);
@@ -316,13 +290,7 @@ describe('ModelStreamInfer', () => {
 
   it('ends at once when the client sends nothing', async () => {
     const client = await connect(new FakeRepository([]));
-    const stream = client.makeBidiStreamRequest('/inference.GRPCInferenceService/ModelStreamInfer', same, same);
-    const ended = new Promise<number>((resolve) => {
-      let count = 0;
-      stream.on('data', () => (count += 1));
-      stream.on('end', () => resolve(count));
-    });
-    stream.end();
+    const ended = exchange(client, inferenceMethod('ModelStreamInfer'), []).then((answers) => answers.length);
     expect(await ended).toBe(0);
   });
 });

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildAddSubModel } from '../../src/backends/onnx/onnx-model-builder.js';
 import { ServeFnServer } from '../../src/server/serve-fn-server.js';
+import { range } from '../fixtures/repository/repository-files.js';
 import { binaryBody, splitResponse } from './protocol-app.js';
 
 /**
@@ -22,7 +23,6 @@ const BATCHED_CONFIG = `${SIMPLE_CONFIG.replace('name: "simple"', 'name: "simple
 dynamic_batching { preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 5000000 }
 `;
 
-const range = (n: number, f: (i: number) => number = (i) => i): number[] => Array.from({ length: n }, (_, i) => f(i));
 const IN0 = range(16);
 const IN1 = range(16, () => 1);
 const SUM = range(16, (i) => i + 1);

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServeFnServer } from '../../src/server/serve-fn-server.js';
+import { call } from './grpc-raw.js';
 import { messages, parse, pb, rawBytes, strings } from './protobuf-wire.js';
 
 /**
@@ -100,7 +101,6 @@ describe('sequences over the v2 protocol (HTTP and gRPC)', () => {
   });
 
   describe('over gRPC', () => {
-    const same = (b: Buffer): Buffer => b;
     const param = (key: string, value: Buffer): Buffer => pb.mapEntry(4, key, value);
 
     /** ModelInfer with VALUE as raw_input_contents; InferParameter: bool_param 1, string_param 3, uint64_param 5. */
@@ -115,9 +115,7 @@ describe('sequences over the v2 protocol (HTTP and gRPC)', () => {
         pb.message(5, pb.string(1, 'VALUE'), pb.string(2, 'INT32'), pb.packedVarints(3, [1])),
         pb.bytes(7, raw),
       ]);
-      return new Promise((resolve, reject) => {
-        client.makeUnaryRequest('/inference.GRPCInferenceService/ModelInfer', same, same, request, (err: ServiceError | null, res?: Buffer) => (err ? reject(err) : resolve(res!)));
-      });
+      return call(client, 'ModelInfer', request);
     }
 
     async function grpcStep(id: Id, value: number, flags: { start?: boolean; end?: boolean } = {}): Promise<Step> {

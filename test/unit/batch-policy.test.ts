@@ -8,19 +8,16 @@ import {
   UNBATCHED_POLICY,
   type BatchPolicyInput,
 } from '../../src/runtime/batch-policy.js';
+import { thrown } from '../helpers/thrown.js';
 
 const OWNER = 'CosyVoice.inferenceSft';
 
 const NO_QUEUE_LIMITS = { maxQueueSize: 0, defaultTimeoutUs: 0, allowTimeoutOverride: false, timeoutAction: 'REJECT' };
 
 function errorOf(input: unknown): ServeFnError {
-  try {
-    normalizeBatchPolicy(input as BatchPolicyInput, OWNER);
-  } catch (error) {
-    expect(error).toBeInstanceOf(ServeFnError);
-    return error as ServeFnError;
-  }
-  throw new Error('normalizeBatchPolicy accepted an invalid policy');
+  const error = thrown(() => normalizeBatchPolicy(input as BatchPolicyInput, OWNER));
+  expect(error).toBeInstanceOf(ServeFnError);
+  return error;
 }
 
 function expectOptionError(input: unknown, option: string, reason: string): void {
@@ -220,7 +217,7 @@ describe('priorityLevelFor', () => {
 
   it('refuses other values with SF_ERR_PRIORITY_INVALID saying what is allowed', () => {
     const levels = normalizeBatchPolicy({ maxBatchSize: 4, priorityLevels: 3, defaultPriorityLevel: 2 }, OWNER);
-    const err = (() => { try { priorityLevelFor(levels, 4); } catch (e) { return e as ServeFnError; } })();
+    const err = thrown(() => priorityLevelFor(levels, 4));
     expect(err?.code).toBe('SF_ERR_PRIORITY_INVALID');
     expect(err?.message).toBe('Priority 4 is out of range: this model has priority levels 1..3 (0 = default).');
     expect(() => priorityLevelFor(normalizeBatchPolicy({ maxBatchSize: 4 }, OWNER), 1)).toThrow('this model has no priority levels, only 0 (default) is accepted');

@@ -1,43 +1,19 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DecoupledModelVersion } from '../../src/inference/decoupled-model-version.js';
 import { canStream, type StreamedInferResponse } from '../../src/inference/decoupled-model.js';
 import type { InferRequest } from '../../src/inference/inference-model.js';
-import { TensorModelHost } from '../../src/inference/tensor-model-host.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
-import { buildModelVersions, type TensorInstanceFactory } from '../../src/model-repository/model-version-builder.js';
+import { buildModelVersions } from '../../src/model-repository/model-version-builder.js';
 import { readModelSource } from '../../src/model-repository/model-source.js';
-import { ContextServices } from '../../src/runtime/context-services.js';
-import { StreamChannel } from '../../src/runtime/stream-channel.js';
-import { int32, scratchFolder, values, writeFiles } from '../fixtures/repository/repository-files.js';
+import { fileText } from '../fixtures/decoupled/countdown-marker.js';
+import { inThreadInstances, int32, scratchFolder, values, writeFiles } from '../fixtures/repository/repository-files.js';
+import { settle } from '../helpers/settle.js';
 
 const ROOT = fileURLToPath(new URL('../fixtures/decoupled', import.meta.url));
 const COUNTDOWN_CONFIG = readFileSync(join(ROOT, 'countdown/config.pbtxt'), 'utf8');
-
-/** Instances on the test's own thread that stream as a worker does (TensorModelHost.openStream behind a StreamChannel). */
-const streamingInstances: TensorInstanceFactory = (index, plan, context) => {
-  const services = new ContextServices(context, () => Promise.reject(new Error('no ctx.infer in this test')));
-  let host: TensorModelHost | undefined;
-  return {
-    index,
-    async start() {
-      host = await TensorModelHost.start(plan, services.context);
-    },
-    execute: (call) => host!.execute(structuredClone(call)),
-    openStream(call, credit) {
-      const channel = new StreamChannel({ grant: (units) => pump.grant(units), cancel: () => pump.cancel() });
-      const pump = host!.openStream(structuredClone(call), credit, (event) => channel.push(event));
-      void pump.run();
-      return channel;
-    },
-    async stop() {
-      await host?.finalize();
-      await services.dispose();
-    },
-  };
-};
 
 const loaded: DecoupledModelVersion[] = [];
 afterEach(async () => {
@@ -55,7 +31,7 @@ async function countdown(config = COUNTDOWN_CONFIG): Promise<{ model: DecoupledM
     resolve: () => {
       throw new Error('unused');
     },
-    instanceFactory: streamingInstances,
+    instanceFactory: inThreadInstances,
   });
   if (!(model instanceof DecoupledModelVersion)) throw new Error('countdown was not built as a decoupled model');
   await model.load();
@@ -77,15 +53,6 @@ async function collect(stream: AsyncIterable<StreamedInferResponse>): Promise<St
   return out;
 }
 
-async function fileText(path: string): Promise<string> {
-  const deadline = Date.now() + 5000;
-  while (!existsSync(path)) {
-    if (Date.now() > deadline) throw new Error(`${path} was not written`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  return readFileSync(path, 'utf8');
-}
-
 describe('DecoupledModelVersion', () => {
   it('is built for model_transaction_policy { decoupled: true } and streams every response in order', async () => {
     const { model, recorder } = await countdown();
@@ -94,7 +61,7 @@ describe('DecoupledModelVersion', () => {
     const responses = await collect(await model.inferStream(request(3)));
     expect(responses.map(summary)).toEqual([[[3], 'tick 3', false], [[2], 'tick 2', false], [[1], 'tick 1', false]]);
     expect(responses.map((r) => [r.modelName, r.modelVersion, r.id])).toEqual(Array(3).fill(['countdown', '1', 'n3']));
-    await new Promise((resolve) => setImmediate(resolve));
+    await settle();
     const [stats] = recorder.statistics('countdown', '1').model_stats;
     expect([stats.inference_stats.success.count, stats.execution_count]).toEqual([1, 1]);
   });

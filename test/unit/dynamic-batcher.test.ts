@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { ServeFnError } from '../../src/errors/index.js';
 import { normalizeBatchPolicy, UNBATCHED_POLICY, type BatchPolicyInput } from '../../src/runtime/batch-policy.js';
 import { DynamicBatcher, type BatchEntry, type BatcherHooks, type SubmitOptions } from '../../src/runtime/dynamic-batcher.js';
-import { FakeClock, settle } from '../helpers/fake-clock.js';
+import { FakeClock } from '../helpers/fake-clock.js';
+import { settle } from '../helpers/settle.js';
 
 const OWNER = 'Tts.speak';
 

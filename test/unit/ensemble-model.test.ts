@@ -7,6 +7,7 @@ import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
 import type { Tensor, TensorSpec } from '../../src/tensor/tensor.js';
 import { int32, values } from '../fixtures/repository/repository-files.js';
+import { settle } from '../helpers/settle.js';
 
 const vec = (name: string): TensorSpec => ({ name, datatype: 'INT32', shape: [2] });
 const info = (name: string, inputs: string[], outputs: string[]): InferenceModelInfo => ({
@@ -67,7 +68,7 @@ describe('EnsembleModel', () => {
     let release!: () => void;
     add.hold = new Promise((resolve) => (release = resolve));
     const answer = ensemble.infer(request([1, 2], [10, 20]));
-    await new Promise((resolve) => setImmediate(resolve));
+    await settle();
     // neg(A) needs nothing from add, so it runs while add is held; neg(SUM) waits.
     expect(neg.received.map((r) => r.inputs.map((t) => [t.name, values(t)]))).toEqual([[['X', [1, 2]]]]);
     release();
@@ -136,7 +137,7 @@ describe('EnsembleModel', () => {
     const answer = ensemble.infer(request([1, 2], [3, 4]));
     let unloaded = false;
     const unloading = ensemble.unload().then(() => (unloaded = true));
-    await new Promise((resolve) => setImmediate(resolve));
+    await settle();
     expect(unloaded).toBe(false);
     await expect(ensemble.infer(request([1, 2], [3, 4]))).rejects.toThrow("Model 'pipe' version 1 is not ready");
     release();

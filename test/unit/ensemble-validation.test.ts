@@ -3,6 +3,7 @@ import type { InferenceModelInfo } from '../../src/inference/inference-model.js'
 import { planEnsemble } from '../../src/model-repository/ensemble-validation.js';
 import type { EnsembleStep } from '../../src/model-repository/model-config.js';
 import type { TensorSpec } from '../../src/tensor/tensor.js';
+import { thrown } from '../helpers/thrown.js';
 
 function info(name: string, inputs: TensorSpec[], outputs: TensorSpec[], maxBatchSize = 8, version = '1'): InferenceModelInfo {
   return { name, version, platform: 'onnxruntime_onnx', inputs, outputs, maxBatchSize, config: {}, decoupled: false };
@@ -26,13 +27,9 @@ const GOOD = [
 ];
 
 function why(steps: EnsembleStep[], of = ensemble): string {
-  try {
-    planEnsemble(of, { step: steps, max_inflight_requests: 0 }, lookup);
-  } catch (err) {
-    expect((err as { code: string }).code).toBe('SF_ERR_ENSEMBLE_INVALID');
-    return (err as Error).message.replace("Ensemble 'pipeline' is invalid: ", '');
-  }
-  throw new Error('expected the ensemble to be refused');
+  const err = thrown(() => planEnsemble(of, { step: steps, max_inflight_requests: 0 }, lookup));
+  expect(err.code).toBe('SF_ERR_ENSEMBLE_INVALID');
+  return err.message.replace("Ensemble 'pipeline' is invalid: ", '');
 }
 
 describe('planEnsemble', () => {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { InferenceModelInfo } from '../../src/inference/inference-model.js';
 import { decodeGenerateRequest, encodeGenerateResponse } from '../../src/protocol/generate-json.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
+import { thrown } from '../helpers/thrown.js';
 
 const info = (maxBatchSize: number): InferenceModelInfo => ({
   name: 'llm', version: '1', platform: 'serve-fn', maxBatchSize, config: {}, decoupled: true,
@@ -43,12 +44,7 @@ describe('decodeGenerateRequest', () => {
     ['a ragged array', '{"ids":[[1,2],[3]]}', "Tensor 'ids': a nested array must be rectangular: every element at one depth of the same length."],
     ['a value of the wrong type', '{"ids":[["a","b"]]}', 'SF_ERR_TENSOR_DATA'],
   ])('400 for %s', (_what, json, expected) => {
-    let caught: { code?: string; statusCode?: number; message?: string } = {};
-    try {
-      decodeGenerateRequest(body(json), info(0));
-    } catch (err) {
-      caught = err as typeof caught;
-    }
+    const caught = thrown(() => decodeGenerateRequest(body(json), info(0)));
     expect(caught.statusCode).toBe(400);
     expect(expected.startsWith('SF_ERR_') ? caught.code : caught.message).toBe(expected);
   });

@@ -2,12 +2,13 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, credentials, Metadata, Server, status, type ChannelCredentials, type ServerDuplexStream, type ServiceError } from '@grpc/grpc-js';
+import { Client, credentials, Metadata, Server, status, type ChannelCredentials, type ServerDuplexStream } from '@grpc/grpc-js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadInferenceService, startGrpcServer, type GrpcServerHandle } from '../../src/protocol/grpc/grpc-server.js';
 import { GRPC_HEALTH_METHODS, grpcAuthInterceptors, grpcServerCredentials, type GrpcSecurityOptions } from '../../src/protocol/grpc/grpc-security.js';
 import type { TlsFiles } from '../../src/server/security-plugin.js';
 import { FakeRepository, simpleModel } from '../protocol/fake-repository.js';
+import { exchange, failure, call as rawCall, same } from '../protocol/grpc-raw.js';
 import { parse, pb, strings } from '../protocol/protobuf-wire.js';
 
 const KEY = 'sk-0123456789abcdef';
@@ -39,19 +40,8 @@ function metadata(entries: Record<string, string> = {}): Metadata {
   return md;
 }
 
-const same = (b: Buffer): Buffer => b;
-
-function call(client: Client, method: string, md: Metadata = metadata(), body: Buffer = Buffer.alloc(0)): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    client.makeUnaryRequest(`/inference.GRPCInferenceService/${method}`, same, same, body, md, { deadline: Date.now() + CALL_DEADLINE_MS }, (err: ServiceError | null, res?: Buffer) => (err ? reject(err) : resolve(res!)));
-  });
-}
-
-async function failure(promise: Promise<unknown>): Promise<[status, string]> {
-  const err = (await promise.then(() => undefined, (e: ServiceError) => e)) as ServiceError | undefined;
-  if (!err) throw new Error('the call succeeded');
-  return [err.code, err.details];
-}
+const call = (client: Client, method: string, md: Metadata = metadata(), body: Buffer = Buffer.alloc(0)): Promise<Buffer> =>
+  rawCall(client, method, body, md, { deadline: Date.now() + CALL_DEADLINE_MS });
 
 const serverName = async (client: Client, md: Metadata): Promise<string[]> => strings(parse(await call(client, 'ServerMetadata', md)), 1);
 
@@ -126,16 +116,9 @@ describe('API key on streaming calls', () => {
     return client;
   }
 
-  function echo(client: Client, md: Metadata, chunks: string[]): Promise<string[]> {
-    return new Promise((resolve, reject) => {
-      const stream = client.makeBidiStreamRequest(ECHO, same, same, md);
-      const received: string[] = [];
-      stream.on('data', (chunk: Buffer) => received.push(chunk.toString()));
-      stream.on('error', reject);
-      stream.on('end', () => resolve(received));
-      for (const chunk of chunks) stream.write(Buffer.from(chunk));
-      stream.end();
-    });
+  async function echo(client: Client, md: Metadata, chunks: string[]): Promise<string[]> {
+    const received = await exchange(client, ECHO, chunks.map((chunk) => Buffer.from(chunk)), md);
+    return received.map((chunk) => chunk.toString());
   }
 
   it('ends a bidirectional stream without the key before its handler runs, and serves it with the key', async () => {

@@ -10,6 +10,7 @@ import { createError, deserializeError, ServeFnError, type SerializedError } fro
 import { ModelHost } from '../../src/runtime/model-host.js';
 import type { StreamEvent } from '../../src/runtime/stream-event.js';
 import type { ExecuteOutcome, WireRequest, WireResult } from '../../src/runtime/wire-format.js';
+import { settle } from '../helpers/settle.js';
 
 @singleton()
 class Vocabulary {
@@ -373,7 +374,7 @@ describe('ModelHost.openSocket', () => {
     const events: StreamEvent[] = [];
     const session = host.openSocket({ methodName: 'chat', context }, 8, (e) => events.push(e), () => undefined);
     const done = session.run();
-    await new Promise((resolve) => setImmediate(resolve));
+    await settle();
     session.cancel();
     await done;
     expect(events).toEqual([{ kind: 'chunk', value: 'hello req-7 on 1' }, { kind: 'end' }]);

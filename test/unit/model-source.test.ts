@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readModelSource } from '../../src/model-repository/model-source.js';
 import { scratchFolder, writeFiles } from '../fixtures/repository/repository-files.js';
+import { thrown } from '../helpers/thrown.js';
 
 const root = scratchFolder('source');
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -13,12 +14,8 @@ function source(name: string, files: Record<string, string>, configJson?: string
 }
 
 function failure(fn: () => unknown): { code: string; message: string } {
-  try {
-    fn();
-  } catch (err) {
-    return { code: (err as { code: string }).code, message: (err as Error).message };
-  }
-  throw new Error('expected an error');
+  const { code, message } = thrown(fn);
+  return { code, message };
 }
 
 describe('readModelSource', () => {

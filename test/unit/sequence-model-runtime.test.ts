@@ -8,6 +8,7 @@ import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import type { Clock } from '../../src/runtime/clock.js';
 import type { InstanceEvents, ModelInstance } from '../../src/runtime/model-instance.js';
 import type { ExecuteCall, ExecuteOutcome } from '../../src/runtime/wire-format.js';
+import { settle } from '../helpers/settle.js';
 
 /** Instances whose executions the test finishes by hand; each execution's requests are recorded. */
 class ManualInstances {
@@ -38,7 +39,7 @@ class ManualInstances {
   /** Finishes every running execution, then lets the runtime react. */
   async finish(): Promise<void> {
     for (const done of this.waiting.splice(0)) done();
-    for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+    for (let i = 0; i < 3; i++) await settle();
   }
 
   /** Each execution as `instance: id id ...`. */
@@ -194,7 +195,7 @@ describe('SequenceModelRuntime', () => {
     await instances.finish();
     await Promise.all([a, b]);
     instances.events.get(1)!.onCrash(instances.made.get(1)!, 'test crash');
-    await new Promise((resolve) => setImmediate(resolve));
+    await settle();
     expect(runtime.liveSequences).toEqual([1, 0]);
     expect(logs).toContain("warn: model 'acc' instance 1 stopped: its 1 live sequence(s) lost their state and must START again");
     expect((await failure(runtime.submit(request('b2', seq(2))))).code).toBe('SF_ERR_SEQUENCE_NOT_STARTED');

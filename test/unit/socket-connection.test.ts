@@ -9,6 +9,7 @@ import { createError, serializeError } from '../../src/errors/index.js';
 import { SocketLink } from '../../src/runtime/socket-link.js';
 import type { SocketInput } from '../../src/runtime/wire-format.js';
 import { INPUT_WINDOW, INPUT_WINDOW_BYTES, SocketConnection } from '../../src/server/socket-connection.js';
+import { settle } from '../helpers/settle.js';
 
 class Count {
   @IsInt() n!: number;
@@ -72,7 +73,6 @@ function connect(options: { endpoint?: SocketEndpointDefinition; draining?: bool
   return { socket, link, delivered, controlLog, running };
 }
 
-const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 afterEach(() => {
   vi.useRealTimers();
@@ -84,7 +84,7 @@ describe('SocketConnection input', () => {
     socket.emit('message', Buffer.from('{"n": 1}'), false);
     socket.emit('message', Buffer.from([9, 8]), true);
     socket.emit('message', Buffer.from('{"n": 2}'), false);
-    await flush();
+    await settle();
     expect(delivered.map((d) => d.kind)).toEqual(['json', 'binary', 'json']);
     expect(delivered[0].value).toBeInstanceOf(Count);
     expect({ ...(delivered[0].value as Count) }).toEqual({ n: 1 });
@@ -96,7 +96,7 @@ describe('SocketConnection input', () => {
   it('passes text as a string when the endpoint has no message DTO', async () => {
     const { socket, delivered, link } = connect();
     socket.emit('message', Buffer.from('plain words'), false);
-    await flush();
+    await settle();
     expect(delivered).toEqual([{ kind: 'text', value: 'plain words' }]);
     link.close();
   });
@@ -105,7 +105,7 @@ describe('SocketConnection input', () => {
     const { socket, delivered, link } = connect({ endpoint: endpoint({ message: Count }) });
     socket.emit('message', Buffer.from('{"n":'), false);
     socket.emit('message', Buffer.from('{"n": "three"}'), false);
-    await flush();
+    await settle();
     expect(delivered).toEqual([]);
     expect(socket.sent[0].data).toMatchObject({ code: 'SF_ERR_MESSAGE_INVALID_JSON' });
     expect(socket.sent[1].data).toEqual({
@@ -120,7 +120,7 @@ describe('SocketConnection input', () => {
   it(`stops reading after ${INPUT_WINDOW} messages the session has not taken, and reads again once half are taken`, async () => {
     const { socket, link } = connect();
     for (let i = 0; i < INPUT_WINDOW + 8; i++) socket.emit('message', Buffer.from(`m${i}`), false);
-    await flush();
+    await settle();
     expect(socket.paused).toBe(1);
     expect(link.pendingInput).toBe(INPUT_WINDOW + 8);
     link.taken(INPUT_WINDOW / 2 + 7);
@@ -139,7 +139,7 @@ describe('SocketConnection input limits and failures', () => {
     expect(socket.paused).toBe(0);
     socket.emit('message', big, true);
     expect(socket.paused).toBe(1);
-    await flush();
+    await settle();
     expect([link.pendingInput, link.pendingBytes]).toEqual([2, 2 * big.byteLength]);
     link.taken(1);
     expect(socket.resumed).toBe(0);

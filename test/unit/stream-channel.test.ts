@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createError, serializeError } from '../../src/errors/index.js';
 import { StreamChannel } from '../../src/runtime/stream-channel.js';
+import { settle } from '../helpers/settle.js';
 
 function recordingChannel(): { channel: StreamChannel; calls: string[] } {
   const calls: string[] = [];
@@ -21,7 +22,7 @@ describe('StreamChannel', () => {
     channel.push({ kind: 'chunk', value: 'b' });
     await channel.started;
     const items = collect(channel);
-    await new Promise((resolve) => setImmediate(resolve));
+    await settle();
     expect(calls).toEqual(['grant 1', 'grant 1']);
     channel.push({ kind: 'chunk', value: 'c' });
     // 'c' is taken after the end: a producer that has stopped gets no more credit.

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createError } from '../../src/errors/index.js';
 import type { StreamEvent } from '../../src/runtime/stream-event.js';
 import { StreamPump } from '../../src/runtime/stream-pump.js';
+import { settle } from '../helpers/settle.js';
 
 function counting(limit: number, log: string[]): AsyncGenerator<number> {
   return (async function* () {
@@ -16,7 +17,6 @@ function counting(limit: number, log: string[]): AsyncGenerator<number> {
   })();
 }
 
-const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 describe('StreamPump', () => {
   it('produces only as many items as it has credit for', async () => {
@@ -24,7 +24,7 @@ describe('StreamPump', () => {
     const events: StreamEvent[] = [];
     const pump = new StreamPump(async () => counting(10, log), 2, (e) => events.push(e));
     const done = pump.run();
-    await flush();
+    await settle();
     expect(events).toEqual([{ kind: 'chunk', value: 0 }, { kind: 'chunk', value: 1 }]);
     expect(log).toEqual(['produce 0', 'produce 1']);
     pump.grant(8);
@@ -40,7 +40,7 @@ describe('StreamPump', () => {
     const events: StreamEvent[] = [];
     const pump = new StreamPump(async () => counting(10, log), 1, (e) => events.push(e));
     const done = pump.run();
-    await flush();
+    await settle();
     pump.cancel();
     await done;
     expect(log).toEqual(['produce 0', 'finally']);

@@ -7,6 +7,7 @@ import { normalizeBatchPolicy } from '../../src/runtime/batch-policy.js';
 import type { ModelInstance } from '../../src/runtime/model-instance.js';
 import type { ExecuteCall, ExecuteOutcome } from '../../src/runtime/wire-format.js';
 import { createError, type ServeFnError } from '../../src/errors/index.js';
+import { settle } from '../helpers/settle.js';
 
 /** Instances whose executions the test releases by hand; each execution's requests are recorded. */
 class ManualInstances {
@@ -33,7 +34,7 @@ class ManualInstances {
   /** Lets every waiting execution finish, then waits for the runtime to react. */
   async release(): Promise<void> {
     for (const finish of this.waiting.splice(0)) finish();
-    await new Promise((resolve) => setImmediate(resolve));
+    await settle();
   }
 }
 
