@@ -138,10 +138,6 @@ export class TensorModelRuntime implements TensorRuntime {
       const dispatched = now();
       q.dispatchedMs = dispatched;
       recorder.pendingChanged(name, version, -1);
-      if (!instance.openStream) {
-        this.pool.release(instance);
-        throw createError('SF_ERR_EXECUTION_FAILED', name, 'execute', 'its instances cannot stream responses');
-      }
       const channel = instance.openStream(tensorCall([request.wire]), credit);
       void channel.finished.then(() => {
         recorder.batchExecuted(name, version, 1, { computeInputUs: 0, computeInferUs: toUs(now() - dispatched), computeOutputUs: 0 });

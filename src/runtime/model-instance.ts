@@ -10,10 +10,10 @@ export interface ModelInstance {
   /** Constructs the class and runs `initialize`; rejects with SF_ERR_INITIALIZE_FAILED. */
   start(): Promise<void>;
   execute(call: ExecuteCall): Promise<ExecuteOutcome>;
-  /** Runs a streaming endpoint's method for the one request in `call`; absent where models cannot stream. */
-  openStream?(call: ExecuteCall, credit: number): StreamChannel;
-  /** Starts a @WebSocketEndpoint method's session for one connection; absent where models cannot stream. */
-  openSocket?(call: SocketCall, credit: number): SocketLink;
+  /** Runs a streaming endpoint's method for the one request in `call`. */
+  openStream(call: ExecuteCall, credit: number): StreamChannel;
+  /** Starts a @WebSocketEndpoint method's session for one connection. */
+  openSocket(call: SocketCall, credit: number): SocketLink;
   /** Runs `finalize` and releases the thread. */
   stop(): Promise<void>;
 }

@@ -96,7 +96,6 @@ export class ModelRuntime {
       if (!chosen || load(instance) < load(chosen)) chosen = instance;
     }
     if (!chosen) throw createError('SF_ERR_MODEL_NOT_READY', name, version);
-    if (!chosen.openSocket) throw createError('SF_ERR_EXECUTION_FAILED', name, methodName, 'this model cannot hold WebSocket sessions');
     const link = chosen.openSocket({ methodName, context: { ...context, instanceIndex: chosen.index } }, DEFAULT_STREAM_CREDIT);
     const open = this.sessionsOn(chosen);
     open.add(link);
@@ -200,10 +199,6 @@ export class ModelRuntime {
     const instance = this.pool.acquire();
     entry.payload.dispatchedMs = now();
     this.options.recorder.pendingChanged(name, version, -1);
-    if (!instance.openStream) {
-      this.pool.release(instance);
-      return [createError('SF_ERR_EXECUTION_FAILED', name, endpoint.id, 'this model cannot stream')];
-    }
     const channel = instance.openStream({ methodName: endpoint.methodName, batched: false, requests: [entry.payload.wire] }, DEFAULT_STREAM_CREDIT);
     this.openStreams.add(channel);
     void channel.finished.then(() => {

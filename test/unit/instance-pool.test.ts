@@ -5,6 +5,7 @@ import { buildDefinition } from '../../src/definition/definition-builder.js';
 import { InstancePool, type PoolEvents, type RestartPolicy } from '../../src/runtime/instance-pool.js';
 import type { InstanceEvents, ModelInstance } from '../../src/runtime/model-instance.js';
 import type { ExecuteOutcome } from '../../src/runtime/wire-format.js';
+import { noStreams } from '../helpers/no-streams.js';
 
 @Model({ name: 'pooled' })
 @Instances(3)
@@ -12,6 +13,8 @@ class Pooled {}
 
 /** A model instance whose start and stop the test settles by hand. */
 class FakeInstance implements ModelInstance {
+  readonly openStream = noStreams.openStream;
+  readonly openSocket = noStreams.openSocket;
   stopped = false;
   queueable = true;
   private settleStart?: { resolve(): void; reject(err: Error): void };

@@ -9,6 +9,7 @@ import type { Clock } from '../../src/runtime/clock.js';
 import type { InstanceEvents, ModelInstance } from '../../src/runtime/model-instance.js';
 import type { ExecuteCall, ExecuteOutcome } from '../../src/runtime/wire-format.js';
 import { settle } from '../helpers/settle.js';
+import { noStreams } from '../helpers/no-streams.js';
 
 /** Instances whose executions the test finishes by hand; each execution's requests are recorded. */
 class ManualInstances {
@@ -21,6 +22,7 @@ class ManualInstances {
   factory = (index: number, events: InstanceEvents): ModelInstance => {
     this.events.set(index, events);
     const instance: ModelInstance = {
+      ...noStreams,
       index,
       start: async () => undefined,
       stop: async () => undefined,

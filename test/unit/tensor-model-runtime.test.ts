@@ -8,6 +8,7 @@ import type { ModelInstance } from '../../src/runtime/model-instance.js';
 import type { ExecuteCall, ExecuteOutcome } from '../../src/runtime/wire-format.js';
 import { createError, type ServeFnError } from '../../src/errors/index.js';
 import { settle } from '../helpers/settle.js';
+import { noStreams } from '../helpers/no-streams.js';
 
 /** Instances whose executions the test releases by hand; each execution's requests are recorded. */
 class ManualInstances {
@@ -16,6 +17,7 @@ class ManualInstances {
   failIds = new Set<string>();
 
   factory = (index: number): ModelInstance => ({
+    ...noStreams,
     index,
     start: async () => undefined,
     stop: async () => undefined,

@@ -8,6 +8,7 @@ import { normalizeBatchPolicy } from '../../src/runtime/batch-policy.js';
 import type { ModelInstance } from '../../src/runtime/model-instance.js';
 import type { ExecuteOutcome } from '../../src/runtime/wire-format.js';
 import { int32, values } from '../fixtures/repository/repository-files.js';
+import { noStreams } from '../helpers/no-streams.js';
 
 const info: InferenceModelInfo = {
   name: 'm', version: '2', platform: 'onnxruntime_onnx', maxBatchSize: 4, config: {}, decoupled: false,
@@ -18,6 +19,7 @@ const info: InferenceModelInfo = {
 /** Instances that answer each request with its input as OUT and OTHER, logging what ran where. */
 function echoInstances(log: string[], failWarmup = false) {
   return (index: number): ModelInstance => ({
+    ...noStreams,
     index,
     start: async () => void log.push(`start ${index}`),
     stop: async () => void log.push(`stop ${index}`),
