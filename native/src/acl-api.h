@@ -1,5 +1,5 @@
 // The AscendCL subset this addon calls, declared here so the addon builds without CANN headers
-// (prototypes, enums and codes from shared/reference/ascend.md §1.2-1.5). The library is bound
+// (prototypes, enums and codes from CANN AscendCL API reference). The library is bound
 // at run time by AclLibrary, one function pointer per entry of the lists below.
 #ifndef SERVE_FN_NPU_ACL_API_H
 #define SERVE_FN_NPU_ACL_API_H

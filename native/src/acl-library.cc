@@ -141,7 +141,7 @@ NpuStatus AclLibrary::AcquireInit() {
   std::lock_guard<std::mutex> lock(initMutex_);
   if (initHolders_ == 0) {
     aclError code = api_.aclInit(nullptr);
-    // Another component of the process may have initialised ACL already (ascend.md §1.6); then
+    // Another component of the process may have initialised ACL already (CANN AscendCL API reference); then
     // finalising stays that component's job.
     if (code != ACL_ERROR_REPEAT_INITIALIZE) {
       NpuStatus status = AclCheck(api_, code, "aclInit");

@@ -1,6 +1,6 @@
 // Finds and binds the AscendCL shared library at run time (dlopen + dlsym), so the addon loads on
 // machines without CANN and reports what it tried. Classic installs ship everything in
-// libascendcl.so; CANN 9 splits it into libacl_rt.so + libacl_mdl.so (ascend.md §1.1).
+// libascendcl.so; CANN 9 splits it into libacl_rt.so + libacl_mdl.so (CANN AscendCL API reference, library layout).
 #ifndef SERVE_FN_NPU_ACL_LIBRARY_H
 #define SERVE_FN_NPU_ACL_LIBRARY_H
 

@@ -1,6 +1,6 @@
 // One model instance's place on a device: the process-wide aclInit share, the device set, an own
 // context and one stream. Every worker task calls MakeCurrent() first, because libuv pool threads
-// have no current context and the model must stay in the context it was loaded in (ascend.md §1.7).
+// have no current context and the model must stay in the context it was loaded in (CANN AscendCL samples' call order).
 #ifndef SERVE_FN_NPU_DEVICE_RUNTIME_H
 #define SERVE_FN_NPU_DEVICE_RUNTIME_H
 

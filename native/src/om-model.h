@@ -4,7 +4,7 @@
 //   unload(): Promise<void>                                           [async]
 //   unloaded: boolean
 // Operations on one model run strictly one after another, in call order, through a queue on the
-// JS thread: a model's buffers and its single stream allow no overlap (ascend.md §1.6), and a
+// JS thread: a model's buffers and its single stream allow no overlap (CANN AscendCL API reference), and a
 // queue keeps waiting requests off the libuv pool instead of parking pool threads on a mutex.
 #ifndef SERVE_FN_NPU_OM_MODEL_H
 #define SERVE_FN_NPU_OM_MODEL_H

@@ -2,7 +2,7 @@ import type { InferenceModel, InferRequest, InferResponse } from './inference-mo
 import type { TensorWireResult } from './tensor-model-plan.js';
 
 /**
- * Decoupled models (Triton's `model_transaction_policy { decoupled: true }`, protocols.md §1.14):
+ * Decoupled models (Triton's `model_transaction_policy { decoupled: true }`, see Triton's user_guide/decoupled_models.md):
  * 0..N responses per request, served by the streaming routes (generate_stream, ModelStreamInfer).
  */
 

@@ -40,7 +40,7 @@ interface Waiting {
 }
 
 /**
- * Runs one version of a stateful model (Triton's sequence batcher, protocols.md §1.13): every
+ * Runs one version of a stateful model (the sequence batcher of Triton's user_guide/batcher.md): every
  * request of a sequence runs on the instance its sequence was bound to at START, one at a time
  * and in arrival order; an execution gathers the oldest waiting request of up to max_batch_size
  * sequences of that instance. Each request carries its correlation id and START / END flags,

@@ -1,7 +1,7 @@
 import { createError } from '../errors/index.js';
 import type { SequenceParameters } from './sequence-registry.js';
 
-/** The request parameters of the sequence extension (protocols.md §1.6), which the server consumes. */
+/** The request parameters of the sequence extension (Triton's docs/protocol/extension_sequence.md), which the server consumes. */
 const SEQUENCE_KEYS = ['sequence_id', 'sequence_start', 'sequence_end'] as const;
 
 /**

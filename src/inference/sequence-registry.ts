@@ -4,7 +4,7 @@ import type { Clock } from '../runtime/clock.js';
 /** Triton's correlation id: a uint64 or a string; 0 and '' mean the request is in no sequence. */
 export type CorrelationId = number | string;
 
-/** The sequence parameters of one request (protocols.md §1.6, extension_sequence.md). */
+/** The sequence parameters of one request (Triton's docs/protocol/extension_sequence.md). */
 export interface SequenceParameters {
   readonly id?: CorrelationId;
   readonly start: boolean;

@@ -3,7 +3,7 @@ import type { Tensor } from '../tensor/tensor.js';
 
 /**
  * The API of a repository `model.ts` (or `model.js`), serve-fn's equivalent of Triton's Python
- * backend `model.py` (protocols.md §1.20): a class with `execute(requests)` and optional
+ * backend `model.py` (Triton's python_backend README): a class with `execute(requests)` and optional
  * `initialize(ctx)` and `finalize()`, exported as the module's default export or as its only
  * exported class with an `execute` method.
  *

@@ -14,7 +14,7 @@ export type ModelControlMode = ModelRepository['controlMode'];
 
 export interface FolderModelRepositoryOptions {
   readonly root: string;
-  /** Triton's --model-control-mode (protocols.md §1.19); 'none' by default. */
+  /** Triton's --model-control-mode (Triton's user_guide/model_management.md); 'none' by default. */
   readonly controlMode?: ModelControlMode;
   /** Explicit mode: the models loaded at start (Triton's --load-model); '*' loads every model. */
   readonly startupModels?: readonly string[];
@@ -42,7 +42,7 @@ interface ModelRecord {
 const DEFAULT_POLL_INTERVAL_MS = 15_000;
 
 /**
- * A Triton model repository on disk (protocols.md §1.19). In `none` mode every model is loaded at
+ * A Triton model repository on disk (Triton's user_guide/model_management.md). In `none` mode every model is loaded at
  * start; in `explicit` mode the startup models, then whatever load() asks for; in `poll` mode every
  * model, and the folder is rescanned to load new, reload changed and unload removed models (a failed
  * reload keeps the old versions serving). Ensembles load after the models they use. Loads and

@@ -11,7 +11,7 @@ import type { Tensor } from '../tensor/tensor.js';
 import type { ModelConfig, ModelWarmupInput } from './model-config.js';
 
 /**
- * Triton's model_warmup (protocols.md §1.15): each entry becomes `batch_size` requests of one row
+ * Triton's model_warmup (Triton's user_guide/model_configuration.md): each entry becomes `batch_size` requests of one row
  * each, run together as one execution, `count` times (0 counts as once). Data is zeros, random
  * bytes (0/1 for BOOL; empty elements for BYTES, as Triton), or the raw row-major contents of a
  * file in `<model>/warmup/` (BYTES elements length-prefixed, as in the binary protocol).

@@ -22,7 +22,7 @@ export interface DecodedInferRequest {
 export type Parameters = Record<string, string | number | boolean>;
 
 /**
- * Reads an infer request body (protocols.md §1.3, §1.5, §1.6). `headerLength` is the
+ * Reads an infer request body (KServe v2 required_api.md; Triton's extension_binary_data.md; Triton's extension_sequence.md and extension_parameters.md). `headerLength` is the
  * `Inference-Header-Content-Length` header: absent = the whole body is JSON, 0 = a raw binary
  * request for a single-input model, n = n bytes of JSON followed by binary tensor data.
  */
@@ -53,7 +53,7 @@ function decodeJsonRequest(header: unknown, binary: Uint8Array, info: InferenceM
   };
 }
 
-/** The request-level parameters with the reserved ones the protocol layer consumes taken out and checked (protocols.md §1.6). */
+/** The request-level parameters with the reserved ones the protocol layer consumes taken out and checked (Triton's extension_parameters.md). */
 export interface ReservedParameters {
   readonly priority?: number;
   readonly timeoutUs?: number;
@@ -105,7 +105,7 @@ function readCount(value: unknown, code: 'SF_ERR_PRIORITY_INVALID' | 'SF_ERR_TIM
 }
 
 /**
- * The sequence extension's parameters (protocols.md §1.6) pass on to the model version, whose
+ * The sequence extension's parameters (Triton's extension_sequence.md) pass on to the model version, whose
  * scheduler routes the request by them (or refuses them when the model is not stateful); only their
  * types are checked here, for the HTTP and the gRPC decoders alike.
  */

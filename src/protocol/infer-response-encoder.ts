@@ -11,8 +11,8 @@ export interface EncodedInferResponse {
 }
 
 /**
- * Writes `$inference_response` (protocols.md §1.3): requested outputs in request order (all the
- * model returned otherwise), each as JSON data or as binary data after the JSON header (§1.5).
+ * Writes `$inference_response` (KServe v2 required_api.md): requested outputs in request order (all the
+ * model returned otherwise), each as JSON data or as binary data after the JSON header (Triton's extension_binary_data.md).
  */
 export function encodeInferResponse(response: InferResponse, decoded: Pick<DecodedInferRequest, 'request' | 'outputs' | 'binaryByDefault'>): EncodedInferResponse {
   const tensors = selectOutputs(response, decoded.outputs?.map((o) => o.name));

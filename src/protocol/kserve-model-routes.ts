@@ -19,7 +19,7 @@ export interface ModelRoutesOptions {
   readonly recorder: InferenceRecorder;
 }
 
-/** Model metadata, readiness, configuration and statistics (protocols.md §1.1, §1.2, §1.8). */
+/** Model metadata, readiness, configuration and statistics (KServe v2 required_api.md; Triton's extension_statistics.md). */
 export function registerModelRoutes(scope: FastifyInstance, opts: ModelRoutesOptions): void {
   const { repository, recorder } = opts;
   scope.get('/models/stats', { schema: routeDoc('Statistics of every model', { response: STATISTICS_SCHEMA }) }, async () =>

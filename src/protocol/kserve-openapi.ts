@@ -4,8 +4,8 @@ import { DATATYPES, type Datatype } from '../tensor/tensor.js';
 import { elementCount } from '../tensor/index.js';
 
 /**
- * OpenAPI documentation of the /v2 routes: JSON Schemas of the protocol's messages (protocols.md
- * §1.2-§1.8) and one example infer request per served model. The schemas only document: the /v2
+ * OpenAPI documentation of the /v2 routes: JSON Schemas of the protocol's messages (KServe v2
+ * required_api.md and Triton's protocol extensions) and one example infer request per served model. The schemas only document: the /v2
  * scope reads bodies itself, so fastify neither validates nor serializes with them.
  */
 

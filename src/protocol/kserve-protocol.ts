@@ -9,10 +9,10 @@ import { registerRepositoryRoutes } from './kserve-repository-routes.js';
 import { registerServerRoutes } from './kserve-server-routes.js';
 import { installProtocolErrorHandling } from './protocol-errors.js';
 
-/** Triton's default `--http-max-input-size` (1 << 26, protocols.md §1.1). */
+/** Triton's default `--http-max-input-size` (1 << 26, Triton's `tritonserver --help`). */
 export const DEFAULT_PROTOCOL_BODY_LIMIT = 64 * 1024 * 1024;
 
-/** The server metadata `extensions` that this layer implements (protocols.md §1.1). */
+/** The server metadata `extensions` that this layer implements (KServe v2 required_api.md). */
 export const KSERVE_EXTENSIONS: readonly string[] = [
   'binary_tensor_data',
   'model_configuration',

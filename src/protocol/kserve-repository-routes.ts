@@ -12,7 +12,7 @@ import {
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 /**
- * Triton's model repository extension (protocols.md §1.1, §1.19): the index in every control
+ * Triton's model repository extension (KServe v2 required_api.md; Triton's user_guide/model_management.md): the index in every control
  * mode; load and unload only in `explicit` mode, refused otherwise with Triton's 503 and message.
  */
 export function registerRepositoryRoutes(scope: FastifyInstance, opts: { readonly repository: ModelRepository }): void {

@@ -3,7 +3,7 @@ import { routeDoc, SERVER_METADATA_SCHEMA } from './kserve-openapi.js';
 import { serverMetadata, serverReady, type ServerIdentity } from './model-metadata.js';
 
 /**
- * `GET /v2`, `/v2/health/live`, `/v2/health/ready` (protocols.md §1.1). Health answers carry no body:
+ * `GET /v2`, `/v2/health/live`, `/v2/health/ready` (KServe v2 required_api.md). Health answers carry no body:
  * 200 is true, 400 false, as in Triton's HandleServerHealth. Ready means the server is serving and
  * every model in the repository is ready.
  */

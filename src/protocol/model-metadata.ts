@@ -7,7 +7,7 @@ export interface TensorMetadata {
   readonly shape: readonly number[];
 }
 
-/** `$metadata_model_response` (protocols.md §1.2), the same over HTTP and gRPC. */
+/** `$metadata_model_response` (KServe v2 required_api.md), the same over HTTP and gRPC. */
 export interface ModelMetadata {
   readonly name: string;
   readonly versions: readonly string[];
@@ -47,7 +47,7 @@ export interface ServerIdentity {
   readonly ready: () => boolean;
 }
 
-/** Server metadata (protocols.md §1.2), the same on both transports. */
+/** Server metadata (KServe v2 required_api.md), the same on both transports. */
 export function serverMetadata(server: ServerIdentity): { name: string; version: string; extensions: string[] } {
   return { name: server.serverName, version: server.serverVersion, extensions: [...server.extensions] };
 }

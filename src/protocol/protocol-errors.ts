@@ -12,7 +12,7 @@ export interface ProtocolErrorBody {
 
 /**
  * The status and body of an error on a /v2 route. Statuses come from the catalogue, which follows
- * Triton's mapping (protocols.md §1.7): unknown model 404, invalid argument 400, unavailable 503,
+ * Triton's mapping (Triton's docs/protocol/README.md): unknown model 404, invalid argument 400, unavailable 503,
  * unsupported 501, internal 500.
  */
 export function toProtocolError(err: unknown, bodyLimit: number, contentType?: string): { status: number; body: ProtocolErrorBody } {

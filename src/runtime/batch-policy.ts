@@ -1,6 +1,6 @@
 import { createError, type ServeFnError } from '../errors/index.js';
 
-/** Triton's ModelQueuePolicy, per priority level (protocols.md §1.9). */
+/** Triton's ModelQueuePolicy, per priority level (Triton's user_guide/batcher.md). */
 export interface QueuePolicy {
   /** Most requests this level may hold queued; 0 = unbounded. */
   readonly maxQueueSize: number;

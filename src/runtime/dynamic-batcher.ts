@@ -56,7 +56,7 @@ function largestPreferred(sizes: readonly number[], fits: number): number {
 }
 
 /**
- * Triton's dynamic batcher (protocols.md §1.9): priority levels with per-level queue policies,
+ * Triton's dynamic batcher (Triton's user_guide/batcher.md): priority levels with per-level queue policies,
  * preferred batch sizes, a maximum queue delay, preserved ordering and draining. With
  * preserveOrdering, results settle in arrival order; a request that fails while still queued
  * (timeout, cancellation) settles at once, since it is no model output to keep in order.

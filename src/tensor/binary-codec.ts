@@ -1,5 +1,5 @@
 /**
- * The binary tensor data extension (protocols.md §1.5): raw little-endian, row-major elements
+ * The binary tensor data extension (Triton's extension_binary_data.md): raw little-endian, row-major elements
  * after a JSON header. Typed arrays are used in host byte order; every platform onnxruntime-node
  * ships binaries for (x64 and arm64 on Linux, macOS, Windows) is little-endian, so host order is
  * wire order and numeric tensors cross as views of the same memory.

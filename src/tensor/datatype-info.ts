@@ -35,7 +35,7 @@ function info(
   return Object.freeze({ datatype, byteSize, arrayType, ortType, configName });
 }
 
-/** protocols.md §1.4: sizes, config names and ONNX Runtime names of the KServe v2 datatypes. */
+/** KServe v2 required_api.md, tensor data types: sizes, config names and ONNX Runtime names of the KServe v2 datatypes. */
 export const DATATYPE_INFO: Readonly<Record<Datatype, DatatypeInfo>> = Object.freeze({
   BOOL: info('BOOL', 1, Uint8Array, 'bool'),
   UINT8: info('UINT8', 1, Uint8Array, 'uint8'),

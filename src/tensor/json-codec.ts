@@ -4,7 +4,7 @@ import { bf16BitsToNumber, fp16BitsToNumber } from './half-float.js';
 import { createTensor, validateShape } from './tensor-factory.js';
 import type { Datatype, Tensor } from './tensor.js';
 
-/** `$parameters` of protocols.md §1.3. */
+/** `$parameters` of KServe v2 required_api.md. */
 export type JsonParameters = Readonly<Record<string, string | number | boolean>>;
 
 /** One element in JSON. INT64/UINT64 elements are bigints: write them with {@link stringifyJson}. */
@@ -17,7 +17,7 @@ export interface JsonTensorHeader {
   readonly parameters?: JsonParameters;
 }
 
-/** `$response_output` of protocols.md §1.3, data always flat. */
+/** `$response_output` of KServe v2 required_api.md, data always flat. */
 export interface JsonTensor extends JsonTensorHeader {
   readonly data: readonly JsonTensorValue[];
 }

@@ -1,4 +1,4 @@
-/** KServe v2 / Triton tensor datatypes (protocols.md §1.4). */
+/** KServe v2 / Triton tensor datatypes (KServe v2 required_api.md, tensor data types). */
 export const DATATYPES = [
   'BOOL', 'UINT8', 'UINT16', 'UINT32', 'UINT64', 'INT8', 'INT16', 'INT32', 'INT64',
   'FP16', 'FP32', 'FP64', 'BF16', 'BYTES',

@@ -3,7 +3,7 @@ import { DATATYPE_INFO, type NumericArrayConstructor } from '../../tensor/dataty
 import type { Datatype, TensorData, TensorSpec } from '../../tensor/tensor.js';
 import type { NativeModelDescription, NativeTensorDescription } from './native-binding.js';
 
-/** aclDataType codes (ascend.md §1.3) that have a serve-fn datatype. */
+/** aclDataType codes (CANN AscendCL API reference, aclDataType) that have a serve-fn datatype. */
 const ACL_TO_DATATYPE: Readonly<Record<number, Datatype>> = {
   0: 'FP32', 1: 'FP16', 2: 'INT8', 3: 'INT32', 4: 'UINT8', 6: 'INT16', 7: 'UINT16',
   8: 'UINT32', 9: 'INT64', 10: 'UINT64', 11: 'FP64', 12: 'BOOL', 27: 'BF16',

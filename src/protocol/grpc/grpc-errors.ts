@@ -4,7 +4,7 @@ import { statusOf } from '../../errors/index.js';
 /**
  * Triton's error kinds as gRPC codes (grpc_utils.cc): NOT_FOUND, INVALID_ARGUMENT, UNAVAILABLE,
  * UNIMPLEMENTED (its UNSUPPORTED), INTERNAL, CANCELLED. serve-fn errors carry the HTTP status of
- * the same kind (protocols.md §1.7), so the code is read back from it.
+ * the same kind (Triton's docs/protocol/README.md), so the code is read back from it.
  */
 const CODE_BY_HTTP_STATUS: Readonly<Record<number, GrpcStatus>> = {
   400: GrpcStatus.INVALID_ARGUMENT,

@@ -31,7 +31,7 @@ interface ModelInferRequestMessage {
 
 type ModelInferResponseMessage = Record<string, unknown>;
 
-/** The response parameter that tells a streaming client a request is complete (protocols.md §1.14). */
+/** The response parameter that tells a streaming client a request is complete (Triton's user_guide/decoupled_models.md). */
 const FINAL = 'triton_final_response';
 
 /** The handlers of `inference.GRPCInferenceService` over the same ModelRepository as the HTTP routes. */

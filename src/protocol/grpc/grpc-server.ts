@@ -6,7 +6,7 @@ import type { TlsFiles } from '../../server/security-plugin.js';
 import { grpcInferenceService, type GrpcServiceOptions } from './grpc-inference-service.js';
 import { grpcAuthInterceptors, grpcServerCredentials, type GrpcSecurityOptions } from './grpc-security.js';
 
-/** Triton's gRPC port (protocols.md §1.1). */
+/** Triton's gRPC port (Triton's docs/customization_guide/inference_protocols.md). */
 export const DEFAULT_GRPC_PORT = 8001;
 
 /** The .proto beside this module; the build copies it next to the compiled file. */

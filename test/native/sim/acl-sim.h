@@ -1,6 +1,6 @@
 /*
  * Internal declarations of the simulated AscendCL (test-only). The public functions keep the
- * real AscendCL names and prototypes (see shared/reference/ascend.md §1.5); everything named
+ * real AscendCL names and prototypes (see CANN AscendCL API reference); everything named
  * sim_internal_* is shared between the runtime half (libacl_rt.so) and the model half
  * (libacl_mdl.so) of the CANN 9 split build, so it must be exported too.
  */

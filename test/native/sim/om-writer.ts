@@ -10,7 +10,7 @@ export type SimOp = 'add' | 'mul' | 'relu' | 'matmul';
 
 const OP_CODES: Readonly<Record<SimOp, number>> = { add: 1, mul: 2, relu: 3, matmul: 4 };
 
-/** aclDataType codes (ascend.md §1.3) of the two types the simulation computes with. */
+/** aclDataType codes (CANN AscendCL API reference, aclDataType) of the two types the simulation computes with. */
 export const SIM_DATA_TYPES = { FP32: 0, INT32: 3 } as const;
 
 export interface SimTensorDecl {

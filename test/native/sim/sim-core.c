@@ -38,7 +38,7 @@ static const char *const counter_names[SIM_COUNTER_COUNT] = {
   [SIM_LAST_BATCH_SIZE] = "last_batch_size",
 };
 
-/* The real runtime keeps the text per thread and clears it once read (ascend.md §1.6). */
+/* The real runtime keeps the text per thread and clears it once read (CANN AscendCL API reference). */
 static __thread char pending_error[512];
 static __thread int pending_error_set;
 static __thread char returned_error[512];
