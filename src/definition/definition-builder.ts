@@ -1,7 +1,9 @@
+import { types } from 'node:util';
 import { createError } from '../errors/index.js';
 import { readBatches, readEndpoints, readInstances, readModel, readWebSocketEndpoints } from '../metadata/reflection.js';
 import type { BatchRecord, EndpointRecord, HttpMethod, StreamFormat } from '../metadata/records.js';
 import { normalizeBatchPolicy } from '../runtime/batch-policy.js';
+import { requireDtoRules } from './dto-rules.js';
 import type { EndpointDefinition, InstanceGroupDefinition, ModelClass, ModelDefinition } from './model-definition.js';
 import { buildSocketEndpoint } from './socket-endpoint-builder.js';
 
@@ -61,13 +63,15 @@ export function buildDefinition(target: ModelClass): ModelDefinition {
       throw createError('SF_ERR_HOOK_NOT_FUNCTION', target.name, hook, typeof member);
     }
   }
+  const instances = buildInstances(target);
+  if (endpoints.length === 0 && sockets.length === 0) throw createError('SF_ERR_MODEL_NO_ENDPOINTS', target.name);
   return Object.freeze({
     name,
     version: model.options.version ?? '1',
     description: model.options.description,
     className: target.name,
     target,
-    instances: buildInstances(target),
+    instances,
     endpoints: Object.freeze(endpoints),
     sockets: Object.freeze(sockets),
     hooks: Object.freeze({
@@ -90,12 +94,14 @@ function buildEndpoint(
   if (!HTTP_METHODS.includes(httpMethod)) throw createError('SF_ERR_ENDPOINT_METHOD_INVALID', id, record.options.method);
   const stream = record.options.stream;
   if (stream !== undefined && !STREAM_FORMATS.includes(stream)) throw createError('SF_ERR_STREAM_FORMAT_INVALID', id, String(stream));
+  if (stream !== undefined) requireStreamingMethod(id, stream, record.method, (target.prototype as Record<string, unknown>)[record.method]);
   // A stream holds its instance until it ends, so several requests cannot share one call.
   if (stream !== undefined && batch) throw createError('SF_ERR_STREAM_BATCHED', id, stream);
   if (batch && batch.metadataEmitted && batch.firstParamType !== Array) {
     const dto = record.options.body ?? record.options.query;
     throw createError('SF_ERR_BATCH_NOT_LIST', id, dto?.name ?? 'Request');
   }
+  for (const role of ['body', 'query', 'params', 'response'] as const) requireDtoRules(id, role, record.options[role]);
   return Object.freeze({
     id,
     methodName: record.method,
@@ -114,6 +120,18 @@ function buildEndpoint(
     ...(stream ? { stream } : {}),
     batch: batch ? normalizeBatchPolicy(batch.policy, id) : undefined,
   });
+}
+
+/**
+ * Only the function's kind is known before a request: an async function resolves once and a sync
+ * generator is not async iterable, so neither can be streamed. A plain method may still return an
+ * AsyncIterable; that is checked when it does.
+ */
+function requireStreamingMethod(id: string, stream: StreamFormat, methodName: string, method: unknown): void {
+  const isAsync = types.isAsyncFunction(method);
+  const isGenerator = types.isGeneratorFunction(method);
+  if (isAsync && !isGenerator) throw createError('SF_ERR_STREAM_NOT_GENERATOR', id, stream, 'an async function, which resolves once', methodName);
+  if (isGenerator && !isAsync) throw createError('SF_ERR_STREAM_NOT_GENERATOR', id, stream, 'a sync generator, which is not async iterable', methodName);
 }
 
 function buildInstances(target: ModelClass): InstanceGroupDefinition {

@@ -1,5 +1,6 @@
 import { createError } from '../errors/index.js';
 import type { BatchRecord, EndpointRecord, WebSocketEndpointRecord } from '../metadata/records.js';
+import { requireDtoRules } from './dto-rules.js';
 import type { ModelClass, SocketEndpointDefinition } from './model-definition.js';
 
 export const DEFAULT_SOCKET_IDLE_TIMEOUT_MS = 60_000;
@@ -18,6 +19,8 @@ export function buildSocketEndpoint(
   if (others.endpoints.some((e) => e.method === record.method)) throw createError('SF_ERR_SOCKET_AND_ENDPOINT', id, '@Endpoint');
   if (others.batches.some((b) => b.method === record.method)) throw createError('SF_ERR_SOCKET_AND_ENDPOINT', id, '@Batch');
   const { options } = record;
+  requireDtoRules(id, 'message', options.message);
+  requireDtoRules(id, 'response', options.response);
   return Object.freeze({
     id,
     methodName: record.method,

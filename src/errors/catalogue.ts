@@ -33,6 +33,9 @@ export const ERROR_CATALOGUE = {
   SF_ERR_SOCKET_NOT_A_METHOD: spec(500, '%s is decorated with @WebSocketEndpoint but is not a method of the class.'),
   SF_ERR_SOCKET_OPTION_INVALID: spec(500, '%s: @WebSocketEndpoint option %s is invalid: %s.'),
   SF_ERR_SOCKET_AND_ENDPOINT: spec(500, '%s has @WebSocketEndpoint and %s: a WebSocket method is called once per connection. Give the HTTP route its own method.'),
+  SF_ERR_DTO_NOT_DECORATED: spec(500, "%s: the %s DTO '%s' has no class-validator decorators, so %s. Decorate each of its fields, e.g. `@IsString() label!: string`, or `@Allow()` for a field taken as it is."),
+  SF_ERR_MODEL_NO_ENDPOINTS: spec(500, "Model class '%s' has no @Endpoint or @WebSocketEndpoint method, so it would serve nothing: decorate a method with @Endpoint(path)."),
+  SF_ERR_STREAM_NOT_GENERATOR: spec(500, "%s declares stream: '%s' but is %s: make it an async generator (`async *%s(...)`) that yields each item."),
 
   // Start-up and entry discovery.
   SF_ERR_ENTRY_NOT_FOUND: spec(500, "No entry found at '%s': pass a .ts/.js file exporting @Model classes, or a folder with serve-fn.config.ts or index.ts."),

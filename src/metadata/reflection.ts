@@ -20,7 +20,7 @@ export function recordEndpoint(target: Target, record: EndpointRecord): void {
 }
 
 export function readEndpoints(target: Target): readonly EndpointRecord[] {
-  return (Reflect.getOwnMetadata(ENDPOINTS_KEY, target) as EndpointRecord[] | undefined) ?? [];
+  return readInherited<EndpointRecord>(ENDPOINTS_KEY, target);
 }
 
 export function recordWebSocketEndpoint(target: Target, record: WebSocketEndpointRecord): void {
@@ -29,7 +29,7 @@ export function recordWebSocketEndpoint(target: Target, record: WebSocketEndpoin
 }
 
 export function readWebSocketEndpoints(target: Target): readonly WebSocketEndpointRecord[] {
-  return (Reflect.getOwnMetadata(SOCKETS_KEY, target) as WebSocketEndpointRecord[] | undefined) ?? [];
+  return readInherited<WebSocketEndpointRecord>(SOCKETS_KEY, target);
 }
 
 export function recordBatch(target: Target, record: BatchRecord): void {
@@ -38,7 +38,24 @@ export function recordBatch(target: Target, record: BatchRecord): void {
 }
 
 export function readBatches(target: Target): readonly BatchRecord[] {
-  return (Reflect.getOwnMetadata(BATCH_KEY, target) as BatchRecord[] | undefined) ?? [];
+  return readInherited<BatchRecord>(BATCH_KEY, target);
+}
+
+/**
+ * A class's method records and its base classes', as routing-controllers inherits routes: a
+ * subclass serves its parent's decorated methods, and its own records of a method replace the
+ * parent's (the subclass's override is what gets called either way).
+ */
+function readInherited<T extends { readonly method: string }>(key: string, target: Target): readonly T[] {
+  const chain: Target[] = [];
+  for (let c: unknown = target; typeof c === 'function' && c !== Function.prototype; c = Object.getPrototypeOf(c)) chain.unshift(c as Target);
+  let records: readonly T[] = [];
+  for (const c of chain) {
+    const own = (Reflect.getOwnMetadata(key, c) as T[] | undefined) ?? [];
+    const redecorated = new Set(own.map((r) => r.method));
+    records = [...records.filter((r) => !redecorated.has(r.method)), ...own];
+  }
+  return records;
 }
 
 export function recordInstances(target: Target, record: InstancesRecord): void {

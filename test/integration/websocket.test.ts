@@ -215,7 +215,9 @@ describe('a @WebSocketEndpoint on two worker-thread instances', () => {
     const op = doc.paths['/ws/echo'].get;
     expect(op.summary).toBe('Echo with a per-connection count');
     expect(Object.keys(op.responses)).toEqual(['101', '426', '503']);
-    expect(op['x-websocket']).toEqual({ messages: { client: { $ref: '#/components/schemas/EchoMessage' } } });
+    expect(op['x-websocket']).toEqual({
+      messages: { client: { $ref: '#/components/schemas/EchoMessage' }, server: { $ref: '#/components/schemas/EchoReply' } },
+    });
     expect(doc.components.schemas.EchoMessage.properties.op).toEqual({ type: 'string', enum: ['echo', 'refuse', 'break'] });
   });
 });

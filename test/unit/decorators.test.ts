@@ -85,7 +85,7 @@ describe('@Model', () => {
     class Sub extends Parrot {}
     expect(readModel(Plain)).toBeUndefined();
     expect(readModel(Sub)).toBeUndefined();
-    expect(readEndpoints(Sub)).toEqual([]);
+    expect(Reflect.getOwnMetadata(ENDPOINTS_KEY, Sub)).toBeUndefined();
   });
 });
 

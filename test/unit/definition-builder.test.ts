@@ -1,7 +1,7 @@
 import 'reflect-metadata';
-import { IsInt, IsString } from 'class-validator';
+import { Allow, IsInt, IsString } from 'class-validator';
 import { describe, expect, it } from 'vitest';
-import { Batch, Endpoint, Instances, Model } from '../../src/decorators/index.js';
+import { Batch, Endpoint, Instances, Model, WebSocketEndpoint } from '../../src/decorators/index.js';
 import { buildDefinition, buildDefinitions, isModelClass } from '../../src/definition/definition-builder.js';
 import type { ModelClass } from '../../src/definition/model-definition.js';
 import { ServeFnError, type SfErrorCode } from '../../src/errors/index.js';
@@ -362,11 +362,17 @@ describe('buildDefinitions', () => {
 
   it('reports two models with the same name and version, and accepts distinct versions', () => {
     @Model({ name: 'same', version: '1' })
-    class One {}
+    class One {
+      @Endpoint('/one') run() {}
+    }
     @Model({ name: 'same', version: '1' })
-    class Other {}
+    class Other {
+      @Endpoint('/other') run() {}
+    }
     @Model({ name: 'same', version: '2' })
-    class Newer {}
+    class Newer {
+      @Endpoint('/newer') run() {}
+    }
     expect(failure(() => buildDefinitions([One, Other]), 'SF_ERR_MODEL_DUPLICATE')).toBe(
       "Two model classes are named 'same' (version '1'): give each @Model a distinct name or version.",
     );
@@ -375,9 +381,13 @@ describe('buildDefinitions', () => {
 
   it('returns a frozen list in the order of the classes', () => {
     @Model({ name: 'b' })
-    class B {}
+    class B {
+      @Endpoint('/b') run() {}
+    }
     @Model({ name: 'a' })
-    class A {}
+    class A {
+      @Endpoint('/a') run() {}
+    }
     const defs = buildDefinitions([B, A]);
     expect(defs.map((d) => d.className)).toEqual(['B', 'A']);
     expect(Object.isFrozen(defs)).toBe(true);
@@ -432,5 +442,168 @@ describe('streaming endpoints', () => {
       }
     }
     expect(failure(() => buildDefinition(OddTalker), 'SF_ERR_STREAM_FORMAT_INVALID')).toBe("OddTalker.talk: stream must be 'sse', 'ndjson' or 'bytes' (got 'xml').");
+  });
+});
+
+describe('DTOs', () => {
+  class Undecorated {
+    label!: string;
+  }
+
+  it.each([
+    ['body', 'every field of the request body would be dropped'],
+    ['query', 'every query parameter would be dropped'],
+    ['params', 'every path parameter would be dropped'],
+    ['response', 'its fields would be neither documented nor sent'],
+  ] as const)('refuses a %s DTO without class-validator decorators, naming class, method and the decorator to add', (role, consequence) => {
+    @Model({ name: 'scorer' })
+    class Scorer {
+      @Endpoint('/score/:id', { [role]: Undecorated })
+      score() {}
+    }
+    expect(failure(() => buildDefinition(Scorer), 'SF_ERR_DTO_NOT_DECORATED')).toBe(
+      `Scorer.score: the ${role} DTO 'Undecorated' has no class-validator decorators, so ${consequence}. ` +
+        'Decorate each of its fields, e.g. `@IsString() label!: string`, or `@Allow()` for a field taken as it is.',
+    );
+  });
+
+  it('refuses undecorated WebSocket message and response DTOs', () => {
+    @Model({ name: 'chat' })
+    class Chat {
+      @WebSocketEndpoint('/ws', { message: Undecorated })
+      async *talk(): AsyncGenerator<string> {}
+    }
+    @Model({ name: 'chat-out' })
+    class ChatOut {
+      @WebSocketEndpoint('/ws', { message: TextRequest, response: Undecorated })
+      async *talk(): AsyncGenerator<string> {}
+    }
+    expect(failure(() => buildDefinition(Chat), 'SF_ERR_DTO_NOT_DECORATED')).toContain("Chat.talk: the message DTO 'Undecorated'");
+    expect(failure(() => buildDefinition(ChatOut), 'SF_ERR_DTO_NOT_DECORATED')).toContain("ChatOut.talk: the response DTO 'Undecorated'");
+  });
+
+  it('accepts a DTO whose rules are inherited, or whose fields are only @Allow()ed', () => {
+    class Labelled extends TextResponse {}
+    class Anything {
+      @Allow() value!: unknown;
+    }
+    @Model({ name: 'accepting' })
+    class Accepting {
+      @Endpoint('/a', { body: Labelled, response: Anything })
+      run() {}
+    }
+    expect(buildDefinition(Accepting).endpoints[0]).toMatchObject({ body: Labelled, response: Anything });
+  });
+});
+
+describe('models without endpoints', () => {
+  it('refuses a @Model with no @Endpoint or @WebSocketEndpoint, naming the class and the decorator to add', () => {
+    @Model({ name: 'idle' })
+    class Idle {
+      async initialize() {}
+      run() {}
+    }
+    expect(failure(() => buildDefinition(Idle), 'SF_ERR_MODEL_NO_ENDPOINTS')).toBe(
+      "Model class 'Idle' has no @Endpoint or @WebSocketEndpoint method, so it would serve nothing: decorate a method with @Endpoint(path).",
+    );
+  });
+
+  it('accepts a model served only over WebSocket', () => {
+    @Model({ name: 'socket-only' })
+    class SocketOnly {
+      @WebSocketEndpoint('/ws')
+      async *talk(): AsyncGenerator<string> {}
+    }
+    expect(buildDefinition(SocketOnly).sockets).toHaveLength(1);
+  });
+});
+
+describe('subclasses', () => {
+  class BaseScorer {
+    @Endpoint('/score', { body: TextRequest, response: TextResponse })
+    @Batch(4)
+    score(batch: TextRequest[]): TextResponse[] {
+      return batch;
+    }
+
+    @Endpoint('/health', { method: 'GET' })
+    health(): string {
+      return 'base';
+    }
+
+    @WebSocketEndpoint('/ws')
+    async *talk(): AsyncGenerator<string> {}
+  }
+
+  it("serves the base class's decorated methods, with the subclass's name", () => {
+    @Model({ name: 'derived' })
+    class DerivedScorer extends BaseScorer {}
+    const def = buildDefinition(DerivedScorer);
+    expect(def.endpoints.map((e) => [e.id, e.httpMethod, e.path, e.batch?.maxBatchSize])).toEqual([
+      ['DerivedScorer.score', 'POST', '/score', 4],
+      ['DerivedScorer.health', 'GET', '/health', undefined],
+    ]);
+    expect(def.sockets.map((s) => s.id)).toEqual(['DerivedScorer.talk']);
+  });
+
+  it("lets the subclass's own decorators replace the base class's for that method, through a decorated parent too", () => {
+    @Model({ name: 'parent' })
+    class Parent extends BaseScorer {}
+    @Model({ name: 'child' })
+    class Child extends Parent {
+      @Endpoint('/v2/health', { method: 'GET', summary: 'mine' })
+      override health(): string {
+        return 'child';
+      }
+
+      @Endpoint('/score', { body: TextRequest })
+      override score(batch: TextRequest[]): TextResponse[] {
+        return batch;
+      }
+    }
+    const def = buildDefinition(Child);
+    expect(def.endpoints.map((e) => [e.methodName, e.path, e.summary, e.response, e.batch?.maxBatchSize])).toEqual([
+      ['health', '/v2/health', 'mine', undefined, undefined],
+      ['score', '/score', undefined, undefined, 4],
+    ]);
+    expect(buildDefinition(Parent).endpoints.map((e) => e.path)).toEqual(['/score', '/health']);
+  });
+});
+
+describe('streaming methods', () => {
+  it('refuses a stream on an async function or a sync generator, naming class, method and fix', () => {
+    @Model({ name: 'once' })
+    class Once {
+      @Endpoint('/once', { stream: 'sse' })
+      async once(): Promise<string> {
+        return 'once';
+      }
+    }
+    @Model({ name: 'sync' })
+    class Sync {
+      @Endpoint('/sync', { stream: 'ndjson' })
+      *sync(): Generator<string> {
+        yield 'sync';
+      }
+    }
+    expect(failure(() => buildDefinition(Once), 'SF_ERR_STREAM_NOT_GENERATOR')).toBe(
+      "Once.once declares stream: 'sse' but is an async function, which resolves once: make it an async generator (`async *once(...)`) that yields each item.",
+    );
+    expect(failure(() => buildDefinition(Sync), 'SF_ERR_STREAM_NOT_GENERATOR')).toBe(
+      "Sync.sync declares stream: 'ndjson' but is a sync generator, which is not async iterable: make it an async generator (`async *sync(...)`) that yields each item.",
+    );
+  });
+
+  it('accepts a plain method that returns an async iterable', () => {
+    @Model({ name: 'relay' })
+    class Relay {
+      @Endpoint('/relay', { stream: 'ndjson' })
+      relay(): AsyncIterable<string> {
+        return (async function* () {
+          yield 'x';
+        })();
+      }
+    }
+    expect(buildDefinition(Relay).endpoints[0].stream).toBe('ndjson');
   });
 });

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Instances, Model } from '../../src/decorators/index.js';
+import { Endpoint, Instances, Model } from '../../src/decorators/index.js';
 import { buildDefinition } from '../../src/definition/definition-builder.js';
 import { InstancePool, type PoolEvents, type RestartPolicy } from '../../src/runtime/instance-pool.js';
 import type { InstanceEvents, ModelInstance } from '../../src/runtime/model-instance.js';
@@ -9,7 +9,9 @@ import { noStreams } from '../helpers/no-streams.js';
 
 @Model({ name: 'pooled' })
 @Instances(3)
-class Pooled {}
+class Pooled {
+  @Endpoint('/pooled') run(): void {}
+}
 
 /** A model instance whose start and stop the test settles by hand. */
 class FakeInstance implements ModelInstance {

@@ -85,11 +85,15 @@ class WithHooks {
   async finalize(): Promise<void> {
     finalized++;
   }
+
+  @Endpoint('/lifecycle') run(): void {}
 }
 
 @Model({ name: 'needy' })
 class Needy {
   constructor(readonly dependency: Unregistered) {}
+
+  @Endpoint('/needy') run(): void {}
 }
 
 function context(instanceIndex: number): ModelContext {

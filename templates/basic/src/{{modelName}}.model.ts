@@ -1,14 +1,15 @@
-import { IsString, MaxLength, MinLength } from 'class-validator';
+import { IsInt, IsString, MaxLength, MinLength } from 'class-validator';
 import { Batch, Endpoint, Model, type ModelContext } from 'serve-fn';
 
 export class PredictRequest {
   @IsString() @MinLength(1) @MaxLength(1000) text!: string;
 }
 
+/** Documents the answer and, like FastAPI's response_model, sends only these fields. */
 export class PredictResponse {
-  words!: number;
-  longest!: string;
-  instance!: number;
+  @IsInt() words!: number;
+  @IsString() longest!: string;
+  @IsInt() instance!: number;
 }
 
 /** Counts the words of each text and finds the longest one: replace the body of predict with your model. */

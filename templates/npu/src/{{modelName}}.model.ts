@@ -1,4 +1,4 @@
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsNumber } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsNumber, IsString } from 'class-validator';
 import { Batch, Endpoint, Instances, Model, createTensor, type BackendSession, type ModelContext } from 'serve-fn';
 import { FEATURES, postprocess, preprocess, type Classification } from './{{modelName}}-processing.js';
 
@@ -6,9 +6,10 @@ export class ClassifyRequest {
   @IsArray() @ArrayMinSize(FEATURES) @ArrayMaxSize(FEATURES) @IsNumber({}, { each: true }) features!: number[];
 }
 
+/** Documents the answer and, like FastAPI's response_model, sends only these fields. */
 export class ClassifyResponse {
-  label!: string;
-  probability!: number;
+  @IsString() label!: string;
+  @IsNumber() probability!: number;
 }
 
 /**

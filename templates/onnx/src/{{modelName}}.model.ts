@@ -9,9 +9,10 @@ export class AddSubRequest {
   @IsArray() @ArrayMinSize(WIDTH) @ArrayMaxSize(WIDTH) @IsInt({ each: true }) b!: number[];
 }
 
+/** Documents the answer and, like FastAPI's response_model, sends only these fields. */
 export class AddSubResponse {
-  sum!: number[];
-  difference!: number[];
+  @IsArray() @IsInt({ each: true }) sum!: number[];
+  @IsArray() @IsInt({ each: true }) difference!: number[];
 }
 
 /** Runs models/add_sub.onnx with ONNX Runtime: sum = a + b, difference = a - b, a batch at a time. */
