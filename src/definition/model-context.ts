@@ -13,7 +13,12 @@ export interface ModelContextData {
   readonly instanceCount: number;
   readonly deviceKind: 'cpu' | 'gpu' | 'npu';
   readonly deviceId: number;
-  /** Folder of the model's source file (Triton's model repository folder for repository models). */
+  /**
+   * Folder of the served entry: the file given to `serve-fn`, or the folder's index.ts or
+   * serve-fn.config.ts, even when the class is declared in another file (the process's working
+   * folder for an embedded server given no `moduleUrl`). For a repository model, its folder in the
+   * repository, as Triton's `model_repository` argument.
+   */
   readonly modelDir: string;
   /** Parsed model configuration (config.pbtxt for repository models; the decorator options otherwise). */
   readonly config: Readonly<Record<string, unknown>>;
@@ -36,7 +41,8 @@ export interface InferOptions {
 export interface ModelContext extends ModelContextData {
   /**
    * Loads a model file (`.onnx` with ONNX Runtime, `.om` on an Ascend NPU) into this instance's
-   * thread; a relative path is taken from `modelDir`. Sessions are disposed after `finalize`.
+   * thread; a relative path is taken from `modelDir` (the entry's folder, see above). Sessions are
+   * disposed after `finalize`.
    */
   loadModel(path: string, options?: LoadModelOptions): Promise<BackendSession>;
   /**
