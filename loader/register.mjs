@@ -3,3 +3,6 @@
 import { register } from 'node:module';
 
 register('./swc-hooks.mjs', import.meta.url);
+// SWC adds helpers and moves decorators, so a stack trace names the user's .ts line only through
+// the inline source map the hooks emit (Node's --enable-source-maps, switched on from here).
+process.setSourceMapsEnabled(true);

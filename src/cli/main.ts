@@ -1,3 +1,4 @@
+import { inspect } from 'node:util';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { devCommand } from './dev-command.js';
 import { doctorCommand } from './doctor-command.js';
@@ -101,6 +102,9 @@ export async function main(argv: readonly string[]): Promise<void> {
     await buildProgram().parseAsync(argv as string[]);
   } catch (err) {
     process.stderr.write(`serve-fn: ${(err as Error).message}\n`);
+    // The cause is where it went wrong in the user's code (an initialize() failure): its stack names the file and line.
+    const cause = (err as Error).cause;
+    if (cause !== undefined) process.stderr.write(`caused by: ${inspect(cause)}\n`);
     process.exit(1);
   }
 }

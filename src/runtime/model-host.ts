@@ -47,7 +47,7 @@ export class ModelHost {
     try {
       await this.instance.initialize?.(ctx);
     } catch (err) {
-      throw createError('SF_ERR_INITIALIZE_FAILED', this.definition.name, ctx.instanceIndex, (err as Error)?.message ?? String(err));
+      throw createError('SF_ERR_INITIALIZE_FAILED', this.definition.name, ctx.instanceIndex, (err as Error)?.message ?? String(err), { cause: err });
     }
   }
 

@@ -188,6 +188,7 @@ describe('ModelHost lifecycle hooks', () => {
     expect(error).toBeInstanceOf(ServeFnError);
     expect((error as ServeFnError).code).toBe('SF_ERR_INITIALIZE_FAILED');
     expect((error as Error).message).toBe("Model 'lifecycle' instance 2 failed in initialize(): weights missing");
+    expect((error as Error).cause).toMatchObject({ message: 'weights missing', stack: expect.stringContaining('WithHooks.initialize') });
   });
 
   it('does nothing for a model without hooks', async () => {
