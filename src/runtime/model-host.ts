@@ -37,7 +37,7 @@ export class ModelHost {
     try {
       instance = container.resolve(definition.target as unknown as new () => Hooked);
     } catch (err) {
-      throw createError('SF_ERR_DEPENDENCY_UNRESOLVED', definition.className, (err as Error).message);
+      throw createError('SF_ERR_DEPENDENCY_UNRESOLVED', definition.className, (err as Error).message, { cause: err });
     }
     return new ModelHost(definition, instance);
   }

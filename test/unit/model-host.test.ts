@@ -166,6 +166,7 @@ describe('ModelHost.create', () => {
     expect((error as Error).message).toMatch(
       /^Cannot construct model class 'Needy': .*TypeInfo not known for "Unregistered".*\. Make each constructor dependency @injectable\(\) or register it in the container\.$/s,
     );
+    expect(((error as Error).cause as Error).message).toMatch(/TypeInfo not known for "Unregistered"/);
   });
 });
 
