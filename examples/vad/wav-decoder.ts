@@ -6,13 +6,17 @@ export const VAD_SAMPLE_RATE = 16_000;
 /** Ten minutes: longer recordings should be cut into pieces (or streamed) rather than sent whole. */
 export const MAX_DURATION_S = 600;
 
-/** wavefile's bit-depth codes for the encodings read here: integer PCM and IEEE float. */
-const READABLE_DEPTHS = new Set(['8', '16', '24', '32', '32f', '64']);
+/**
+ * The encodings read here, by WAV format tag (Microsoft's WAVEFORMATEX): wavefile's bit-depth
+ * codes for integer PCM (1, and 0xFFFE, WAVE_FORMAT_EXTENSIBLE) and IEEE float (3).
+ */
+const READABLE_DEPTHS: Readonly<Record<number, readonly string[]>> = { 1: ['8', '16', '24', '32'], 3: ['32f', '64'], 0xfffe: ['8', '16', '24', '32'] };
 
 interface WavFormat {
   readonly audioFormat: number;
   readonly numChannels: number;
   readonly sampleRate: number;
+  readonly blockAlign: number;
 }
 
 export interface DecodedAudio {
@@ -35,13 +39,26 @@ export function decodeWav(bytes: Uint8Array): DecodedAudio {
     throw createError('SF_ERR_BAD_REQUEST', `The audio is not a readable WAV file (${(err as Error).message}); send a RIFF WAV file.`);
   }
   const fmt = wav.fmt as WavFormat;
-  if (!READABLE_DEPTHS.has(wav.bitDepth)) {
+  const data = wav.data as { samples: Uint8Array; chunkSize: number };
+  // wavefile reads a header as written; every count below divides or multiplies by these.
+  if (!READABLE_DEPTHS[fmt.audioFormat]?.includes(wav.bitDepth)) {
     throw createError('SF_ERR_BAD_REQUEST', `WAV encoding '${wav.bitDepth}' (format tag ${fmt.audioFormat}) is not supported; send PCM (8, 16, 24 or 32-bit) or IEEE float.`);
   }
+  if (fmt.numChannels === 0) throw createError('SF_ERR_BAD_REQUEST', 'The WAV header gives 0 channels; a WAV file has at least one.');
   if (fmt.sampleRate < 8_000 || fmt.sampleRate > 192_000) {
     throw createError('SF_ERR_BAD_REQUEST', `WAV sample rate ${fmt.sampleRate} Hz is out of range; send 8 kHz to 192 kHz.`);
   }
-  const frames = (wav.data as { samples: Uint8Array }).samples.byteLength / (fmt.numChannels * Math.ceil(Number.parseInt(wav.bitDepth, 10) / 8));
+  const frameBytes = fmt.numChannels * Math.ceil(Number.parseInt(wav.bitDepth, 10) / 8);
+  if (fmt.blockAlign !== frameBytes) {
+    throw createError('SF_ERR_BAD_REQUEST', `The WAV header gives a block align of ${fmt.blockAlign} bytes; ${fmt.numChannels} channel(s) of ${wav.bitDepth}-bit samples take ${frameBytes}.`);
+  }
+  if (data.chunkSize > data.samples.byteLength) {
+    throw createError('SF_ERR_BAD_REQUEST', `The WAV file is truncated: its data chunk declares ${data.chunkSize} bytes and holds ${data.samples.byteLength}.`);
+  }
+  if (data.samples.byteLength % frameBytes !== 0) {
+    throw createError('SF_ERR_BAD_REQUEST', `The WAV data (${data.samples.byteLength} bytes) ends inside a frame; each frame is ${frameBytes} bytes.`);
+  }
+  const frames = data.samples.byteLength / frameBytes;
   if (frames === 0) throw createError('SF_ERR_BAD_REQUEST', 'The WAV file holds no audio samples.');
   if (frames / fmt.sampleRate > MAX_DURATION_S) {
     throw createError('SF_ERR_BAD_REQUEST', `The audio lasts ${Math.round(frames / fmt.sampleRate)} s; at most ${MAX_DURATION_S} s is accepted.`);

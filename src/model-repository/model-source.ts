@@ -4,7 +4,7 @@ import { createError } from '../errors/index.js';
 import type { TensorModelKind } from '../inference/tensor-model-plan.js';
 import { parseModelConfigJson } from './config-json.js';
 import { buildModelConfig, parseModelConfig, type ModelConfig } from './model-config.js';
-import { listVersions } from './repository-scan.js';
+import { listVersions, pathInside } from './repository-scan.js';
 import { selectVersions } from './version-policy.js';
 
 export type ModelKind = TensorModelKind | 'ensemble';
@@ -104,7 +104,7 @@ function detectKind(config: ModelConfig, dir: string, versions: readonly number[
   if (versions.length === 0) throw createError('SF_ERR_REPOSITORY_INVALID', dir, 'it has no numeric version folder (such as 1/) holding the model file');
   const newest = join(dir, String(versions[versions.length - 1]));
   const named = config.default_model_filename;
-  const found = (named !== '' ? [named] : Object.values(DEFAULT_FILES).flat()).find((file) => existsSync(join(newest, file)));
+  const found = candidateFiles(config, Object.values(DEFAULT_FILES).flat(), newest).find((path) => existsSync(path));
   const kind = found === undefined ? undefined : KIND_BY_EXTENSION[extname(found)];
   if (kind) return kind;
   const expected = named !== '' ? `${named} (an .onnx, .om, .ts or .js file)` : 'model.onnx, model.ts, model.js or model.om';
@@ -112,8 +112,17 @@ function detectKind(config: ModelConfig, dir: string, versions: readonly number[
 }
 
 function modelFile(root: string, config: ModelConfig, kind: Exclude<ModelKind, 'ensemble'>, versionDir: string): string {
-  const candidates = config.default_model_filename !== '' ? [config.default_model_filename] : DEFAULT_FILES[kind];
-  const found = candidates.map((file) => join(versionDir, file)).find((path) => existsSync(path));
-  if (!found) throw createError('SF_ERR_REPOSITORY_INVALID', root, `model file ${join(versionDir, candidates.join(' or '))} does not exist`);
+  const candidates = candidateFiles(config, DEFAULT_FILES[kind], versionDir);
+  const found = candidates.find((path) => existsSync(path));
+  if (!found) throw createError('SF_ERR_REPOSITORY_INVALID', root, `model file ${candidates.join(' or ')} does not exist`);
   return found;
+}
+
+/** The paths the model file may have in a version folder: default_model_filename, which must stay inside it, or the defaults. */
+function candidateFiles(config: ModelConfig, defaults: readonly string[], versionDir: string): string[] {
+  const named = config.default_model_filename;
+  if (named === '') return defaults.map((file) => join(versionDir, file));
+  const path = pathInside(versionDir, named);
+  if (path === undefined) throw createError('SF_ERR_CONFIG_INVALID', config.name, `default_model_filename '${named}' is not a file inside the version folder ${versionDir}`);
+  return [path];
 }

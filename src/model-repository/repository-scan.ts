@@ -1,5 +1,5 @@
 import { existsSync, lstatSync, readdirSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { isAbsolute, join, relative, sep } from 'node:path';
 import { createError } from '../errors/index.js';
 
 /**
@@ -32,6 +32,19 @@ export function listVersions(modelDir: string): number[] {
     .filter((name) => VERSION_FOLDER.test(name) && isDirectory(join(modelDir, name)))
     .map(Number)
     .sort((a, b) => a - b);
+}
+
+/**
+ * `name` joined to `folder` when the result stays inside it, else undefined (Triton
+ * CVE-2023-31036: a load request's config must not reach files outside the model). The check is
+ * on the path as written: a request can name any path, while links in a folder are put there by
+ * whoever owns the repository (override folders are written fresh and hold none).
+ */
+export function pathInside(folder: string, name: string): string | undefined {
+  if (name === '' || isAbsolute(name) || name.includes('\0')) return undefined;
+  const path = join(folder, name);
+  const rel = relative(folder, path);
+  return rel !== '' && rel.split(sep)[0] !== '..' && !isAbsolute(rel) ? path : undefined;
 }
 
 /** A folder whose subfolders hold a config.pbtxt or numeric version folders. */

@@ -1,6 +1,6 @@
 import { randomFillSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { isAbsolute, join, normalize, sep } from 'node:path';
+import { join } from 'node:path';
 import { createError, type ServeFnError } from '../errors/index.js';
 import type { ConfigTensor } from '../inference/tensor-model-plan.js';
 import type { WarmupRun } from '../inference/tensor-model-version.js';
@@ -9,6 +9,7 @@ import { DATATYPE_INFO, fromConfigDatatype } from '../tensor/datatype-info.js';
 import { createTensor, elementCount } from '../tensor/tensor-factory.js';
 import type { Tensor } from '../tensor/tensor.js';
 import type { ModelConfig, ModelWarmupInput } from './model-config.js';
+import { pathInside } from './repository-scan.js';
 
 /**
  * Triton's model_warmup (Triton's user_guide/model_configuration.md): each entry becomes `batch_size` requests of one row
@@ -81,8 +82,8 @@ function tensorMaker(
 /** A file inside `<model>/warmup/`; anything that would leave that folder is refused. */
 function readWarmupFile(modelDir: string, file: string, invalid: (why: string) => ServeFnError): Uint8Array {
   const folder = join(modelDir, 'warmup');
-  const path = normalize(join(folder, file));
-  if (isAbsolute(file) || !path.startsWith(folder + sep)) throw invalid(`names input_data_file '${file}', which is outside ${folder}`);
+  const path = pathInside(folder, file);
+  if (path === undefined) throw invalid(`names input_data_file '${file}', which is outside ${folder}`);
   try {
     return readFileSync(path);
   } catch (err) {

@@ -9,8 +9,6 @@ import {
   UNLOAD_REQUEST_SCHEMA,
 } from './kserve-openapi.js';
 
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-
 /**
  * Triton's model repository extension (KServe v2 required_api.md; Triton's user_guide/model_management.md): the index in every control
  * mode; load and unload only in `explicit` mode, refused otherwise with Triton's 503 and message.
@@ -72,14 +70,24 @@ function readLoadRequest(parameters: unknown): LoadRequest {
     if (key === 'config') {
       config = value;
     } else if (key.startsWith('file:') && key.length > 'file:'.length) {
-      // Buffer.from(…, 'base64') skips characters it does not know, so a damaged file would load silently.
-      if (!BASE64.test(value)) throw createError('SF_ERR_BAD_REQUEST', `Parameter '${key}' is not valid base64.`);
-      files[key] = new Uint8Array(Buffer.from(value, 'base64'));
+      files[key] = decodeBase64(key, value);
     } else {
       throw createError('SF_ERR_BAD_REQUEST', `Unexpected load parameter '${key}': use 'config' or 'file:<version>/<file name>'.`);
     }
   }
   return { ...(config === undefined ? {} : { config }), ...(Object.keys(files).length === 0 ? {} : { files }) };
+}
+
+/**
+ * Buffer.from(…, 'base64') skips characters it does not know, so a damaged file would load
+ * silently: the bytes must encode back to the same text (padded, as Python's base64 writes it).
+ * The round trip is linear in the file's size; a regular expression over a file of megabytes
+ * overflows the stack.
+ */
+function decodeBase64(key: string, value: string): Uint8Array {
+  const bytes = Buffer.from(value, 'base64');
+  if (bytes.toString('base64') !== value) throw createError('SF_ERR_BAD_REQUEST', `Parameter '${key}' is not valid base64.`);
+  return new Uint8Array(bytes);
 }
 
 function checkUnloadParameters(parameters: unknown): void {

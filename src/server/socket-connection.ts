@@ -76,15 +76,17 @@ export class SocketConnection {
 
   private receive(data: Buffer, isBinary: boolean): void {
     this.idle.refresh();
+    // Read now: forward() may transfer the buffer to the instance's thread, which empties it here.
+    const bytes = data.byteLength;
     this.validating++;
-    this.validatingBytes += data.byteLength;
+    this.validatingBytes += bytes;
     this.received = this.received
       .then(() => this.forward(data, isBinary))
       // A DTO whose transform or custom validator throws must not stop the input (or go unhandled).
       .catch((err: unknown) => this.fail(err))
       .finally(() => {
         this.validating--;
-        this.validatingBytes -= data.byteLength;
+        this.validatingBytes -= bytes;
         this.resumeIfRoom();
       });
     if (!this.paused && (this.backlog() >= INPUT_WINDOW || this.backlogBytes() >= INPUT_WINDOW_BYTES)) {

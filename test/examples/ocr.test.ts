@@ -151,6 +151,21 @@ describe('OCR example (PP-OCRv4 det -> crop -> rec over ctx.infer)', () => {
     });
   });
 
+  it('refuses an SVG, whatever the upload calls it, with 415 before rendering it, and keeps serving', async () => {
+    // Rendering this takes sharp minutes (measured past 120 s); its header takes milliseconds.
+    const bomb = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="6000" height="6000"><filter id="f"><feGaussianBlur stdDeviation="900"/><feMorphology radius="300"/></filter><rect width="6000" height="6000" filter="url(#f)"/></svg>');
+    const refusal = {
+      error: "Content type 'image/svg+xml' is not accepted by OCR; send PNG, JPEG, WebP, TIFF or GIF.",
+      code: 'SF_ERR_UNSUPPORTED_MEDIA_TYPE',
+    };
+    const uploaded = await upload(bomb, 'page.png', 'image/png');
+    expect([uploaded.statusCode, uploaded.json()]).toEqual([415, refusal]);
+    const sent = await server.app.inject({ method: 'POST', url: '/ocr/base64', payload: { image: `data:image/png;base64,${bomb.toString('base64')}` } });
+    expect([sent.statusCode, sent.json()]).toEqual([415, refusal]);
+    const page = await upload(PNG);
+    expect(page.statusCode).toBe(200);
+  });
+
   it('answers text that is not base64 with 400', async () => {
     const res = await server.app.inject({ method: 'POST', url: '/ocr/base64', payload: { image: 'not base64 at all!' } });
     expect(res.statusCode).toBe(400);

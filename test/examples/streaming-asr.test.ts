@@ -1,11 +1,23 @@
-import { readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServeFnServer } from '../../src/index.js';
 import { StreamingAsr } from '../../examples/streaming-asr/index.js';
 import { streamPcm, wavToPcm16k, type FunAsrClientReply } from '../../examples/streaming-asr/client.js';
 
-const PCM = wavToPcm16k(readFileSync(new URL('../fixtures/vad/speech.wav', import.meta.url)));
+const WAV_PATH = fileURLToPath(new URL('../fixtures/vad/speech.wav', import.meta.url));
+const PCM = wavToPcm16k(readFileSync(WAV_PATH));
+/**
+ * A local checkout of github.com/modelscope/FunASR: when set, its own client,
+ * runtime/python/websocket/funasr_wss_client.py, is run against the example (python3 with
+ * `websockets`; FUNASR_PYTHON names another interpreter).
+ */
+const FUNASR_CLIENT = process.env.FUNASR_CHECKOUT && join(process.env.FUNASR_CHECKOUT, 'runtime/python/websocket/funasr_wss_client.py');
 /** Where make-speech-wav.sh put the two phrases, in seconds (test/fixtures/vad/README.md). */
 const PHRASES = [[0.5, 3.5244], [4.5244, 7.0254]];
 /** As in test/examples/vad.test.ts: Silero reacts a window or two late and word endings fade. */
@@ -28,6 +40,7 @@ function expectPhrases(segments: { from: number; to: number }[]): void {
 
 describe('streaming ASR example (FunASR protocol over WebSocket, Silero VAD)', () => {
   let server: ServeFnServer;
+  let base: string;
   let url: string;
 
   beforeAll(async () => {
@@ -36,7 +49,8 @@ describe('streaming ASR example (FunASR protocol over WebSocket, Silero VAD)', (
       moduleUrl: new URL('../../examples/streaming-asr/index.ts', import.meta.url).href,
       collectProcessMetrics: false,
     });
-    url = `${(await server.listen(0, '127.0.0.1')).replace(/^http/, 'ws')}/ws/asr`;
+    base = (await server.listen(0, '127.0.0.1')).replace(/^http/, 'ws');
+    url = `${base}/ws/asr`;
   });
 
   afterAll(async () => {
@@ -105,6 +119,46 @@ describe('streaming ASR example (FunASR protocol over WebSocket, Silero VAD)', (
     }
     expect(c.replies.filter(({ reply }) => reply.mode === '2pass-offline' && reply.text !== '')).toHaveLength(2);
   });
+
+  it("serves the same socket at /, where FunASR's own clients connect (ws://host:port), with their 'binary' subprotocol", async () => {
+    const socket = new WebSocket(`${base}/`, ['binary']);
+    await new Promise((resolve, reject) => {
+      socket.once('open', resolve);
+      socket.once('error', reject);
+    });
+    expect(socket.protocol).toBe('binary');
+    const replies: FunAsrClientReply[] = [];
+    const final = new Promise<void>((resolve) => socket.on('message', (data) => {
+      replies.push(JSON.parse(String(data)));
+      if (replies.at(-1)!.is_final) resolve();
+    }));
+    // The frames funasr_wss_client.py sends for a .wav file, end frame included.
+    socket.send(JSON.stringify({ mode: 'offline', chunk_size: [5, 10, 5], chunk_interval: 10, encoder_chunk_look_back: 4, decoder_chunk_look_back: 0, audio_fs: 16000, wav_name: 'demo', wav_format: 'pcm', is_speaking: true, hotwords: '', itn: true }));
+    for (let at = 0; at < PCM.length; at += 1920) socket.send(PCM.subarray(at, at + 1920));
+    socket.send(JSON.stringify({ is_speaking: false, is_end: true }));
+    await final;
+    socket.close();
+    expect(replies.map((r) => [r.mode, r.is_final, r.is_end ?? false])).toEqual([['offline', false, false], ['offline', false, false], ['offline', true, true]]);
+    expectPhrases(replies.slice(0, 2).map(facts));
+  });
+
+  it.skipIf(!FUNASR_CLIENT)("works with FunASR's own funasr_wss_client.py (set FUNASR_CHECKOUT to a FunASR checkout)", async () => {
+    expect(existsSync(FUNASR_CLIENT!), FUNASR_CLIENT).toBe(true);
+    const logs = mkdtempSync(join(tmpdir(), 'serve-fn-funasr-client-'));
+    try {
+      const port = new URL(base).port;
+      // As FunASR's README runs it, over ws:// (--ssl 0); the example serves wss:// with SERVE_FN_TLS_CERT / _KEY.
+      const args = [FUNASR_CLIENT!, '--host', '127.0.0.1', '--port', port, '--mode', '2pass', '--audio_in', WAV_PATH, '--ssl', '0', '--log_dir', logs];
+      const { stdout } = await promisify(execFile)(process.env.FUNASR_PYTHON ?? 'python3', args, { timeout: 60_000 });
+      const lines = stdout.split('\n');
+      expect(lines).toContain('connect to ws://127.0.0.1:' + port);
+      const last = lines.filter((l) => l.startsWith('pid0_0: ')).at(-1)!;
+      expect(last).toMatch(/^pid0_0: \[speech \d+\.\d\d–\d+\.\d\d s, -\d+ dBFS\]\[speech \d+\.\d\d–\d+\.\d\d s, -\d+ dBFS\]$/);
+      expect(lines.at(-2)).toBe('end');
+    } finally {
+      rmSync(logs, { recursive: true, force: true });
+    }
+  }, 90_000);
 
   it('closes the socket with 1008 and the reason when audio comes before the configuration frame', async () => {
     const socket = new WebSocket(url);

@@ -49,6 +49,25 @@ function fixtureAs(channels: number, sampleRate: number, bitDepth: string, lengt
   return Buffer.from(out.toBuffer());
 }
 
+/** A 16-bit mono 16 kHz WAV of 0.1 s, its header fields set as given (RIFF WAVE, a 16-byte fmt chunk). */
+function wavWithHeader(header: { format?: number; channels?: number; rate?: number; bits?: number; blockAlign?: number; declared?: number; dataBytes?: number }): Buffer {
+  const { format = 1, channels = 1, rate = 16_000, bits = 16, dataBytes = 3200 } = header;
+  const head = Buffer.alloc(44);
+  head.write('RIFF', 0);
+  head.writeUInt32LE(36 + dataBytes, 4);
+  head.write('WAVEfmt ', 8);
+  head.writeUInt32LE(16, 16);
+  head.writeUInt16LE(format, 20);
+  head.writeUInt16LE(channels, 22);
+  head.writeUInt32LE(rate, 24);
+  head.writeUInt32LE((rate * channels * bits) / 8, 28);
+  head.writeUInt16LE(header.blockAlign ?? (channels * bits) / 8, 32);
+  head.writeUInt16LE(bits, 34);
+  head.write('data', 36);
+  head.writeUInt32LE(header.declared ?? dataBytes, 40);
+  return Buffer.concat([head, Buffer.alloc(dataBytes, 1)]);
+}
+
 describe('VAD example (Silero VAD v5, batched)', () => {
   let server: ServeFnServer;
 
@@ -139,6 +158,21 @@ describe('VAD example (Silero VAD v5, batched)', () => {
     const res = await send(Buffer.from(mulaw.toBuffer()));
     expect(res.statusCode).toBe(400);
     expect(res.json().error).toBe("WAV encoding '8m' (format tag 7) is not supported; send PCM (8, 16, 24 or 32-bit) or IEEE float.");
+  });
+
+  it.each([
+    ['0 channels', { channels: 0, blockAlign: 2 }, 'The WAV header gives 0 channels; a WAV file has at least one.'],
+    ['a sample rate of 0', { rate: 0 }, 'WAV sample rate 0 Hz is out of range; send 8 kHz to 192 kHz.'],
+    ['12-bit samples', { bits: 12, blockAlign: 2 }, "WAV encoding '12' (format tag 1) is not supported; send PCM (8, 16, 24 or 32-bit) or IEEE float."],
+    ['0-bit samples', { bits: 0, blockAlign: 2 }, "WAV encoding '0' (format tag 1) is not supported; send PCM (8, 16, 24 or 32-bit) or IEEE float."],
+    ['16-bit IEEE float', { format: 3 }, "WAV encoding '16' (format tag 3) is not supported; send PCM (8, 16, 24 or 32-bit) or IEEE float."],
+    ['a block align that does not fit', { blockAlign: 0 }, 'The WAV header gives a block align of 0 bytes; 1 channel(s) of 16-bit samples take 2.'],
+    ['a data chunk cut short', { declared: 32_000 }, 'The WAV file is truncated: its data chunk declares 32000 bytes and holds 3200.'],
+    ['data ending inside a frame', { dataBytes: 3201 }, 'The WAV data (3201 bytes) ends inside a frame; each frame is 2 bytes.'],
+  ])('answers a WAV header with %s with 400, and keeps serving', async (_name, header, message) => {
+    const res = await send(wavWithHeader(header));
+    expect([res.statusCode, res.json()]).toEqual([400, { error: message, code: 'SF_ERR_BAD_REQUEST' }]);
+    expect((await send(wavWithHeader({}))).statusCode).toBe(200);
   });
 
   it('answers a non-WAV upload type and out-of-range options with 422', async () => {

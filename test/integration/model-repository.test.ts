@@ -209,6 +209,25 @@ describe('a Triton model repository served by ServeFnServer (worker-thread insta
     expect(repository.get('sent').ready()).toBe(true);
   });
 
+  it('refuses, over the load API, a config that names a model file outside the version folder (400), and serves on', async () => {
+    // Triton CVE-2023-31036's class: the config override would run doubler's model.ts as 'wrongio'.
+    const config = JSON.stringify({
+      name: 'wrongio',
+      max_batch_size: 8,
+      input: [{ name: 'INPUT0', data_type: 'TYPE_INT32', dims: [16] }],
+      output: [{ name: 'DOUBLED', data_type: 'TYPE_INT32', dims: [16] }],
+      default_model_filename: '../../doubler/1/model.ts',
+    });
+    const load = await server.app.inject({ method: 'POST', url: '/v2/repository/models/wrongio/load', payload: { parameters: { config } } });
+    expect([load.statusCode, load.json()]).toEqual([400, {
+      error: `Model configuration for 'wrongio' is invalid: default_model_filename '../../doubler/1/model.ts' is not a file inside the version folder ${join(root, 'wrongio', '1')}`,
+    }]);
+    const encoded = await server.app.inject({ method: 'POST', url: '/v2/repository/models/..%2Fsimple/load' });
+    expect([encoded.statusCode, encoded.json().error]).toEqual([400, "'../simple' is not a model name: a model name is the name of one folder in the repository"]);
+    expect(() => repository.get('wrongio')).toThrow("Request for unknown model: 'wrongio' is not found");
+    expect(repository.get('simple').ready()).toBe(true);
+  });
+
   it('unloads a model only after its in-flight requests finish', async () => {
     await repository.load('scale');
     const scale = repository.get('scale');

@@ -6,6 +6,7 @@ import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IsString } from 'class-validator';
 import { Instances, Model, ServeFnServer, WebSocketEndpoint } from '../../src/index.js';
+import { INPUT_WINDOW_BYTES } from '../../src/server/socket-connection.js';
 import { SocketModel } from '../fixtures/models/socket-model.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'serve-fn-sockets-'));
@@ -203,6 +204,40 @@ describe('a @WebSocketEndpoint on two worker-thread instances', () => {
     // The sessions end on the instances after the clients go; the next test needs a free slot.
     await expect.poll(async () => (await server.app.inject({ method: 'GET', url: '/ws/echo' })).statusCode).toBe(426);
   });
+
+  it('keeps reading past INPUT_WINDOW_BYTES of frames that each arrive in two TCP writes, and frees the connection', async () => {
+    // A frame split across reads is reassembled into a buffer of its own, which is transferred to
+    // the instance's thread: the window must count the bytes it read, not what is left after.
+    const frames = 12;
+    const frameBytes = 512 * 1024;
+    expect(frames * frameBytes).toBeGreaterThan(INPUT_WINDOW_BYTES);
+    const socket = connect(Number(new URL(base).port), '127.0.0.1');
+    let answer = Buffer.alloc(0);
+    // The echoes are megabytes of 7s; the JSON replies are at the end.
+    socket.on('data', (chunk: Buffer) => (answer = Buffer.concat([answer, chunk]).subarray(-4096)));
+    const write = (bytes: Buffer): Promise<void> => new Promise((resolve, reject) => socket.write(bytes, (err) => (err ? reject(err) : resolve())));
+    const pause = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 5));
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    await write(Buffer.from('GET /ws/echo?name=split HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n'));
+    await expect.poll(() => answer.toString('latin1')).toContain('"hello"');
+    // Client frames are masked (RFC 6455 section 5.3); a zero key leaves the payload as it is.
+    const header = Buffer.alloc(14);
+    header[0] = 0x82;
+    header[1] = 0x80 | 127;
+    header.writeBigUInt64BE(BigInt(frameBytes), 2);
+    const payload = Buffer.alloc(frameBytes, 7);
+    for (let i = 0; i < frames; i++) {
+      await write(Buffer.concat([header, payload.subarray(0, frameBytes / 2)]));
+      await pause();
+      await write(payload.subarray(frameBytes / 2));
+      await pause();
+    }
+    const last = Buffer.from(JSON.stringify({ op: 'echo', text: 'after the window' }));
+    await write(Buffer.concat([Buffer.from([0x81, 0x80 | last.length, 0, 0, 0, 0]), last]));
+    await expect.poll(() => answer.toString('latin1').slice(-200), { timeout: 20_000 }).toContain(`"text":"after the window","count":${frames + 1}`);
+    socket.destroy();
+    await expect.poll(journalLines).toContain(`closed split after ${frames + 1}`);
+  }, 30_000);
 
   it('answers a plain GET with 426 Upgrade Required', async () => {
     const res = await server.app.inject({ method: 'GET', url: '/ws/echo' });

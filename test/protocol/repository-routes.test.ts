@@ -67,12 +67,29 @@ describe('load and unload in explicit mode', () => {
     });
   });
 
+  it('decodes a 20 MiB file, and refuses one damaged at its end, without overflowing the stack', async () => {
+    const repository = new FakeRepository([], { controlMode: 'explicit', unloaded: [simpleModel()] });
+    const { app } = await protocolApp(repository, { bodyLimit: 64 * 1024 * 1024 });
+    const model = Buffer.alloc(20 * 1024 * 1024);
+    for (let i = 0; i < model.length; i++) model[i] = (i * 31) & 0xff;
+    const encoded = model.toString('base64');
+    const body = (file: string): string => JSON.stringify({ parameters: { config: '{}', 'file:1/model.onnx': file } });
+    const res = await post(app, '/v2/repository/models/simple/load', body(encoded));
+    expect([res.statusCode, res.body]).toEqual([200, '']);
+    expect(Buffer.from(repository.loads[0].request!.files!['file:1/model.onnx']).equals(model)).toBe(true);
+    const damaged = await post(app, '/v2/repository/models/simple/load', body(`${encoded.slice(0, -4)}A!A=`));
+    expect([damaged.statusCode, damaged.json().error]).toEqual([400, "Parameter 'file:1/model.onnx' is not valid base64."]);
+    expect(repository.loads).toHaveLength(1);
+  });
+
   it('400 for load parameters that are not strings, not base64, or not known', async () => {
     const repository = new FakeRepository([], { controlMode: 'explicit', unloaded: [simpleModel()] });
     const { app } = await protocolApp(repository);
     const cases: [string, string][] = [
       ['{"parameters":{"config":{"max_batch_size":4}}}', `Unable to parse 'config': expected a string, got {"max_batch_size":4}.`],
       ['{"parameters":{"file:1/model.onnx":"not base64!"}}', "Parameter 'file:1/model.onnx' is not valid base64."],
+      ['{"parameters":{"file:1/model.onnx":"AAEC/w"}}', "Parameter 'file:1/model.onnx' is not valid base64."],
+      ['{"parameters":{"file:1/model.onnx":"AA EC"}}', "Parameter 'file:1/model.onnx' is not valid base64."],
       ['{"parameters":{"colour":"blue"}}', "Unexpected load parameter 'colour': use 'config' or 'file:<version>/<file name>'."],
       ['{"parameters":"config"}', `Unable to parse 'parameters': expected an object, got "config".`],
     ];

@@ -62,6 +62,19 @@ describe('readModelSource', () => {
     expect(read.versions[0].file).toBe(join(root, 'named', '1', 'net.onnx'));
   });
 
+  it.each(['../../outside/1/model.ts', '../model.ts', '/etc/passwd', '.'])('refuses a default_model_filename that leads outside the version folder (%s)', (named) => {
+    // The traversal of Triton CVE-2023-31036: a load request's config must not run a file from elsewhere.
+    writeFiles(root, { 'outside/1/model.ts': '', 'escape/model.ts': '' });
+    const config = JSON.stringify({ name: 'escape', backend: 'serve-fn', default_model_filename: named });
+    expect(failure(() => source('escape', { '1/x': '' }, config))).toEqual({
+      code: 'SF_ERR_CONFIG_INVALID',
+      message: `Model configuration for 'escape' is invalid: default_model_filename '${named}' is not a file inside the version folder ${join(root, 'escape', '1')}`,
+    });
+    // Without a backend the kind is detected from the named file, which is checked the same way.
+    const detected = JSON.stringify({ name: 'escape', default_model_filename: named });
+    expect(failure(() => source('escape', {}, detected)).code).toBe('SF_ERR_CONFIG_INVALID');
+  });
+
   it.each([
     ['ge', { 'config.pbtxt': 'backend: "npu_ge"', '1/model.om': '' }, 'SF_ERR_BACKEND_UNSUPPORTED', "Backend 'npu_ge' is not supported yet: model 'ge' asks for Ascend graph-engine execution; compile it to an .om file with ATC and set backend: \"npu_om\""],
     ['trt', { 'config.pbtxt': 'platform: "tensorrt_plan"', '1/model.plan': '' }, 'SF_ERR_BACKEND_UNSUPPORTED', "Backend 'tensorrt_plan' is not supported yet: model 'trt': serve-fn serves onnxruntime, npu_om, serve-fn (model.ts) and ensemble models"],

@@ -55,13 +55,17 @@ function endpoint(overrides: Partial<SocketEndpointDefinition> = {}): SocketEndp
 
 const log = { debug: () => undefined, error: () => undefined } as unknown as FastifyBaseLogger;
 
-function connect(options: { endpoint?: SocketEndpointDefinition; draining?: boolean } = {}) {
+function connect(options: { endpoint?: SocketEndpointDefinition; draining?: boolean; transfer?: boolean } = {}) {
   const socket = new FakeSocket();
   const delivered: SocketInput[] = [];
   const controlLog: string[] = [];
   const link = new SocketLink(
     {
-      deliver: (input) => delivered.push(input),
+      deliver: (input) => {
+        // As a worker instance's postMessage does with a buffer the view covers whole: it is emptied here.
+        if (options.transfer && input.kind === 'binary') structuredClone(input.value.buffer, { transfer: [input.value.buffer as ArrayBuffer] });
+        delivered.push(input);
+      },
       endInput: () => controlLog.push('end-input'),
       grant: () => undefined,
       cancel: () => controlLog.push('cancel'),
@@ -145,6 +149,22 @@ describe('SocketConnection input limits and failures', () => {
     expect(socket.resumed).toBe(0);
     link.taken(1);
     expect(socket.resumed).toBe(1);
+    link.close();
+  });
+
+  it('reads again once the session takes binary messages that were transferred to its thread (emptied here)', async () => {
+    const { socket, link } = connect({ transfer: true });
+    const big = (): Buffer => Buffer.from(new ArrayBuffer(INPUT_WINDOW_BYTES / 2 + 1));
+    socket.emit('message', big(), true);
+    socket.emit('message', big(), true);
+    expect(socket.paused).toBe(1);
+    await settle();
+    link.taken(2);
+    expect([link.pendingInput, link.pendingBytes, socket.resumed]).toEqual([0, 0, 1]);
+    socket.emit('message', big(), true);
+    await settle();
+    link.taken(1);
+    expect(socket.paused).toBe(1);
     link.close();
   });
 

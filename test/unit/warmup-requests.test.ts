@@ -48,6 +48,8 @@ describe('warmupRuns', () => {
     ['batch_size: 1', "gives no data for input 'A'"],
     ['batch_size: 1 inputs { key: "A" value { data_type: TYPE_FP32 dims: [ 2 ] zero_data: true } }', "gives input 'A' as TYPE_FP32, but the model takes TYPE_INT32"],
     ['batch_size: 1 inputs { key: "A" value { data_type: TYPE_INT32 dims: [ 2 ] input_data_file: "../config.pbtxt" } }', `names input_data_file '../config.pbtxt', which is outside ${dir}/warmup`],
+    ['batch_size: 1 inputs { key: "A" value { data_type: TYPE_INT32 dims: [ 2 ] input_data_file: "/etc/hostname" } }', `names input_data_file '/etc/hostname', which is outside ${dir}/warmup`],
+    ['batch_size: 1 inputs { key: "A" value { data_type: TYPE_INT32 dims: [ 2 ] input_data_file: "." } }', `names input_data_file '.', which is outside ${dir}/warmup`],
     ['batch_size: 1 inputs { key: "A" value { data_type: TYPE_INT32 dims: [ 2 ] input_data_file: "short.bin" } }', "input_data_file 'short.bin' does not fit input 'A'"],
   ])('refuses %s', (entry, why) => {
     expect(() => runs(`model_warmup [ { name: "w" ${entry} } ]`)).toThrow(`Model configuration for 'm' is invalid: model_warmup 'w' ${why}`);
