@@ -141,6 +141,12 @@ export class DynamicBatcher<T, R> {
     this.pump();
   }
 
+  /** Fails every queued request with `error` (no instance is left to run them); dispatched ones are not touched. */
+  rejectQueued(error: Error): void {
+    for (const request of this.queues.take(this.queues.size)) this.remove(request, error);
+    this.disarmBatchTimer();
+  }
+
   /** stop accepting (new submits reject with SF_ERR_DRAINING), resolve when queue and in-flight are empty */
   drain(): Promise<void> {
     if (!this.draining) {

@@ -49,6 +49,11 @@ export class ModelRuntime {
         onIdle: () => this.wakeBatchers(),
         onStandby: () => this.wakeBatchers(),
         onRestart: (index) => options.recorder.instanceRestarted(definition.name, definition.version, index),
+        onHeldDown: () => {
+          if (this.pool.available) return;
+          const error = this.pool.unavailableError();
+          for (const batcher of this.batcherList) batcher.rejectQueued(error);
+        },
         onLog: options.log,
       },
       options.restartPolicy,
@@ -80,7 +85,12 @@ export class ModelRuntime {
     const batcher = this.batchers.get(methodName)!;
     const { name, version } = this.definition;
     const queued: Queued = { wire, submittedMs: now() };
-    return recordRequest(this.options.recorder, name, version, queued, (q) => batcher.submit(q, options));
+    return recordRequest(this.options.recorder, name, version, queued, (q) => (this.pool.available ? batcher.submit(q, options) : Promise.reject(this.pool.unavailableError())));
+  }
+
+  /** False while every instance is down past its restart limit (see InstancePool.available). */
+  get available(): boolean {
+    return this.pool.available;
   }
 
   /**
@@ -95,7 +105,7 @@ export class ModelRuntime {
     for (const instance of this.pool.running()) {
       if (!chosen || load(instance) < load(chosen)) chosen = instance;
     }
-    if (!chosen) throw createError('SF_ERR_MODEL_NOT_READY', name, version);
+    if (!chosen) throw this.pool.available ? createError('SF_ERR_MODEL_NOT_READY', name, version) : this.pool.unavailableError();
     const link = chosen.openSocket({ methodName, context: { ...context, instanceIndex: chosen.index } }, DEFAULT_STREAM_CREDIT);
     const open = this.sessionsOn(chosen);
     open.add(link);

@@ -64,7 +64,7 @@ export type RepositoryServeOptions = Pick<FolderModelRepositoryOptions, 'root' |
  * every instance before any route exists; `close()` drains, then finalises.
  */
 export class ServeFnServer {
-  readonly state = new ServerState();
+  readonly state = new ServerState(() => this.unavailableModel());
   readonly recorder: InferenceRecorder;
   readonly app: FastifyInstance;
   readonly definitions: readonly ModelDefinition[];
@@ -129,7 +129,7 @@ export class ServeFnServer {
       this.grpc = await startGrpcServer({
         ...SERVER_IDENTITY,
         repository: this.protocolRepository,
-        ready: () => this.state.ready,
+        ready: () => this.state.notReadyReason() === undefined,
         port: this.options.grpc.port,
         host: this.options.grpc.host ?? host,
         maxMessageBytes: this.bodyLimit,
@@ -202,10 +202,21 @@ export class ServeFnServer {
       ...SERVER_IDENTITY,
       repository: this.protocolRepository,
       recorder: this.recorder,
-      ready: () => this.state.ready,
+      ready: () => this.state.notReadyReason() === undefined,
       bodyLimit: this.bodyLimit,
     });
     await app.ready();
+  }
+
+  /**
+   * A model that cannot serve now, for readiness: a decorated model with every instance past its
+   * restart limit, or a loaded repository version that is not ready (Triton's strict readiness).
+   */
+  private unavailableModel(): string | undefined {
+    const lost = this.runtimes.find((r) => !r.available);
+    if (lost) return `model '${lost.definition.name}' version ${lost.definition.version} has no running instance`;
+    const down = this.repository?.models().find((m) => !m.ready());
+    return down && `model '${down.info.name}' version ${down.info.version} is not ready`;
   }
 
   private factoryFor(def: ModelDefinition): InstanceFactory {
