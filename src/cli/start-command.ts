@@ -108,7 +108,7 @@ function shutdown(server: ServeFnServer, signal: string, gracePeriodMs: number, 
   if (closing) process.exit(1);
   closing = true;
   const shutdownDelayMs = signal === 'SIGTERM' ? delayMs : 0;
-  server.app.log.info(`${signal}: readiness off, draining in ${shutdownDelayMs} ms`);
+  server.app.log.info(shutdownDelayMs > 0 ? `${signal}: readiness off, draining in ${shutdownDelayMs} ms` : `${signal}: draining`);
   const timer = setTimeout(() => {
     server.app.log.error(`shutdown took longer than ${gracePeriodMs} ms; exiting`);
     process.exit(1);
