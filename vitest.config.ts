@@ -10,6 +10,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // `serve-fn start` waits 5 s on SIGTERM before draining (docs/deployment.md); CLIs the tests start drain at once.
+    env: { SERVE_FN_SHUTDOWN_DELAY_MS: '0' },
     // .ci/run reads the JSON report to print its own `N passed, N failed` line.
     reporters: ['default', ['json', { outputFile: '.vitest-report.json' }]],
   },

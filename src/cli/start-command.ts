@@ -1,5 +1,6 @@
 import type { FastifyServerOptions } from 'fastify';
 import pretty from 'pino-pretty';
+import { createError } from '../errors/index.js';
 import { ServeFnServer, type RepositoryServeOptions } from '../server/serve-fn-server.js';
 import { securityOptionsFromEnv, tlsOptionsFromEnv } from '../server/security-env.js';
 import { START_INSTANCE_NICENESS } from '../runtime/thread-priority.js';
@@ -62,8 +63,9 @@ export async function startCommand(entryPath: string | undefined, options: Start
   // as soon as it exists, instead of killing the process with instances half started.
   let server: ServeFnServer | undefined;
   let requested: string | undefined;
+  const delayMs = options.dev ? 0 : shutdownDelayMs(process.env.SERVE_FN_SHUTDOWN_DELAY_MS);
   const onSignal = (signal: string): void => {
-    if (server) shutdown(server, signal, options.gracePeriodMs);
+    if (server) shutdown(server, signal, options.gracePeriodMs, delayMs);
     else requested = signal;
   };
   process.on('SIGINT', () => onSignal('SIGINT'));
@@ -72,7 +74,7 @@ export async function startCommand(entryPath: string | undefined, options: Start
   server = await serverFor(entryPath, options);
   const address = await server.listen(options.port, options.host);
   announce(server, address, options.dev);
-  if (requested) shutdown(server, requested, options.gracePeriodMs);
+  if (requested) shutdown(server, requested, options.gracePeriodMs, delayMs);
   return server;
 }
 
@@ -87,20 +89,33 @@ function announce(server: ServeFnServer, address: string, dev: boolean): void {
   else server.app.log.info({ address, grpcPort: server.grpcPort, endpoints: server.definitions.flatMap((d) => d.endpoints.map((e) => `${e.httpMethod} ${e.path}`)) }, 'serve-fn ready');
 }
 
+/** How long SIGTERM keeps serving with readiness 503, as a Kubernetes preStop sleep would (SERVE_FN_SHUTDOWN_DELAY_MS). */
+const DEFAULT_SHUTDOWN_DELAY_MS = 5000;
+
+function shutdownDelayMs(raw: string | undefined): number {
+  if (raw === undefined) return DEFAULT_SHUTDOWN_DELAY_MS;
+  if (!/^\d+$/.test(raw)) throw createError('SF_ERR_ENV_INVALID', 'SERVE_FN_SHUTDOWN_DELAY_MS', `expected a whole number of milliseconds, got '${raw}'`);
+  return Number(raw);
+}
+
 let closing = false;
 
-/** Drains and exits 0; a second signal, a failure, or a drain past the grace period exits 1. */
-function shutdown(server: ServeFnServer, signal: string, gracePeriodMs: number): void {
+/**
+ * Drains and exits 0; a second signal, a failure, or a shutdown past the grace period (counted from
+ * the signal, delay included) exits 1. Only SIGTERM waits out the delay: SIGINT is someone at a terminal.
+ */
+function shutdown(server: ServeFnServer, signal: string, gracePeriodMs: number, delayMs: number): void {
   if (closing) process.exit(1);
   closing = true;
-  server.app.log.info(`${signal}: draining`);
+  const shutdownDelayMs = signal === 'SIGTERM' ? delayMs : 0;
+  server.app.log.info(shutdownDelayMs > 0 ? `${signal}: readiness off, draining in ${shutdownDelayMs} ms` : `${signal}: draining`);
   const timer = setTimeout(() => {
     server.app.log.error(`shutdown took longer than ${gracePeriodMs} ms; exiting`);
     process.exit(1);
   }, gracePeriodMs);
   timer.unref();
-  // Streams still open at 80% of the grace period are cancelled, leaving the rest for finalize.
-  server.close({ streamTimeoutMs: Math.floor(gracePeriodMs * 0.8) }).then(
+  // Streams still open at 80% of what the delay leaves of the grace period are cancelled, leaving the rest for finalize.
+  server.close({ shutdownDelayMs, streamTimeoutMs: Math.floor(Math.max(0, gracePeriodMs - shutdownDelayMs) * 0.8) }).then(
     () => process.exit(0),
     (err: unknown) => {
       server.app.log.error({ err }, 'shutdown failed');

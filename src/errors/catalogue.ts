@@ -76,6 +76,7 @@ export const ERROR_CATALOGUE = {
   SF_ERR_BATCH_RESULT_NOT_ARRAY: spec(500, '%s must return an array for its batch, got %s.'),
   SF_ERR_INSTANCE_CRASHED: spec(500, "Model '%s' instance %s stopped while running this request (%s); the instance is being restarted."),
   SF_ERR_INSTANCE_RESTART_LIMIT: spec(503, "Model '%s' instance %s crashed %s times in %s ms; it is not restarted until the window passes."),
+  SF_ERR_MODEL_UNAVAILABLE: spec(503, "Model '%s' has no running instance: every instance crashed past its restart limit. The next restart is in %s ms."),
   SF_ERR_RESPONSE_NOT_SERIALIZABLE: spec(500, '%s returned a value that cannot be sent back: %s'),
   SF_ERR_STREAM_NOT_ITERABLE: spec(500, "%s declares stream: '%s' but returned %s: make it an async generator (`async *%s(...)`) or return an AsyncIterable."),
   SF_ERR_STREAM_CHUNK_NOT_BYTES: spec(500, "%s streams 'bytes' but yielded %s: yield Buffer or Uint8Array chunks, or use stream: 'ndjson'."),

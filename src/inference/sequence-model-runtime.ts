@@ -73,6 +73,8 @@ export class SequenceModelRuntime implements TensorRuntime {
           const dropped = this.registry.laneDown(index);
           if (dropped > 0) log('warn', `model '${name}' instance ${index} stopped: its ${dropped} live sequence(s) lost their state and must START again`);
         },
+        // Requests bound to an instance that stays down would wait out the whole restart window.
+        onHeldDown: (index, error) => this.rejectLane(index, this.pool.available ? error : this.pool.unavailableError()),
         onLog: log,
       },
       options.restartPolicy,
@@ -99,6 +101,7 @@ export class SequenceModelRuntime implements TensorRuntime {
   submit(request: ValidatedRequest, options: SubmitOptions = {}): Promise<TensorWireResult> {
     const { name, version, recorder, maxBatchSize } = this.options;
     if (this.draining) return Promise.reject(createError('SF_ERR_DRAINING'));
+    if (!this.pool.available) return Promise.reject(this.pool.unavailableError());
     const { sequence, rest } = takeSequenceParameters(request.wire.parameters);
     if (maxBatchSize > 0 && request.rows !== 1) {
       return Promise.reject(createError('SF_ERR_BAD_REQUEST', `inference request to model '${name}' must specify batch-size 1 due to requirements of sequence batcher`));
@@ -117,6 +120,10 @@ export class SequenceModelRuntime implements TensorRuntime {
       route.done();
       this.settled();
     });
+  }
+
+  get available(): boolean {
+    return this.pool.available;
   }
 
   /** Stops taking requests and waits for queued and running ones to finish. */
@@ -163,6 +170,16 @@ export class SequenceModelRuntime implements TensorRuntime {
       }
       this.pump(route.lane);
     });
+  }
+
+  private rejectLane(index: number, error: Error): void {
+    const lane = this.lanes[index];
+    for (const waiting of lane) {
+      lane.remove(waiting.link!);
+      waiting.link = undefined;
+      waiting.detach?.();
+      waiting.reject(error);
+    }
   }
 
   /** Sends instance `index`, when idle, the oldest waiting request of each of up to maxRows sequences. */

@@ -24,6 +24,8 @@ export interface TensorRuntime {
   /** Triton's warmup: `requests` once on every instance, outside the scheduler and the metrics. */
   runOnEachInstance(requests: () => TensorWireRequest[]): Promise<ExecuteOutcome[]>;
   submit(request: ValidatedRequest, options?: SubmitOptions): Promise<TensorWireResult>;
+  /** False while every instance is down past its restart limit; submit then fails with SF_ERR_MODEL_UNAVAILABLE. */
+  readonly available: boolean;
   drain(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -70,6 +72,12 @@ export class TensorModelRuntime implements TensorRuntime {
         },
         onStandby: () => this.batcher.notifyIdle(),
         onRestart: (index) => recorder.instanceRestarted(name, version, index),
+        onHeldDown: () => {
+          if (this.pool.available) return;
+          this.batcher.rejectQueued(this.pool.unavailableError());
+          // Decoupled requests waiting for an instance look again and find none is coming.
+          this.turns.notify();
+        },
         onLog: options.log,
       },
       options.restartPolicy,
@@ -98,7 +106,11 @@ export class TensorModelRuntime implements TensorRuntime {
     const { name, version, recorder } = this.options;
     refuseSequenceParameters(name, request.wire.parameters);
     const queued: QueuedRequest = { request, submittedMs: now() };
-    return recordRequest(recorder, name, version, queued, (q) => this.batcher.submit(q, options));
+    return recordRequest(recorder, name, version, queued, (q) => (this.pool.available ? this.batcher.submit(q, options) : Promise.reject(this.pool.unavailableError())));
+  }
+
+  get available(): boolean {
+    return this.pool.available;
   }
 
   /** Stops taking requests and waits for queued and running ones to finish. */
@@ -133,7 +145,10 @@ export class TensorModelRuntime implements TensorRuntime {
     refuseSequenceParameters(name, request.wire.parameters);
     const queued: QueuedRequest = { request, submittedMs: now() };
     return recordRequest(recorder, name, version, queued, async (q) => {
-      while (this.pool.idleCount === 0) await this.turns.wait(wait.signal, wait.deadlineMs);
+      while (this.pool.idleCount === 0) {
+        if (!this.pool.available) throw this.pool.unavailableError();
+        await this.turns.wait(wait.signal, wait.deadlineMs);
+      }
       const instance = this.pool.acquire();
       const dispatched = now();
       q.dispatchedMs = dispatched;

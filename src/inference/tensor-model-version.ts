@@ -26,8 +26,9 @@ export class TensorModelVersion implements ServedModel {
     private readonly warmups: readonly WarmupRun[],
   ) {}
 
+  /** Loaded, and not every instance lost past its restart limit (the model is then UNAVAILABLE until one is back). */
   ready(): boolean {
-    return this.isReady;
+    return this.isReady && this.runtime.available;
   }
 
   /** Starts every instance, runs each warmup `count` times on every instance, then turns ready. */

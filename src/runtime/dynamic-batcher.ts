@@ -23,8 +23,10 @@ export interface BatcherHooks<T, R> {
   /**
    * run one batch on an instance; resolves one result per entry, in order; an Error entry fails
    * only its own request. The instance must count as busy in idleInstances() once this returns.
+   * `answer` settles entry `index` before the batch ends (its place in the resolved array is then
+   * ignored), for entries run one after another.
    */
-  execute(batch: readonly BatchEntry<T>[]): Promise<ReadonlyArray<R | Error>>;
+  execute(batch: readonly BatchEntry<T>[], answer: (index: number, result: R | Error) => void): Promise<ReadonlyArray<R | Error>>;
 }
 
 export interface SubmitOptions {
@@ -46,6 +48,8 @@ interface Request<T, R> extends QueuedItem<Request<T, R>> {
   detachSignal: (() => void) | undefined;
   /** A finished result held back until every earlier request has settled (preserveOrdering). */
   held: Outcome<R> | undefined;
+  /** Finished before its batch did (BatcherHooks.execute's `answer`). */
+  answered: boolean;
   readonly resolve: (value: R) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -120,6 +124,7 @@ export class DynamicBatcher<T, R> {
         timer: undefined,
         detachSignal: undefined,
         held: undefined,
+        answered: false,
         resolve,
         reject,
       };
@@ -139,6 +144,12 @@ export class DynamicBatcher<T, R> {
   /** the runtime calls this whenever an instance becomes idle */
   notifyIdle(): void {
     this.pump();
+  }
+
+  /** Fails every queued request with `error` (no instance is left to run them); dispatched ones are not touched. */
+  rejectQueued(error: Error): void {
+    for (const request of this.queues.take(this.queues.size)) this.remove(request, error);
+    this.disarmBatchTimer();
   }
 
   /** stop accepting (new submits reject with SF_ERR_DRAINING), resolve when queue and in-flight are empty */
@@ -231,9 +242,15 @@ export class DynamicBatcher<T, R> {
   }
 
   private launch(batch: Request<T, R>[]): void {
+    const answer = (index: number, value: R | Error): void => {
+      const request = batch[index];
+      if (request === undefined || request.answered) return;
+      this.finish(request, value instanceof Error ? { ok: false, error: value } : { ok: true, value });
+      this.flushArrivals();
+    };
     let results: Promise<ReadonlyArray<R | Error>>;
     try {
-      results = Promise.resolve(this.hooks.execute(batch.map((request) => request.entry)));
+      results = Promise.resolve(this.hooks.execute(batch.map((request) => request.entry), answer));
     } catch (error) {
       results = Promise.reject(error);
     }
@@ -255,17 +272,18 @@ export class DynamicBatcher<T, R> {
     }
     batch.forEach((request, i) => {
       const value: unknown = values[i];
-      this.finish(request, value instanceof Error ? { ok: false, error: value } : { ok: true, value: value as R });
+      if (!request.answered) this.finish(request, value instanceof Error ? { ok: false, error: value } : { ok: true, value: value as R });
     });
     this.flushArrivals();
   }
 
   private fail(batch: Request<T, R>[], error: unknown): void {
-    for (const request of batch) this.finish(request, { ok: false, error });
+    for (const request of batch) if (!request.answered) this.finish(request, { ok: false, error });
     this.flushArrivals();
   }
 
   private finish(request: Request<T, R>, outcome: Outcome<R>): void {
+    request.answered = true;
     if (this.policy.preserveOrdering) request.held = outcome;
     else this.settle(request, outcome);
   }

@@ -6,7 +6,7 @@ import type { ModelInstance } from './model-instance.js';
 import { SocketLink } from './socket-link.js';
 import type { SocketSession } from './socket-session.js';
 import { StreamChannel } from './stream-channel.js';
-import type { ExecuteCall, ExecuteOutcome, SocketCall } from './wire-format.js';
+import type { ExecuteCall, ExecuteOutcome, OnResult, SocketCall } from './wire-format.js';
 
 /**
  * A model instance on the HTTP thread, for `@Instances(n, { inline: true })` models that only do
@@ -31,9 +31,9 @@ export class InlineInstance implements ModelInstance {
     this.host = host;
   }
 
-  execute(call: ExecuteCall): Promise<ExecuteOutcome> {
+  execute(call: ExecuteCall, onResult?: OnResult): Promise<ExecuteOutcome> {
     if (!this.host) throw new Error(`instance ${this.index} of ${this.definition.name} is not started`);
-    return this.host.execute(structuredClone(call));
+    return this.host.execute(structuredClone(call), onResult);
   }
 
   openStream(call: ExecuteCall, credit: number): StreamChannel {

@@ -1,5 +1,5 @@
 import type { ModelDefinition } from '../definition/model-definition.js';
-import { createError } from '../errors/index.js';
+import { createError, type ServeFnError } from '../errors/index.js';
 import type { InstanceEvents, InstanceFactory, ModelInstance } from './model-instance.js';
 
 export interface RestartPolicy {
@@ -19,6 +19,11 @@ export interface PoolEvents {
   onRestart(index: number): void;
   /** An instance died; its restart follows (rate-limited). */
   onDown?(index: number): void;
+  /**
+   * Instance `index` hit its restart limit (`error`, SF_ERR_INSTANCE_RESTART_LIMIT) and stays down
+   * until the window passes; `available` tells whether any instance is left to take requests.
+   */
+  onHeldDown?(index: number, error: ServeFnError): void;
   onLog(level: 'info' | 'warn' | 'error', message: string): void;
 }
 
@@ -41,6 +46,8 @@ export class InstancePool {
   private readonly queuedBehind = new Set<ModelInstance>();
   private readonly up = new Set<ModelInstance>();
   private readonly restarts: number[][] = [];
+  /** Instances past their restart limit, by index, with when (epoch ms) their next restart is due. */
+  private readonly heldDown = new Map<number, number>();
   private stopped = false;
 
   constructor(
@@ -60,6 +67,21 @@ export class InstancePool {
 
   get standbyCount(): number {
     return this.standby.length;
+  }
+
+  /**
+   * False once every instance is past its restart limit: nothing would run a queued request before
+   * the window passes, so callers fail requests with `unavailableError()` instead of queueing them.
+   * An instance being restarted still counts, since it takes requests as soon as it is up.
+   */
+  get available(): boolean {
+    return this.heldDown.size < this.size;
+  }
+
+  /** SF_ERR_MODEL_UNAVAILABLE, naming when the next held-down instance is restarted. */
+  unavailableError(): ServeFnError {
+    const nextMs = Math.max(0, Math.min(...this.heldDown.values()) - Date.now());
+    return createError('SF_ERR_MODEL_UNAVAILABLE', this.definition.name, nextMs);
   }
 
   /** Starts every instance in parallel; if one fails, the others are stopped and the error is thrown. */
@@ -176,10 +198,16 @@ export class InstancePool {
     const recent = this.restarts[index].filter((t) => now - t < this.restartPolicy.windowMs);
     this.restarts[index] = recent;
     if (recent.length >= this.restartPolicy.maxRestarts) {
-      const waitMs = recent[0] + this.restartPolicy.windowMs - now;
+      // With maxRestarts 0 there is no earlier restart: the window starts at this crash.
+      const waitMs = (recent[0] ?? now) + this.restartPolicy.windowMs - now;
       const limit = createError('SF_ERR_INSTANCE_RESTART_LIMIT', this.definition.name, index, recent.length, this.restartPolicy.windowMs);
       this.events.onLog('error', `${limit.message} Next try in ${waitMs} ms.`);
-      setTimeout(() => this.restart(index), waitMs).unref();
+      this.heldDown.set(index, now + waitMs);
+      setTimeout(() => {
+        this.heldDown.delete(index);
+        this.restart(index);
+      }, waitMs).unref();
+      this.events.onHeldDown?.(index, limit);
       return;
     }
     this.restart(index);

@@ -3,7 +3,7 @@ import { container as rootContainer, type DependencyContainer } from 'tsyringe';
 import type { EndpointDefinition, ModelDefinition, SocketEndpointDefinition } from '../definition/model-definition.js';
 import type { ModelContext, RequestInfo } from '../definition/model-context.js';
 import { createError, serializeError } from '../errors/index.js';
-import type { ExecuteCall, ExecuteOutcome, SocketCall, SocketInput, WireResult } from './wire-format.js';
+import type { ExecuteCall, ExecuteOutcome, OnResult, SocketCall, SocketInput, WireResult } from './wire-format.js';
 import { SocketInbox } from './socket-inbox.js';
 import { SocketSession } from './socket-session.js';
 import { reviveBuffers } from './wire-format.js';
@@ -55,8 +55,11 @@ export class ModelHost {
     if (this.definition.hooks.finalize) await this.instance.finalize?.();
   }
 
-  /** Runs one batch; per-request errors come back as error results, a thrown error fails the batch. */
-  async execute(call: ExecuteCall): Promise<ExecuteOutcome> {
+  /**
+   * Runs one batch; per-request errors come back as error results, a thrown error fails the batch.
+   * An unbatched call's requests run one after another, each reported to `onResult` as it ends.
+   */
+  async execute(call: ExecuteCall, onResult?: OnResult): Promise<ExecuteOutcome> {
     const endpoint = this.endpoints.get(call.methodName);
     if (!endpoint) throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, call.methodName, 'no such endpoint method');
     const method = this.instance[call.methodName] as (...args: unknown[]) => unknown;
@@ -70,11 +73,15 @@ export class ModelHost {
     } else {
       results = [];
       for (let i = 0; i < inputs.length; i++) {
+        const startMs = now();
+        let result: WireResult;
         try {
-          results.push(this.toResult(endpoint, await method.call(this.instance, inputs[i], infos[i])));
+          result = this.toResult(endpoint, await method.call(this.instance, inputs[i], infos[i]));
         } catch (err) {
-          results.push({ ok: false, error: serializeError(err) });
+          result = { ok: false, error: serializeError(err) };
         }
+        results.push(result);
+        onResult?.(i, { results: [result], computeStartMs: startMs, computeEndMs: now() });
       }
     }
     return { results, computeStartMs, computeEndMs: now() };

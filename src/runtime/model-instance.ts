@@ -1,6 +1,6 @@
 import type { StreamChannel } from './stream-channel.js';
 import type { SocketLink } from './socket-link.js';
-import type { ExecuteCall, ExecuteOutcome, SocketCall } from './wire-format.js';
+import type { ExecuteCall, ExecuteOutcome, OnResult, SocketCall } from './wire-format.js';
 
 /** One running copy of a model: a worker thread, or the HTTP thread for inline models. */
 export interface ModelInstance {
@@ -9,7 +9,8 @@ export interface ModelInstance {
   readonly queueable?: boolean;
   /** Constructs the class and runs `initialize`; rejects with SF_ERR_INITIALIZE_FAILED. */
   start(): Promise<void>;
-  execute(call: ExecuteCall): Promise<ExecuteOutcome>;
+  /** Runs one call; an unbatched call also reports each request's outcome to `onResult` as it ends. */
+  execute(call: ExecuteCall, onResult?: OnResult): Promise<ExecuteOutcome>;
   /** Runs a streaming endpoint's method for the one request in `call`. */
   openStream(call: ExecuteCall, credit: number): StreamChannel;
   /** Starts a @WebSocketEndpoint method's session for one connection. */

@@ -10,7 +10,7 @@ import type { InstanceFactory, ModelInstance } from './model-instance.js';
 import type { SocketLink } from './socket-link.js';
 import type { StreamChannel } from './stream-channel.js';
 import { DEFAULT_STREAM_CREDIT } from './stream-credit.js';
-import type { WireRequest } from './wire-format.js';
+import type { WireRequest, WireResult } from './wire-format.js';
 
 interface Queued extends RequestClock {
   readonly wire: WireRequest;
@@ -49,6 +49,11 @@ export class ModelRuntime {
         onIdle: () => this.wakeBatchers(),
         onStandby: () => this.wakeBatchers(),
         onRestart: (index) => options.recorder.instanceRestarted(definition.name, definition.version, index),
+        onHeldDown: () => {
+          if (this.pool.available) return;
+          const error = this.pool.unavailableError();
+          for (const batcher of this.batcherList) batcher.rejectQueued(error);
+        },
         onLog: options.log,
       },
       options.restartPolicy,
@@ -60,7 +65,7 @@ export class ModelRuntime {
           idleInstances: () => this.pool.idleCount,
           // A stream holds its instance until it ends, so nothing may queue behind one.
           standbyInstances: endpoint.stream ? undefined : () => this.pool.standbyCount,
-          execute: (batch) => this.execute(endpoint, batch),
+          execute: (batch, answer) => this.execute(endpoint, batch, answer),
         }),
       );
     }
@@ -80,7 +85,12 @@ export class ModelRuntime {
     const batcher = this.batchers.get(methodName)!;
     const { name, version } = this.definition;
     const queued: Queued = { wire, submittedMs: now() };
-    return recordRequest(this.options.recorder, name, version, queued, (q) => batcher.submit(q, options));
+    return recordRequest(this.options.recorder, name, version, queued, (q) => (this.pool.available ? batcher.submit(q, options) : Promise.reject(this.pool.unavailableError())));
+  }
+
+  /** False while every instance is down past its restart limit (see InstancePool.available). */
+  get available(): boolean {
+    return this.pool.available;
   }
 
   /**
@@ -95,7 +105,7 @@ export class ModelRuntime {
     for (const instance of this.pool.running()) {
       if (!chosen || load(instance) < load(chosen)) chosen = instance;
     }
-    if (!chosen) throw createError('SF_ERR_MODEL_NOT_READY', name, version);
+    if (!chosen) throw this.pool.available ? createError('SF_ERR_MODEL_NOT_READY', name, version) : this.pool.unavailableError();
     const link = chosen.openSocket({ methodName, context: { ...context, instanceIndex: chosen.index } }, DEFAULT_STREAM_CREDIT);
     const open = this.sessionsOn(chosen);
     open.add(link);
@@ -156,7 +166,7 @@ export class ModelRuntime {
     return total + this.openStreams.size;
   }
 
-  private async execute(endpoint: EndpointDefinition, batch: readonly BatchEntry<Queued>[]): Promise<unknown[]> {
+  private async execute(endpoint: EndpointDefinition, batch: readonly BatchEntry<Queued>[], answer: (index: number, result: unknown) => void): Promise<unknown[]> {
     if (endpoint.stream) return this.executeStream(endpoint, batch[0]);
     const { name, version } = this.definition;
     const { recorder } = this.options;
@@ -164,27 +174,29 @@ export class ModelRuntime {
     const sent = now();
     for (const entry of batch) entry.payload.dispatchedMs = sent;
     recorder.pendingChanged(name, version, -batch.length);
+    const call = { methodName: endpoint.methodName, batched: endpoint.batch !== undefined, requests: batch.map((e) => e.payload.wire) };
     try {
-      const outcome = await instance.execute({
-        methodName: endpoint.methodName,
-        batched: endpoint.batch !== undefined,
-        requests: batch.map((e) => e.payload.wire),
-      });
+      if (!endpoint.batch) {
+        // A dispatch group of an unbatched endpoint is one model call per request, run in turn:
+        // each is counted and answered when it ends, and its wait behind the earlier ones is queue time.
+        const outcome = await instance.execute(call, (index, each) => {
+          const queued = batch[index].payload;
+          queued.dispatchedMs = index === 0 ? batchStartMs(sent, each, queuedBehind) : Math.max(sent, each.computeStartMs);
+          queued.timings = executionTimings(each, queued.dispatchedMs, now());
+          recorder.batchExecuted(name, version, 1, queued.timings);
+          answer(index, resultValue(each.results[0]));
+        });
+        return outcome.results.map(resultValue);
+      }
+      const outcome = await instance.execute(call);
       const started = batchStartMs(sent, outcome, queuedBehind);
       const timings = executionTimings(outcome, started, now());
       for (const entry of batch) {
         entry.payload.dispatchedMs = started;
         entry.payload.timings = timings;
       }
-      if (endpoint.batch) {
-        recorder.batchExecuted(name, version, batch.length, timings);
-      } else {
-        // A dispatch group of an unbatched endpoint is one model call per request; count it so.
-        const share = (us: number): number => Math.round(us / batch.length);
-        const each = { computeInputUs: share(timings.computeInputUs), computeInferUs: share(timings.computeInferUs), computeOutputUs: share(timings.computeOutputUs) };
-        for (let i = 0; i < batch.length; i++) recorder.batchExecuted(name, version, 1, each);
-      }
-      return outcome.results.map((r) => (r.ok ? r.value : deserializeError(r.error)));
+      recorder.batchExecuted(name, version, batch.length, timings);
+      return outcome.results.map(resultValue);
     } finally {
       this.pool.release(instance);
     }
@@ -220,6 +232,8 @@ export class ModelRuntime {
     for (let i = 0; i < list.length && this.pool.idleCount + this.pool.standbyCount > 0; i++) list[(start + i) % list.length].notifyIdle();
   }
 }
+
+const resultValue = (result: WireResult): unknown => (result.ok ? result.value : deserializeError(result.error));
 
 /** How long drain waits for cancelled streams to acknowledge before it gives up on them. */
 const CANCEL_GRACE_MS = 1000;

@@ -14,7 +14,7 @@ export function toUs(ms: number): number {
 export function failureReason(err: unknown, dispatched: boolean): FailureReason {
   const code = err instanceof ServeFnError ? err.code : undefined;
   if (code === 'SF_ERR_CANCELLED') return 'CANCELED';
-  if (code === 'SF_ERR_QUEUE_FULL' || code === 'SF_ERR_TIMEOUT' || code === 'SF_ERR_DRAINING') return 'REJECTED';
+  if (code === 'SF_ERR_QUEUE_FULL' || code === 'SF_ERR_TIMEOUT' || code === 'SF_ERR_DRAINING' || code === 'SF_ERR_MODEL_UNAVAILABLE') return 'REJECTED';
   return dispatched ? 'BACKEND' : 'OTHER';
 }
 

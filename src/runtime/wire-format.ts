@@ -45,6 +45,12 @@ export interface ExecuteOutcome {
 }
 
 /**
+ * Hears one request of an unbatched call the moment it ends: `outcome` holds its one result and its
+ * own compute times, so it is answered then rather than when the call's last request ends.
+ */
+export type OnResult = (index: number, outcome: ExecuteOutcome) => void;
+
+/**
  * Buffers to hand over instead of copying. A buffer is only transferable when the view covers it
  * whole: Node's pooled small Buffers share one ArrayBuffer, and transferring it would detach others.
  */

@@ -30,12 +30,14 @@ function send(message: FromWorker, transfer: ArrayBuffer[] = []): void {
   port.postMessage(message, transfer);
 }
 
-function sendOutcome(id: number, outcome: ExecuteOutcome): void {
+/** Sends a call's outcome, or with `index` one unbatched request's; a result that cannot be cloned fails what it was part of. */
+function sendOutcome(id: number, outcome: ExecuteOutcome, index?: number): void {
   try {
-    send({ type: 'outcome', id, outcome }, collectTransferables(outcome.results));
+    send(index === undefined ? { type: 'outcome', id, outcome } : { type: 'result', id, index, outcome }, collectTransferables(outcome.results));
   } catch (err) {
     const method = `${data.context.modelName} endpoint method`;
-    send({ type: 'failed', id, error: serializeError(createError('SF_ERR_RESPONSE_NOT_SERIALIZABLE', method, (err as Error).message)) });
+    const error = serializeError(createError('SF_ERR_RESPONSE_NOT_SERIALIZABLE', method, (err as Error).message));
+    send(index === undefined ? { type: 'failed', id, error } : { type: 'result', id, index, outcome: { ...outcome, results: [{ ok: false, error }] } });
   }
 }
 
@@ -95,8 +97,10 @@ let lastCall: Promise<unknown> = Promise.resolve();
 function execute(message: Extract<ToWorker, { type: 'execute' }>): void {
   lastCall = lastCall.then(() => {
     const takenMs = now();
-    return host!.execute(message.call).then(
-      (outcome) => sendOutcome(message.id, { ...outcome, takenMs }),
+    // An unbatched call's results went out one by one, their buffers with them.
+    const onResult = message.call.batched ? undefined : (index: number, each: ExecuteOutcome) => sendOutcome(message.id, { ...each, takenMs }, index);
+    return host!.execute(message.call, onResult).then(
+      (outcome) => sendOutcome(message.id, { ...outcome, takenMs, results: onResult ? [] : outcome.results }),
       (err: unknown) => send({ type: 'failed', id: message.id, error: serializeError(err) }),
     );
   });

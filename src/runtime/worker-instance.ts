@@ -11,7 +11,7 @@ import { StreamChannel } from './stream-channel.js';
 import type { StreamControl } from './stream-event.js';
 import { instanceNiceness } from './thread-priority.js';
 import type { FromWorker, ToWorker, WorkerBootData } from './worker-messages.js';
-import { collectTransferables, reviveBuffers, type ExecuteCall, type ExecuteOutcome, type SocketCall } from './wire-format.js';
+import { collectTransferables, reviveBuffers, type ExecuteCall, type ExecuteOutcome, type OnResult, type SocketCall, type WireResult } from './wire-format.js';
 
 const BOOTSTRAP_URL = new URL('../../loader/worker-bootstrap.mjs', import.meta.url);
 const WORKER_ENTRY_URL = new URL(`./worker-entry${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
@@ -20,6 +20,9 @@ const requireHere = createRequire(import.meta.url);
 interface Pending {
   resolve(outcome: ExecuteOutcome): void;
   reject(err: Error): void;
+  /** An unbatched call's results, gathered from its 'result' messages. */
+  readonly results?: WireResult[];
+  readonly onResult?: OnResult;
 }
 
 /** A model instance in its own worker thread, so model code never blocks the HTTP thread. */
@@ -81,12 +84,12 @@ export class WorkerInstance implements ModelInstance {
     });
   }
 
-  execute(call: ExecuteCall): Promise<ExecuteOutcome> {
+  execute(call: ExecuteCall, onResult?: OnResult): Promise<ExecuteOutcome> {
     const worker = this.worker;
     if (!worker) return Promise.reject(createError('SF_ERR_INSTANCE_CRASHED', this.context.modelName, this.index, 'not running'));
     const id = this.nextId++;
     return new Promise<ExecuteOutcome>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
+      this.pending.set(id, call.batched ? { resolve, reject } : { resolve, reject, results: [], onResult });
       const message: ToWorker = { type: 'execute', id, call };
       try {
         worker.postMessage(message, collectTransferables(call.requests));
@@ -187,13 +190,18 @@ export class WorkerInstance implements ModelInstance {
       this.streams.get(message.id)?.push(event.kind === 'chunk' ? { kind: 'chunk', value: reviveBuffers(event.value) } : event);
       return;
     }
-    if (message.type !== 'outcome' && message.type !== 'failed') return;
+    if (message.type !== 'outcome' && message.type !== 'failed' && message.type !== 'result') return;
     const pending = this.pending.get(message.id);
     if (!pending) return;
+    if (message.type === 'result') {
+      const outcome = { ...message.outcome, results: message.outcome.results.map(revived) };
+      pending.results![message.index] = outcome.results[0];
+      pending.onResult?.(message.index, outcome);
+      return;
+    }
     this.pending.delete(message.id);
     if (message.type === 'outcome') {
-      const results = message.outcome.results.map((r) => (r.ok ? { ok: true as const, value: reviveBuffers(r.value) } : r));
-      pending.resolve({ ...message.outcome, results });
+      pending.resolve({ ...message.outcome, results: pending.results ?? message.outcome.results.map(revived) });
     } else {
       pending.reject(deserializeError(message.error));
     }
@@ -229,4 +237,8 @@ export class WorkerInstance implements ModelInstance {
     for (const channel of this.streams.values()) channel.fail(error);
     this.events.onCrash(this, reason);
   }
+}
+
+function revived(result: WireResult): WireResult {
+  return result.ok ? { ok: true, value: reviveBuffers(result.value) } : result;
 }

@@ -34,7 +34,10 @@ export type ToWorker =
 export type FromWorker =
   | { readonly type: 'ready' }
   | { readonly type: 'init-failed'; readonly error: SerializedError }
+  /** The end of a call; an unbatched call's results came one by one before it ('result'), so it carries none. */
   | { readonly type: 'outcome'; readonly id: number; readonly outcome: ExecuteOutcome }
+  /** One request of an unbatched call ended: `outcome` holds its result alone (see OnResult). */
+  | { readonly type: 'result'; readonly id: number; readonly index: number; readonly outcome: ExecuteOutcome }
   | { readonly type: 'failed'; readonly id: number; readonly error: SerializedError }
   | { readonly type: 'stream'; readonly id: number; readonly event: StreamEvent }
   /** The session's method took one more client message. */

@@ -64,7 +64,7 @@ export type RepositoryServeOptions = Pick<FolderModelRepositoryOptions, 'root' |
  * every instance before any route exists; `close()` drains, then finalises.
  */
 export class ServeFnServer {
-  readonly state = new ServerState();
+  readonly state = new ServerState(() => this.unavailableModel());
   readonly recorder: InferenceRecorder;
   readonly app: FastifyInstance;
   readonly definitions: readonly ModelDefinition[];
@@ -129,7 +129,7 @@ export class ServeFnServer {
       this.grpc = await startGrpcServer({
         ...SERVER_IDENTITY,
         repository: this.protocolRepository,
-        ready: () => this.state.ready,
+        ready: () => this.state.notReadyReason() === undefined,
         port: this.options.grpc.port,
         host: this.options.grpc.host ?? host,
         maxMessageBytes: this.bodyLimit,
@@ -146,11 +146,17 @@ export class ServeFnServer {
   }
 
   /**
-   * Readiness turns 503 at once; in-flight requests finish; then every instance is finalised.
-   * Streamed responses and WebSocket sessions still open after `streamTimeoutMs` are cancelled.
+   * Readiness turns 503 at once; requests are still served for `shutdownDelayMs` (what a Kubernetes
+   * preStop sleep gives load balancers to stop routing here), then new ones get 503 SF_ERR_DRAINING,
+   * in-flight ones finish, and every instance is finalised. From the first moment, answers carry
+   * `Connection: close`, so keep-alive clients reconnect elsewhere instead of finding their socket
+   * closed under them. Streamed responses and WebSocket sessions still open `streamTimeoutMs` after
+   * the drain began are cancelled.
    */
-  async close(options: { readonly streamTimeoutMs?: number } = {}): Promise<void> {
-    if (this.state.phase === 'draining' || this.state.phase === 'stopped') return;
+  async close(options: { readonly streamTimeoutMs?: number; readonly shutdownDelayMs?: number } = {}): Promise<void> {
+    if (this.state.phase === 'terminating' || this.state.phase === 'draining' || this.state.phase === 'stopped') return;
+    this.state.set('terminating');
+    if (options.shutdownDelayMs) await new Promise((resolve) => setTimeout(resolve, options.shutdownDelayMs));
     this.state.set('draining');
     const deadline = options.streamTimeoutMs === undefined ? undefined : Date.now() + options.streamTimeoutMs;
     await Promise.all(this.runtimes.map((r) => r.drain(options.streamTimeoutMs)));
@@ -184,6 +190,11 @@ export class ServeFnServer {
 
   private async buildRoutes(): Promise<void> {
     const app = this.app;
+    // Node closes the socket after an answer that says so: a keep-alive client then opens a new
+    // connection (to another replica) for its next request, rather than racing the socket's close.
+    app.addHook('onRequest', async (_request, reply) => {
+      if (this.state.phase === 'terminating' || this.state.phase === 'draining') reply.header('connection', 'close');
+    });
     installErrorHandling(app, this.bodyLimit);
     await securityPlugin(app, this.options.security ?? {});
     await app.register(multipart, { limits: { fileSize: this.bodyLimit, fieldSize: this.bodyLimit } });
@@ -202,10 +213,21 @@ export class ServeFnServer {
       ...SERVER_IDENTITY,
       repository: this.protocolRepository,
       recorder: this.recorder,
-      ready: () => this.state.ready,
+      ready: () => this.state.notReadyReason() === undefined,
       bodyLimit: this.bodyLimit,
     });
     await app.ready();
+  }
+
+  /**
+   * A model that cannot serve now, for readiness: a decorated model with every instance past its
+   * restart limit, or a loaded repository version that is not ready (Triton's strict readiness).
+   */
+  private unavailableModel(): string | undefined {
+    const lost = this.runtimes.find((r) => !r.available);
+    if (lost) return `model '${lost.definition.name}' version ${lost.definition.version} has no running instance`;
+    const down = this.repository?.models().find((m) => !m.ready());
+    return down && `model '${down.info.name}' version ${down.info.version} is not ready`;
   }
 
   private factoryFor(def: ModelDefinition): InstanceFactory {

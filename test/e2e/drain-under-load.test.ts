@@ -50,4 +50,16 @@ describe('serve-fn start under load, then SIGTERM', () => {
     const finalized = readFileSync(marker, 'utf8').split('\n').filter((l) => l.startsWith('finalize')).sort();
     expect(finalized).toEqual(['finalize 0', 'finalize 1']);
   }, 30_000);
+
+  it('with SERVE_FN_SHUTDOWN_DELAY_MS keeps serving after SIGTERM, readiness 503, then exits 0', async () => {
+    const cli = await startCli(['start', 'test/fixtures/cli/slow-model.ts', '--host', '127.0.0.1'], { SERVE_FN_SHUTDOWN_DELAY_MS: '3000' });
+    await cli.waitForOutput(/serve-fn ready/);
+    cli.proc.kill('SIGTERM');
+    await cli.waitForOutput(/SIGTERM: readiness off, draining in 3000 ms/);
+    const ready = await fetch(`${cli.base}/health/ready`);
+    expect([ready.status, await ready.json()]).toEqual([503, { error: 'Server is not ready: terminating.', code: 'SF_ERR_NOT_READY' }]);
+    const served = await Promise.all(Array.from({ length: 8 }, () => fetch(`${cli.base}/sleep`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"ms":10}' })));
+    expect(served.map((r) => [r.status, r.headers.get('connection')])).toEqual(served.map(() => [200, 'close']));
+    expect(await cli.waitForExit()).toBe(0);
+  }, 30_000);
 });

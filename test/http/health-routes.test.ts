@@ -81,6 +81,20 @@ describe('/health/ready', () => {
     expect(await get(server, '/health/ready')).toEqual({ status: 200, body: { status: 'ready' } });
   });
 
+  it('answers 503 during the shutdown delay while requests are still served, then drains', async () => {
+    const server = newServer();
+    initGate.open();
+    runGate.open();
+    await server.start();
+    const closing = server.close({ shutdownDelayMs: 1_000 });
+    expect(await get(server, '/health/ready')).toEqual({ status: 503, body: notReady('terminating') });
+    const served = await server.app.inject({ method: 'POST', url: '/run' });
+    expect([served.statusCode, served.body, served.headers.connection]).toEqual([200, 'done', 'close']);
+    expect(server.state.phase).toBe('terminating');
+    await closing;
+    expect(server.state.phase).toBe('stopped');
+  });
+
   it('answers 503 while draining, as soon as close() is called and before in-flight requests finish', async () => {
     const server = newServer();
     initGate.open();

@@ -163,6 +163,19 @@ describe('a model on two worker-thread instances', () => {
     expect((await inputUs()) - inputBefore).toBeLessThan(4 * 100_000);
   });
 
+  it('answers each request of an unbatched group sent to one instance as it ends, not when the last one does', async () => {
+    const holds = [busy(1_500, 'hold-group-1'), busy(1_500, 'hold-group-2')];
+    await expect.poll(journalLines, { timeout: 5_000, interval: 10 }).toEqual(expect.arrayContaining(['busy hold-group-1', 'busy hold-group-2']));
+    const answers = [0, 1, 2].map(() => busy(300).then((result) => ({ ...result, answeredMs: now() })));
+    // All three wait while both instances are busy, so the first instance to free up takes them together.
+    await expect.poll(() => metric('nv_inference_pending_request_count{model="busy"'), { timeout: 1_000, interval: 10 }).toBe(3);
+    const group = (await Promise.all(answers)).sort((a, b) => a.startMs - b.startMs);
+    await Promise.all(holds);
+    expect(new Set(group.map((r) => r.instance)).size).toBe(1);
+    expect(group[0].answeredMs).toBeLessThan(group[1].endMs);
+    expect(group[1].answeredMs).toBeLessThan(group[2].endMs);
+  });
+
   it('never runs a request whose client disconnected while it waited in the queue', async () => {
     const holds = [busy(1_500, 'hold-1'), busy(1_500, 'hold-2')];
     await expect.poll(journalLines, { timeout: 5_000, interval: 10 }).toEqual(expect.arrayContaining(['busy hold-1', 'busy hold-2']));

@@ -14,6 +14,8 @@ interface SentBatch {
   readonly entries: readonly BatchEntry<string>[];
   readonly resolve: (results: unknown) => void;
   readonly reject: (error: unknown) => void;
+  /** Settles one entry before the batch ends (BatcherHooks.execute's `answer`). */
+  readonly answer: (index: number, result: string | Error) => void;
 }
 
 interface Tracked {
@@ -29,10 +31,10 @@ function setup(input: BatchPolicyInput, idle = 1) {
   const log: string[] = [];
   const hooks: BatcherHooks<string, string> = {
     idleInstances: () => state.idle,
-    execute: (entries) => {
+    execute: (entries, answer) => {
       state.idle--;
       return new Promise<ReadonlyArray<string | Error>>((resolve, reject) => {
-        batches.push({ atUs: clock.now(), payloads: entries.map((e) => e.payload), entries, resolve: resolve as (results: unknown) => void, reject });
+        batches.push({ atUs: clock.now(), payloads: entries.map((e) => e.payload), entries, resolve: resolve as (results: unknown) => void, reject, answer });
       });
     },
   };
@@ -720,6 +722,33 @@ describe('DynamicBatcher: results', () => {
     expect(h.batcher.inflightCount).toBe(0);
   });
 
+  it('settles a request answered before its batch ended at once, and ignores its place in the batch result', async () => {
+    const h = setup(UNBATCHED_POLICY, 0);
+    const tracked = submitAll(h, ['a', 'b', 'c']);
+    await h.free();
+    h.batches[0].answer(0, 'A');
+    h.batches[0].answer(1, new Error('b failed'));
+    h.batches[0].answer(1, 'again');
+    await settle();
+    expect(h.log).toEqual(['a:ok', 'b:err']);
+    expect(h.batcher.inflightCount).toBe(1);
+    await h.complete(0, ['ignored', 'ignored', 'C']);
+    expect(tracked.map((t) => t.value ?? (t.error as Error).message)).toEqual(['A', 'b failed', 'C']);
+    expect(h.batcher.inflightCount).toBe(0);
+  });
+
+  it('with preserveOrdering holds an early answer until earlier requests have settled', async () => {
+    const h = setup({ maxBatchSize: 2, preserveOrdering: true }, 0);
+    submitAll(h, ['a', 'b']);
+    await h.free();
+    h.batches[0].answer(1, 'B');
+    await settle();
+    expect(h.log).toEqual([]);
+    h.batches[0].answer(0, 'A');
+    await settle();
+    expect(h.log).toEqual(['a:ok', 'b:ok']);
+  });
+
   it('with preserveOrdering delivers in arrival order even when a later, higher-priority request ran first', async () => {
     const h = setup({ maxBatchSize: 1, preserveOrdering: true, priorityLevels: 2, defaultPriorityLevel: 2 }, 0);
     h.submit('x');
@@ -782,6 +811,19 @@ describe('DynamicBatcher: drain', () => {
     expect(drained).toBe(false);
     await h.complete(1);
     expect(drained).toBe(true);
+  });
+
+  it('rejectQueued fails every queued request with the error given, leaves dispatched ones running, and lets drain end', async () => {
+    const h = setup({ maxBatchSize: 1, maxQueueDelayUs: 1000, preserveOrdering: true });
+    const [running, ...queued] = submitAll(h, ['a', 'b', 'c']);
+    const drain = h.batcher.drain();
+    h.batcher.rejectQueued(new ServeFnError('SF_ERR_MODEL_UNAVAILABLE', 'no instance'));
+    await settle();
+    for (const t of queued) expectError(t, 'SF_ERR_MODEL_UNAVAILABLE', 503);
+    expect([running.status, h.batcher.pendingCount, h.batcher.inflightCount]).toEqual(['pending', 0, 1]);
+    await h.complete(0);
+    expect(running.status).toBe('resolved');
+    await expect(drain).resolves.toBeUndefined();
   });
 
   it('resolves at once when nothing is queued or running', async () => {

@@ -61,17 +61,19 @@ interface Harness {
   idle: number;
   standby: number;
   restarts: number[];
+  heldDown: string[];
   logs: string[];
   /** The latest instance created for `index`. */
   latest(index: number): FakeInstance;
 }
 
 function harness(policy?: RestartPolicy): Harness {
-  const h = { created: [] as FakeInstance[], idle: 0, standby: 0, restarts: [] as number[], logs: [] as string[] } as Harness;
+  const h = { created: [] as FakeInstance[], idle: 0, standby: 0, restarts: [] as number[], heldDown: [] as string[], logs: [] as string[] } as Harness;
   const events: PoolEvents = {
     onIdle: () => h.idle++,
     onStandby: () => h.standby++,
     onRestart: (index) => h.restarts.push(index),
+    onHeldDown: (index, error) => h.heldDown.push(`${index}: ${error.code}`),
     onLog: (level, message) => h.logs.push(`${level}: ${message}`),
   };
   h.pool = new InstancePool(
@@ -248,6 +250,33 @@ describe('InstancePool restart rate limit', () => {
     h.latest(0).started();
     await settle();
     expect(h.pool.idleCount).toBe(3);
+  });
+
+  it('stays available while one instance is up, and turns unavailable only once every instance is held down', async () => {
+    const h = harness({ maxRestarts: 0, windowMs: 10_000 });
+    await started(h);
+    h.latest(0).crash();
+    vi.advanceTimersByTime(2_000);
+    h.latest(1).crash();
+    expect(h.heldDown).toEqual(['0: SF_ERR_INSTANCE_RESTART_LIMIT', '1: SF_ERR_INSTANCE_RESTART_LIMIT']);
+    expect(h.pool.available).toBe(true);
+    expect(h.pool.acquire().index).toBe(2);
+
+    vi.advanceTimersByTime(1_000);
+    h.latest(2).crash();
+    expect(h.pool.available).toBe(false);
+    const error = h.pool.unavailableError();
+    expect(error.code).toBe('SF_ERR_MODEL_UNAVAILABLE');
+    expect(error.statusCode).toBe(503);
+    // Instance 0 went down first, at 1_000_000, so its restart is the next one.
+    expect(error.message).toBe("Model 'pooled' has no running instance: every instance crashed past its restart limit. The next restart is in 7000 ms.");
+
+    vi.advanceTimersByTime(7_000);
+    expect(h.restarts).toEqual([0]);
+    expect(h.pool.available).toBe(true);
+    h.latest(0).started();
+    await settle();
+    expect(h.pool.idleCount).toBe(1);
   });
 
   it('forgets crashes older than the window', async () => {

@@ -6,6 +6,7 @@ import { SequenceModelRuntime } from '../../src/inference/sequence-model-runtime
 import type { TensorWireRequest } from '../../src/inference/tensor-model-plan.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import type { Clock } from '../../src/runtime/clock.js';
+import type { RestartPolicy } from '../../src/runtime/instance-pool.js';
 import type { InstanceEvents, ModelInstance } from '../../src/runtime/model-instance.js';
 import type { ExecuteCall, ExecuteOutcome } from '../../src/runtime/wire-format.js';
 import { settle } from '../helpers/settle.js';
@@ -53,13 +54,14 @@ class ManualInstances {
 /** A clock whose time never moves: these tests do not reach the idle limit. */
 const stillClock: Clock = { now: () => 0, setTimer: () => undefined, clearTimer: () => undefined };
 
-function setup(options: { instances?: number; maxBatchSize?: number; controls?: SequenceControlInput[] } = {}) {
+function setup(options: { instances?: number; maxBatchSize?: number; controls?: SequenceControlInput[]; restartPolicy?: RestartPolicy } = {}) {
   const instances = new ManualInstances();
   const recorder = new InferenceRecorder({ collectProcessMetrics: false });
   const logs: string[] = [];
   const runtime = new SequenceModelRuntime({
     name: 'acc', version: '1', instanceCount: options.instances ?? 2, maxBatchSize: options.maxBatchSize ?? 0, idleUs: 1_000_000,
     controls: options.controls ?? [], factory: instances.factory, recorder, log: (level, message) => logs.push(`${level}: ${message}`), clock: stillClock,
+    restartPolicy: options.restartPolicy,
   });
   return { instances, recorder, runtime, logs };
 }
@@ -201,6 +203,26 @@ describe('SequenceModelRuntime', () => {
     expect(runtime.liveSequences).toEqual([1, 0]);
     expect(logs).toContain("warn: model 'acc' instance 1 stopped: its 1 live sequence(s) lost their state and must START again");
     expect((await failure(runtime.submit(request('b2', seq(2))))).code).toBe('SF_ERR_SEQUENCE_NOT_STARTED');
+  });
+
+  it('fails the requests waiting for an instance past its restart limit, starts sequences elsewhere, and refuses all once none is left', async () => {
+    const { instances, runtime } = setup({ restartPolicy: { maxRestarts: 0, windowMs: 60_000 } });
+    await runtime.start();
+    void runtime.submit(request('a1', seq(1, 'start')));
+    const waiting = runtime.submit(request('a2', seq(1)));
+    instances.events.get(0)!.onCrash(instances.made.get(0)!, 'test crash');
+    const held = await failure(waiting);
+    expect([held.code, held.statusCode]).toEqual(['SF_ERR_INSTANCE_RESTART_LIMIT', 503]);
+
+    expect(runtime.available).toBe(true);
+    const other = runtime.submit(request('b1', seq(2, 'start')));
+    expect(instances.trace.at(-1)).toBe('1: b1');
+    await instances.finish();
+    await other;
+
+    instances.events.get(1)!.onCrash(instances.made.get(1)!, 'test crash');
+    expect(runtime.available).toBe(false);
+    expect((await failure(runtime.submit(request('c1', seq(3, 'start'))))).code).toBe('SF_ERR_MODEL_UNAVAILABLE');
   });
 
   it('drains running requests, then refuses new ones', async () => {

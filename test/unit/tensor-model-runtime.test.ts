@@ -4,7 +4,8 @@ import type { TensorWireRequest } from '../../src/inference/tensor-model-plan.js
 import { TensorModelRuntime } from '../../src/inference/tensor-model-runtime.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { normalizeBatchPolicy } from '../../src/runtime/batch-policy.js';
-import type { ModelInstance } from '../../src/runtime/model-instance.js';
+import type { RestartPolicy } from '../../src/runtime/instance-pool.js';
+import type { InstanceEvents, ModelInstance } from '../../src/runtime/model-instance.js';
 import type { ExecuteCall, ExecuteOutcome } from '../../src/runtime/wire-format.js';
 import { createError, type ServeFnError } from '../../src/errors/index.js';
 import { settle } from '../helpers/settle.js';
@@ -15,23 +16,29 @@ class ManualInstances {
   readonly calls: { instance: number; ids: (string | undefined)[] }[] = [];
   private readonly waiting: (() => void)[] = [];
   failIds = new Set<string>();
+  /** Reports the death of instance `index`, as its worker thread would. */
+  readonly crash = new Map<number, () => void>();
 
-  factory = (index: number): ModelInstance => ({
-    ...noStreams,
-    index,
-    start: async () => undefined,
-    stop: async () => undefined,
-    execute: (call: ExecuteCall) => {
-      const requests = call.requests.map((r) => r.payload as TensorWireRequest);
-      this.calls.push({ instance: index, ids: requests.map((r) => r.id) });
-      return new Promise<ExecuteOutcome>((resolve, reject) => {
-        this.waiting.push(() => {
-          if (requests.some((r) => this.failIds.has(r.id!))) reject(createError('SF_ERR_BACKEND_RUN_FAILED', 'onnxruntime', 'm', 'boom'));
-          else resolve({ results: requests.map((r) => ({ ok: true, value: { outputs: [], parameters: { id: r.id } } })), computeStartMs: 1, computeEndMs: 2 });
+  factory = (index: number, events: InstanceEvents): ModelInstance => {
+    const instance: ModelInstance = {
+      ...noStreams,
+      index,
+      start: async () => undefined,
+      stop: async () => undefined,
+      execute: (call: ExecuteCall) => {
+        const requests = call.requests.map((r) => r.payload as TensorWireRequest);
+        this.calls.push({ instance: index, ids: requests.map((r) => r.id) });
+        return new Promise<ExecuteOutcome>((resolve, reject) => {
+          this.waiting.push(() => {
+            if (requests.some((r) => this.failIds.has(r.id!))) reject(createError('SF_ERR_BACKEND_RUN_FAILED', 'onnxruntime', 'm', 'boom'));
+            else resolve({ results: requests.map((r) => ({ ok: true, value: { outputs: [], parameters: { id: r.id } } })), computeStartMs: 1, computeEndMs: 2 });
+          });
         });
-      });
-    },
-  });
+      },
+    };
+    this.crash.set(index, () => events.onCrash(instance, 'test crash'));
+    return instance;
+  };
 
   /** Lets every waiting execution finish, then waits for the runtime to react. */
   async release(): Promise<void> {
@@ -40,11 +47,11 @@ class ManualInstances {
   }
 }
 
-function runtime(instances: ManualInstances, count = 1) {
+function runtime(instances: ManualInstances, count = 1, restartPolicy?: RestartPolicy) {
   const recorder = new InferenceRecorder({ collectProcessMetrics: false });
   const rt = new TensorModelRuntime({
     name: 'm', version: '1', instanceCount: count, policy: normalizeBatchPolicy({ maxBatchSize: 8 }, 'm'), maxRows: 4,
-    factory: instances.factory, recorder, log: () => undefined,
+    factory: instances.factory, recorder, log: () => undefined, restartPolicy,
   });
   return { rt, recorder };
 }
@@ -72,6 +79,20 @@ describe('TensorModelRuntime', () => {
     expect(stats.execution_count).toBe(4);
     expect(stats.inference_count).toBe(1 + 4 + 2 + 1);
     expect(stats.inference_stats.success.count).toBe(5);
+  });
+
+  it('fails queued requests and decoupled ones waiting for an instance once the last instance is past its restart limit', async () => {
+    const instances = new ManualInstances();
+    const { rt } = runtime(instances, 1, { maxRestarts: 0, windowMs: 60_000 });
+    await rt.start();
+    void rt.submit(request('running', 'a'));
+    const queued = rt.submit(request('queued', 'a'));
+    const stream = rt.openStream(request('stream', 'a'), 1);
+    await settle();
+    instances.crash.get(0)!();
+    for (const pending of [queued, stream]) await expect(pending).rejects.toMatchObject({ code: 'SF_ERR_MODEL_UNAVAILABLE', statusCode: 503 });
+    expect(rt.available).toBe(false);
+    await expect(rt.submit(request('late', 'a'))).rejects.toMatchObject({ code: 'SF_ERR_MODEL_UNAVAILABLE' });
   });
 
   it('fails only the requests of an execution that failed', async () => {
