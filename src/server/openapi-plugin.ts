@@ -1,7 +1,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
-import type { EndpointDefinition } from '../definition/model-definition.js';
+import type { EndpointDefinition, ModelDefinition } from '../definition/model-definition.js';
 import { ERROR_CATALOGUE } from '../errors/index.js';
 import type { DtoClass } from '../metadata/records.js';
 import { buildDtoSchemas, type JsonSchema } from '../validation/dto-schema.js';
@@ -14,9 +14,13 @@ export interface OpenApiOptions {
   readonly description?: string;
 }
 
-/** JSON Schemas of the DTOs, with refs rewritten to fastify's shared-schema form (`Name#`). */
-export function collectDtoSchemas(): DtoSchemas {
-  const raw = buildDtoSchemas();
+/** JSON Schemas of the DTOs the served models use, with refs rewritten to fastify's shared-schema form (`Name#`). */
+export function collectDtoSchemas(definitions: readonly ModelDefinition[]): DtoSchemas {
+  const dtos = definitions.flatMap((def) => [
+    ...def.endpoints.flatMap((e) => [e.body, e.query, e.params, e.response]),
+    ...def.sockets.flatMap((s) => [s.message, s.response]),
+  ]);
+  const raw = buildDtoSchemas(dtos.filter((dto): dto is DtoClass => dto !== undefined));
   return Object.fromEntries(Object.entries(raw).map(([name, schema]) => [name, rewriteRefs(schema) as JsonSchema]));
 }
 

@@ -187,7 +187,7 @@ export class ServeFnServer {
     installErrorHandling(app, this.bodyLimit);
     await securityPlugin(app, this.options.security ?? {});
     await app.register(multipart, { limits: { fileSize: this.bodyLimit, fieldSize: this.bodyLimit } });
-    const schemas = collectDtoSchemas();
+    const schemas = collectDtoSchemas(this.definitions);
     await registerOpenApi(app, schemas, {
       title: this.options.title ?? 'serve-fn',
       version: this.options.version ?? '1',

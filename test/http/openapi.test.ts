@@ -127,6 +127,11 @@ describe('the OpenAPI document', () => {
     expect(schemas.ErrorBody.properties.code.enum).toContain('SF_ERR_DRAINING');
   });
 
+  it("lists only the served models' DTOs as components: no other class from class-validator's storage", () => {
+    expect(Object.keys(doc.components.schemas).sort()).toEqual(['ErrorBody', 'Pitch', 'ProsodyRequest', 'ProsodyResponse', 'SftForm', 'ValidationErrorBody', 'VoiceParams', 'VoiceQuery']);
+    expect(JSON.stringify(doc)).not.toContain('Object#');
+  });
+
   it('documents a multipart endpoint as multipart/form-data with a binary file field', () => {
     const op = doc.paths['/inference_sft'].post;
     expect(op.summary).toBe('Synthesize speech');
