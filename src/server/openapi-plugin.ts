@@ -150,6 +150,36 @@ function documentResponses({ schema, url }: { schema: FastifySchema; url: string
   return { schema: { ...schema, response: described }, url };
 }
 
+/*
+ * Swagger UI plugins (its plugin API: statePlugins, wrapSelectors). @fastify/swagger-ui writes them
+ * into the page as source text, so each stands alone and names only what the page defines.
+ */
+declare const SwaggerUIBundle: { plugins: { DownloadUrl: (system: unknown) => object } };
+
+/** Loads the document from `url`; the page's own configuration lists it, and `plugins` replaces that list. */
+function downloadUrl(system: unknown): object {
+  return SwaggerUIBundle.plugins.DownloadUrl(system);
+}
+
+/**
+ * No "Try it out" on routes marked `x-websocket`: Swagger UI sends plain HTTP requests, which a
+ * WebSocket route answers 426, so the button could only ever show that error.
+ */
+function noTryItOutOnWebSockets(): object {
+  type Spec = { hasIn(path: readonly string[]): boolean };
+  type System = { specSelectors: { specJson(): Spec } };
+  return {
+    statePlugins: {
+      spec: {
+        wrapSelectors: {
+          allowTryItOutFor: (original: (path: string, method: string) => boolean, system: System) => (_state: unknown, path: string, method: string) =>
+            !system.specSelectors.specJson().hasIn(['paths', path, method, 'x-websocket']) && original(path, method),
+        },
+      },
+    },
+  };
+}
+
 /** OpenAPI 3 at /openapi.json and Swagger UI at /docs; DTO schemas become named components. */
 export async function registerOpenApi(app: FastifyInstance, schemas: DtoSchemas, options: OpenApiOptions): Promise<void> {
   for (const [name, schema] of Object.entries(schemas)) app.addSchema({ ...schema, $id: name });
@@ -163,6 +193,6 @@ export async function registerOpenApi(app: FastifyInstance, schemas: DtoSchemas,
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
     transform: documentResponses,
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { plugins: [downloadUrl, noTryItOutOnWebSockets] } });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 }
