@@ -193,6 +193,11 @@ export async function registerOpenApi(app: FastifyInstance, schemas: DtoSchemas,
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
     transform: documentResponses,
   });
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { plugins: [downloadUrl, noTryItOutOnWebSockets] } });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    // The browser tab reads as FastAPI's does.
+    theme: { title: `${options.title} - Swagger UI` },
+    uiConfig: { plugins: [downloadUrl, noTryItOutOnWebSockets] },
+  });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 }

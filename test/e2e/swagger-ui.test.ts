@@ -53,6 +53,7 @@ describe('Swagger UI in Chromium', () => {
     const title = page.locator('.info .title');
     await title.waitFor({ timeout: 20_000 });
     expect(await title.innerText()).toMatch(/^Speech demo\s*2\.1\.0/);
+    expect(await page.title()).toBe('Speech demo - Swagger UI');
   });
 
   it('describes each response status, with an example code that answers it', async () => {

@@ -240,9 +240,11 @@ describe('the served documentation', () => {
     const res = await server.app.inject({ method: 'GET', url: '/docs' });
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
-    expect(res.body).toContain('<title>Swagger UI</title>');
+    expect(res.body).toContain('<title>Speech API - Swagger UI</title>');
     const init = await server.app.inject({ method: 'GET', url: '/docs/static/swagger-initializer.js' });
     expect(init.statusCode).toBe(200);
     expect(init.body).toContain('SwaggerUIBundle');
+    // The plugin that hides "Try it out" on WebSocket routes (test/e2e/swagger-ui.test.ts sees it work).
+    expect(init.body).toMatch(/allowTryItOutFor[^]*x-websocket/);
   });
 });
