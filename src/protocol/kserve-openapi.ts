@@ -1,4 +1,5 @@
 import type { FastifySchema } from 'fastify';
+import { createError, type SfErrorCode } from '../errors/index.js';
 import type { InferenceModel, InferenceModelInfo } from '../inference/inference-model.js';
 import { DATATYPES, type Datatype } from '../tensor/tensor.js';
 import { elementCount } from '../tensor/index.js';
@@ -165,7 +166,28 @@ export const UNLOAD_REQUEST_SCHEMA: Schema = {
 };
 
 const emptyBody: Schema = { type: 'null', description: 'Empty body' };
-const errors = { 400: ERROR_SCHEMA, 404: ERROR_SCHEMA, 500: ERROR_SCHEMA, 503: ERROR_SCHEMA };
+
+/** A response entry for an error status: what it means on /v2, with a body that answers it there. */
+function errorResponse(description: string, code: SfErrorCode, ...args: string[]): Schema {
+  return { description, content: { 'application/json': { schema: ERROR_SCHEMA, example: { error: createError(code, ...args).message } } } };
+}
+
+/**
+ * The error statuses of the /v2 routes, after Triton's mapping of its error kinds (invalid argument
+ * 400, not found 404, internal 500, unavailable 503; Triton's docs/protocol/README.md).
+ */
+const PROTOCOL_ERRORS: Readonly<Record<number, Schema>> = {
+  400: errorResponse(
+    'Bad Request: the request does not fit the model (a missing or unexpected input, a wrong datatype or shape, bad sequence controls), its body cannot be read, or (readiness) the model is not ready.',
+    'SF_ERR_TENSOR_SHAPE', 'INPUT0', '[1,16]', '[1,4]',
+  ),
+  404: errorResponse('Not Found: no model of that name, or no such version of it.', 'SF_ERR_MODEL_UNKNOWN', 'my_model'),
+  500: errorResponse('Internal Server Error: the model or its backend failed.', 'SF_ERR_BACKEND_RUN_FAILED', 'onnxruntime', 'model.onnx', '<what the backend reported>'),
+  503: errorResponse(
+    "Service Unavailable: the model is not ready, its queue is full, the request waited past its `timeout`, the server is shutting down, or (load and unload) the repository is not in explicit model control mode.",
+    'SF_ERR_MODEL_NOT_READY', 'my_model', '1',
+  ),
+};
 
 export interface RouteDocParts {
   readonly description?: string;
@@ -173,7 +195,14 @@ export interface RouteDocParts {
   readonly consumes?: readonly string[];
   /** The 200 answer; absent = an empty body. */
   readonly response?: Schema;
+  /** The answers other than 200, when not those of a route that reaches a model. */
+  readonly errors?: Readonly<Record<number, Schema>>;
 }
+
+/** Server health, as Triton's HandleServerHealth: the status alone says it, with no body. */
+export const NOT_READY_ANSWER: Readonly<Record<number, Schema>> = {
+  400: { type: 'null', description: 'Not ready: a model in the repository is not ready, or the server is shutting down.' },
+};
 
 export function routeDoc(summary: string, parts: RouteDocParts = {}): FastifySchema {
   return {
@@ -182,7 +211,7 @@ export function routeDoc(summary: string, parts: RouteDocParts = {}): FastifySch
     ...(parts.description ? { description: parts.description } : {}),
     ...(parts.body ? { body: parts.body } : {}),
     ...(parts.consumes ? { consumes: [...parts.consumes] } : {}),
-    response: { 200: parts.response ?? emptyBody, ...errors },
+    response: { 200: parts.response ?? emptyBody, ...(parts.errors ?? PROTOCOL_ERRORS) },
   } as FastifySchema;
 }
 

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { routeDoc, SERVER_METADATA_SCHEMA } from './kserve-openapi.js';
+import { NOT_READY_ANSWER, routeDoc, SERVER_METADATA_SCHEMA } from './kserve-openapi.js';
 import { serverMetadata, serverReady, type ServerIdentity } from './model-metadata.js';
 
 /**
@@ -9,9 +9,9 @@ import { serverMetadata, serverReady, type ServerIdentity } from './model-metada
  */
 export function registerServerRoutes(scope: FastifyInstance, opts: ServerIdentity): void {
   // '' is /v2 itself; Triton serves no /v2/ (its regex is `/v2(?:/health/(live|ready))?`).
-  scope.get('', { schema: routeDoc('Server metadata', { response: SERVER_METADATA_SCHEMA }) }, async () => serverMetadata(opts));
-  scope.get('/health/live', { schema: routeDoc('Server liveness: 200 while the process serves') }, async (_request, reply) => reply.code(200).send());
-  scope.get('/health/ready', { schema: routeDoc('Server readiness: 200 when every model is ready, 400 otherwise') }, async (_request, reply) => {
+  scope.get('', { schema: routeDoc('Server metadata', { response: SERVER_METADATA_SCHEMA, errors: {} }) }, async () => serverMetadata(opts));
+  scope.get('/health/live', { schema: routeDoc('Server liveness: 200 while the process serves', { errors: {} }) }, async (_request, reply) => reply.code(200).send());
+  scope.get('/health/ready', { schema: routeDoc('Server readiness: 200 when every model is ready, 400 otherwise', { errors: NOT_READY_ANSWER }) }, async (_request, reply) => {
     return reply.code(serverReady(opts.ready, opts.repository) ? 200 : 400).send();
   });
 }

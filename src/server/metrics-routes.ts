@@ -8,7 +8,8 @@ export interface MetricsRoutesOptions {
 /** `GET /metrics`: the recorder's registry in Prometheus text format. */
 export async function metricsRoutes(app: FastifyInstance, opts: MetricsRoutesOptions): Promise<void> {
   const { registry } = opts.recorder;
-  app.get('/metrics', async (_request, reply) => {
+  const schema = { summary: 'Prometheus metrics', produces: [registry.contentType], response: { 200: { description: 'Prometheus text exposition format', type: 'string' } } };
+  app.get('/metrics', { schema }, async (_request, reply) => {
     const text = await registry.metrics();
     return reply.type(registry.contentType).send(text);
   });

@@ -24,6 +24,7 @@ import { installErrorHandling } from './error-handler.js';
 import { healthRoutes } from './health-routes.js';
 import { metricsRoutes } from './metrics-routes.js';
 import { collectDtoSchemas, registerOpenApi } from './openapi-plugin.js';
+import { readProjectInfo } from './project-info.js';
 import { securityPlugin, securityServerOptions, type SecurityOptions, type TlsFiles } from './security-plugin.js';
 import { ServerState } from './server-state.js';
 import { socketRoutes } from './socket-routes.js';
@@ -37,6 +38,7 @@ export interface ServeOptions {
   readonly logger?: FastifyServerOptions['logger'];
   /** Largest accepted request body in bytes (default 64 MiB, Triton's default). */
   readonly bodyLimit?: number;
+  /** The app's name and version in the OpenAPI document; by default read from the project (project-info.ts). */
   readonly title?: string;
   readonly version?: string;
   readonly restartPolicy?: RestartPolicy;
@@ -198,10 +200,11 @@ export class ServeFnServer {
     installErrorHandling(app, this.bodyLimit);
     await securityPlugin(app, this.options.security ?? {});
     await app.register(multipart, { limits: { fileSize: this.bodyLimit, fieldSize: this.bodyLimit } });
-    const schemas = collectDtoSchemas();
+    const schemas = collectDtoSchemas(this.definitions);
+    const project = await readProjectInfo({ moduleUrl: this.options.moduleUrl, folder: this.options.repository?.root });
     await registerOpenApi(app, schemas, {
-      title: this.options.title ?? 'serve-fn',
-      version: this.options.version ?? '1',
+      title: this.options.title ?? project.title,
+      version: this.options.version ?? project.version,
       description: this.definitions.map((d) => `**${d.name}** v${d.version}${d.description ? `: ${d.description}` : ''}`).join('\n\n'),
     });
     await app.register(healthRoutes, { state: this.state });

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { Type } from 'class-transformer';
 import { IsDefined, IsIn, IsInt, IsOptional, IsString, MaxLength, Min, ValidateNested } from 'class-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Batch, Endpoint, Instances, IsFile, Model, ServeFnServer, type UploadedFile } from '../../src/index.js';
+import { Batch, Endpoint, ERROR_CATALOGUE, Instances, IsFile, Model, ServeFnServer, WebSocketEndpoint, type UploadedFile } from '../../src/index.js';
 
 class SftForm {
   @IsString() @MaxLength(2000) tts_text!: string;
@@ -57,6 +57,11 @@ class Voices {
 
   @Endpoint('/voices/:id', { method: 'DELETE', params: VoiceParams, tags: ['danger'] })
   async remove(): Promise<void> {}
+
+  @WebSocketEndpoint('/voices/live', { message: VoiceQuery })
+  async *live(messages: AsyncIterable<unknown>): AsyncGenerator<object> {
+    for await (const message of messages) yield { message };
+  }
 }
 
 type Doc = Record<string, any>;
@@ -74,10 +79,31 @@ afterAll(async () => {
 });
 
 const errorResponses = {
-  422: { description: 'Default Response', content: { 'application/json': { schema: { $ref: '#/components/schemas/ValidationErrorBody' } } } },
-  500: { description: 'Default Response', content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } } } },
-  503: { description: 'Default Response', content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } } } },
+  422: {
+    description: 'Validation Error',
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/ValidationErrorBody' }, example: { detail: [{ loc: ['body', 'text'], msg: 'Field required', type: 'missing' }] } } },
+  },
+  500: {
+    description: expect.stringContaining('Internal Server Error: the model failed'),
+    content: {
+      'application/json': {
+        schema: { $ref: '#/components/schemas/ErrorBody' },
+        example: { error: "Model '<model>' failed in /prosody: <what the model threw>", code: 'SF_ERR_EXECUTION_FAILED' },
+      },
+    },
+  },
+  503: {
+    description: expect.stringContaining('Service Unavailable: the queue is full'),
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' }, example: { error: 'Exceeds maximum queue size', code: 'SF_ERR_QUEUE_FULL' } } },
+  },
 };
+
+/** Every response of every operation in the document, as `[label, status, response]`. */
+function responses(): [string, string, Doc][] {
+  return Object.entries(doc.paths as Doc).flatMap(([path, item]) =>
+    Object.entries(item as Doc).flatMap(([method, op]) => Object.entries((op as Doc).responses as Doc).map(([status, response]) => [`${method} ${path}`, status, response as Doc] as [string, string, Doc])),
+  );
+}
 
 describe('the OpenAPI document', () => {
   it('is OpenAPI 3 with the title, version and a description of every model', () => {
@@ -92,6 +118,7 @@ describe('the OpenAPI document', () => {
     expect(operations.filter((o) => !o.endsWith(' -')).sort()).toEqual([
       'DELETE /voices/{id} voices_remove',
       'GET /voices voices_list',
+      'GET /voices/live voices_live',
       'POST /inference_sft cosyvoice_sft',
       'POST /prosody cosyvoice_prosody',
     ]);
@@ -109,7 +136,7 @@ describe('the OpenAPI document', () => {
     const op = doc.paths['/prosody'].post;
     expect(op.requestBody).toEqual({ required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/ProsodyRequest' } } } });
     expect(op.responses).toEqual({
-      201: { description: 'Default Response', content: { 'application/json': { schema: { $ref: '#/components/schemas/ProsodyResponse' } } } },
+      201: { description: 'Successful Response', content: { 'application/json': { schema: { $ref: '#/components/schemas/ProsodyResponse' } } } },
       ...errorResponses,
     });
   });
@@ -125,6 +152,42 @@ describe('the OpenAPI document', () => {
     expect(schemas.ProsodyResponse).toEqual({ type: 'object', properties: { syllables: { type: 'integer' } }, required: ['syllables'] });
     expect(schemas.ErrorBody.required).toEqual(['error', 'code']);
     expect(schemas.ErrorBody.properties.code.enum).toContain('SF_ERR_DRAINING');
+  });
+
+  it("lists only the served models' DTOs as components: no other class from class-validator's storage", () => {
+    expect(Object.keys(doc.components.schemas).sort()).toEqual(['ErrorBody', 'Pitch', 'ProsodyRequest', 'ProsodyResponse', 'SftForm', 'ValidationErrorBody', 'VoiceParams', 'VoiceQuery']);
+    expect(JSON.stringify(doc)).not.toContain('Object#');
+  });
+
+  it('describes every response of every route, none as "Default Response"', () => {
+    const all = responses();
+    expect(all.length).toBeGreaterThan(40);
+    expect(all.filter(([, , r]) => typeof r.description !== 'string' || r.description === '' || r.description === 'Default Response').map(([op, status]) => `${op} ${status}`)).toEqual([]);
+  });
+
+  it('shows for each error status an example whose code answers that status, not the first code of the enum', () => {
+    const coded = responses().flatMap(([op, status, r]) => {
+      const code = r.content?.['application/json']?.example?.code as keyof typeof ERROR_CATALOGUE | undefined;
+      return code ? [{ op, status: Number(status), code }] : [];
+    });
+    expect(coded.length).toBeGreaterThan(10);
+    expect(coded.filter(({ status, code }) => ERROR_CATALOGUE[code]?.status !== status)).toEqual([]);
+    expect(coded.map(({ code }) => code)).not.toContain('SF_ERR_MODEL_NAME_MISSING');
+    expect(doc.paths['/health/ready'].get.responses['503'].content['application/json'].example).toEqual({ error: 'Server is not ready: draining.', code: 'SF_ERR_NOT_READY' });
+  });
+
+  it('documents a WebSocket route as an upgrade: 101, 426 for plain HTTP, 503 over the connection limit', () => {
+    const op = doc.paths['/voices/live'].get;
+    expect(op['x-websocket']).toEqual({ messages: { client: { $ref: '#/components/schemas/VoiceQuery' } } });
+    expect(op.responses['101'].description).toBe('Switching Protocols: the connection is now a WebSocket.');
+    expect(op.responses['426'].content['application/json'].example.code).toBe('SF_ERR_UPGRADE_REQUIRED');
+    expect(op.responses['426'].content['application/json'].example.error).toContain('/voices/live is a WebSocket endpoint');
+    expect(op.responses['503'].content['application/json'].example.code).toBe('SF_ERR_SOCKET_LIMIT');
+  });
+
+  it('describes readiness as it is: the port opens once the models have initialised, so 503 means shutting down or a model without instances', () => {
+    expect(doc.paths['/health/ready'].get.summary).toBe('Readiness probe: 200 while the server takes requests; 503 once it is shutting down, or while a model has no running instance');
+    expect(doc.paths['/health/ready'].get.summary).not.toContain('starting');
   });
 
   it('documents a multipart endpoint as multipart/form-data with a binary file field', () => {
@@ -177,9 +240,11 @@ describe('the served documentation', () => {
     const res = await server.app.inject({ method: 'GET', url: '/docs' });
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
-    expect(res.body).toContain('<title>Swagger UI</title>');
+    expect(res.body).toContain('<title>Speech API - Swagger UI</title>');
     const init = await server.app.inject({ method: 'GET', url: '/docs/static/swagger-initializer.js' });
     expect(init.statusCode).toBe(200);
     expect(init.body).toContain('SwaggerUIBundle');
+    // The plugin that hides "Try it out" on WebSocket routes (test/e2e/swagger-ui.test.ts sees it work).
+    expect(init.body).toMatch(/allowTryItOutFor[^]*x-websocket/);
   });
 });

@@ -61,6 +61,26 @@ describe('OpenAPI documentation of /v2', () => {
     expect(infer.responses['404']).toMatchObject({ content: { 'application/json': { schema: { properties: { error: { type: 'string' } } } } } });
   });
 
+  it('describes each status with what it means on /v2 and an example body in the protocol\'s `{error}` shape', async () => {
+    const app = await documentedApp(new FakeRepository([simpleModel()]));
+    const paths = (await app.inject({ method: 'GET', url: '/openapi.json' })).json().paths as Record<string, Record<string, Operation>>;
+    const described = Object.values(paths).flatMap((ops) => Object.values(ops).flatMap((op) => Object.values(op.responses) as { description: string }[]));
+    expect(described.map((r) => r.description)).not.toContain('Default Response');
+    const infer = paths['/v2/models/{model}/infer'].post.responses as Record<string, { description: string; content: Record<string, { example: unknown }> }>;
+    expect(Object.keys(infer)).toEqual(['200', '400', '404', '500', '503']);
+    expect(infer['400'].description).toMatch(/^Bad Request: /);
+    expect(infer['400'].content['application/json'].example).toEqual({ error: "Tensor 'INPUT0': expected shape [1,16], got [1,4]." });
+    expect(infer['404'].content['application/json'].example).toEqual({ error: "Request for unknown model: 'my_model' is not found" });
+    expect(infer['503'].content['application/json'].example).toEqual({ error: "Model 'my_model' version 1 is not ready" });
+    // Server health answers with the status alone, as Triton does; liveness and metadata have no error to document.
+    expect(paths['/v2/health/ready'].get.responses).toEqual({
+      200: { description: 'Empty body' },
+      400: { description: 'Not ready: a model in the repository is not ready, or the server is shutting down.' },
+    });
+    expect(Object.keys(paths['/v2/health/live'].get.responses)).toEqual(['200']);
+    expect(Object.keys(paths['/v2'].get.responses)).toEqual(['200']);
+  });
+
   it('gives the infer route one example per served model, and each example is a request the model answers', async () => {
     const odd = new FakeModel({
       name: 'odd',
