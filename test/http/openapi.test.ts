@@ -173,7 +173,7 @@ describe('the OpenAPI document', () => {
     expect(coded.length).toBeGreaterThan(10);
     expect(coded.filter(({ status, code }) => ERROR_CATALOGUE[code]?.status !== status)).toEqual([]);
     expect(coded.map(({ code }) => code)).not.toContain('SF_ERR_MODEL_NAME_MISSING');
-    expect(doc.paths['/health/ready'].get.responses['503'].content['application/json'].example).toEqual({ error: 'Server is not ready: draining.', code: 'SF_ERR_NOT_READY' });
+    expect(doc.paths['/health/ready'].get.responses['503'].content['application/json'].example).toEqual({ error: 'Server is not ready: terminating.', code: 'SF_ERR_NOT_READY' });
   });
 
   it('documents a WebSocket route as an upgrade: 101, 426 for plain HTTP, 503 over the connection limit', () => {
