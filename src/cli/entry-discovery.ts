@@ -1,7 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { isModelClass } from '../definition/definition-builder.js';
+import { exportedModelClasses } from '../definition/definition-builder.js';
 import type { ModelClass } from '../definition/model-definition.js';
 import { createError } from '../errors/index.js';
 import { isModelRepository } from '../model-repository/repository-scan.js';
@@ -38,11 +38,7 @@ export function findRepository(path = '.'): string | undefined {
 
 /** Imports the entry and collects every exported @Model class (and a default `{ models }` list). */
 export async function loadModels(entry: DiscoveredEntry): Promise<ModelClass[]> {
-  const exports = (await import(entry.moduleUrl)) as Record<string, unknown>;
-  const found = new Set<ModelClass>();
-  for (const value of Object.values(exports)) if (isModelClass(value)) found.add(value);
-  const listed = (exports.default as { models?: unknown[] } | undefined)?.models;
-  if (Array.isArray(listed)) for (const value of listed) if (isModelClass(value)) found.add(value);
-  if (found.size === 0) throw createError('SF_ERR_ENTRY_NO_MODELS', entry.file);
-  return [...found];
+  const found = exportedModelClasses((await import(entry.moduleUrl)) as Record<string, unknown>);
+  if (found.length === 0) throw createError('SF_ERR_ENTRY_NO_MODELS', entry.file);
+  return found;
 }

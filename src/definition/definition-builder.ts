@@ -15,6 +15,19 @@ export function isModelClass(value: unknown): value is ModelClass {
 }
 
 /**
+ * The @Model classes an entry module offers: its named exports and a default `{ models }` list.
+ * The CLI and every worker read an entry through this, so a model listed only in the default
+ * export is found on worker instances too.
+ */
+export function exportedModelClasses(exports: Record<string, unknown>): ModelClass[] {
+  const found = new Set<ModelClass>();
+  for (const value of Object.values(exports)) if (isModelClass(value)) found.add(value);
+  const listed = (exports.default as { models?: unknown[] } | undefined)?.models;
+  if (Array.isArray(listed)) for (const value of listed) if (isModelClass(value)) found.add(value);
+  return [...found];
+}
+
+/**
  * Second phase of the metadata: checks what the decorators recorded and freezes it. Every misuse
  * is reported here, at start-up, with the class, the method and the fix.
  */

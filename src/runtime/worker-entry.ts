@@ -1,5 +1,5 @@
 import { parentPort, workerData } from 'node:worker_threads';
-import { buildDefinition, isModelClass } from '../definition/definition-builder.js';
+import { buildDefinition, exportedModelClasses } from '../definition/definition-builder.js';
 import type { InferOptions } from '../definition/model-context.js';
 import type { ModelDefinition } from '../definition/model-definition.js';
 import { createError, deserializeError, serializeError } from '../errors/index.js';
@@ -79,9 +79,7 @@ function inferThroughMain(model: string, input: unknown, options: InferOptions):
 }
 
 async function findDefinition(): Promise<ModelDefinition> {
-  const exports = (await import(data.moduleUrl)) as Record<string, unknown>;
-  for (const value of Object.values(exports)) {
-    if (!isModelClass(value)) continue;
+  for (const value of exportedModelClasses((await import(data.moduleUrl)) as Record<string, unknown>)) {
     const def = buildDefinition(value);
     if (def.name === data.context.modelName && def.version === data.context.modelVersion) return def;
   }

@@ -247,3 +247,19 @@ describe('start-up failures inside workers', () => {
     );
   });
 });
+
+describe('entry modules', () => {
+  it('serves on a worker instance a model listed only in the entry\'s default { models } export', async () => {
+    const { default: entry } = await import('../fixtures/models/entry-models.js');
+    const listed = entry.models.find((m) => m.name === 'ListedModel')!;
+    const served = new ServeFnServer({ models: [listed as never], moduleUrl: fixture('entry-models.ts'), logger: false, collectProcessMetrics: false });
+    try {
+      await served.start();
+      const res = await served.app.inject({ method: 'POST', url: '/listed' });
+      expect(res.statusCode).toBe(200);
+      expect(res.body).toBe('listed');
+    } finally {
+      await served.close();
+    }
+  });
+});
