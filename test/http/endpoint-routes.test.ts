@@ -220,15 +220,27 @@ describe('JSON endpoints', () => {
     });
   });
 
-  it('answers wrong types, with the loc path running through nested DTOs', async () => {
+  it('answers wrong types with one issue per field, with the loc path running through nested DTOs', async () => {
     const res = await call('POST', '/speak', { text: 5, style: { mood: 'angry', pitch: { hz: '120' } } });
     expect(res.status).toBe(422);
     expect(res.json()).toEqual({
       detail: [
         { loc: ['body', 'text'], msg: 'text must be a string', type: 'isString', input: 5 },
         { loc: ['body', 'style', 'mood'], msg: 'mood must be one of the following values: calm, bright', type: 'isIn', input: 'angry' },
-        { loc: ['body', 'style', 'pitch', 'hz'], msg: 'hz must not be less than 50', type: 'min', input: '120' },
         { loc: ['body', 'style', 'pitch', 'hz'], msg: 'hz must be a number conforming to the specified constraints', type: 'isNumber', input: '120' },
+      ],
+    });
+  });
+
+  it('answers a file sent for a string form field with 422 instead of reading it as "[object Object]"', async () => {
+    const multipart = new FormData();
+    multipart.append('tts_text', new Blob([new Uint8Array([1, 2])], { type: 'text/plain' }), 'text.txt');
+    multipart.append('spk_id', 'alto');
+    const file = await call('POST', '/inference_sft', multipart);
+    expect(file.status).toBe(422);
+    expect(file.json()).toEqual({
+      detail: [
+        { loc: ['body', 'tts_text'], msg: 'tts_text must be a string', type: 'isString', input: { filename: 'text.txt', mimetype: 'text/plain', size: 2 } },
       ],
     });
   });
@@ -293,10 +305,7 @@ describe('GET, PUT and DELETE endpoints with query and path DTOs', () => {
     const res = await call('GET', '/voices?limit=abc');
     expect(res.status).toBe(422);
     expect(res.json()).toEqual({
-      detail: [
-        { loc: ['query', 'limit'], msg: 'limit must not be less than 1', type: 'min', input: 'abc' },
-        { loc: ['query', 'limit'], msg: 'limit must be an integer number', type: 'isInt', input: 'abc' },
-      ],
+      detail: [{ loc: ['query', 'limit'], msg: 'limit must be an integer number', type: 'isInt', input: 'abc' }],
     });
     expect((await call('GET', '/voices')).json()).toEqual({ detail: [{ loc: ['query', 'limit'], msg: 'Field required', type: 'missing' }] });
   });
@@ -335,8 +344,6 @@ describe('multipart endpoints', () => {
       detail: [
         { loc: ['body', 'tts_text'], msg: 'tts_text must be longer than or equal to 1 characters', type: 'minLength', input: '' },
         { loc: ['body', 'spk_id'], msg: 'Field required', type: 'missing' },
-        { loc: ['body', 'speed'], msg: 'speed must not be greater than 4', type: 'max', input: 'fast' },
-        { loc: ['body', 'speed'], msg: 'speed must not be less than 0.25', type: 'min', input: 'fast' },
         { loc: ['body', 'speed'], msg: 'speed must be a number conforming to the specified constraints', type: 'isNumber', input: 'fast' },
       ],
     });
