@@ -25,6 +25,8 @@ export interface ValidationIssue {
   readonly msg: string;
   readonly type: string;
   readonly input?: unknown;
+  /** What pydantic adds for some types: the parser's message for `json_invalid`. */
+  readonly ctx?: Readonly<Record<string, unknown>>;
 }
 
 /** Where the input came from: FastAPI's locations, plus a WebSocket client's message. */

@@ -167,7 +167,8 @@ let server: ServeFnServer;
 let base: string;
 
 beforeAll(async () => {
-  server = new ServeFnServer({ models: [Tts, Prosody, Gated], logger: false, collectProcessMetrics: false, bodyLimit: BODY_LIMIT });
+  // As `serve-fn dev` runs it: 500s show their message (error-answers.test.ts covers production's).
+  server = new ServeFnServer({ models: [Tts, Prosody, Gated], logger: false, collectProcessMetrics: false, bodyLimit: BODY_LIMIT, exposeErrors: true });
   await server.start();
   base = await server.app.listen({ port: 0, host: '127.0.0.1' });
 });
@@ -254,16 +255,15 @@ describe('JSON endpoints', () => {
     expect(res.json()).toEqual({ detail: [{ loc: ['body'], msg: 'Input should be a valid object', type: 'model_attributes_type', input: body }] });
   });
 
-  it('answers invalid JSON with 400 SF_ERR_BODY_INVALID_JSON', async () => {
+  it("answers invalid JSON with FastAPI's 422 json_invalid, and an empty body as a missing one", async () => {
     const res = await call('POST', '/speak', '{"text": ', { 'content-type': 'application/json' });
-    expect(res.status).toBe(400);
+    expect(res.status).toBe(422);
     expect(res.json()).toEqual({
-      error: "Request body is not valid JSON: Body is not valid JSON but content-type is set to 'application/json'",
-      code: 'SF_ERR_BODY_INVALID_JSON',
+      detail: [{ loc: ['body', 9], msg: 'JSON decode error', type: 'json_invalid', input: {}, ctx: { error: 'Unexpected end of JSON input' } }],
     });
     const empty = await call('POST', '/speak', '', { 'content-type': 'application/json' });
-    expect(empty.status).toBe(400);
-    expect(empty.json()).toEqual({ error: 'Request body is not valid JSON: the body is empty', code: 'SF_ERR_BODY_INVALID_JSON' });
+    expect(empty.status).toBe(422);
+    expect(empty.json()).toEqual({ detail: [{ loc: ['body'], msg: 'Field required', type: 'missing', input: null }] });
   });
 
   it('answers a body over the limit with 413 SF_ERR_BODY_TOO_LARGE', async () => {
