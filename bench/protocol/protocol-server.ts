@@ -18,7 +18,7 @@ const repository = new FakeRepository([simpleModel(recorder), identityModel('FP3
 const options = { repository, recorder, serverName: 'serve-fn', serverVersion: 'bench', ready: () => true };
 
 const app = Fastify({ logger: false });
-installErrorHandling(app, 64 * 1024 * 1024);
+installErrorHandling(app, { bodyLimit: 64 * 1024 * 1024, exposeErrors: false });
 await app.register(kserveProtocol, options);
 await app.listen({ port: httpPort, host: '127.0.0.1' });
 const grpc = await startGrpcServer({ ...options, port: grpcPort, host: '127.0.0.1' });

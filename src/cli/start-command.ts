@@ -50,7 +50,7 @@ async function serverFor(entryPath: string | undefined, options: StartOptions): 
   const root = findRepository(entryPath);
   const security = securityOptionsFromEnv(process.env);
   const tls = tlsOptionsFromEnv(process.env);
-  const common = { logger, bodyLimit: options.bodyLimit, grpc: options.grpc, security, tls };
+  const common = { logger, bodyLimit: options.bodyLimit, exposeErrors: options.dev, grpc: options.grpc, security, tls };
   if (root) return new ServeFnServer({ models: [], repository: { ...options.repository, root }, ...common });
   const entry = findEntry(entryPath);
   return new ServeFnServer({ models: await loadModels(entry), moduleUrl: entry.moduleUrl, ...common });

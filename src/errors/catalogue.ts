@@ -50,6 +50,8 @@ export const ERROR_CATALOGUE = {
   SF_ERR_BAD_REQUEST: spec(400, '%s'),
   SF_ERR_BODY_INVALID_JSON: spec(400, 'Request body is not valid JSON: %s'),
   SF_ERR_BODY_TOO_LARGE: spec(413, 'Request body is larger than the limit of %s bytes.'),
+  SF_ERR_BODY_TOO_DEEP: spec(400, 'Request body nests arrays and objects deeper than %s levels.'),
+  SF_ERR_CONTENT_ENCODING_UNSUPPORTED: spec(415, "Content-Encoding '%s' is not supported; send gzip, deflate or identity."),
   SF_ERR_UNSUPPORTED_MEDIA_TYPE: spec(415, "Content type '%s' is not accepted by %s; send %s."),
   SF_ERR_MULTIPART_INVALID: spec(400, 'Multipart body could not be read: %s'),
   SF_ERR_NOT_READY: spec(503, 'Server is not ready: %s.'),

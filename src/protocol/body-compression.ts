@@ -1,14 +1,17 @@
 import { promisify } from 'node:util';
 import { deflate, gunzip, gzip, inflate, type ZlibOptions } from 'node:zlib';
 import negotiate from '@fastify/accept-negotiator';
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import { createError, ServeFnError } from '../errors/index.js';
+import type { FastifyRequest } from 'fastify';
+import { createError } from '../errors/index.js';
 
 /** The content codings Triton accepts on infer requests and uses on responses (http_server.cc ~2527-2549). */
 export type ContentCoding = 'gzip' | 'deflate';
 
-/** What an unsupported Content-Encoding is answered with, in the `Accept-Encoding` response header, as Triton does. */
-const SUPPORTED_CONTENT_CODINGS = 'gzip, deflate';
+/**
+ * What an unsupported Content-Encoding is answered with: 415 with the codings accepted in the
+ * `Accept-Encoding` response header (RFC 9110 §15.5.16 and §12.5.3); error-handler.ts sets it.
+ */
+export const SUPPORTED_CONTENT_CODINGS = 'gzip, deflate';
 
 const decompressors: Readonly<Record<ContentCoding, (buf: Buffer, options: ZlibOptions) => Promise<Buffer>>> = {
   gzip: promisify(gunzip),
@@ -28,7 +31,7 @@ const compressors: Readonly<Record<ContentCoding, (buf: Buffer) => Promise<Buffe
 export async function decompressRequestBody(body: Buffer, contentEncoding: string | undefined, limit: number): Promise<Buffer> {
   const coding = (contentEncoding ?? '').trim().toLowerCase();
   if (coding === '' || coding === 'identity') return body;
-  if (coding !== 'gzip' && coding !== 'deflate') throw createError('SF_ERR_UNSUPPORTED', 'Unsupported compression type');
+  if (coding !== 'gzip' && coding !== 'deflate') throw createError('SF_ERR_CONTENT_ENCODING_UNSUPPORTED', coding);
   try {
     return await decompressors[coding](body, { maxOutputLength: limit });
   } catch (err) {
@@ -39,18 +42,10 @@ export async function decompressRequestBody(body: Buffer, contentEncoding: strin
 
 const EMPTY = Buffer.alloc(0);
 
-/**
- * The decompressed body of a protocol request (a Buffer from the /v2 scope's content-type parser).
- * An unknown coding also sets `Accept-Encoding` on the answer, as Triton does.
- */
-export async function readRequestBody(request: FastifyRequest, reply: FastifyReply, limit: number): Promise<Buffer> {
+/** The decompressed body of a protocol request (a Buffer from the /v2 scope's content-type parser). */
+export function readRequestBody(request: FastifyRequest, limit: number): Promise<Buffer> {
   const coding = request.headers['content-encoding'];
-  try {
-    return await decompressRequestBody((request.body as Buffer | undefined) ?? EMPTY, Array.isArray(coding) ? coding[0] : coding, limit);
-  } catch (err) {
-    if (err instanceof ServeFnError && err.code === 'SF_ERR_UNSUPPORTED') reply.header('Accept-Encoding', SUPPORTED_CONTENT_CODINGS);
-    throw err;
-  }
+  return decompressRequestBody((request.body as Buffer | undefined) ?? EMPTY, Array.isArray(coding) ? coding[0] : coding, limit);
 }
 
 /** The coding to compress a response with, from `Accept-Encoding`; undefined = send it as is. */

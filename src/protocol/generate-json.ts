@@ -3,6 +3,7 @@ import type { InferenceModelInfo, InferRequest, InferResponse } from '../inferen
 import { createTensor, tensorToJsonValues, type JsonTensorValue } from '../tensor/index.js';
 import type { Tensor, TensorSpec } from '../tensor/tensor.js';
 import { buildInferRequest, describe, isObject, isParameterValue, splitReservedParameters, type Parameters } from './infer-request-decoder.js';
+import { checkJsonDepth } from '../validation/json-depth.js';
 
 /**
  * The JSON of Triton's generate extension (extension_generate.md): a flat request object whose
@@ -23,6 +24,7 @@ export function decodeGenerateRequest(body: Buffer, info: InferenceModelInfo): I
   } catch (err) {
     throw createError('SF_ERR_BODY_INVALID_JSON', (err as Error).message);
   }
+  checkJsonDepth(parsed);
   if (!isObject(parsed)) throw createError('SF_ERR_BAD_REQUEST', `The generate request must be a JSON object, got ${describe(parsed)}.`);
   const { id, parameters, ...fields } = parsed;
   if (id !== undefined && typeof id !== 'string') throw createError('SF_ERR_BAD_REQUEST', `Unable to parse 'id': expected a string, got ${describe(id)}.`);

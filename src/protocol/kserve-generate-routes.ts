@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createError } from '../errors/index.js';
 import { canStream } from '../inference/decoupled-model.js';
 import type { InferenceModel, InferRequest, InferResponse, ModelRepository } from '../inference/inference-model.js';
@@ -9,11 +9,11 @@ import { readRequestBody } from './body-compression.js';
 import { decodeGenerateRequest, encodeGenerateResponse } from './generate-json.js';
 import { MODEL_PATHS, type ModelParams } from './kserve-model-routes.js';
 import { routeDoc } from './kserve-openapi.js';
-import { toProtocolError } from './protocol-errors.js';
+import { logFailure } from '../server/error-handler.js';
+import { protocolAnswerOptions, toProtocolError, type ProtocolErrorOptions } from './protocol-errors.js';
 
-export interface GenerateRouteOptions {
+export interface GenerateRouteOptions extends ProtocolErrorOptions {
   readonly repository: ModelRepository;
-  readonly bodyLimit: number;
 }
 
 const GENERATE_REQUEST_SCHEMA = {
@@ -35,7 +35,7 @@ const GENERATE_RESPONSE_SCHEMA = {
  * answers one JSON response; `/generate_stream` answers every response of the request as a
  * Server-Sent Event, which is how decoupled models (0..N responses) are served over HTTP. A request
  * that fails before its first response gets an ordinary JSON error with its status; a failure after
- * it ends the stream with `event: error` and `data: {"error": ...}`.
+ * it ends the stream with `event: error` and `data: {"error": ..., "code": ...}`.
  */
 export function registerGenerateRoutes(scope: FastifyInstance, opts: GenerateRouteOptions): void {
   const description = 'Errors: 404 unknown model or version, 400 invalid request (or a decoupled model that did not send exactly one response), 503 model not ready or overloaded.';
@@ -52,7 +52,7 @@ export function registerGenerateRoutes(scope: FastifyInstance, opts: GenerateRou
 }
 
 async function generateOne(request: FastifyRequest<{ Params: ModelParams }>, reply: FastifyReply, opts: GenerateRouteOptions): Promise<FastifyReply> {
-  const { model, inferRequest } = await readRequest(request, reply, opts);
+  const { model, inferRequest } = await readRequest(request, opts);
   const disconnect = disconnectSignal(reply);
   let response: InferResponse;
   try {
@@ -64,7 +64,7 @@ async function generateOne(request: FastifyRequest<{ Params: ModelParams }>, rep
 }
 
 async function generateStream(request: FastifyRequest<{ Params: ModelParams }>, reply: FastifyReply, opts: GenerateRouteOptions): Promise<FastifyReply> {
-  const { model, inferRequest } = await readRequest(request, reply, opts);
+  const { model, inferRequest } = await readRequest(request, opts);
   // The abort reaches the model while the request waits for an instance and, for a decoupled
   // model, stops its stream (the generator's return() runs in the instance); so it is never
   // released, as the stream runs for as long as the response is being written.
@@ -73,30 +73,31 @@ async function generateStream(request: FastifyRequest<{ Params: ModelParams }>, 
     ? await model.inferStream({ ...inferRequest, signal })
     : [await model.infer({ ...inferRequest, signal })];
   reply.code(200).header('cache-control', 'no-cache').type('text/event-stream; charset=utf-8');
-  return reply.send(Readable.from(sseEvents(responses, inferRequest.id, opts.bodyLimit, request.log), { objectMode: false }));
+  return reply.send(Readable.from(sseEvents(responses, inferRequest.id, request, opts), { objectMode: false }));
 }
 
 /**
  * One `data:` event per response. Written here rather than with the server's stream writer because
  * outputs may hold INT64 values, which only stringifyJson writes exactly.
  */
-async function* sseEvents(responses: Iterable<InferResponse> | AsyncIterable<InferResponse>, requestId: string | undefined, bodyLimit: number, log: FastifyBaseLogger): AsyncGenerator<string> {
+async function* sseEvents(
+  responses: Iterable<InferResponse> | AsyncIterable<InferResponse>,
+  inferRequestId: string | undefined,
+  request: FastifyRequest,
+  opts: ProtocolErrorOptions,
+): AsyncGenerator<string> {
   try {
-    for await (const response of responses) yield `data: ${stringifyJson(encodeGenerateResponse(response, requestId))}\n\n`;
+    for await (const response of responses) yield `data: ${stringifyJson(encodeGenerateResponse(response, inferRequestId))}\n\n`;
   } catch (err) {
-    const { status, body } = toProtocolError(err, bodyLimit);
-    if (status >= 500) log.error({ err }, 'generate_stream failed after its first response');
-    yield `event: error\ndata: ${JSON.stringify(body)}\n\n`;
+    const answer = toProtocolError(err, protocolAnswerOptions(request, opts));
+    logFailure(request, err, answer);
+    yield `event: error\ndata: ${JSON.stringify(answer.body)}\n\n`;
   }
 }
 
-async function readRequest(
-  request: FastifyRequest<{ Params: ModelParams }>,
-  reply: FastifyReply,
-  opts: GenerateRouteOptions,
-): Promise<{ model: InferenceModel; inferRequest: InferRequest }> {
+async function readRequest(request: FastifyRequest<{ Params: ModelParams }>, opts: GenerateRouteOptions): Promise<{ model: InferenceModel; inferRequest: InferRequest }> {
   const model = opts.repository.get(request.params.model, request.params.version);
   if (!model.ready()) throw createError('SF_ERR_MODEL_NOT_READY', model.info.name, model.info.version);
-  const body = await readRequestBody(request, reply, opts.bodyLimit);
+  const body = await readRequestBody(request, opts.bodyLimit);
   return { model, inferRequest: decodeGenerateRequest(body, model.info) };
 }

@@ -34,7 +34,7 @@ async function infer(request: FastifyRequest<{ Params: ModelParams }>, reply: Fa
   const model = opts.repository.get(request.params.model, request.params.version);
   if (model.info.decoupled) throw createError('SF_ERR_UNSUPPORTED', "HTTP end point doesn't support models with decoupled transaction policy");
   if (!model.ready()) throw createError('SF_ERR_MODEL_NOT_READY', model.info.name, model.info.version);
-  const body = await readRequestBody(request, reply, opts.bodyLimit);
+  const body = await readRequestBody(request, opts.bodyLimit);
   const decoded = decodeInferRequest(body, headerValue(request, INFERENCE_HEADER_CONTENT_LENGTH.toLowerCase()), model.info);
   const response = await inferWhileConnected(model, decoded.request, reply);
   const encoded = encodeInferResponse(response, decoded);

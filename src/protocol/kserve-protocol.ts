@@ -34,6 +34,8 @@ export interface KserveProtocolOptions {
   readonly ready: () => boolean;
   /** Largest request body, compressed or decompressed, in bytes; 64 MiB by default. */
   readonly bodyLimit?: number;
+  /** Whether a 500 answers with the error's message (development) or a generic one and the request id; false by default. */
+  readonly exposeErrors?: boolean;
 }
 
 /**
@@ -43,6 +45,7 @@ export interface KserveProtocolOptions {
  */
 export async function kserveProtocol(app: FastifyInstance, opts: KserveProtocolOptions): Promise<void> {
   const bodyLimit = opts.bodyLimit ?? DEFAULT_PROTOCOL_BODY_LIMIT;
+  const errors = { bodyLimit, exposeErrors: opts.exposeErrors ?? false };
   await app.register(
     async (scope) => {
       scope.removeAllContentTypeParsers();
@@ -51,11 +54,11 @@ export async function kserveProtocol(app: FastifyInstance, opts: KserveProtocolO
       // written with stringifyJson, which keeps INT64 values exact.
       scope.setValidatorCompiler(() => () => true);
       scope.setSerializerCompiler(() => (data) => stringifyJson(data));
-      installProtocolErrorHandling(scope, bodyLimit);
+      installProtocolErrorHandling(scope, errors);
       registerServerRoutes(scope, { ...opts, extensions: opts.extensions ?? KSERVE_EXTENSIONS });
       registerModelRoutes(scope, opts);
       registerInferRoutes(scope, { repository: opts.repository, bodyLimit });
-      registerGenerateRoutes(scope, { repository: opts.repository, bodyLimit });
+      registerGenerateRoutes(scope, { repository: opts.repository, ...errors });
       registerRepositoryRoutes(scope, opts);
     },
     { prefix: '/v2' },

@@ -1,52 +1,54 @@
-import type { FastifyInstance, FastifyReply } from 'fastify';
-import { createError } from '../errors/index.js';
-import { toHttpError } from '../server/error-handler.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { SfErrorCode } from '../errors/index.js';
+import { logFailure, notFoundError, toHttpError, type ErrorAnswerOptions, type HttpError } from '../server/error-handler.js';
 
 /**
- * Triton's error body (http_server.cc `EVBufferAddErrorJson`): the message only. Triton and KServe
- * clients read exactly this shape, so the /v2 routes leave out the `code` that serve-fn's own routes add.
+ * Triton's error body (http_server.cc `EVBufferAddErrorJson`) is `{"error": message}`; Triton and
+ * KServe clients read `error` and ignore other fields, so serve-fn adds the catalogue `code` here as
+ * on its own routes, and on server faults the `request_id`.
  */
 export interface ProtocolErrorBody {
   readonly error: string;
+  readonly code: SfErrorCode;
+  readonly request_id?: string;
 }
 
 /**
  * The status and body of an error on a /v2 route. Statuses come from the catalogue, which follows
  * Triton's mapping (Triton's docs/protocol/README.md): unknown model 404, invalid argument 400, unavailable 503,
- * unsupported 501, internal 500.
+ * unsupported 501, internal 500. A validation 422 (a nested ctx.infer) keeps its details as the message.
  */
-export function toProtocolError(err: unknown, bodyLimit: number, contentType?: string): { status: number; body: ProtocolErrorBody } {
-  const { status, body } = toHttpError(err, bodyLimit, contentType);
-  return { status, body: { error: 'error' in body ? body.error : JSON.stringify(body.detail) } };
+export function toProtocolError(err: unknown, options: ErrorAnswerOptions): HttpError & { body: ProtocolErrorBody } {
+  const answer = toHttpError(err, options);
+  const body = 'detail' in answer.body ? { error: JSON.stringify(answer.body.detail), code: 'SF_ERR_BAD_REQUEST' as const } : answer.body;
+  return { ...answer, body };
 }
-
-/**
- * Paths Triton serves under /v2 (the regexes of http_server.cc, narrowed to what serve-fn serves):
- * a request that reaches the not-found handler on one of them used the wrong method, which Triton
- * answers 405 rather than 404.
- */
-const SERVED_PATHS: readonly RegExp[] = [
-  /^\/v2(?:\/health\/(?:live|ready))?$/,
-  /^\/v2\/models\/stats$/,
-  /^\/v2\/models\/[^/]+(?:\/versions\/[0-9]+)?(?:\/(?:ready|config|stats|infer|generate|generate_stream))?$/,
-  /^\/v2\/repository\/(?:index|models\/[^/]+\/(?:load|unload))$/,
-];
 
 /** Sent as bytes so the content type stays Triton's bare `application/json`, without fastify's charset. */
 function send(reply: FastifyReply, status: number, body: ProtocolErrorBody): FastifyReply {
   return reply.code(status).type('application/json').send(Buffer.from(JSON.stringify(body), 'utf8'));
 }
 
-/** Error and not-found handling for the /v2 scope: `{"error": ...}` bodies, 404 `Not Found`, 405 on a wrong method. */
-export function installProtocolErrorHandling(scope: FastifyInstance, bodyLimit: number): void {
+/** How the /v2 scope answers errors: the limit of its bodies, and whether server faults show their message. */
+export interface ProtocolErrorOptions {
+  readonly bodyLimit: number;
+  readonly exposeErrors: boolean;
+}
+
+export function protocolAnswerOptions(request: FastifyRequest, options: ProtocolErrorOptions): ErrorAnswerOptions {
+  return { ...options, contentType: request.headers['content-type'], requestId: request.id };
+}
+
+/** Error and not-found handling for the /v2 scope: `{"error", "code"}` bodies, 404 `Not Found`, 405 with `Allow` on a wrong method. */
+export function installProtocolErrorHandling(scope: FastifyInstance, options: ProtocolErrorOptions): void {
   scope.setErrorHandler((err, request, reply) => {
-    const { status, body } = toProtocolError(err, bodyLimit, request.headers['content-type']);
-    if (status >= 500) request.log.error({ err }, 'inference protocol request failed');
-    return send(reply, status, body);
+    const answer = toProtocolError(err, protocolAnswerOptions(request, options));
+    logFailure(request, err, answer);
+    if (answer.headers) reply.headers(answer.headers);
+    return send(reply, answer.status, answer.body);
   });
   scope.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?', 1)[0];
-    const err = SERVED_PATHS.some((p) => p.test(path)) ? createError('SF_ERR_METHOD_NOT_ALLOWED') : createError('SF_ERR_NOT_FOUND');
-    return send(reply, err.statusCode, { error: err.message });
+    const err = notFoundError(scope, request, reply);
+    return send(reply, err.statusCode, { error: err.message, code: err.code });
   });
 }

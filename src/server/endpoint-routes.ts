@@ -5,7 +5,7 @@ import { createError, ServeFnError, statusOf } from '../errors/index.js';
 import type { ModelRuntime } from '../runtime/model-runtime.js';
 import type { StreamChannel } from '../runtime/stream-channel.js';
 import { disconnectSignal } from './disconnect-signal.js';
-import { toHttpError, type ErrorBody } from './error-handler.js';
+import { logFailure, toHttpError, type ErrorBody, type HttpError } from './error-handler.js';
 import { describeBatching, inlineSchema, type DtoSchemas } from './openapi-plugin.js';
 import { readRequest } from './request-reader.js';
 import type { ServerState } from './server-state.js';
@@ -15,21 +15,27 @@ export interface EndpointRoutesOptions {
   readonly runtimes: readonly ModelRuntime[];
   readonly state: ServerState;
   readonly schemas: DtoSchemas;
+  /** Largest body of a JSON endpoint; multipart endpoints keep the server's body limit. */
+  readonly jsonBodyLimit: number;
+  /** Whether a stream that fails after its first chunk shows the error's message (development). */
+  readonly exposeErrors: boolean;
 }
 
 /** Registers each model's @Endpoint methods as fastify routes that validate, queue and answer. */
 export async function endpointRoutes(app: FastifyInstance, opts: EndpointRoutesOptions): Promise<void> {
   for (const runtime of opts.runtimes) {
-    for (const endpoint of runtime.definition.endpoints) registerEndpoint(app, runtime, endpoint, opts.state, opts.schemas);
+    for (const endpoint of runtime.definition.endpoints) registerEndpoint(app, runtime, endpoint, opts);
   }
 }
 
-function registerEndpoint(app: FastifyInstance, runtime: ModelRuntime, endpoint: EndpointDefinition, state: ServerState, schemas: DtoSchemas): void {
+function registerEndpoint(app: FastifyInstance, runtime: ModelRuntime, endpoint: EndpointDefinition, opts: EndpointRoutesOptions): void {
   const model = runtime.definition;
+  const { state } = opts;
   app.route({
     method: endpoint.httpMethod,
     url: endpoint.path,
-    schema: routeSchema(model, endpoint, schemas),
+    schema: routeSchema(model, endpoint, opts.schemas),
+    ...(endpoint.consumes === 'json' ? { bodyLimit: opts.jsonBodyLimit } : {}),
     // class-validator checks requests (for FastAPI-shaped 422s); the JSON Schemas only document them.
     validatorCompiler: () => () => true,
     handler: async (request, reply) => {
@@ -52,8 +58,9 @@ function registerEndpoint(app: FastifyInstance, runtime: ModelRuntime, endpoint:
         }
         return sendStream(reply, endpoint, channel, (err) => {
           const failure = asEndpointError(model, endpoint, err);
-          request.log.error({ err: failure }, 'stream failed after its first chunk');
-          return streamErrorBody(failure);
+          const answer = toHttpError(failure, { bodyLimit: 0, exposeErrors: opts.exposeErrors, requestId: request.id });
+          logFailure(request, failure, answer);
+          return streamErrorBody(failure, answer.body);
         });
       }
       reply.code(endpoint.status);
@@ -79,14 +86,15 @@ function scheduling(headers: Record<string, string | string[] | undefined>): { p
   return { priority: read(PRIORITY_HEADER), timeoutUs: read(TIMEOUT_HEADER) };
 }
 
+/** A model's own failure as SF_ERR_EXECUTION_FAILED, keeping it as `cause`: its stack names the model's file and line. */
 function asEndpointError(model: ModelDefinition, endpoint: EndpointDefinition, err: unknown): unknown {
   if (err instanceof ServeFnError) return err;
   if (statusOf(err) < 500) return err;
-  return createError('SF_ERR_EXECUTION_FAILED', model.name, endpoint.id, (err as Error)?.message ?? String(err));
+  return Object.assign(createError('SF_ERR_EXECUTION_FAILED', model.name, endpoint.id, (err as Error)?.message ?? String(err)), { cause: err });
 }
 
-function streamErrorBody(err: unknown): ErrorBody {
-  const { body } = toHttpError(err, 0);
+/** A stream's error line is `{error, code}` even for a 422, whose details become the message. */
+function streamErrorBody(err: unknown, body: HttpError['body']): ErrorBody {
   return 'error' in body ? body : { error: (err as Error).message, code: 'SF_ERR_BAD_REQUEST' };
 }
 

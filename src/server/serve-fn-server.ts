@@ -22,9 +22,11 @@ import { WorkerInstance } from '../runtime/worker-instance.js';
 import { endpointRoutes } from './endpoint-routes.js';
 import { installErrorHandling } from './error-handler.js';
 import { healthRoutes } from './health-routes.js';
+import { DEFAULT_JSON_BODY_LIMIT, installJsonBodyParser } from './json-body-parser.js';
 import { metricsRoutes } from './metrics-routes.js';
 import { collectDtoSchemas, registerOpenApi } from './openapi-plugin.js';
 import { readProjectInfo } from './project-info.js';
+import { requestId } from './request-id.js';
 import { securityPlugin, securityServerOptions, type SecurityOptions, type TlsFiles } from './security-plugin.js';
 import { ServerState } from './server-state.js';
 import { socketRoutes } from './socket-routes.js';
@@ -38,6 +40,10 @@ export interface ServeOptions {
   readonly logger?: FastifyServerOptions['logger'];
   /** Largest accepted request body in bytes (default 64 MiB, Triton's default). */
   readonly bodyLimit?: number;
+  /** Largest body of a JSON endpoint in bytes (default 1 MiB, fastify's default, and never above bodyLimit); multipart and /v2 keep bodyLimit. */
+  readonly jsonBodyLimit?: number;
+  /** Whether 500s answer with the error's message (`serve-fn dev`) instead of a generic one and the request id (default false). */
+  readonly exposeErrors?: boolean;
   /** The app's name and version in the OpenAPI document; by default read from the project (project-info.ts). */
   readonly title?: string;
   readonly version?: string;
@@ -76,15 +82,18 @@ export class ServeFnServer {
   private readonly protocolRepository: ModelRepository;
   private runtimes: ModelRuntime[] = [];
   private readonly bodyLimit: number;
+  private readonly jsonBodyLimit: number;
   private grpc?: GrpcServerHandle;
 
   constructor(private readonly options: ServeOptions) {
     this.definitions = buildDefinitions(options.models);
     this.bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
+    this.jsonBodyLimit = options.jsonBodyLimit ?? Math.min(DEFAULT_JSON_BODY_LIMIT, this.bodyLimit);
     this.recorder = new InferenceRecorder({ collectProcessMetrics: options.collectProcessMetrics ?? true });
     this.app = fastify({
       logger: options.logger ?? false,
       bodyLimit: this.bodyLimit,
+      genReqId: requestId,
       forceCloseConnections: 'idle',
       ...securityServerOptions(options.security ?? {}, options.tls),
     });
@@ -197,7 +206,9 @@ export class ServeFnServer {
     app.addHook('onRequest', async (_request, reply) => {
       if (this.state.phase === 'terminating' || this.state.phase === 'draining') reply.header('connection', 'close');
     });
-    installErrorHandling(app, this.bodyLimit);
+    const exposeErrors = this.options.exposeErrors ?? false;
+    installErrorHandling(app, { bodyLimit: this.bodyLimit, exposeErrors });
+    installJsonBodyParser(app, this.jsonBodyLimit);
     await securityPlugin(app, this.options.security ?? {});
     await app.register(multipart, { limits: { fileSize: this.bodyLimit, fieldSize: this.bodyLimit } });
     const schemas = collectDtoSchemas(this.definitions);
@@ -209,7 +220,7 @@ export class ServeFnServer {
     });
     await app.register(healthRoutes, { state: this.state });
     await app.register(metricsRoutes, { recorder: this.recorder });
-    await app.register(endpointRoutes, { runtimes: this.runtimes, state: this.state, schemas });
+    await app.register(endpointRoutes, { runtimes: this.runtimes, state: this.state, schemas, jsonBodyLimit: this.jsonBodyLimit, exposeErrors });
     // On the root app, not as an encapsulated plugin, so @fastify/websocket's injectWS is on `app`.
     await socketRoutes(app, { runtimes: this.runtimes, state: this.state, schemas, maxPayload: this.bodyLimit });
     await app.register(kserveProtocol, {
@@ -218,6 +229,7 @@ export class ServeFnServer {
       recorder: this.recorder,
       ready: () => this.state.notReadyReason() === undefined,
       bodyLimit: this.bodyLimit,
+      exposeErrors,
     });
     await app.ready();
   }

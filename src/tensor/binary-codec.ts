@@ -5,6 +5,7 @@
  * wire order and numeric tensors cross as views of the same memory.
  */
 import { createError } from '../errors/index.js';
+import { checkJsonDepth } from '../validation/json-depth.js';
 import { DATATYPE_INFO } from './datatype-info.js';
 import {
   decodeJsonTensorData,
@@ -102,6 +103,7 @@ export function splitInferBody(body: Uint8Array, headerLength: string | number):
   } catch (err) {
     throw createError('SF_ERR_BODY_INVALID_JSON', (err as Error).message);
   }
+  checkJsonDepth(header);
   return { header, binary: body.subarray(length) };
 }
 

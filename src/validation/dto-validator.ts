@@ -1,9 +1,23 @@
 import { plainToInstance, TransformationType } from 'class-transformer';
 import { defaultMetadataStorage } from 'class-transformer/cjs/storage.js';
-import { getMetadataStorage, validate, validateSync, ValidationTypes, type ValidationError } from 'class-validator';
+import {
+  getMetadataStorage,
+  IS_ARRAY,
+  IS_BOOLEAN,
+  IS_DATE,
+  IS_ENUM,
+  IS_INT,
+  IS_NUMBER,
+  IS_OBJECT,
+  IS_STRING,
+  validate,
+  validateSync,
+  ValidationTypes,
+  type ValidationError,
+} from 'class-validator';
 import type { DtoClass } from '../metadata/records.js';
 import { readPropertyType } from '../metadata/reflection.js';
-import { isUploadedFile } from './uploaded-file.js';
+import { IS_FILE, isUploadedFile } from './uploaded-file.js';
 
 /** One entry of FastAPI's 422 body: `{"detail": [{loc, msg, type, input}]}`. */
 export interface ValidationIssue {
@@ -11,6 +25,8 @@ export interface ValidationIssue {
   readonly msg: string;
   readonly type: string;
   readonly input?: unknown;
+  /** What pydantic adds for some types: the parser's message for `json_invalid`. */
+  readonly ctx?: Readonly<Record<string, unknown>>;
 }
 
 /** Where the input came from: FastAPI's locations, plus a WebSocket client's message. */
@@ -50,7 +66,10 @@ export async function validateDto<T extends object>(
   const instance = (
     stringValues || needsClassTransformer(dto, plain) ? plainToInstance(dto, plain, { enableImplicitConversion: stringValues }) : Object.assign(new dto(), plain)
   ) as T;
-  if (stringValues) parseBooleans(dto, plain as Record<string, unknown>, instance as Record<string, unknown>);
+  if (stringValues) {
+    parseBooleans(dto, plain as Record<string, unknown>, instance as Record<string, unknown>);
+    keepUploadedFiles(plain as Record<string, unknown>, instance as Record<string, unknown>);
+  }
   const options = { whitelist: true, forbidUnknownValues: false };
   const errors = needsAsyncValidation(dto) ? await validate(instance, options) : validateSync(instance, options);
   if (errors.length > 0) throw new RequestValidationError(toIssues(errors, [location], plain as Record<string, unknown>));
@@ -119,6 +138,32 @@ function parseBooleans(dto: DtoClass, plain: Record<string, unknown>, instance: 
   }
 }
 
+/**
+ * Implicit conversion turns a file sent for a string field into "[object Object]"; the file is
+ * put back, so the field's own checks reject it.
+ */
+function keepUploadedFiles(plain: Record<string, unknown>, instance: Record<string, unknown>): void {
+  for (const [key, value] of Object.entries(plain)) if (isUploadedFile(value)) instance[key] = value;
+}
+
+/**
+ * Constraints on what a value is rather than on its value. When one fails, the field's other
+ * constraints say nothing useful (`5` is neither too short nor too long a string), so it is the
+ * field's one issue, as pydantic reports a single `string_type` and no length errors.
+ */
+const TYPE_CONSTRAINTS: ReadonlySet<string> = new Set([
+  IS_STRING,
+  IS_NUMBER,
+  IS_INT,
+  IS_BOOLEAN,
+  IS_DATE,
+  IS_ARRAY,
+  IS_OBJECT,
+  IS_ENUM,
+  IS_FILE,
+  ValidationTypes.NESTED_VALIDATION,
+]);
+
 /** `raw` holds what the client sent at this level, so `input` shows it rather than a failed conversion (NaN). */
 function toIssues(errors: readonly ValidationError[], parent: readonly (string | number)[], raw?: Record<string, unknown>): ValidationIssue[] {
   const issues: ValidationIssue[] = [];
@@ -129,7 +174,8 @@ function toIssues(errors: readonly ValidationError[], parent: readonly (string |
       issues.push({ loc, msg: 'Field required', type: 'missing' });
     } else {
       const input = shownInput(raw && Object.hasOwn(raw, error.property) ? raw[error.property] : error.value);
-      for (const [type, msg] of constraints) issues.push({ loc, msg, type, input });
+      const typeFailure = constraints.find(([type]) => TYPE_CONSTRAINTS.has(type));
+      for (const [type, msg] of typeFailure ? [typeFailure] : constraints) issues.push({ loc, msg, type, input });
     }
     if (error.children?.length) issues.push(...toIssues(error.children, loc));
   }

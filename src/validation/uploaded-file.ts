@@ -14,6 +14,9 @@ export function isUploadedFile(value: unknown): value is UploadedFile {
   return typeof v === 'object' && v !== null && typeof v.filename === 'string' && v.data instanceof Uint8Array;
 }
 
+/** The constraint name of {@link IsFile}, the `type` of its 422 issues. */
+export const IS_FILE = 'isFile';
+
 export interface IsFileOptions {
   /** Largest accepted file, in bytes. */
   readonly maxSize?: number;
@@ -29,7 +32,7 @@ export interface IsFileOptions {
 export function IsFile(options: IsFileOptions = {}, validation?: ValidationOptions): PropertyDecorator {
   const check = ValidateBy(
     {
-      name: 'isFile',
+      name: IS_FILE,
       validator: {
         validate: (value: unknown) =>
           isUploadedFile(value) &&

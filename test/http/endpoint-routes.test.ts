@@ -167,7 +167,8 @@ let server: ServeFnServer;
 let base: string;
 
 beforeAll(async () => {
-  server = new ServeFnServer({ models: [Tts, Prosody, Gated], logger: false, collectProcessMetrics: false, bodyLimit: BODY_LIMIT });
+  // As `serve-fn dev` runs it: 500s show their message (error-answers.test.ts covers production's).
+  server = new ServeFnServer({ models: [Tts, Prosody, Gated], logger: false, collectProcessMetrics: false, bodyLimit: BODY_LIMIT, exposeErrors: true });
   await server.start();
   base = await server.app.listen({ port: 0, host: '127.0.0.1' });
 });
@@ -220,15 +221,27 @@ describe('JSON endpoints', () => {
     });
   });
 
-  it('answers wrong types, with the loc path running through nested DTOs', async () => {
+  it('answers wrong types with one issue per field, with the loc path running through nested DTOs', async () => {
     const res = await call('POST', '/speak', { text: 5, style: { mood: 'angry', pitch: { hz: '120' } } });
     expect(res.status).toBe(422);
     expect(res.json()).toEqual({
       detail: [
         { loc: ['body', 'text'], msg: 'text must be a string', type: 'isString', input: 5 },
         { loc: ['body', 'style', 'mood'], msg: 'mood must be one of the following values: calm, bright', type: 'isIn', input: 'angry' },
-        { loc: ['body', 'style', 'pitch', 'hz'], msg: 'hz must not be less than 50', type: 'min', input: '120' },
         { loc: ['body', 'style', 'pitch', 'hz'], msg: 'hz must be a number conforming to the specified constraints', type: 'isNumber', input: '120' },
+      ],
+    });
+  });
+
+  it('answers a file sent for a string form field with 422 instead of reading it as "[object Object]"', async () => {
+    const multipart = new FormData();
+    multipart.append('tts_text', new Blob([new Uint8Array([1, 2])], { type: 'text/plain' }), 'text.txt');
+    multipart.append('spk_id', 'alto');
+    const file = await call('POST', '/inference_sft', multipart);
+    expect(file.status).toBe(422);
+    expect(file.json()).toEqual({
+      detail: [
+        { loc: ['body', 'tts_text'], msg: 'tts_text must be a string', type: 'isString', input: { filename: 'text.txt', mimetype: 'text/plain', size: 2 } },
       ],
     });
   });
@@ -242,16 +255,15 @@ describe('JSON endpoints', () => {
     expect(res.json()).toEqual({ detail: [{ loc: ['body'], msg: 'Input should be a valid object', type: 'model_attributes_type', input: body }] });
   });
 
-  it('answers invalid JSON with 400 SF_ERR_BODY_INVALID_JSON', async () => {
+  it("answers invalid JSON with FastAPI's 422 json_invalid, and an empty body as a missing one", async () => {
     const res = await call('POST', '/speak', '{"text": ', { 'content-type': 'application/json' });
-    expect(res.status).toBe(400);
+    expect(res.status).toBe(422);
     expect(res.json()).toEqual({
-      error: "Request body is not valid JSON: Body is not valid JSON but content-type is set to 'application/json'",
-      code: 'SF_ERR_BODY_INVALID_JSON',
+      detail: [{ loc: ['body', 9], msg: 'JSON decode error', type: 'json_invalid', input: {}, ctx: { error: 'Unexpected end of JSON input' } }],
     });
     const empty = await call('POST', '/speak', '', { 'content-type': 'application/json' });
-    expect(empty.status).toBe(400);
-    expect(empty.json()).toEqual({ error: 'Request body is not valid JSON: the body is empty', code: 'SF_ERR_BODY_INVALID_JSON' });
+    expect(empty.status).toBe(422);
+    expect(empty.json()).toEqual({ detail: [{ loc: ['body'], msg: 'Field required', type: 'missing', input: null }] });
   });
 
   it('answers a body over the limit with 413 SF_ERR_BODY_TOO_LARGE', async () => {
@@ -293,10 +305,7 @@ describe('GET, PUT and DELETE endpoints with query and path DTOs', () => {
     const res = await call('GET', '/voices?limit=abc');
     expect(res.status).toBe(422);
     expect(res.json()).toEqual({
-      detail: [
-        { loc: ['query', 'limit'], msg: 'limit must not be less than 1', type: 'min', input: 'abc' },
-        { loc: ['query', 'limit'], msg: 'limit must be an integer number', type: 'isInt', input: 'abc' },
-      ],
+      detail: [{ loc: ['query', 'limit'], msg: 'limit must be an integer number', type: 'isInt', input: 'abc' }],
     });
     expect((await call('GET', '/voices')).json()).toEqual({ detail: [{ loc: ['query', 'limit'], msg: 'Field required', type: 'missing' }] });
   });
@@ -335,8 +344,6 @@ describe('multipart endpoints', () => {
       detail: [
         { loc: ['body', 'tts_text'], msg: 'tts_text must be longer than or equal to 1 characters', type: 'minLength', input: '' },
         { loc: ['body', 'spk_id'], msg: 'Field required', type: 'missing' },
-        { loc: ['body', 'speed'], msg: 'speed must not be greater than 4', type: 'max', input: 'fast' },
-        { loc: ['body', 'speed'], msg: 'speed must not be less than 0.25', type: 'min', input: 'fast' },
         { loc: ['body', 'speed'], msg: 'speed must be a number conforming to the specified constraints', type: 'isNumber', input: 'fast' },
       ],
     });

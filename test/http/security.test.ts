@@ -53,7 +53,7 @@ async function secured(options: SecurityOptions): Promise<ServeFnServer> {
 async function protocolShapedApp(options: SecurityOptions): Promise<FastifyInstance> {
   const app = fastify({ logger: false });
   apps.push(app);
-  installErrorHandling(app, 1024);
+  installErrorHandling(app, { bodyLimit: 1024, exposeErrors: false });
   await securityPlugin(app, options);
   await app.register(
     async (scope) => {

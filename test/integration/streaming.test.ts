@@ -20,7 +20,8 @@ let server: ServeFnServer;
 let base: string;
 
 beforeAll(async () => {
-  server = new ServeFnServer({ models: [StreamModel, InlineStreamModel], moduleUrl, logger: false, collectProcessMetrics: false });
+  // exposeErrors as under `serve-fn dev`: the tests read the messages of failed requests.
+  server = new ServeFnServer({ models: [StreamModel, InlineStreamModel], moduleUrl, logger: false, collectProcessMetrics: false, exposeErrors: true });
   await server.start();
   base = await server.app.listen({ port: 0, host: '127.0.0.1' });
 });

@@ -2,6 +2,7 @@ import { deflateSync, gunzipSync, gzipSync, inflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { FakeRepository, identityModel, simpleModel } from './fake-repository.js';
 import { postInfer, protocolApp } from './protocol-app.js';
+import { MAX_JSON_DEPTH } from '../../src/validation/json-depth.js';
 
 const range = (n: number, f: (i: number) => number): number[] => Array.from({ length: n }, (_, i) => f(i));
 const request =
@@ -33,10 +34,10 @@ describe('compressed request bodies (Content-Encoding)', () => {
     expect(res.json().outputs[0].data).toEqual([7, 9]);
   });
 
-  it('answers an unknown coding 501 "Unsupported compression type" and names the supported ones', async () => {
+  it('answers an unknown coding 415 and names the supported ones in Accept-Encoding (RFC 9110 §15.5.16)', async () => {
     const { app } = await protocolApp(new FakeRepository([simpleModel()]));
     const res = await postInfer(app, 'simple', Buffer.from(request), { 'content-encoding': 'br' });
-    expect([res.statusCode, res.body, res.headers['accept-encoding']]).toEqual([501, '{"error":"Unsupported compression type"}', 'gzip, deflate']);
+    expect([res.statusCode, res.body, res.headers['accept-encoding']]).toEqual([415, '{"error":"Content-Encoding \'br\' is not supported; send gzip, deflate or identity.","code":"SF_ERR_CONTENT_ENCODING_UNSUPPORTED"}', 'gzip, deflate']);
   });
 
   it('answers a corrupt body 400', async () => {
@@ -50,7 +51,7 @@ describe('compressed request bodies (Content-Encoding)', () => {
     const bomb = gzipSync(Buffer.alloc(100_000, 0x20));
     expect(bomb.length).toBeLessThan(4096);
     const res = await postInfer(app, 'simple', bomb, { 'content-encoding': 'gzip' });
-    expect([res.statusCode, res.body]).toEqual([413, '{"error":"Request body is larger than the limit of 4096 bytes."}']);
+    expect([res.statusCode, res.body]).toEqual([413, '{"error":"Request body is larger than the limit of 4096 bytes.","code":"SF_ERR_BODY_TOO_LARGE"}']);
   });
 });
 
@@ -91,7 +92,7 @@ describe('body limit', () => {
   it('answers a body over the limit 413 with the error shape of /v2', async () => {
     const { app } = await protocolApp(new FakeRepository([simpleModel()]), { bodyLimit: 100 });
     const res = await postInfer(app, 'simple', request);
-    expect([res.statusCode, res.body]).toEqual([413, '{"error":"Request body is larger than the limit of 100 bytes."}']);
+    expect([res.statusCode, res.body]).toEqual([413, '{"error":"Request body is larger than the limit of 100 bytes.","code":"SF_ERR_BODY_TOO_LARGE"}']);
   });
 
   it('defaults to 64 MiB, above the server-wide limit of the user routes', async () => {
@@ -106,5 +107,26 @@ describe('body limit', () => {
     expect(res.rawPayload.length - Number(res.headers['inference-header-content-length'])).toBe(size);
     const userRoute = await app.inject({ method: 'POST', url: '/user/echo', headers: { 'content-type': 'application/json' }, payload: `"${'x'.repeat(size)}"` });
     expect(userRoute.statusCode).toBe(413);
+  });
+});
+
+describe('nesting limit', () => {
+  const deep = '['.repeat(10_000) + ']'.repeat(10_000);
+  const tooDeep = `{"error":"Request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels.","code":"SF_ERR_BODY_TOO_DEEP"}`;
+
+  it(`answers JSON nested deeper than ${MAX_JSON_DEPTH} levels 400 in the /v2 error shape, wherever it nests, and keeps serving`, async () => {
+    const { app } = await protocolApp(new FakeRepository([simpleModel()]));
+    for (const body of [
+      `{"inputs":${deep}}`,
+      `{"inputs":[{"name":"INPUT0","shape":[1,16],"datatype":"INT32","data":${deep}}]}`,
+      `{"id":${deep},"inputs":[]}`,
+      `{"inputs":[],"parameters":{"x":${deep}}}`,
+    ]) {
+      const res = await postInfer(app, 'simple', body);
+      expect([res.statusCode, res.body]).toEqual([400, tooDeep]);
+    }
+    const generate = await app.inject({ method: 'POST', url: '/v2/models/simple/generate', payload: `{"INPUT0":${deep}}` });
+    expect([generate.statusCode, generate.body]).toEqual([400, tooDeep]);
+    expect((await postInfer(app, 'simple', request)).body).toBe(answer);
   });
 });

@@ -28,7 +28,8 @@ describe('decoupled models over generate, generate_stream and ModelStreamInfer',
     server.app.inject({ method: 'POST', url: `/v2/models/${model}/${route}`, headers: { 'content-type': 'application/json' }, payload });
 
   beforeAll(async () => {
-    server = new ServeFnServer({ models: [], repository: { root: ROOT }, collectProcessMetrics: false, grpc: { port: 0 } });
+    // As `serve-fn dev` runs it, so a failing model's message reaches the client.
+    server = new ServeFnServer({ models: [], repository: { root: ROOT }, collectProcessMetrics: false, grpc: { port: 0 }, exposeErrors: true });
     address = await server.listen(0, '127.0.0.1');
   }, 60_000);
 
@@ -56,14 +57,14 @@ describe('decoupled models over generate, generate_stream and ModelStreamInfer',
     it('an error after the first response ends the stream with an SSE error event', async () => {
       const res = await post('countdown', 'generate_stream', '{"id":"e","N":3,"FAIL_AT":1}');
       expect(res.statusCode).toBe(200);
-      expect(res.body).toBe(`${event('e', 3)}${event('e', 2)}event: error\ndata: {"error":"${COUNTDOWN_ERROR(1)}"}\n\n`);
+      expect(res.body).toBe(`${event('e', 3)}${event('e', 2)}event: error\ndata: {"error":"${COUNTDOWN_ERROR(1)}","code":"SF_ERR_EXECUTION_FAILED"}\n\n`);
     });
 
     it('an error before the first response is an ordinary JSON error', async () => {
       const failed = await post('countdown', 'generate_stream', '{"N":2,"FAIL_AT":2}');
-      expect([failed.statusCode, failed.headers['content-type'], failed.body]).toEqual([500, 'application/json', `{"error":"${COUNTDOWN_ERROR(2)}"}`]);
+      expect([failed.statusCode, failed.headers['content-type'], failed.body]).toEqual([500, 'application/json', `{"error":"${COUNTDOWN_ERROR(2)}","code":"SF_ERR_EXECUTION_FAILED"}`]);
       const invalid = await post('countdown', 'generate_stream', '{"FAIL_AT":2}');
-      expect([invalid.statusCode, invalid.body]).toEqual([400, '{"error":"Expected input \'N\' for model \'countdown\' is missing."}']);
+      expect([invalid.statusCode, invalid.body]).toEqual([400, '{"error":"Expected input \'N\' for model \'countdown\' is missing.","code":"SF_ERR_TENSOR_MISSING"}']);
     });
 
     it('generate answers a decoupled model\'s one response, and 400 when it sent another number', async () => {
@@ -72,6 +73,7 @@ describe('decoupled models over generate, generate_stream and ModelStreamInfer',
       const two = await post('countdown', 'generate', '{"N":2}');
       expect([two.statusCode, two.json()]).toEqual([400, {
         error: "Model 'countdown' is decoupled and sent 2 responses to this request; this call takes exactly one. Use generate_stream or gRPC ModelStreamInfer to receive every response.",
+        code: 'SF_ERR_BAD_REQUEST',
       }]);
     });
 
@@ -82,7 +84,7 @@ describe('decoupled models over generate, generate_stream and ModelStreamInfer',
 
     it('/infer refuses a decoupled model with Triton\'s message', async () => {
       const res = await post('countdown', 'infer', '{"inputs":[{"name":"N","shape":[1],"datatype":"INT32","data":[1]}]}');
-      expect([res.statusCode, res.body]).toEqual([501, '{"error":"HTTP end point doesn\'t support models with decoupled transaction policy"}']);
+      expect([res.statusCode, res.body]).toEqual([501, '{"error":"HTTP end point doesn\'t support models with decoupled transaction policy","code":"SF_ERR_UNSUPPORTED"}']);
     });
 
     it('a client that disconnects stops the model: its generator\'s finally runs', async () => {

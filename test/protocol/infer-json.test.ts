@@ -257,23 +257,34 @@ describe('errors', () => {
     expect(await errorOf(simpleModel(), namelessOutput)).toEqual([400, 'Each requested output must be an object with a "name" string, got {}.']);
   });
 
-  it('500 without a code field when the model fails', async () => {
+  it("500 with the code and the request id, not the model's message, when the model fails in production", async () => {
     const broken = new FakeModel({
       name: 'broken',
       inputs: [],
       outputs: [],
       compute: () => {
-        throw new Error('kernel exploded');
+        throw new Error('db password is hunter2');
       },
     });
-    expect(await errorOf(broken, '{"inputs":[]}')).toEqual([500, 'kernel exploded']);
+    const { app } = await protocolApp(new FakeRepository([broken]));
+    const res = await postInfer(app, 'broken', '{"inputs":[]}', { 'x-request-id': 'trace-7' });
+    expect([res.statusCode, res.headers['x-request-id'], res.body]).toEqual([
+      500,
+      'trace-7',
+      '{"error":"Internal Server Error","code":"SF_ERR_EXECUTION_FAILED","request_id":"trace-7"}',
+    ]);
   });
 
-  it('500 when the model leaves out an output that was asked for', async () => {
+  it('500 when the model leaves out an output that was asked for, with the message in development', async () => {
     const forgetful = new FakeModel({ name: 'forgetful', inputs: [], outputs: [{ name: 'OUT', datatype: 'INT32', shape: [1] }], compute: () => [] });
-    expect(await errorOf(forgetful, '{"inputs":[],"outputs":[{"name":"OUT"}]}')).toEqual([
+    const { app } = await protocolApp(new FakeRepository([forgetful]), { exposeErrors: true });
+    const res = await postInfer(app, 'forgetful', '{"inputs":[],"outputs":[{"name":"OUT"}]}');
+    expect([res.statusCode, res.json()]).toEqual([
       500,
-      "Model 'forgetful' failed in infer: the requested output 'OUT' is not among the outputs it returned (none).",
+      {
+        error: "Model 'forgetful' failed in infer: the requested output 'OUT' is not among the outputs it returned (none).",
+        code: 'SF_ERR_EXECUTION_FAILED',
+      },
     ]);
   });
 });

@@ -1,13 +1,15 @@
-import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyServerOptions, type LightMyRequestResponse } from 'fastify';
 import { afterEach } from 'vitest';
 import type { ModelRepository } from '../../src/inference/inference-model.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { kserveProtocol } from '../../src/protocol/kserve-protocol.js';
 import { installErrorHandling } from '../../src/server/error-handler.js';
+import { installJsonBodyParser } from '../../src/server/json-body-parser.js';
+import { requestId } from '../../src/server/request-id.js';
 
 /**
- * A fastify app shaped like ServeFnServer's: serve-fn's own error handling at the root, a user JSON
- * route, and the protocol plugin. Closed after each test.
+ * A fastify app shaped like ServeFnServer's: serve-fn's own error handling and JSON parser at the
+ * root, a user JSON route, and the protocol plugin. Closed after each test.
  */
 
 export interface ProtocolApp {
@@ -23,11 +25,15 @@ afterEach(async () => {
   await Promise.all(apps.splice(0).map((a) => a.close()));
 });
 
-export async function protocolApp(repository: ModelRepository, options: { bodyLimit?: number; recorder?: InferenceRecorder } = {}): Promise<ProtocolApp> {
-  const app = Fastify({ logger: false });
+export async function protocolApp(
+  repository: ModelRepository,
+  options: { bodyLimit?: number; recorder?: InferenceRecorder; exposeErrors?: boolean; logger?: FastifyServerOptions['logger'] } = {},
+): Promise<ProtocolApp> {
+  const app = Fastify({ logger: options.logger ?? false, genReqId: requestId });
   apps.push(app);
   const recorder = options.recorder ?? new InferenceRecorder({ collectProcessMetrics: false, now: () => 1_700_000_000_000 });
-  installErrorHandling(app, 1024 * 1024);
+  installErrorHandling(app, { bodyLimit: 1024 * 1024, exposeErrors: options.exposeErrors ?? false });
+  installJsonBodyParser(app, 1024 * 1024);
   app.post('/user/echo', async (request) => ({ got: request.body }));
   const handle: ProtocolApp = { app, recorder, serving: true };
   await app.register(kserveProtocol, {
@@ -37,6 +43,7 @@ export async function protocolApp(repository: ModelRepository, options: { bodyLi
     serverVersion: '0.1.0',
     ready: () => handle.serving,
     ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }),
+    exposeErrors: options.exposeErrors ?? false,
   });
   await app.ready();
   return handle;

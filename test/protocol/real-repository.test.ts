@@ -165,7 +165,7 @@ describe('Triton\'s simple and simple_string from a repository folder, over the 
   it('simple_string: an element that is not a number fails the request with the model\'s 400', async () => {
     const res = await post('simple_string', `{"inputs":[${JSON_INPUTS('BYTES', strings(IN0), [...strings(IN1).slice(1), 'one'])}]}`);
     expect(res.statusCode).toBe(400);
-    expect(res.json()).toEqual({ error: "simple_string: INPUT1 element 'one' is not an integer" });
+    expect(res.json()).toEqual({ error: "simple_string: INPUT1 element 'one' is not an integer", code: 'SF_ERR_BAD_REQUEST' });
   });
 
   it('model metadata, as Triton answers it (batch dimension -1)', async () => {
@@ -220,13 +220,13 @@ describe('Triton\'s simple and simple_string from a repository folder, over the 
   it('a wrong datatype is a 400 naming the tensor', async () => {
     const res = await post('simple', `{"inputs":[${JSON_INPUTS('FP32', IN0, IN1)}]}`);
     expect(res.statusCode).toBe(400);
-    expect(res.json()).toEqual({ error: "Tensor 'INPUT0': expected datatype INT32, got FP32." });
+    expect(res.json()).toEqual({ error: "Tensor 'INPUT0': expected datatype INT32, got FP32.", code: 'SF_ERR_TENSOR_DATATYPE' });
   });
 
   it('an unknown model is a 404 with Triton\'s text', async () => {
     const res = await post('simplex', `{"inputs":[${JSON_INPUTS('INT32', IN0, IN1)}]}`);
     expect(res.statusCode).toBe(404);
-    expect(res.json()).toEqual({ error: "Request for unknown model: 'simplex' is not found" });
-    expect((await get('/v2/models/simplex')).json()).toEqual({ error: "Request for unknown model: 'simplex' is not found" });
+    expect(res.json()).toEqual({ error: "Request for unknown model: 'simplex' is not found", code: 'SF_ERR_MODEL_UNKNOWN' });
+    expect((await get('/v2/models/simplex')).json()).toEqual({ error: "Request for unknown model: 'simplex' is not found", code: 'SF_ERR_MODEL_UNKNOWN' });
   });
 });

@@ -32,7 +32,7 @@ describe('POST /v2/repository/index', () => {
   it("400 for a 'ready' that is not a boolean, or a body that is not JSON", async () => {
     const { app } = await protocolApp(new FakeRepository([]));
     const a = await post(app, '/v2/repository/index', '{"ready":"yes"}');
-    expect([a.statusCode, a.body]).toEqual([400, `{"error":"Invalid value for 'ready': expected a boolean"}`]);
+    expect([a.statusCode, a.body]).toEqual([400, `{"error":"Invalid value for 'ready': expected a boolean","code":"SF_ERR_BAD_REQUEST"}`]);
     const b = await post(app, '/v2/repository/index', '{nope');
     expect(b.statusCode).toBe(400);
     expect(b.json().error).toMatch(/^Request body is not valid JSON: /);
@@ -103,7 +103,7 @@ describe('load and unload in explicit mode', () => {
   it("passes the repository's errors through: unknown model 404", async () => {
     const { app } = await protocolApp(new FakeRepository([], { controlMode: 'explicit' }));
     const res = await post(app, '/v2/repository/models/ghost/load');
-    expect([res.statusCode, res.body]).toEqual([404, `{"error":"Request for unknown model: 'ghost' is not found"}`]);
+    expect([res.statusCode, res.body]).toEqual([404, `{"error":"Request for unknown model: 'ghost' is not found","code":"SF_ERR_MODEL_UNKNOWN"}`]);
   });
 
   it('refuses unload_dependents: true as unsupported (501), and a non-boolean as 400', async () => {
@@ -123,7 +123,7 @@ describe('load and unload outside explicit mode', () => {
       const { app } = await protocolApp(repository);
       for (const url of ['/v2/repository/models/identity_fp32/load', '/v2/repository/models/simple/unload']) {
         const res = await post(app, url);
-        expect([res.statusCode, res.body], url).toEqual([503, '{"error":"explicit model load / unload is not allowed if polling is enabled"}']);
+        expect([res.statusCode, res.body], url).toEqual([503, '{"error":"explicit model load / unload is not allowed if polling is enabled","code":"SF_ERR_MODEL_CONTROL_DISABLED"}']);
       }
       expect(repository.loads).toEqual([]);
       expect(repository.models().map((m) => m.info.name)).toEqual(['simple']);

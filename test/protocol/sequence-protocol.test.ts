@@ -81,9 +81,10 @@ describe('sequences over the v2 protocol (HTTP and gRPC)', () => {
       const res = await post(model, 1, parameters);
       return [res.statusCode, res.body];
     };
-    expect(await error('accumulate', {})).toEqual([400, JSON.stringify({ error: "inference request to model 'accumulate' must specify a non-zero or non-empty correlation ID" })]);
+    expect(await error('accumulate', {})).toEqual([400, JSON.stringify({ error: "inference request to model 'accumulate' must specify a non-zero or non-empty correlation ID", code: 'SF_ERR_SEQUENCE_ID_MISSING' })]);
     const notStarted = (id: Id) => JSON.stringify({
       error: `inference request for sequence ${id} to model 'accumulate' must specify the START flag on the first request of the sequence (the sequence is unknown, has ended, or was freed after 5000000 µs idle)`,
+      code: 'SF_ERR_SEQUENCE_NOT_STARTED',
     });
     expect(await error('accumulate', { sequence_id: 404 })).toEqual([400, notStarted(404)]);
     await sequence(7, [1, 1]);
@@ -92,7 +93,7 @@ describe('sequences over the v2 protocol (HTTP and gRPC)', () => {
 
   it('answers 400 for sequence parameters sent to a model without sequence_batching', async () => {
     const res = await post('plain', 1, { sequence_id: 3, sequence_start: true });
-    expect([res.statusCode, res.body]).toEqual([400, JSON.stringify({ error: "inference request to model 'plain' sets 'sequence_id', but the model is not stateful: its configuration has no sequence_batching" })]);
+    expect([res.statusCode, res.body]).toEqual([400, JSON.stringify({ error: "inference request to model 'plain' sets 'sequence_id', but the model is not stateful: its configuration has no sequence_batching", code: 'SF_ERR_SEQUENCE_UNSUPPORTED' })]);
   });
 
   it('advertises the sequence extension in the server metadata', async () => {

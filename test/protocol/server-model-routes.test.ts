@@ -74,24 +74,24 @@ describe('model metadata', () => {
     expect((await app.inject({ method: 'GET', url: '/v2/models/versioned/versions/1' })).json().versions).toEqual(['1']);
   });
 
-  it("answers an unknown model or version 404 with Triton's message and no code field", async () => {
+  it("answers an unknown model or version 404 with Triton's message and the catalogue code", async () => {
     const { app } = await protocolApp(new FakeRepository([versionedModel('1')]));
     expect(wire(await app.inject({ method: 'GET', url: '/v2/models/nope' }))).toEqual({
       status: 404,
       type: bareJson,
-      body: `{"error":"Request for unknown model: 'nope' is not found"}`,
+      body: `{"error":"Request for unknown model: 'nope' is not found","code":"SF_ERR_MODEL_UNKNOWN"}`,
     });
     expect(wire(await app.inject({ method: 'GET', url: '/v2/models/versioned/versions/7' }))).toEqual({
       status: 404,
       type: bareJson,
-      body: `{"error":"Request for unknown model: 'versioned' version 7 is not found"}`,
+      body: `{"error":"Request for unknown model: 'versioned' version 7 is not found","code":"SF_ERR_MODEL_VERSION_UNKNOWN"}`,
     });
   });
 
   it('treats a version that is not an integer as no route at all', async () => {
     const { app } = await protocolApp(new FakeRepository([versionedModel('1')]));
     const res = await app.inject({ method: 'GET', url: '/v2/models/versioned/versions/latest' });
-    expect([res.statusCode, res.body]).toEqual([404, '{"error":"Not Found"}']);
+    expect([res.statusCode, res.body]).toEqual([404, '{"error":"Not Found","code":"SF_ERR_NOT_FOUND"}']);
   });
 });
 
@@ -106,9 +106,9 @@ describe('model ready', () => {
     };
     expect(await get('/v2/models/versioned/ready')).toEqual([200, '']);
     v1.isReady = false;
-    expect(await get('/v2/models/versioned/versions/1/ready')).toEqual([400, '{"error":"Model version not ready"}']);
+    expect(await get('/v2/models/versioned/versions/1/ready')).toEqual([400, '{"error":"Model version not ready","code":"SF_ERR_BAD_REQUEST"}']);
     expect(await get('/v2/models/versioned/versions/2/ready')).toEqual([200, '']);
-    expect(await get('/v2/models/other/ready')).toEqual([404, `{"error":"Request for unknown model: 'other' is not found"}`]);
+    expect(await get('/v2/models/other/ready')).toEqual([404, `{"error":"Request for unknown model: 'other' is not found","code":"SF_ERR_MODEL_UNKNOWN"}`]);
   });
 });
 
@@ -183,35 +183,35 @@ describe('statistics', () => {
   it('answers 404 for statistics of an unknown model or version', async () => {
     const { app } = await protocolApp(new FakeRepository([versionedModel('1')]));
     const a = await app.inject({ method: 'GET', url: '/v2/models/ghost/stats' });
-    expect([a.statusCode, a.body]).toEqual([404, `{"error":"Request for unknown model: 'ghost' is not found"}`]);
+    expect([a.statusCode, a.body]).toEqual([404, `{"error":"Request for unknown model: 'ghost' is not found","code":"SF_ERR_MODEL_UNKNOWN"}`]);
     const b = await app.inject({ method: 'GET', url: '/v2/models/versioned/versions/9/stats' });
-    expect([b.statusCode, b.body]).toEqual([404, `{"error":"Request for unknown model: 'versioned' version 9 is not found"}`]);
+    expect([b.statusCode, b.body]).toEqual([404, `{"error":"Request for unknown model: 'versioned' version 9 is not found","code":"SF_ERR_MODEL_VERSION_UNKNOWN"}`]);
   });
 });
 
 describe('routing', () => {
-  it('answers an unknown /v2 route 404 {"error":"Not Found"}', async () => {
+  it('answers an unknown /v2 route 404 {"error":"Not Found","code":"SF_ERR_NOT_FOUND"}', async () => {
     const { app } = await protocolApp(new FakeRepository([]));
     for (const url of ['/v2/nothing', '/v2/models/simple/explain', '/v2/health/dead']) {
       const res = await app.inject({ method: 'GET', url });
-      expect(wire(res), url).toEqual({ status: 404, type: bareJson, body: '{"error":"Not Found"}' });
+      expect(wire(res), url).toEqual({ status: 404, type: bareJson, body: '{"error":"Not Found","code":"SF_ERR_NOT_FOUND"}' });
     }
   });
 
-  it('answers a served path with the wrong method 405 "Method Not Allowed", as Triton does', async () => {
+  it('answers a served path with the wrong method 405 "Method Not Allowed" and the methods it takes in Allow, as Triton does', async () => {
     const { app } = await protocolApp(new FakeRepository([simpleModel()]));
-    const cases: [string, string][] = [
-      ['POST', '/v2/health/live'],
-      ['GET', '/v2/models/simple/infer'],
-      ['GET', '/v2/models/simple/generate'],
-      ['GET', '/v2/models/simple/versions/1/generate_stream'],
-      ['DELETE', '/v2/models/simple'],
-      ['GET', '/v2/repository/index'],
-      ['GET', '/v2/repository/models/simple/load'],
+    const cases: [string, string, string][] = [
+      ['POST', '/v2/health/live', 'GET, HEAD'],
+      ['GET', '/v2/models/simple/infer', 'POST'],
+      ['GET', '/v2/models/simple/generate', 'POST'],
+      ['GET', '/v2/models/simple/versions/1/generate_stream', 'POST'],
+      ['DELETE', '/v2/models/simple', 'GET, HEAD'],
+      ['GET', '/v2/repository/index', 'POST'],
+      ['GET', '/v2/repository/models/simple/load', 'POST'],
     ];
-    for (const [method, url] of cases) {
+    for (const [method, url, allow] of cases) {
       const res = await app.inject({ method: method as 'GET', url });
-      expect([res.statusCode, res.body], `${method} ${url}`).toEqual([405, '{"error":"Method Not Allowed"}']);
+      expect([res.statusCode, res.body, res.headers.allow], `${method} ${url}`).toEqual([405, '{"error":"Method Not Allowed","code":"SF_ERR_METHOD_NOT_ALLOWED"}', allow]);
     }
   });
 
@@ -222,7 +222,7 @@ describe('routing', () => {
     const missing = await app.inject({ method: 'GET', url: '/elsewhere' });
     expect(missing.json()).toEqual({ error: 'Not Found', code: 'SF_ERR_NOT_FOUND' });
     const bad = await app.inject({ method: 'POST', url: '/user/echo', headers: { 'content-type': 'application/json' }, payload: '{' });
-    expect(bad.statusCode).toBe(400);
-    expect(bad.json().code).toBe('SF_ERR_BODY_INVALID_JSON');
+    expect(bad.statusCode).toBe(422);
+    expect(bad.json().detail[0].type).toBe('json_invalid');
   });
 });

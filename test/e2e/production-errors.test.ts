@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { startCli } from './cli-harness.js';
+
+const leak = (base: string): Promise<Response> =>
+  fetch(`${base}/leak`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': 'e2e-leak-1' }, body: '{}' });
+
+describe('a model that fails with a secret in its message', () => {
+  it('under serve-fn start: answers a generic 500 with code and request id, and logs the stack with the model file and line', async () => {
+    const cli = await startCli(['start', 'test/fixtures/errors/leaky-model.ts', '--host', '127.0.0.1']);
+    try {
+      await cli.waitForOutput(/serve-fn ready/);
+      const res = await leak(cli.base);
+      expect([res.status, res.headers.get('x-request-id'), await res.json()]).toEqual([
+        500,
+        'e2e-leak-1',
+        { error: 'Internal Server Error', code: 'SF_ERR_EXECUTION_FAILED', request_id: 'e2e-leak-1' },
+      ]);
+      await cli.waitForOutput(/leaky-model\.ts:\d+/);
+      const logged = cli
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('"reqId":"e2e-leak-1"') && line.includes('"level":50'));
+      expect(logged).toHaveLength(1);
+      expect(logged[0]).toContain('db password is hunter2');
+      expect(logged[0]).toMatch(/leaky-model\.ts:\d+/);
+    } finally {
+      await cli.stop();
+    }
+  });
+
+  it('under serve-fn dev: shows the message to the developer', async () => {
+    const cli = await startCli(['dev', 'test/fixtures/errors/leaky-model.ts', '--host', '127.0.0.1']);
+    try {
+      await cli.waitForOutput(/serve-fn ready/);
+      const res = await leak(cli.base);
+      expect([res.status, await res.json()]).toEqual([
+        500,
+        { error: "Model 'leaky' failed in Leaky.leak: db password is hunter2", code: 'SF_ERR_EXECUTION_FAILED' },
+      ]);
+    } finally {
+      await cli.stop();
+    }
+  });
+});
