@@ -221,6 +221,7 @@ describe('a Triton model repository served by ServeFnServer (worker-thread insta
     const load = await server.app.inject({ method: 'POST', url: '/v2/repository/models/wrongio/load', payload: { parameters: { config } } });
     expect([load.statusCode, load.json()]).toEqual([400, {
       error: `Model configuration for 'wrongio' is invalid: default_model_filename '../../doubler/1/model.ts' is not a file inside the version folder ${join(root, 'wrongio', '1')}`,
+      code: 'SF_ERR_CONFIG_INVALID',
     }]);
     const encoded = await server.app.inject({ method: 'POST', url: '/v2/repository/models/..%2Fsimple/load' });
     expect([encoded.statusCode, encoded.json().error]).toEqual([400, "'../simple' is not a model name: a model name is the name of one folder in the repository"]);

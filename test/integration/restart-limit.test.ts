@@ -24,6 +24,8 @@ describe('a decorated model whose instances crash past the restart limit', () =>
     models: [FragileModel],
     moduleUrl: new URL('../fixtures/models/fragile-model.ts', import.meta.url).href,
     restartPolicy: NO_RESTARTS,
+    // The test reads which instance crashed from the 500's message, which production hides.
+    exposeErrors: true,
     logger: false,
     collectProcessMetrics: false,
   });
@@ -73,7 +75,7 @@ describe('a repository model whose only instance crashes past the restart limit'
       instance_group [ { count: 1 kind: KIND_CPU } ]`,
     'scale/1/model.ts': `export { default } from '${scaleModel}';\n`,
   });
-  const server = new ServeFnServer({ models: [], repository: { root }, restartPolicy: NO_RESTARTS, logger: false, collectProcessMetrics: false });
+  const server = new ServeFnServer({ models: [], repository: { root }, restartPolicy: NO_RESTARTS, exposeErrors: true, logger: false, collectProcessMetrics: false });
   afterAll(async () => {
     await server.close();
     rmSync(root, { recursive: true, force: true });
@@ -86,8 +88,8 @@ describe('a repository model whose only instance crashes past the restart limit'
     expect((await infer({})).status).toBe(200);
     expect((await infer({ fail: 'exit' })).body.error).toMatch(/^Model 'scale' instance 0 stopped while running this request/);
 
-    expect(await call(server, 'GET', '/v2/models/scale/ready')).toEqual({ status: 400, body: { error: 'Model version not ready' } });
-    expect(await infer({})).toEqual({ status: 503, body: { error: "Model 'scale' version 1 is not ready" } });
+    expect(await call(server, 'GET', '/v2/models/scale/ready')).toEqual({ status: 400, body: { error: 'Model version not ready', code: 'SF_ERR_BAD_REQUEST' } });
+    expect(await infer({})).toEqual({ status: 503, body: { error: "Model 'scale' version 1 is not ready", code: 'SF_ERR_MODEL_NOT_READY' } });
     expect((await call(server, 'GET', '/v2/health/ready')).status).toBe(400);
     expect(await call(server, 'GET', '/health/ready')).toEqual({
       status: 503,
