@@ -1,7 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { collectDoctorReport } from '../../src/cli/doctor-command.js';
 import { BIN, REPO_ROOT, freePort } from './cli-harness.js';
@@ -90,9 +90,11 @@ const npuAvailable = (await collectDoctorReport()).npu.available;
 describe.sequential('serve-fn new', () => {
   function generateAndTest(template: string): { project: string; output: string } {
     const project = join(tmp, `${template}-app`);
-    const created = run(process.execPath, [BIN, 'new', project, '--template', template, '--serve-fn', REPO_ROOT], tmp);
+    // No --serve-fn: by default the project links the installation that runs `serve-fn new`.
+    const created = run(process.execPath, [BIN, 'new', project, '--template', template], tmp);
     expect(created.status, created.output).toBe(0);
     expect(created.output).toContain('Next steps:');
+    expect(JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')).dependencies['serve-fn']).toBe(`file:${resolve(REPO_ROOT)}`);
 
     // --prefer-offline: what `npm ci` cached is taken from the cache, and what it did not (the
     // registry metadata of the projects' own dependencies) from the registry, as a user's install does.
