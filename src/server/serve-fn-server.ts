@@ -24,6 +24,7 @@ import { installErrorHandling } from './error-handler.js';
 import { healthRoutes } from './health-routes.js';
 import { metricsRoutes } from './metrics-routes.js';
 import { collectDtoSchemas, registerOpenApi } from './openapi-plugin.js';
+import { AccessLogController } from './request-log.js';
 import { securityPlugin, securityServerOptions, type SecurityOptions, type TlsFiles } from './security-plugin.js';
 import { ServerState } from './server-state.js';
 import { socketRoutes } from './socket-routes.js';
@@ -82,6 +83,7 @@ export class ServeFnServer {
     this.recorder = new InferenceRecorder({ collectProcessMetrics: options.collectProcessMetrics ?? true });
     this.app = fastify({
       logger: options.logger ?? false,
+      logController: new AccessLogController(),
       bodyLimit: this.bodyLimit,
       forceCloseConnections: 'idle',
       ...securityServerOptions(options.security ?? {}, options.tls),
