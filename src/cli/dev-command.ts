@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { watch } from 'node:fs';
+import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { watch } from 'chokidar';
 import { findEntry, findRepository } from './entry-discovery.js';
 
 export interface DevOptions {
@@ -63,14 +64,14 @@ export function devCommand(entryPath: string | undefined, options: DevOptions): 
     }, 50);
   };
 
-  const watcher = watch(entry.root, { recursive: true }, (_event, file) => {
-    if (file && !IGNORED.test(file)) restart(file);
-  });
+  // chokidar, not Node's recursive fs.watch: a save that replaces the file (sed -i, vim, JetBrains'
+  // safe write) leaves fs.watch watching the old inode, and the next saves reload nothing.
+  const watcher = watch(entry.root, { ignoreInitial: true, ignored: (path) => IGNORED.test(relative(entry.root, path)) });
+  watcher.on('all', (_event, path) => restart(relative(entry.root, path)));
 
   const quit = (): void => {
     stopping = true;
-    watcher.close();
-    void Promise.all([stopProcess(child), stopProcess(standby)]).then(() => process.exit(0));
+    void Promise.all([watcher.close(), stopProcess(child), stopProcess(standby)]).then(() => process.exit(0));
   };
   process.once('SIGINT', quit);
   process.once('SIGTERM', quit);
