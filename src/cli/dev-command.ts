@@ -3,6 +3,7 @@ import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { watch } from 'chokidar';
 import { findEntry, findRepository } from './entry-discovery.js';
+import { assertPortFree } from './port-in-use.js';
 
 export interface DevOptions {
   readonly host: string;
@@ -21,13 +22,14 @@ export const STANDBY_GO = 'serve-fn:go';
  * The next child is started ahead of time and waits with serve-fn already loaded, so a reload
  * costs only the user's module, the workers and `initialize`, not Node's start and our imports.
  */
-export function devCommand(entryPath: string | undefined, options: DevOptions): void {
+export async function devCommand(entryPath: string | undefined, options: DevOptions): Promise<void> {
   const repository = findRepository(entryPath);
   const entry = repository ? { file: repository, root: repository } : findEntry(entryPath);
   let child: ChildProcess | undefined;
   let standby: ChildProcess | undefined;
   let restartTimer: NodeJS.Timeout | undefined;
   let stopping = false;
+  await assertPortFree(options.host, options.port, '--port');
 
   const spawnServer = (): ChildProcess => {
     const args = [BIN, 'start', entry.file, '--dev', '--standby', '--host', options.host, '--port', String(options.port)];

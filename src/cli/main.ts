@@ -1,4 +1,5 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { SERVER_IDENTITY } from '../server/serve-fn-server.js';
 import { devCommand } from './dev-command.js';
 import { doctorCommand } from './doctor-command.js';
 import { DEFAULT_SERVE_FN_SPEC, TEMPLATE_NAMES, newCommand } from './new-command.js';
@@ -35,7 +36,10 @@ const defaultPort = process.env.SERVE_FN_PORT ? port(process.env.SERVE_FN_PORT) 
 const defaultGrpcPort = process.env.SERVE_FN_GRPC_PORT ? port(process.env.SERVE_FN_GRPC_PORT) : 8001;
 
 export function buildProgram(): Command {
-  const program = new Command('serve-fn').description('Serve decorated TypeScript model classes over HTTP').showHelpAfterError();
+  const program = new Command('serve-fn')
+    .description('Serve decorated TypeScript model classes over HTTP')
+    .version(SERVER_IDENTITY.serverVersion, '-V, --version', 'print the serve-fn version')
+    .showHelpAfterError();
 
   program
     .command('dev')
@@ -76,7 +80,7 @@ export function buildProgram(): Command {
   program
     .command('openapi')
     .description('print the OpenAPI document without serving')
-    .argument('[entry]', 'model file, or folder with serve-fn.config.ts / index.ts', '.')
+    .argument('[entry]', 'model file, folder with serve-fn.config.ts / index.ts, or Triton model repository', '.')
     .action((entry: string) => openapiCommand(entry));
 
   program

@@ -53,7 +53,7 @@ export interface ServeOptions {
 }
 
 /** How the server names itself in KServe server metadata, over HTTP and gRPC alike. */
-const SERVER_IDENTITY = {
+export const SERVER_IDENTITY = {
   serverName: 'serve-fn',
   serverVersion: (createRequire(import.meta.url)('../../package.json') as { version: string }).version,
 } as const;

@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort, REPO_ROOT, startCli, type RunningCli } from './cli-harness.js';
@@ -10,6 +11,25 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 const post = (cli: RunningCli, path: string, body: unknown): Promise<Response> =>
   fetch(cli.base + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+/** The access-log lines printed so far (request-log.ts), without their durations. */
+const accessLines = (cli: RunningCli): string[] =>
+  [...cli.output().matchAll(/\b((?:GET|POST) \S+ \d{3}) \d+\.\d ms\b/g)].map((m) => m[1]!);
+
+/** Another server holding a port on 127.0.0.1. */
+function occupyPort(): Promise<{ port: number; server: Server }> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => resolve({ port: (server.address() as { port: number }).port, server }));
+  });
+}
+
+describe('serve-fn --version', () => {
+  it('prints the version of package.json', async () => {
+    const cli = await startCli(['--version']);
+    expect(await cli.waitForExit()).toBe(0);
+    expect(cli.output().trim()).toBe((JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version);
+  });
+});
 
 describe('serve-fn start', () => {
   it('serves the quickstart with JSON logs', async () => {
@@ -29,6 +49,10 @@ describe('serve-fn start', () => {
       expect(bytes.subarray(0, 4).toString()).toBe('RIFF');
       expect(bytes.length).toBe(44 + 6 * 960 * 2);
       for (const line of cli.output().trim().split('\n')) expect(() => JSON.parse(line), line).not.toThrow();
+      // One entry per request, not fastify's 'incoming request' and 'request completed' pair.
+      await cli.waitForOutput(/POST \/inference_sft 200/);
+      expect(accessLines(cli)).toEqual(['POST /prosody 200', 'POST /inference_sft 200']);
+      expect(cli.output()).not.toContain('incoming request');
     } finally {
       expect(await cli.stop()).toBe(0);
     }
@@ -72,6 +96,20 @@ describe('serve-fn start', () => {
     expect(cli.output()).toMatch(/Model 'slow' instance \d failed in initialize\(\): weights file is corrupt/);
   });
 
+  it('exits 1 before initialising any model, naming --port, when the port is in use', async () => {
+    const marker = join(tmp, 'port-in-use.txt');
+    writeFileSync(marker, '');
+    const { port, server } = await occupyPort();
+    try {
+      const cli = await startCli(['start', 'test/fixtures/cli/slow-model.ts', '--host', '127.0.0.1'], { SERVE_FN_TEST_MARKER: marker }, port);
+      expect(await cli.waitForExit()).toBe(1);
+      expect(cli.output()).toContain(`serve-fn: 127.0.0.1:${port} is in use by another server: stop it, or choose another port with --port.`);
+      expect(readFileSync(marker, 'utf8')).toBe('');
+    } finally {
+      server.close();
+    }
+  });
+
   it('explains a missing entry', async () => {
     const cli = await startCli(['start', 'no/such/place']);
     expect(await cli.waitForExit()).toBe(1);
@@ -86,6 +124,13 @@ describe('serve-fn openapi', () => {
     const doc = JSON.parse(cli.output()) as { openapi: string; paths: Record<string, unknown> };
     expect(doc.openapi).toBe('3.0.3');
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/inference_sft', '/prosody', '/health/ready']));
+  });
+
+  it('prints the document of a Triton model repository, as start and dev serve it', async () => {
+    const cli = await startCli(['openapi', 'examples/triton-repository/models']);
+    expect(await cli.waitForExit()).toBe(0);
+    const doc = JSON.parse(cli.output()) as { paths: Record<string, unknown> };
+    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/v2/models/{model}/infer', '/v2/repository/index']));
   });
 });
 
@@ -127,4 +172,32 @@ describe('serve-fn dev', () => {
       expect(await cli.stop()).toBe(0);
     }
   }, 120_000);
+
+  it('lists WebSocket routes and logs one line per request', async () => {
+    const cli = await startCli(['dev', 'test/fixtures/models/socket-model.ts'], {}, await freePort());
+    try {
+      await cli.waitForOutput(/serve-fn ready at/, 30_000);
+      const ws = cli.base.replace('http', 'ws');
+      expect(cli.output()).toContain(`  WebSocket   ${ws}/ws/echo  (sockets.echo)`);
+      expect(cli.output()).toContain(`  WebSocket   ${ws}/ws/ticks  (sockets.ticks)`);
+      expect((await fetch(`${cli.base}/health/ready`)).status).toBe(200);
+      expect((await fetch(`${cli.base}/nowhere`)).status).toBe(404);
+      await cli.waitForOutput(/GET \/nowhere 404/);
+      expect(accessLines(cli)).toEqual(['GET /health/ready 200', 'GET /nowhere 404']);
+      expect(cli.output()).not.toMatch(/incoming request|request completed|reqId|not found/);
+    } finally {
+      expect(await cli.stop()).toBe(0);
+    }
+  });
+
+  it('exits 1 with a --port hint when the port is in use, instead of waiting for a file change', async () => {
+    const { port, server } = await occupyPort();
+    try {
+      const cli = await startCli(['dev', 'test/fixtures/cli/slow-model.ts'], {}, port);
+      expect(await cli.waitForExit()).toBe(1);
+      expect(cli.output()).toContain(`serve-fn: 127.0.0.1:${port} is in use by another server: stop it, or choose another port with --port.`);
+    } finally {
+      server.close();
+    }
+  });
 });
