@@ -16,6 +16,6 @@ export function assertPortFree(host: string, port: number, flag: string): Promis
       inUse.cause = err;
       reject(inUse);
     });
-    probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve()));
+    probe.listen({ port, host }, () => probe.close(() => resolve()));
   });
 }
