@@ -1,7 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { watch } from 'node:fs';
+import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { watch } from 'chokidar';
 import { findEntry, findRepository } from './entry-discovery.js';
+import { assertPortFree } from './port-in-use.js';
 
 export interface DevOptions {
   readonly host: string;
@@ -20,13 +22,14 @@ export const STANDBY_GO = 'serve-fn:go';
  * The next child is started ahead of time and waits with serve-fn already loaded, so a reload
  * costs only the user's module, the workers and `initialize`, not Node's start and our imports.
  */
-export function devCommand(entryPath: string | undefined, options: DevOptions): void {
+export async function devCommand(entryPath: string | undefined, options: DevOptions): Promise<void> {
   const repository = findRepository(entryPath);
   const entry = repository ? { file: repository, root: repository } : findEntry(entryPath);
   let child: ChildProcess | undefined;
   let standby: ChildProcess | undefined;
   let restartTimer: NodeJS.Timeout | undefined;
   let stopping = false;
+  await assertPortFree(options.host, options.port, '--port');
 
   const spawnServer = (): ChildProcess => {
     const args = [BIN, 'start', entry.file, '--dev', '--standby', '--host', options.host, '--port', String(options.port)];
@@ -63,14 +66,14 @@ export function devCommand(entryPath: string | undefined, options: DevOptions): 
     }, 50);
   };
 
-  const watcher = watch(entry.root, { recursive: true }, (_event, file) => {
-    if (file && !IGNORED.test(file)) restart(file);
-  });
+  // chokidar, not Node's recursive fs.watch: a save that replaces the file (sed -i, vim, JetBrains'
+  // safe write) leaves fs.watch watching the old inode, and the next saves reload nothing.
+  const watcher = watch(entry.root, { ignoreInitial: true, ignored: (path) => IGNORED.test(relative(entry.root, path)) });
+  watcher.on('all', (_event, path) => restart(relative(entry.root, path)));
 
   const quit = (): void => {
     stopping = true;
-    watcher.close();
-    void Promise.all([stopProcess(child), stopProcess(standby)]).then(() => process.exit(0));
+    void Promise.all([watcher.close(), stopProcess(child), stopProcess(standby)]).then(() => process.exit(0));
   };
   process.once('SIGINT', quit);
   process.once('SIGTERM', quit);

@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { SERVER_IDENTITY } from '../server/serve-fn-server.js';
 import { describeNpu, type NpuDoctorReport } from './doctor-npu.js';
 
 export interface OnnxRuntimeReport {
@@ -9,6 +10,7 @@ export interface OnnxRuntimeReport {
 }
 
 export interface DoctorReport {
+  readonly serveFn: string;
   readonly node: string;
   readonly onnxruntime: OnnxRuntimeReport;
   readonly npu: NpuDoctorReport;
@@ -26,7 +28,7 @@ async function describeOnnxRuntime(): Promise<OnnxRuntimeReport> {
 
 export async function collectDoctorReport(): Promise<DoctorReport> {
   const [onnxruntime, npu] = await Promise.all([describeOnnxRuntime(), describeNpu()]);
-  return { node: process.version, onnxruntime, npu };
+  return { serveFn: SERVER_IDENTITY.serverVersion, node: process.version, onnxruntime, npu };
 }
 
 /** `serve-fn doctor`: which backends this machine can run, and why not where it cannot. */
@@ -37,7 +39,7 @@ export async function doctorCommand(options: { json: boolean }): Promise<void> {
     return;
   }
   const { onnxruntime: ort, npu } = report;
-  const lines = [`Node.js ${report.node}`];
+  const lines = [`serve-fn ${report.serveFn}`, `Node.js ${report.node}`];
   if (ort.available) {
     const providers = ort.providers!.map((p) => `${p.name}${p.bundled ? '' : ' (needs its provider library)'}`).join(', ');
     lines.push(`ONNX Runtime ${ort.version}: available; execution providers: ${providers}`);

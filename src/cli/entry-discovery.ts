@@ -5,6 +5,7 @@ import { exportedModelClasses } from '../definition/definition-builder.js';
 import type { ModelClass } from '../definition/model-definition.js';
 import { createError } from '../errors/index.js';
 import { isModelRepository } from '../model-repository/repository-scan.js';
+import type { RepositoryServeOptions, ServeOptions } from '../server/serve-fn-server.js';
 
 export const FOLDER_ENTRIES = ['serve-fn.config.ts', 'serve-fn.config.js', 'index.ts', 'index.js'];
 
@@ -41,4 +42,12 @@ export async function loadModels(entry: DiscoveredEntry): Promise<ModelClass[]> 
   const found = exportedModelClasses((await import(entry.moduleUrl)) as Record<string, unknown>);
   if (found.length === 0) throw createError('SF_ERR_ENTRY_NO_MODELS', entry.file);
   return found;
+}
+
+/** What `start`, `dev` and `openapi` serve at `path`: a Triton model repository folder, or an entry module's models. */
+export async function modelsToServe(path: string | undefined, repository: Omit<RepositoryServeOptions, 'root'> = {}): Promise<Pick<ServeOptions, 'models' | 'moduleUrl' | 'repository'>> {
+  const root = findRepository(path);
+  if (root) return { models: [], repository: { ...repository, root } };
+  const entry = findEntry(path);
+  return { models: await loadModels(entry), moduleUrl: entry.moduleUrl };
 }

@@ -1,5 +1,6 @@
 import { inspect } from 'node:util';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { SERVER_IDENTITY } from '../server/serve-fn-server.js';
 import { devCommand } from './dev-command.js';
 import { doctorCommand } from './doctor-command.js';
 import { DEFAULT_SERVE_FN_SPEC, TEMPLATE_NAMES, newCommand } from './new-command.js';
@@ -36,7 +37,10 @@ const defaultPort = process.env.SERVE_FN_PORT ? port(process.env.SERVE_FN_PORT) 
 const defaultGrpcPort = process.env.SERVE_FN_GRPC_PORT ? port(process.env.SERVE_FN_GRPC_PORT) : 8001;
 
 export function buildProgram(): Command {
-  const program = new Command('serve-fn').description('Serve decorated TypeScript model classes over HTTP').showHelpAfterError();
+  const program = new Command('serve-fn')
+    .description('Serve decorated TypeScript model classes over HTTP')
+    .version(SERVER_IDENTITY.serverVersion, '-V, --version', 'print the serve-fn version')
+    .showHelpAfterError();
 
   program
     .command('dev')
@@ -77,7 +81,7 @@ export function buildProgram(): Command {
   program
     .command('openapi')
     .description('print the OpenAPI document without serving')
-    .argument('[entry]', 'model file, or folder with serve-fn.config.ts / index.ts', '.')
+    .argument('[entry]', 'model file, folder with serve-fn.config.ts / index.ts, or Triton model repository', '.')
     .action((entry: string) => openapiCommand(entry));
 
   program
@@ -91,7 +95,7 @@ export function buildProgram(): Command {
     .description('create a project from a template: a model, its test, and the serve-fn dependency')
     .argument('<dir>', 'folder to create (must be new or empty); its name becomes the project and model name')
     .addOption(new Option('--template <name>', 'project template').choices([...TEMPLATE_NAMES]).default('basic'))
-    .option('--serve-fn <spec>', 'serve-fn dependency: an npm version range, or the path of a serve-fn checkout', DEFAULT_SERVE_FN_SPEC)
+    .option('--serve-fn <spec>', 'serve-fn dependency: the path of a serve-fn installation or checkout, or an npm spec (default: this installation)', DEFAULT_SERVE_FN_SPEC)
     .action((dir: string, opts: { template: string; serveFn: string }) => newCommand(dir, opts));
 
   return program;

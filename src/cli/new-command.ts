@@ -9,13 +9,16 @@ export const TEMPLATE_NAMES = ['basic', 'onnx', 'streaming', 'npu', 'triton-repo
 
 const DEFAULT_TEMPLATES_DIR = fileURLToPath(new URL('../../templates/', import.meta.url));
 
-/** The dependency range generated projects get unless `--serve-fn` says otherwise. */
-export const DEFAULT_SERVE_FN_SPEC = '^0.1.0';
+/**
+ * What generated projects depend on unless `--serve-fn` says otherwise: the installation running
+ * `serve-fn new`, linked, since serve-fn is not published on npm (a version range would fail with E404).
+ */
+export const DEFAULT_SERVE_FN_SPEC = `file:${resolve(fileURLToPath(new URL('../../', import.meta.url)))}`;
 
 export interface NewProjectOptions {
   readonly dir: string;
   readonly template: string;
-  /** npm dependency spec for serve-fn: a version range, or `file:<path>` to a checkout. */
+  /** npm dependency spec for serve-fn: `file:<path>` to an installation, or a version range once published. */
   readonly serveFn?: string;
   readonly templatesDir?: string;
 }

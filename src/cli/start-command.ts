@@ -5,7 +5,8 @@ import { ServeFnServer, type RepositoryServeOptions } from '../server/serve-fn-s
 import { securityOptionsFromEnv, tlsOptionsFromEnv } from '../server/security-env.js';
 import { START_INSTANCE_NICENESS } from '../runtime/thread-priority.js';
 import { STANDBY_GO } from './dev-command.js';
-import { findEntry, findRepository, loadModels } from './entry-discovery.js';
+import { modelsToServe } from './entry-discovery.js';
+import { assertPortFree } from './port-in-use.js';
 
 export interface StartOptions {
   readonly host: string;
@@ -39,26 +40,24 @@ function loggerFor(dev: boolean): FastifyServerOptions['logger'] {
   const level = process.env.SERVE_FN_LOG_LEVEL ?? 'info';
   if (!dev) return { level };
   // A pretty stream in this thread starts faster than a pino transport thread, which matters for reloads.
-  return { level, stream: pretty({ translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname', sync: true }) };
+  // The request id would take a second line under each request's one (request-log.ts).
+  return { level, stream: pretty({ translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname,reqId', sync: true }) };
 }
 
-/** A Triton model repository folder is served as one; anything else is an entry module of decorated models. */
 async function serverFor(entryPath: string | undefined, options: StartOptions): Promise<ServeFnServer> {
   const logger = loggerFor(options.dev);
   // Instances read it when they start (thread-priority.ts); dev keeps the library's default of 0.
   if (!options.dev && !process.env.SERVE_FN_INSTANCE_NICENESS) process.env.SERVE_FN_INSTANCE_NICENESS = String(START_INSTANCE_NICENESS);
-  const root = findRepository(entryPath);
   const security = securityOptionsFromEnv(process.env);
   const tls = tlsOptionsFromEnv(process.env);
-  const common = { logger, bodyLimit: options.bodyLimit, exposeErrors: options.dev, grpc: options.grpc, security, tls };
-  if (root) return new ServeFnServer({ models: [], repository: { ...options.repository, root }, ...common });
-  const entry = findEntry(entryPath);
-  return new ServeFnServer({ models: await loadModels(entry), moduleUrl: entry.moduleUrl, ...common });
+  return new ServeFnServer({ ...(await modelsToServe(entryPath, options.repository)), logger, bodyLimit: options.bodyLimit, exposeErrors: options.dev, grpc: options.grpc, security, tls });
 }
 
 /** `serve-fn start` (and the child process of `serve-fn dev`): initialise, listen, drain on signals. */
 export async function startCommand(entryPath: string | undefined, options: StartOptions): Promise<ServeFnServer> {
   if (options.standby) await waitForGo();
+  await assertPortFree(options.host, options.port, '--port');
+  if (options.grpc) await assertPortFree(options.host, options.grpc.port, '--grpc-port');
   // Signals are taken from the start: one that arrives while models initialise stops the server
   // as soon as it exists, instead of killing the process with instances half started.
   let server: ServeFnServer | undefined;
@@ -80,13 +79,18 @@ export async function startCommand(entryPath: string | undefined, options: Start
 
 function announce(server: ServeFnServer, address: string, dev: boolean): void {
   const base = address.replace('0.0.0.0', '127.0.0.1');
+  const socketBase = base.replace(/^http/, 'ws');
   const lines = [`serve-fn ready at ${address}`, `  Swagger UI  ${base}/docs`, `  OpenAPI     ${base}/openapi.json`];
   for (const def of server.definitions) {
     for (const ep of def.endpoints) lines.push(`  ${ep.httpMethod.padEnd(6)}      ${base}${ep.path}  (${def.name}.${ep.methodName})`);
+    for (const socket of def.sockets) lines.push(`  WebSocket   ${socketBase}${socket.path}  (${def.name}.${socket.methodName})`);
   }
   for (const { info } of server.repository?.models() ?? []) lines.push(`  model       ${info.name} version ${info.version} (${info.platform})`);
   if (dev) process.stdout.write(`${lines.join('\n')}\n`);
-  else server.app.log.info({ address, grpcPort: server.grpcPort, endpoints: server.definitions.flatMap((d) => d.endpoints.map((e) => `${e.httpMethod} ${e.path}`)) }, 'serve-fn ready');
+  else {
+    const endpoints = server.definitions.flatMap((d) => [...d.endpoints.map((e) => `${e.httpMethod} ${e.path}`), ...d.sockets.map((s) => `WebSocket ${s.path}`)]);
+    server.app.log.info({ address, grpcPort: server.grpcPort, endpoints }, 'serve-fn ready');
+  }
 }
 
 /** How long SIGTERM keeps serving with readiness 503, as a Kubernetes preStop sleep would (SERVE_FN_SHUTDOWN_DELAY_MS). */

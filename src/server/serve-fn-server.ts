@@ -27,6 +27,7 @@ import { metricsRoutes } from './metrics-routes.js';
 import { collectDtoSchemas, registerOpenApi } from './openapi-plugin.js';
 import { readProjectInfo } from './project-info.js';
 import { requestId } from './request-id.js';
+import { AccessLogController } from './request-log.js';
 import { securityPlugin, securityServerOptions, type SecurityOptions, type TlsFiles } from './security-plugin.js';
 import { ServerState } from './server-state.js';
 import { socketRoutes } from './socket-routes.js';
@@ -60,7 +61,7 @@ export interface ServeOptions {
 }
 
 /** How the server names itself in KServe server metadata, over HTTP and gRPC alike. */
-const SERVER_IDENTITY = {
+export const SERVER_IDENTITY = {
   serverName: 'serve-fn',
   serverVersion: (createRequire(import.meta.url)('../../package.json') as { version: string }).version,
 } as const;
@@ -92,6 +93,7 @@ export class ServeFnServer {
     this.recorder = new InferenceRecorder({ collectProcessMetrics: options.collectProcessMetrics ?? true });
     this.app = fastify({
       logger: options.logger ?? false,
+      logController: new AccessLogController(),
       bodyLimit: this.bodyLimit,
       genReqId: requestId,
       forceCloseConnections: 'idle',

@@ -1,4 +1,6 @@
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort, REPO_ROOT, startCli, type RunningCli } from './cli-harness.js';
@@ -9,6 +11,25 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 const post = (cli: RunningCli, path: string, body: unknown): Promise<Response> =>
   fetch(cli.base + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+/** The access-log lines printed so far (request-log.ts), without their durations. */
+const accessLines = (cli: RunningCli): string[] =>
+  [...cli.output().matchAll(/\b((?:GET|POST) \S+ \d{3}) \d+\.\d ms\b/g)].map((m) => m[1]!);
+
+/** Another server holding a port on 127.0.0.1. */
+function occupyPort(): Promise<{ port: number; server: Server }> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => resolve({ port: (server.address() as { port: number }).port, server }));
+  });
+}
+
+describe('serve-fn --version', () => {
+  it('prints the version of package.json', async () => {
+    const cli = await startCli(['--version']);
+    expect(await cli.waitForExit()).toBe(0);
+    expect(cli.output().trim()).toBe((JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version);
+  });
+});
 
 describe('serve-fn start', () => {
   it('serves the quickstart with JSON logs', async () => {
@@ -28,6 +49,10 @@ describe('serve-fn start', () => {
       expect(bytes.subarray(0, 4).toString()).toBe('RIFF');
       expect(bytes.length).toBe(44 + 6 * 960 * 2);
       for (const line of cli.output().trim().split('\n')) expect(() => JSON.parse(line), line).not.toThrow();
+      // One entry per request, not fastify's 'incoming request' and 'request completed' pair.
+      await cli.waitForOutput(/POST \/inference_sft 200/);
+      expect(accessLines(cli)).toEqual(['POST /prosody 200', 'POST /inference_sft 200']);
+      expect(cli.output()).not.toContain('incoming request');
     } finally {
       expect(await cli.stop()).toBe(0);
     }
@@ -71,6 +96,20 @@ describe('serve-fn start', () => {
     expect(cli.output()).toMatch(/Model 'slow' instance \d failed in initialize\(\): weights file is corrupt/);
   });
 
+  it('exits 1 before initialising any model, naming --port, when the port is in use', async () => {
+    const marker = join(tmp, 'port-in-use.txt');
+    writeFileSync(marker, '');
+    const { port, server } = await occupyPort();
+    try {
+      const cli = await startCli(['start', 'test/fixtures/cli/slow-model.ts', '--host', '127.0.0.1'], { SERVE_FN_TEST_MARKER: marker }, port);
+      expect(await cli.waitForExit()).toBe(1);
+      expect(cli.output()).toContain(`serve-fn: 127.0.0.1:${port} is in use by another server: stop it, or choose another port with --port.`);
+      expect(readFileSync(marker, 'utf8')).toBe('');
+    } finally {
+      server.close();
+    }
+  });
+
   it('explains a missing entry', async () => {
     const cli = await startCli(['start', 'no/such/place']);
     expect(await cli.waitForExit()).toBe(1);
@@ -86,35 +125,80 @@ describe('serve-fn openapi', () => {
     expect(doc.openapi).toBe('3.0.3');
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/inference_sft', '/prosody', '/health/ready']));
   });
+
+  it('prints the document of a Triton model repository, as start and dev serve it', async () => {
+    const cli = await startCli(['openapi', 'examples/triton-repository/models']);
+    expect(await cli.waitForExit()).toBe(0);
+    const doc = JSON.parse(cli.output()) as { paths: Record<string, unknown> };
+    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/v2/models/{model}/infer', '/v2/repository/index']));
+  });
 });
 
 describe('serve-fn dev', () => {
-  it('binds 127.0.0.1, prints the URLs, and reloads the model when its file changes', async () => {
+  it('binds 127.0.0.1, prints the URLs, and reloads the model on each save, by rename (sed -i) or in place', async () => {
     const dir = join(tmp, 'dev');
     mkdirSync(dir, { recursive: true });
     const file = join(dir, 'greeter.ts');
     const source = readFileSync(join(REPO_ROOT, 'test/fixtures/cli/greeter-model.ts'), 'utf8');
     writeFileSync(file, source);
     const cli = await startCli(['dev', file], {}, await freePort());
+    const answerAfter = async (save: () => void, greeting: string): Promise<number> => {
+      const saved = Date.now();
+      save();
+      let text = '';
+      while (Date.now() - saved < 20_000) {
+        const res = await post(cli, '/greet', { name: 'ada' }).catch(() => undefined);
+        if (res?.status === 200) text = ((await res.json()) as { text: string }).text;
+        if (text === `${greeting} ada`) break;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      expect(text).toBe(`${greeting} ada`);
+      return Date.now() - saved;
+    };
     try {
       await cli.waitForOutput(/serve-fn ready at http:\/\/127\.0\.0\.1/, 30_000);
       expect(cli.output()).toContain(`${cli.base}/docs`);
       expect(await (await post(cli, '/greet', { name: 'ada' })).json()).toEqual({ text: 'hello ada' });
 
-      const edited = Date.now();
-      writeFileSync(file, source.replace("'hello'", "'bonjour'"));
-      await cli.waitForOutput(/greeter\.ts changed, reloading/);
-      let text = '';
-      while (Date.now() - edited < 10_000) {
-        const res = await post(cli, '/greet', { name: 'ada' }).catch(() => undefined);
-        if (res?.status === 200) text = ((await res.json()) as { text: string }).text;
-        if (text === 'bonjour ada') break;
-        await new Promise((r) => setTimeout(r, 25));
+      // sed -i, like vim and JetBrains' safe write, replaces the file by a rename: three in a row, then
+      // a save in place, which Node's recursive fs.watch missed (it kept watching the replaced inode).
+      const renamed: number[] = [];
+      for (const [from, to] of [['hello', 'hola'], ['hola', 'ciao'], ['ciao', 'hallo']]) {
+        renamed.push(await answerAfter(() => expect(spawnSync('sed', ['-i', `s/'${from}'/'${to}'/`, file]).status).toBe(0), to!));
       }
-      expect(text).toBe('bonjour ada');
-      console.info(`serve-fn dev reload: ${Date.now() - edited} ms from save to new answer`);
+      const inPlace = await answerAfter(() => writeFileSync(file, source.replace("'hello'", "'bonjour'")), 'bonjour');
+      expect(cli.output()).toMatch(/greeter\.ts changed, reloading/);
+      console.info(`serve-fn dev reload, save to new answer: sed -i ${renamed.join(', ')} ms; in place ${inPlace} ms`);
     } finally {
       expect(await cli.stop()).toBe(0);
+    }
+  }, 120_000);
+
+  it('lists WebSocket routes and logs one line per request', async () => {
+    const cli = await startCli(['dev', 'test/fixtures/models/socket-model.ts'], {}, await freePort());
+    try {
+      await cli.waitForOutput(/serve-fn ready at/, 30_000);
+      const ws = cli.base.replace('http', 'ws');
+      expect(cli.output()).toContain(`  WebSocket   ${ws}/ws/echo  (sockets.echo)`);
+      expect(cli.output()).toContain(`  WebSocket   ${ws}/ws/ticks  (sockets.ticks)`);
+      expect((await fetch(`${cli.base}/health/ready`)).status).toBe(200);
+      expect((await fetch(`${cli.base}/nowhere`)).status).toBe(404);
+      await cli.waitForOutput(/GET \/nowhere 404/);
+      expect(accessLines(cli)).toEqual(['GET /health/ready 200', 'GET /nowhere 404']);
+      expect(cli.output()).not.toMatch(/incoming request|request completed|reqId|not found/);
+    } finally {
+      expect(await cli.stop()).toBe(0);
+    }
+  });
+
+  it('exits 1 with a --port hint when the port is in use, instead of waiting for a file change', async () => {
+    const { port, server } = await occupyPort();
+    try {
+      const cli = await startCli(['dev', 'test/fixtures/cli/slow-model.ts'], {}, port);
+      expect(await cli.waitForExit()).toBe(1);
+      expect(cli.output()).toContain(`serve-fn: 127.0.0.1:${port} is in use by another server: stop it, or choose another port with --port.`);
+    } finally {
+      server.close();
     }
   });
 });

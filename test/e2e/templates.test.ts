@@ -1,14 +1,14 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { collectDoctorReport } from '../../src/cli/doctor-command.js';
 import { BIN, REPO_ROOT, freePort } from './cli-harness.js';
 
 /**
- * `serve-fn new` as a user runs it: generate each template against this checkout, install it from
- * npm's cache, run the project's own tests, and serve it with the project's `serve-fn`.
+ * `serve-fn new` as a user runs it: generate each template with this checkout's `serve-fn`, install it,
+ * run the project's own tests, and serve it with the project's `serve-fn`.
  */
 
 const tmp = mkdtempSync(join(tmpdir(), 'serve-fn-templates-'));
@@ -90,15 +90,18 @@ const npuAvailable = (await collectDoctorReport()).npu.available;
 describe.sequential('serve-fn new', () => {
   function generateAndTest(template: string): { project: string; output: string } {
     const project = join(tmp, `${template}-app`);
-    const created = run(process.execPath, [BIN, 'new', project, '--template', template, '--serve-fn', REPO_ROOT], tmp);
+    // No --serve-fn: by default the project links the installation that runs `serve-fn new`.
+    const created = run(process.execPath, [BIN, 'new', project, '--template', template], tmp);
     expect(created.status, created.output).toBe(0);
     expect(created.output).toContain('Next steps:');
+    expect(JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')).dependencies['serve-fn']).toBe(`file:${resolve(REPO_ROOT)}`);
 
-    // --offline: a package missing from npm's cache fails the install (ENOTCACHED) instead of
-    // reaching the network. --ignore-scripts: serve-fn is linked to this checkout, whose install
-    // and prepare scripts would rebuild its dist/ and native addon under the other tests.
-    const install = run('npm', ['install', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'], project);
-    expect(install.status, `npm install needed something npm's cache does not hold:\n${install.output}`).toBe(0);
+    // --prefer-offline: what `npm ci` cached is taken from the cache, and what it did not (the
+    // registry metadata of the projects' own dependencies) from the registry, as a user's install does.
+    // --ignore-scripts: serve-fn is linked to this checkout, whose install and prepare scripts would
+    // rebuild its dist/ and native addon under the other tests.
+    const install = run('npm', ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund'], project);
+    expect(install.status, install.output).toBe(0);
 
     const tested = run('npm', ['test'], project);
     expect(tested.status, tested.output).toBe(0);
@@ -106,7 +109,7 @@ describe.sequential('serve-fn new', () => {
     return { project, output: tested.output };
   }
 
-  it.each(['basic', 'onnx', 'streaming', 'triton-repository'])('the %s template installs offline, passes its tests and serves', async (template) => {
+  it.each(['basic', 'onnx', 'streaming', 'triton-repository'])('the %s template installs, passes its tests and serves', async (template) => {
     const { project } = generateAndTest(template);
     const modelName = `${template}_app`.replaceAll('-', '_');
     const served = await serveOnce(project, SERVE_CHECKS[template]!, modelName);
@@ -114,7 +117,7 @@ describe.sequential('serve-fn new', () => {
   }, 120_000);
 
   // Serving it needs an Ascend NPU and a compiled models/model.om, which no test machine has.
-  it('the npu template installs offline and passes its tests, skipping only the device run without an NPU', () => {
+  it('the npu template installs and passes its tests, skipping only the device run without an NPU', () => {
     const { output } = generateAndTest('npu');
     if (!npuAvailable) expect(output).toContain('# SKIP serve-fn doctor reports no Ascend NPU');
     else expect(output).toContain('# SKIP models/model.om is missing');

@@ -1,6 +1,6 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TEMPLATE_NAMES, createProject, fillPlaceholders, placeholdersFor, serveFnDependency } from '../../src/cli/new-command.js';
 import { ServeFnError } from '../../src/errors/index.js';
@@ -34,7 +34,12 @@ function fakeTemplates(): string {
 
 describe('placeholdersFor', () => {
   it('derives the project, model and class names from the folder name', () => {
-    expect(placeholdersFor('/work/My Cool-app2')).toEqual({ name: 'my-cool-app2', modelName: 'my_cool_app2', className: 'MyCoolApp2', serveFn: '^0.1.0' });
+    expect(placeholdersFor('/work/My Cool-app2', '^9.9.9')).toEqual({ name: 'my-cool-app2', modelName: 'my_cool_app2', className: 'MyCoolApp2', serveFn: '^9.9.9' });
+  });
+
+  // serve-fn is not on npm: a version range as the default made `npm install` fail with E404.
+  it('links the installation that runs serve-fn new by default', () => {
+    expect(placeholdersFor('/work/app').serveFn).toBe(`file:${resolve(import.meta.dirname, '../..')}`);
   });
 
   it('gives a class name that does not start with a digit, and takes the serve-fn spec', () => {
