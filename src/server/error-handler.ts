@@ -94,8 +94,9 @@ function describeError(err: unknown): { status: number; code: SfErrorCode; messa
 
 /**
  * Logs a failed request as what it is: a server fault at error level with the error (stack and
- * `cause` chain, so the model's file and line), a refusal such as draining or a full queue as one
- * line without a stack. 4xx answers are the client's; fastify's request log already has them.
+ * `cause` chain, so the model's file and line); a full queue or socket limit, which an operator may
+ * have to act on, as one warn line without a stack. A 503 while draining or not ready is expected,
+ * and 4xx answers are the client's: the access line (request-log.ts) is all they get.
  */
 export function logFailure(request: FastifyRequest, err: unknown, answer: HttpError): void {
   if (answer.fault) {
@@ -104,8 +105,8 @@ export function logFailure(request: FastifyRequest, err: unknown, answer: HttpEr
   }
   if (answer.status < 500 || !('code' in answer.body)) return;
   const { code, error } = answer.body;
-  const level = code === 'SF_ERR_DRAINING' || code === 'SF_ERR_NOT_READY' ? 'info' : 'warn';
-  request.log[level]({ code, statusCode: answer.status }, error);
+  if (code === 'SF_ERR_DRAINING' || code === 'SF_ERR_NOT_READY') return;
+  request.log.warn({ code, statusCode: answer.status }, error);
 }
 
 /**

@@ -41,12 +41,16 @@ describe('logFailure', () => {
   });
 
   it.each([
-    ['SF_ERR_DRAINING', 'info'],
     ['SF_ERR_SOCKET_LIMIT', 'warn'],
     ['SF_ERR_QUEUE_FULL', 'warn'],
   ] as const)('logs %s at %s level, without the error and so without a stack', (code, level) => {
     const err = code === 'SF_ERR_SOCKET_LIMIT' ? createError(code, '/ws', 2) : createError(code);
     expect(logged(err)).toEqual([[level, { code, statusCode: 503 }, err.message]]);
+  });
+
+  it('leaves a draining or not-ready 503 to the access line: it is expected while the server stops', () => {
+    expect(logged(createError('SF_ERR_DRAINING'))).toEqual([]);
+    expect(logged(createError('SF_ERR_NOT_READY', 'draining'))).toEqual([]);
   });
 
   it('leaves 4xx answers to the request log', () => {
