@@ -71,9 +71,12 @@ export async function startCommand(entryPath: string | undefined, options: Start
   process.on('SIGTERM', () => onSignal('SIGTERM'));
 
   server = await serverFor(entryPath, options);
+  if (requested) shutdown(server, requested, options.gracePeriodMs, delayMs);
+  else await server.start();
+  // A signal before or during the start: close() waits for the start and finalises; it exits the process.
+  if (closing) return server;
   const address = await server.listen(options.port, options.host);
   announce(server, address, options.dev);
-  if (requested) shutdown(server, requested, options.gracePeriodMs, delayMs);
   return server;
 }
 

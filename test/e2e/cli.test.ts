@@ -16,6 +16,11 @@ const post = (cli: RunningCli, path: string, body: unknown): Promise<Response> =
 const accessLines = (cli: RunningCli): string[] =>
   [...cli.output().matchAll(/\b((?:GET|POST) \S+ \d{3}) \d+\.\d ms\b/g)].map((m) => m[1]!);
 
+/** Resolves once `check` holds, polling; the test's own timeout bounds the wait. */
+async function waitFor(check: () => boolean): Promise<void> {
+  while (!check()) await new Promise((r) => setTimeout(r, 20));
+}
+
 /** Another server holding a port on 127.0.0.1. */
 function occupyPort(): Promise<{ port: number; server: Server }> {
   return new Promise((resolve) => {
@@ -77,6 +82,24 @@ describe('serve-fn start', () => {
     expect(events.filter((e) => e.startsWith('initialize')).sort()).toEqual(['initialize 0', 'initialize 1']);
     expect(events.filter((e) => e.startsWith('finalize')).sort()).toEqual(['finalize 0', 'finalize 1']);
     expect(events.indexOf('finalize 0')).toBeGreaterThan(events.findIndex((e) => e.startsWith('done')));
+  });
+
+  // As `serve-fn dev` stops a server during a reload (no shutdown delay), and as Kubernetes stops a pod still loading its models.
+  it.each([
+    ['no shutdown delay', { SERVE_FN_SHUTDOWN_DELAY_MS: '0' }],
+    ['the default shutdown delay', {}],
+  ])('on SIGTERM while models initialise (%s) finishes the start, never listens, finalizes every instance and exits 0', async (_name, env) => {
+    const marker = join(tmp, `init-sigterm-${Object.keys(env).length}.txt`);
+    writeFileSync(marker, '');
+    const cli = await startCli(['start', 'test/fixtures/cli/slow-model.ts', '--host', '127.0.0.1'], { ...env, SERVE_FN_TEST_MARKER: marker, SLOW_INIT_MS: '1500' });
+    await waitFor(() => readFileSync(marker, 'utf8').includes('initializing'));
+    cli.proc.kill('SIGTERM');
+    expect(await cli.waitForExit()).toBe(0);
+    const events = readFileSync(marker, 'utf8').trim().split('\n');
+    expect(events.filter((e) => e.startsWith('initialize ')).sort()).toEqual(['initialize 0', 'initialize 1']);
+    expect(events.filter((e) => e.startsWith('finalize')).sort()).toEqual(['finalize 0', 'finalize 1']);
+    expect(cli.output()).not.toContain('serve-fn ready');
+    expect(cli.output()).not.toMatch(/serve-fn: |shutdown failed|already booted/);
   });
 
   it('runs model instances at niceness 10 unless SERVE_FN_INSTANCE_NICENESS says otherwise', async () => {
