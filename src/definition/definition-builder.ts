@@ -115,6 +115,14 @@ function buildEndpoint(
     throw createError('SF_ERR_BATCH_NOT_LIST', id, dto?.name ?? 'Request');
   }
   for (const role of ['body', 'query', 'params', 'response'] as const) requireDtoRules(id, role, record.options[role]);
+  const bodyLimit = record.options.bodyLimit;
+  if (bodyLimit !== undefined && (!Number.isSafeInteger(bodyLimit) || bodyLimit < 1)) {
+    throw createError('SF_ERR_ENDPOINT_OPTION_INVALID', id, 'bodyLimit', `expected a whole number of bytes >= 1, got ${String(bodyLimit)}`);
+  }
+  // @fastify/multipart enforces the server's limits on each part, not a route's body limit.
+  if (bodyLimit !== undefined && record.options.consumes === 'multipart') {
+    throw createError('SF_ERR_ENDPOINT_OPTION_INVALID', id, 'bodyLimit', "it limits JSON bodies; a multipart endpoint's files and fields keep the server's bodyLimit");
+  }
   return Object.freeze({
     id,
     methodName: record.method,
@@ -132,6 +140,7 @@ function buildEndpoint(
     status: record.options.status ?? 200,
     ...(stream ? { stream } : {}),
     batch: batch ? normalizeBatchPolicy(batch.policy, id) : undefined,
+    ...(bodyLimit !== undefined ? { bodyLimit } : {}),
   });
 }
 

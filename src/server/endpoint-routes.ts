@@ -15,8 +15,10 @@ export interface EndpointRoutesOptions {
   readonly runtimes: readonly ModelRuntime[];
   readonly state: ServerState;
   readonly schemas: DtoSchemas;
-  /** Largest body of a JSON endpoint; multipart endpoints keep the server's body limit. */
+  /** Largest body of a JSON endpoint without a bodyLimit of its own; multipart endpoints keep `bodyLimit`. */
   readonly jsonBodyLimit: number;
+  /** The server's body limit, which no endpoint's own limit goes above. */
+  readonly bodyLimit: number;
   /** Whether a stream that fails after its first chunk shows the error's message (development). */
   readonly exposeErrors: boolean;
 }
@@ -35,7 +37,7 @@ function registerEndpoint(app: FastifyInstance, runtime: ModelRuntime, endpoint:
     method: endpoint.httpMethod,
     url: endpoint.path,
     schema: routeSchema(model, endpoint, opts.schemas),
-    ...(endpoint.consumes === 'json' ? { bodyLimit: opts.jsonBodyLimit } : {}),
+    ...(endpoint.consumes === 'json' ? { bodyLimit: Math.min(endpoint.bodyLimit ?? opts.jsonBodyLimit, opts.bodyLimit) } : {}),
     // class-validator checks requests (for FastAPI-shaped 422s); the JSON Schemas only document them.
     validatorCompiler: () => () => true,
     handler: async (request, reply) => {

@@ -91,7 +91,7 @@ export class ServeFnServer {
   constructor(private readonly options: ServeOptions) {
     this.definitions = buildDefinitions(options.models);
     this.bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
-    this.jsonBodyLimit = options.jsonBodyLimit ?? Math.min(DEFAULT_JSON_BODY_LIMIT, this.bodyLimit);
+    this.jsonBodyLimit = Math.min(options.jsonBodyLimit ?? DEFAULT_JSON_BODY_LIMIT, this.bodyLimit);
     this.recorder = new InferenceRecorder({ collectProcessMetrics: options.collectProcessMetrics ?? true });
     this.app = fastify({
       logger: options.logger ?? false,
@@ -244,7 +244,7 @@ export class ServeFnServer {
     });
     await app.register(healthRoutes, { state: this.state });
     await app.register(metricsRoutes, { recorder: this.recorder });
-    await app.register(endpointRoutes, { runtimes: this.runtimes, state: this.state, schemas, jsonBodyLimit: this.jsonBodyLimit, exposeErrors });
+    await app.register(endpointRoutes, { runtimes: this.runtimes, state: this.state, schemas, jsonBodyLimit: this.jsonBodyLimit, bodyLimit: this.bodyLimit, exposeErrors });
     // On the root app, not as an encapsulated plugin, so @fastify/websocket's injectWS is on `app`.
     await socketRoutes(app, { runtimes: this.runtimes, state: this.state, schemas, maxPayload: this.bodyLimit });
     await app.register(kserveProtocol, {
