@@ -9,6 +9,8 @@ import { buildSocketEndpoint } from './socket-endpoint-builder.js';
 
 const HTTP_METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'DELETE'];
 const STREAM_FORMATS: readonly StreamFormat[] = ['sse', 'ndjson', 'bytes'];
+/** The content type of a Buffer result when the endpoint names none. */
+export const DEFAULT_PRODUCES = 'application/octet-stream';
 
 export function isModelClass(value: unknown): value is ModelClass {
   return typeof value === 'function' && readModel(value as ModelClass) !== undefined;
@@ -133,7 +135,7 @@ function buildEndpoint(
     params: record.options.params,
     response: record.options.response,
     consumes: record.options.consumes ?? 'json',
-    produces: record.options.produces ?? 'application/octet-stream',
+    produces: record.options.produces ?? DEFAULT_PRODUCES,
     summary: record.options.summary,
     description: record.options.description,
     tags: Object.freeze([...(record.options.tags ?? [tag])]),
