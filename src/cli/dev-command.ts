@@ -8,6 +8,8 @@ import { assertPortFree } from './port-in-use.js';
 export interface DevOptions {
   readonly host: string;
   readonly port: number;
+  readonly bodyLimit?: number;
+  readonly jsonBodyLimit?: number;
 }
 
 const BIN = fileURLToPath(new URL('../../bin/serve-fn.js', import.meta.url));
@@ -32,7 +34,8 @@ export async function devCommand(entryPath: string | undefined, options: DevOpti
   await assertPortFree(options.host, options.port, '--port');
 
   const spawnServer = (): ChildProcess => {
-    const args = [BIN, 'start', entry.file, '--dev', '--standby', '--host', options.host, '--port', String(options.port)];
+    const limits = [...(options.bodyLimit ? ['--body-limit', String(options.bodyLimit)] : []), ...(options.jsonBodyLimit ? ['--json-body-limit', String(options.jsonBodyLimit)] : [])];
+    const args = [BIN, 'start', entry.file, '--dev', '--standby', '--host', options.host, '--port', String(options.port), ...limits];
     const proc = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     proc.on('exit', (code, signal) => {
       if (child === proc) child = undefined;

@@ -19,11 +19,22 @@ function positiveInt(value: string): number {
   return n;
 }
 
-interface StartFlags {
+function nonNegativeInt(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n)) throw new InvalidArgumentError('expected a whole number, 0 or more');
+  return n;
+}
+
+interface BodyLimitFlags {
+  bodyLimit?: number;
+  jsonBodyLimit?: number;
+}
+
+interface StartFlags extends BodyLimitFlags {
   host: string;
   port: number;
-  bodyLimit?: number;
   gracePeriod: number;
+  shutdownDelay?: number;
   dev: boolean;
   standby?: boolean;
   modelControlMode: 'none' | 'explicit' | 'poll';
@@ -36,30 +47,37 @@ interface StartFlags {
 const defaultPort = process.env.SERVE_FN_PORT ? port(process.env.SERVE_FN_PORT) : 8000;
 const defaultGrpcPort = process.env.SERVE_FN_GRPC_PORT ? port(process.env.SERVE_FN_GRPC_PORT) : 8001;
 
+/** The body limits, which `dev` passes on to the `start` process it runs. */
+function bodyLimitOptions(command: Command): Command {
+  return command
+    .option('--body-limit <bytes>', 'largest request body in bytes (default 64 MiB)', positiveInt)
+    .option('--json-body-limit <bytes>', "largest JSON body of an @Endpoint without a bodyLimit of its own (default 1 MiB, never above --body-limit)", positiveInt);
+}
+
 export function buildProgram(): Command {
   const program = new Command('serve-fn')
     .description('Serve decorated TypeScript model classes over HTTP')
     .version(SERVER_IDENTITY.serverVersion, '-V, --version', 'print the serve-fn version')
     .showHelpAfterError();
 
-  program
-    .command('dev')
-    .description('serve with reload on file change, pretty logs, on 127.0.0.1')
-    .argument('[entry]', 'model file, folder with serve-fn.config.ts / index.ts, or Triton model repository', '.')
-    .option('--host <host>', 'address to bind', '127.0.0.1')
-    .option('--port <port>', 'port to listen on (env SERVE_FN_PORT)', port, defaultPort)
-    .action((entry: string, opts: { host: string; port: number }) => devCommand(entry, opts));
+  bodyLimitOptions(
+    program
+      .command('dev')
+      .description('serve with reload on file change, pretty logs, on 127.0.0.1')
+      .argument('[entry]', 'model file, folder with serve-fn.config.ts / index.ts, or Triton model repository', '.')
+      .option('--host <host>', 'address to bind', '127.0.0.1')
+      .option('--port <port>', 'port to listen on (env SERVE_FN_PORT)', port, defaultPort),
+  ).action((entry: string, opts: { host: string; port: number } & BodyLimitFlags) => devCommand(entry, opts));
 
-  program
-    .command('start')
+  bodyLimitOptions(program.command('start'))
     .description('serve for production: JSON logs, no reload, on 0.0.0.0')
     .argument('[entry]', 'model file, folder with serve-fn.config.ts / index.ts, or Triton model repository', '.')
     .option('--host <host>', 'address to bind', process.env.SERVE_FN_HOST ?? '0.0.0.0')
     .option('--port <port>', 'port to listen on (env SERVE_FN_PORT)', port, defaultPort)
     .option('--grpc-port <port>', 'port of the KServe v2 gRPC service (env SERVE_FN_GRPC_PORT)', port, defaultGrpcPort)
     .option('--no-grpc', 'do not serve gRPC')
-    .option('--body-limit <bytes>', 'largest request body in bytes', positiveInt)
     .option('--grace-period <ms>', 'longest drain on SIGTERM before exiting 1', positiveInt, 30_000)
+    .option('--shutdown-delay <ms>', 'after SIGTERM, how long readiness answers 503 while requests are still served (env SERVE_FN_SHUTDOWN_DELAY_MS, default 5000)', nonNegativeInt)
     .option('--dev', 'pretty logs and endpoint list (used by serve-fn dev)', false)
     .addOption(new Option('--standby', 'wait for serve-fn dev to say go').hideHelp())
     .addOption(new Option('--model-control-mode <mode>', 'Triton repository: load all at start (none), on request (explicit), or rescan (poll)').choices(['none', 'explicit', 'poll']).default('none'))
@@ -71,7 +89,9 @@ export function buildProgram(): Command {
         port: opts.port,
         dev: opts.dev,
         bodyLimit: opts.bodyLimit,
+        jsonBodyLimit: opts.jsonBodyLimit,
         gracePeriodMs: opts.gracePeriod,
+        shutdownDelayMs: opts.shutdownDelay,
         standby: opts.standby,
         grpc: opts.grpc && !opts.dev ? { port: opts.grpcPort } : undefined,
         repository: { controlMode: opts.modelControlMode, startupModels: opts.loadModel, pollIntervalMs: opts.repositoryPollSecs * 1000 },

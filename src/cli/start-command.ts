@@ -13,6 +13,10 @@ export interface StartOptions {
   readonly port: number;
   readonly dev: boolean;
   readonly bodyLimit?: number;
+  /** Largest JSON body of an endpoint without a bodyLimit of its own. */
+  readonly jsonBodyLimit?: number;
+  /** After SIGTERM, how long readiness answers 503 while requests are served; it wins over SERVE_FN_SHUTDOWN_DELAY_MS. */
+  readonly shutdownDelayMs?: number;
   /** Longest wait for in-flight requests and finalize on shutdown before exiting 1. */
   readonly gracePeriodMs: number;
   /** Wait, with serve-fn loaded, for `serve-fn dev` to say go (it prepares the next reload this way). */
@@ -50,7 +54,7 @@ async function serverFor(entryPath: string | undefined, options: StartOptions): 
   if (!options.dev && !process.env.SERVE_FN_INSTANCE_NICENESS) process.env.SERVE_FN_INSTANCE_NICENESS = String(START_INSTANCE_NICENESS);
   const security = securityOptionsFromEnv(process.env);
   const tls = tlsOptionsFromEnv(process.env);
-  return new ServeFnServer({ ...(await modelsToServe(entryPath, options.repository)), logger, bodyLimit: options.bodyLimit, exposeErrors: options.dev, grpc: options.grpc, security, tls });
+  return new ServeFnServer({ ...(await modelsToServe(entryPath, options.repository)), logger, bodyLimit: options.bodyLimit, jsonBodyLimit: options.jsonBodyLimit, exposeErrors: options.dev, grpc: options.grpc, security, tls });
 }
 
 /** `serve-fn start` (and the child process of `serve-fn dev`): initialise, listen, drain on signals. */
@@ -62,7 +66,7 @@ export async function startCommand(entryPath: string | undefined, options: Start
   // as soon as it exists, instead of killing the process with instances half started.
   let server: ServeFnServer | undefined;
   let requested: string | undefined;
-  const delayMs = options.dev ? 0 : shutdownDelayMs(process.env.SERVE_FN_SHUTDOWN_DELAY_MS);
+  const delayMs = options.shutdownDelayMs ?? (options.dev ? 0 : shutdownDelayMs(process.env.SERVE_FN_SHUTDOWN_DELAY_MS));
   const onSignal = (signal: string): void => {
     if (server) shutdown(server, signal, options.gracePeriodMs, delayMs);
     else requested = signal;
@@ -71,9 +75,12 @@ export async function startCommand(entryPath: string | undefined, options: Start
   process.on('SIGTERM', () => onSignal('SIGTERM'));
 
   server = await serverFor(entryPath, options);
+  if (requested) shutdown(server, requested, options.gracePeriodMs, delayMs);
+  else await server.start();
+  // A signal before or during the start: close() waits for the start and finalises; it exits the process.
+  if (closing) return server;
   const address = await server.listen(options.port, options.host);
   announce(server, address, options.dev);
-  if (requested) shutdown(server, requested, options.gracePeriodMs, delayMs);
   return server;
 }
 
@@ -93,7 +100,7 @@ function announce(server: ServeFnServer, address: string, dev: boolean): void {
   }
 }
 
-/** How long SIGTERM keeps serving with readiness 503, as a Kubernetes preStop sleep would (SERVE_FN_SHUTDOWN_DELAY_MS). */
+/** How long SIGTERM keeps serving with readiness 503, as a Kubernetes preStop sleep would (--shutdown-delay, SERVE_FN_SHUTDOWN_DELAY_MS). */
 const DEFAULT_SHUTDOWN_DELAY_MS = 5000;
 
 function shutdownDelayMs(raw: string | undefined): number {

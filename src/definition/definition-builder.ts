@@ -9,6 +9,8 @@ import { buildSocketEndpoint } from './socket-endpoint-builder.js';
 
 const HTTP_METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'DELETE'];
 const STREAM_FORMATS: readonly StreamFormat[] = ['sse', 'ndjson', 'bytes'];
+/** The content type of a Buffer result when the endpoint names none. */
+export const DEFAULT_PRODUCES = 'application/octet-stream';
 
 export function isModelClass(value: unknown): value is ModelClass {
   return typeof value === 'function' && readModel(value as ModelClass) !== undefined;
@@ -115,6 +117,14 @@ function buildEndpoint(
     throw createError('SF_ERR_BATCH_NOT_LIST', id, dto?.name ?? 'Request');
   }
   for (const role of ['body', 'query', 'params', 'response'] as const) requireDtoRules(id, role, record.options[role]);
+  const bodyLimit = record.options.bodyLimit;
+  if (bodyLimit !== undefined && (!Number.isSafeInteger(bodyLimit) || bodyLimit < 1)) {
+    throw createError('SF_ERR_ENDPOINT_OPTION_INVALID', id, 'bodyLimit', `expected a whole number of bytes >= 1, got ${String(bodyLimit)}`);
+  }
+  // @fastify/multipart enforces the server's limits on each part, not a route's body limit.
+  if (bodyLimit !== undefined && record.options.consumes === 'multipart') {
+    throw createError('SF_ERR_ENDPOINT_OPTION_INVALID', id, 'bodyLimit', "it limits JSON bodies; a multipart endpoint's files and fields keep the server's bodyLimit");
+  }
   return Object.freeze({
     id,
     methodName: record.method,
@@ -125,13 +135,14 @@ function buildEndpoint(
     params: record.options.params,
     response: record.options.response,
     consumes: record.options.consumes ?? 'json',
-    produces: record.options.produces ?? 'application/octet-stream',
+    produces: record.options.produces ?? DEFAULT_PRODUCES,
     summary: record.options.summary,
     description: record.options.description,
     tags: Object.freeze([...(record.options.tags ?? [tag])]),
     status: record.options.status ?? 200,
     ...(stream ? { stream } : {}),
     batch: batch ? normalizeBatchPolicy(batch.policy, id) : undefined,
+    ...(bodyLimit !== undefined ? { bodyLimit } : {}),
   });
 }
 

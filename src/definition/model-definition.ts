@@ -25,6 +25,8 @@ export interface EndpointDefinition {
   readonly stream?: StreamFormat;
   /** Present when the method takes a batch (a list of requests). */
   readonly batch?: BatchPolicy;
+  /** The endpoint's own JSON body limit in bytes; absent, the server's jsonBodyLimit applies. */
+  readonly bodyLimit?: number;
 }
 
 export interface SocketEndpointDefinition {

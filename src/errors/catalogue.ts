@@ -21,6 +21,7 @@ export const ERROR_CATALOGUE = {
   SF_ERR_ENDPOINT_PATH_INVALID: spec(500, "Endpoint path '%s' on %s must start with '/'."),
   SF_ERR_ENDPOINT_METHOD_INVALID: spec(500, "Endpoint %s uses HTTP method '%s'; use GET, POST, PUT or DELETE."),
   SF_ERR_ENDPOINT_NOT_A_METHOD: spec(500, "%s is decorated with @Endpoint but is not a method of the class."),
+  SF_ERR_ENDPOINT_OPTION_INVALID: spec(500, '%s: @Endpoint option %s is invalid: %s.'),
   SF_ERR_BATCH_WITHOUT_ENDPOINT: spec(500, '%s has @Batch but no @Endpoint: add @Endpoint(path) so requests can reach it.'),
   SF_ERR_BATCH_NOT_LIST: spec(500, '%s has @Batch but its parameter is not an array: declare it as `(batch: %s[])`, and return an array of the same length.'),
   SF_ERR_BATCH_SIZE_INVALID: spec(500, '%s: @Batch max size must be an integer >= 1 (got %s).'),

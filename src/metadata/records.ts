@@ -42,6 +42,11 @@ export interface EndpointOptions {
    * (`data: <json>` events), `ndjson` (one JSON per line) or `bytes` (Buffer chunks, sent as `produces`).
    */
   readonly stream?: StreamFormat;
+  /**
+   * Largest JSON body of this endpoint in bytes, in place of the server's `jsonBodyLimit` (1 MiB by
+   * default); still capped by the server's `bodyLimit`. Multipart endpoints keep `bodyLimit`.
+   */
+  readonly bodyLimit?: number;
 }
 
 export type StreamFormat = 'sse' | 'ndjson' | 'bytes';

@@ -1,4 +1,5 @@
 import { createError } from '../errors/index.js';
+import { checkJsonDepth } from '../validation/json-depth.js';
 import { buildModelConfig, type BuiltModelConfig } from './model-config.js';
 import type { PbtxtField, PbtxtList, PbtxtMessage, PbtxtScalar, PbtxtValue } from './pbtxt-parser.js';
 
@@ -29,6 +30,8 @@ export function parseModelConfigJson(json: string, modelName: string): BuiltMode
   } catch (err) {
     throw createError('SF_ERR_CONFIG_INVALID', modelName, `the config parameter is not valid JSON: ${(err as Error).message}`);
   }
+  // The config comes inside a load request, and toMessage() recurses as deep as it nests.
+  checkJsonDepth(value);
   if (!isObject(value)) throw createError('SF_ERR_CONFIG_INVALID', modelName, 'the config parameter must be a JSON object');
   return buildModelConfig(toMessage(value, modelName), `config parameter of '${modelName}'`, modelName);
 }

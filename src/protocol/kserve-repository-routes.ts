@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { createError } from '../errors/index.js';
 import type { LoadRequest, ModelRepository } from '../inference/inference-model.js';
+import { checkJsonDepth } from '../validation/json-depth.js';
 import {
   LOAD_REQUEST_SCHEMA,
   REPOSITORY_INDEX_REQUEST_SCHEMA,
@@ -52,6 +53,7 @@ function readBody(request: FastifyRequest): Record<string, unknown> {
   } catch (err) {
     throw createError('SF_ERR_BODY_INVALID_JSON', (err as Error).message);
   }
+  checkJsonDepth(body);
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw createError('SF_ERR_BAD_REQUEST', `The request body must be a JSON object, got ${JSON.stringify(body)}.`);
   }

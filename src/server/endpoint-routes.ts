@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifySchema } from 'fastify';
+import { DEFAULT_PRODUCES } from '../definition/definition-builder.js';
 import type { EndpointDefinition, ModelDefinition } from '../definition/model-definition.js';
 import type { StreamFormat } from '../metadata/records.js';
 import { createError, ServeFnError, statusOf } from '../errors/index.js';
@@ -15,8 +16,10 @@ export interface EndpointRoutesOptions {
   readonly runtimes: readonly ModelRuntime[];
   readonly state: ServerState;
   readonly schemas: DtoSchemas;
-  /** Largest body of a JSON endpoint; multipart endpoints keep the server's body limit. */
+  /** Largest body of a JSON endpoint without a bodyLimit of its own; multipart endpoints keep `bodyLimit`. */
   readonly jsonBodyLimit: number;
+  /** The server's body limit, which no endpoint's own limit goes above. */
+  readonly bodyLimit: number;
   /** Whether a stream that fails after its first chunk shows the error's message (development). */
   readonly exposeErrors: boolean;
 }
@@ -35,7 +38,7 @@ function registerEndpoint(app: FastifyInstance, runtime: ModelRuntime, endpoint:
     method: endpoint.httpMethod,
     url: endpoint.path,
     schema: routeSchema(model, endpoint, opts.schemas),
-    ...(endpoint.consumes === 'json' ? { bodyLimit: opts.jsonBodyLimit } : {}),
+    ...(endpoint.consumes === 'json' ? { bodyLimit: Math.min(endpoint.bodyLimit ?? opts.jsonBodyLimit, opts.bodyLimit) } : {}),
     // class-validator checks requests (for FastAPI-shaped 422s); the JSON Schemas only document them.
     validatorCompiler: () => () => true,
     handler: async (request, reply) => {
@@ -109,6 +112,22 @@ function streamResponseSchema(endpoint: EndpointDefinition, format: StreamFormat
   return { description: STREAM_DESCRIPTIONS[format], content: { [streamContentType(endpoint)]: { schema } } };
 }
 
+/** A media type whose body is JSON (RFC 6839's `+json` suffix included). */
+const JSON_MEDIA_TYPE = /^application\/(?:[\w.+-]*\+)?json\b/i;
+
+/**
+ * The success answer of an endpoint without a response DTO, as the handler sends it: a Buffer result
+ * as `produces`, any other value as JSON. With `produces` left at its default, both can happen.
+ */
+function untypedResponseSchema(endpoint: EndpointDefinition): Record<string, unknown> {
+  // @fastify/swagger's way of saying that the answer has no body.
+  if (endpoint.status === 204) return { type: 'null', description: 'Successful Response: no content.' };
+  const json = { 'application/json': { schema: {} } };
+  if (JSON_MEDIA_TYPE.test(endpoint.produces)) return { content: { [endpoint.produces]: { schema: {} } } };
+  const binary = { [endpoint.produces]: { schema: { type: 'string', format: 'binary' } } };
+  return { content: endpoint.produces === DEFAULT_PRODUCES ? { ...json, ...binary } : binary };
+}
+
 function routeSchema(model: ModelDefinition, endpoint: EndpointDefinition, schemas: DtoSchemas): FastifySchema {
   // A class without class-validator decorators has no schema to point at.
   const ref = (dto: { name: string }): Record<string, unknown> => (schemas[dto.name] ? { $ref: `${dto.name}#` } : { type: 'object' });
@@ -132,7 +151,7 @@ function routeSchema(model: ModelDefinition, endpoint: EndpointDefinition, schem
       ? { [endpoint.status]: streamResponseSchema(endpoint, endpoint.stream) }
       : endpoint.response && schemas[endpoint.response.name]
         ? { [endpoint.status]: ref(endpoint.response) }
-        : {}),
+        : { [endpoint.status]: untypedResponseSchema(endpoint) }),
     422: { $ref: 'ValidationErrorBody#' },
     500: errorRef,
     503: errorRef,

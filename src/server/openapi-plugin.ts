@@ -56,6 +56,7 @@ const ERROR_BODY: JsonSchema = {
   properties: {
     error: { type: 'string' },
     code: { type: 'string', enum: Object.keys(ERROR_CATALOGUE) },
+    request_id: { type: 'string', description: 'On server faults: the id the full error is logged under, also sent as the `x-request-id` header.' },
   },
   required: ['error', 'code'],
 };

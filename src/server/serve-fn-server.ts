@@ -85,11 +85,13 @@ export class ServeFnServer {
   private readonly bodyLimit: number;
   private readonly jsonBodyLimit: number;
   private grpc?: GrpcServerHandle;
+  private startup?: Promise<void>;
+  private listening?: Promise<string>;
 
   constructor(private readonly options: ServeOptions) {
     this.definitions = buildDefinitions(options.models);
     this.bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
-    this.jsonBodyLimit = options.jsonBodyLimit ?? Math.min(DEFAULT_JSON_BODY_LIMIT, this.bodyLimit);
+    this.jsonBodyLimit = Math.min(options.jsonBodyLimit ?? DEFAULT_JSON_BODY_LIMIT, this.bodyLimit);
     this.recorder = new InferenceRecorder({ collectProcessMetrics: options.collectProcessMetrics ?? true });
     this.app = fastify({
       logger: options.logger ?? false,
@@ -124,7 +126,13 @@ export class ServeFnServer {
     return this.app.swagger() as unknown as Record<string, unknown>;
   }
 
-  async start(): Promise<void> {
+  /** Initialises every instance, once: later calls, and close(), wait for the same start. */
+  start(): Promise<void> {
+    this.startup ??= this.startInstances();
+    return this.startup;
+  }
+
+  private async startInstances(): Promise<void> {
     await this.prepare();
     const started = await Promise.allSettled([...this.runtimes.map((r) => r.start()), this.repository?.start()]);
     const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
@@ -132,12 +140,16 @@ export class ServeFnServer {
       await Promise.allSettled([...this.runtimes.map((r) => r.stop()), this.repository?.close()]);
       throw failed.reason;
     }
-    this.state.set('ready');
+    // close() during the start has already moved the phase on; the server must not turn ready.
+    if (this.state.phase === 'starting') this.state.set('ready');
   }
 
+  /** Starts (if not started) and listens; refuses with SF_ERR_DRAINING when close() began first. */
   async listen(port: number, host: string): Promise<string> {
-    if (this.state.phase === 'starting') await this.start();
-    const address = await this.app.listen({ port, host });
+    await this.start();
+    if (this.state.phase !== 'ready') throw createError('SF_ERR_DRAINING');
+    this.listening = this.app.listen({ port, host });
+    const address = await this.listening;
     if (this.options.grpc) {
       this.grpc = await startGrpcServer({
         ...SERVER_IDENTITY,
@@ -167,10 +179,20 @@ export class ServeFnServer {
    * the drain began are cancelled.
    */
   async close(options: { readonly streamTimeoutMs?: number; readonly shutdownDelayMs?: number } = {}): Promise<void> {
-    if (this.state.phase === 'terminating' || this.state.phase === 'draining' || this.state.phase === 'stopped') return;
-    this.state.set('terminating');
-    if (options.shutdownDelayMs) await new Promise((resolve) => setTimeout(resolve, options.shutdownDelayMs));
-    this.state.set('draining');
+    const phase = this.state.phase;
+    if (phase === 'terminating' || phase === 'draining' || phase === 'stopped') return;
+    if (phase === 'starting') {
+      // Nothing was routed here yet, so there is no delay to give. Instances still in initialize()
+      // cannot be stopped midway; the start ends first, so each instance it started is finalised.
+      this.state.set('draining');
+      await this.startup?.catch(() => undefined);
+    } else {
+      this.state.set('terminating');
+      if (options.shutdownDelayMs) await new Promise((resolve) => setTimeout(resolve, options.shutdownDelayMs));
+      this.state.set('draining');
+    }
+    // fastify cannot close a server whose listen() is still binding.
+    await this.listening?.catch(() => undefined);
     const deadline = options.streamTimeoutMs === undefined ? undefined : Date.now() + options.streamTimeoutMs;
     await Promise.all(this.runtimes.map((r) => r.drain(options.streamTimeoutMs)));
     // After the decorated models, whose in-flight requests may still call repository models.
@@ -222,7 +244,7 @@ export class ServeFnServer {
     });
     await app.register(healthRoutes, { state: this.state });
     await app.register(metricsRoutes, { recorder: this.recorder });
-    await app.register(endpointRoutes, { runtimes: this.runtimes, state: this.state, schemas, jsonBodyLimit: this.jsonBodyLimit, exposeErrors });
+    await app.register(endpointRoutes, { runtimes: this.runtimes, state: this.state, schemas, jsonBodyLimit: this.jsonBodyLimit, bodyLimit: this.bodyLimit, exposeErrors });
     // On the root app, not as an encapsulated plugin, so @fastify/websocket's injectWS is on `app`.
     await socketRoutes(app, { runtimes: this.runtimes, state: this.state, schemas, maxPayload: this.bodyLimit });
     await app.register(kserveProtocol, {

@@ -4,6 +4,7 @@ import type { SocketEndpointDefinition } from '../definition/model-definition.js
 import { createError, ServeFnError, statusOf } from '../errors/index.js';
 import type { SocketLink } from '../runtime/socket-link.js';
 import { RequestValidationError, validateDto } from '../validation/dto-validator.js';
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../validation/json-depth.js';
 
 /**
  * Client messages, and their bytes, read and not yet taken by the method. Past either the socket
@@ -111,6 +112,10 @@ export class SocketConnection {
       parsed = JSON.parse(text);
     } catch (err) {
       this.sendError(createError('SF_ERR_MESSAGE_INVALID_JSON', (err as Error).message));
+      return;
+    }
+    if (jsonDepthExceeds(parsed)) {
+      this.sendError(createError('SF_ERR_BODY_TOO_DEEP', MAX_JSON_DEPTH));
       return;
     }
     try {

@@ -16,6 +16,11 @@ const post = (cli: RunningCli, path: string, body: unknown): Promise<Response> =
 const accessLines = (cli: RunningCli): string[] =>
   [...cli.output().matchAll(/\b((?:GET|POST) \S+ \d{3}) \d+\.\d ms\b/g)].map((m) => m[1]!);
 
+/** Resolves once `check` holds, polling; the test's own timeout bounds the wait. */
+async function waitFor(check: () => boolean): Promise<void> {
+  while (!check()) await new Promise((r) => setTimeout(r, 20));
+}
+
 /** Another server holding a port on 127.0.0.1. */
 function occupyPort(): Promise<{ port: number; server: Server }> {
   return new Promise((resolve) => {
@@ -77,6 +82,34 @@ describe('serve-fn start', () => {
     expect(events.filter((e) => e.startsWith('initialize')).sort()).toEqual(['initialize 0', 'initialize 1']);
     expect(events.filter((e) => e.startsWith('finalize')).sort()).toEqual(['finalize 0', 'finalize 1']);
     expect(events.indexOf('finalize 0')).toBeGreaterThan(events.findIndex((e) => e.startsWith('done')));
+  });
+
+  // As `serve-fn dev` stops a server during a reload (no shutdown delay), and as Kubernetes stops a pod still loading its models.
+  it.each([
+    ['no shutdown delay', { SERVE_FN_SHUTDOWN_DELAY_MS: '0' }],
+    ['a shutdown delay', { SERVE_FN_SHUTDOWN_DELAY_MS: '5000' }],
+  ])('on SIGTERM while models initialise (%s) finishes the start, never listens, finalizes every instance and exits 0', async (_name, env) => {
+    const marker = join(tmp, `init-sigterm-${Object.keys(env).length}.txt`);
+    writeFileSync(marker, '');
+    const cli = await startCli(['start', 'test/fixtures/cli/slow-model.ts', '--host', '127.0.0.1'], { ...env, SERVE_FN_TEST_MARKER: marker, SLOW_INIT_MS: '1500' });
+    await waitFor(() => readFileSync(marker, 'utf8').includes('initializing'));
+    cli.proc.kill('SIGTERM');
+    expect(await cli.waitForExit()).toBe(0);
+    const events = readFileSync(marker, 'utf8').trim().split('\n');
+    expect(events.filter((e) => e.startsWith('initialize ')).sort()).toEqual(['initialize 0', 'initialize 1']);
+    expect(events.filter((e) => e.startsWith('finalize')).sort()).toEqual(['finalize 0', 'finalize 1']);
+    expect(cli.output()).not.toContain('serve-fn ready');
+    expect(cli.output()).not.toMatch(/serve-fn: |shutdown failed|already booted/);
+  });
+
+  it('takes --json-body-limit, and --shutdown-delay over SERVE_FN_SHUTDOWN_DELAY_MS', async () => {
+    const cli = await startCli(['start', 'test/fixtures/cli/slow-model.ts', '--host', '127.0.0.1', '--json-body-limit', '100', '--shutdown-delay', '500'], { SERVE_FN_SHUTDOWN_DELAY_MS: '600000' });
+    await cli.waitForOutput(/serve-fn ready/);
+    const res = await fetch(`${cli.base}/sleep`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ms: 1, pad: ' '.repeat(200) }) });
+    expect([res.status, await res.json()]).toEqual([413, { error: 'Request body is larger than the limit of 100 bytes.', code: 'SF_ERR_BODY_TOO_LARGE' }]);
+    cli.proc.kill('SIGTERM');
+    await cli.waitForOutput(/SIGTERM: readiness off, draining in 500 ms/);
+    expect(await cli.waitForExit()).toBe(0);
   });
 
   it('runs model instances at niceness 10 unless SERVE_FN_INSTANCE_NICENESS says otherwise', async () => {
@@ -173,6 +206,18 @@ describe('serve-fn dev', () => {
       expect(await cli.stop()).toBe(0);
     }
   }, 120_000);
+
+  it('passes --json-body-limit to the server it runs', async () => {
+    const cli = await startCli(['dev', 'test/fixtures/cli/greeter-model.ts', '--json-body-limit', '100'], {}, await freePort());
+    try {
+      await cli.waitForOutput(/serve-fn ready at/, 30_000);
+      const res = await post(cli, '/greet', { name: 'x'.repeat(200) });
+      expect([res.status, await res.json()]).toEqual([413, { error: 'Request body is larger than the limit of 100 bytes.', code: 'SF_ERR_BODY_TOO_LARGE' }]);
+      expect((await post(cli, '/greet', { name: 'ada' })).status).toBe(200);
+    } finally {
+      expect(await cli.stop()).toBe(0);
+    }
+  });
 
   it('lists WebSocket routes and logs one line per request', async () => {
     const cli = await startCli(['dev', 'test/fixtures/models/socket-model.ts'], {}, await freePort());

@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { request as httpRequest } from 'node:http';
+import { gzipSync } from 'node:zlib';
 import { Type } from 'class-transformer';
 import { IsDefined, IsIn, IsInt, IsNumber, IsOptional, IsString, Max, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
 import { injectable } from 'tsyringe';
@@ -22,6 +23,9 @@ class VoiceBank {
     return [...this.voices.keys()];
   }
 }
+
+const BODY_LIMIT = 64 * 1024;
+const SHORT_BODY_LIMIT = 256;
 
 class SftForm {
   @IsString() @MinLength(1) @MaxLength(20) tts_text!: string;
@@ -147,6 +151,16 @@ class Prosody {
   }
 }
 
+/** A JSON endpoint with a body limit of its own, below the server's JSON limit. */
+@Model({ name: 'short' })
+@Instances(1, { inline: true })
+class Short {
+  @Endpoint('/short', { body: ProsodyRequest, bodyLimit: SHORT_BODY_LIMIT })
+  async run(req: ProsodyRequest): Promise<{ text: string }> {
+    return { text: req.text };
+  }
+}
+
 /** Requests that reached the gated model, and the gate that holds them until the test opens it. */
 const gatedCalls: string[] = [];
 let openGate: () => void = () => {};
@@ -162,13 +176,12 @@ class Gated {
   }
 }
 
-const BODY_LIMIT = 64 * 1024;
 let server: ServeFnServer;
 let base: string;
 
 beforeAll(async () => {
   // As `serve-fn dev` runs it: 500s show their message (error-answers.test.ts covers production's).
-  server = new ServeFnServer({ models: [Tts, Prosody, Gated], logger: false, collectProcessMetrics: false, bodyLimit: BODY_LIMIT, exposeErrors: true });
+  server = new ServeFnServer({ models: [Tts, Prosody, Gated, Short], logger: false, collectProcessMetrics: false, bodyLimit: BODY_LIMIT, exposeErrors: true });
   await server.start();
   base = await server.app.listen({ port: 0, host: '127.0.0.1' });
 });
@@ -270,6 +283,43 @@ describe('JSON endpoints', () => {
     const res = await call('POST', '/speak', { text: 'x'.repeat(BODY_LIMIT), style: {} });
     expect(res.status).toBe(413);
     expect(res.json()).toEqual({ error: `Request body is larger than the limit of ${BODY_LIMIT} bytes.`, code: 'SF_ERR_BODY_TOO_LARGE' });
+  });
+
+  it("answers a body over an endpoint's own bodyLimit with 413 naming that limit, while other endpoints keep the server's", async () => {
+    const text = 'x'.repeat(SHORT_BODY_LIMIT);
+    const over = await call('POST', '/short', { text, spk_id: 'alto' });
+    expect([over.status, over.json()]).toEqual([413, { error: `Request body is larger than the limit of ${SHORT_BODY_LIMIT} bytes.`, code: 'SF_ERR_BODY_TOO_LARGE' }]);
+    const under = await call('POST', '/short', { text: 'hello', spk_id: 'alto' });
+    expect([under.status, under.json()]).toEqual([200, { text: 'hello' }]);
+    const other = await call('POST', '/raw/other', { text });
+    expect([other.status, other.json().body]).toEqual([200, { text }]);
+    // A gzip body is measured after it is inflated, against the same endpoint limit.
+    const zipped = await server.app.inject({
+      method: 'POST',
+      url: '/short',
+      headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      payload: gzipSync(JSON.stringify({ text, spk_id: 'alto' })),
+    });
+    expect([zipped.statusCode, zipped.json().code]).toEqual([413, 'SF_ERR_BODY_TOO_LARGE']);
+  });
+
+  it("caps an endpoint's bodyLimit at the server's bodyLimit", async () => {
+    @Model({ name: 'capped' })
+    @Instances(1, { inline: true })
+    class Capped {
+      @Endpoint('/capped', { bodyLimit: 10 * BODY_LIMIT })
+      async run(body: unknown): Promise<unknown> {
+        return body;
+      }
+    }
+    const capped = new ServeFnServer({ models: [Capped], logger: false, collectProcessMetrics: false, bodyLimit: BODY_LIMIT });
+    await capped.start();
+    try {
+      const res = await capped.app.inject({ method: 'POST', url: '/capped', headers: { 'content-type': 'application/json' }, payload: JSON.stringify('x'.repeat(BODY_LIMIT)) });
+      expect([res.statusCode, res.json()]).toEqual([413, { error: `Request body is larger than the limit of ${BODY_LIMIT} bytes.`, code: 'SF_ERR_BODY_TOO_LARGE' }]);
+    } finally {
+      await capped.close();
+    }
   });
 
   it('answers a content type without a parser with 415 naming that content type', async () => {

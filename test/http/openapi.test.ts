@@ -55,8 +55,13 @@ class Voices {
     return [];
   }
 
-  @Endpoint('/voices/:id', { method: 'DELETE', params: VoiceParams, tags: ['danger'] })
+  @Endpoint('/voices/:id', { method: 'DELETE', params: VoiceParams, tags: ['danger'], status: 204 })
   async remove(): Promise<void> {}
+
+  @Endpoint('/voices/report', { method: 'GET', produces: 'application/problem+json' })
+  async report(): Promise<Buffer> {
+    return Buffer.from('{}');
+  }
 
   @WebSocketEndpoint('/voices/live', { message: VoiceQuery })
   async *live(messages: AsyncIterable<unknown>): AsyncGenerator<object> {
@@ -119,6 +124,7 @@ describe('the OpenAPI document', () => {
       'DELETE /voices/{id} voices_remove',
       'GET /voices voices_list',
       'GET /voices/live voices_live',
+      'GET /voices/report voices_report',
       'POST /inference_sft cosyvoice_sft',
       'POST /prosody cosyvoice_prosody',
     ]);
@@ -188,6 +194,28 @@ describe('the OpenAPI document', () => {
   it('describes readiness as it is: the port opens once the models have initialised, so 503 means shutting down or a model without instances', () => {
     expect(doc.paths['/health/ready'].get.summary).toBe('Readiness probe: 200 while the server takes requests; 503 once it is shutting down, or while a model has no running instance');
     expect(doc.paths['/health/ready'].get.summary).not.toContain('starting');
+  });
+
+  it('documents the success answer of an endpoint without a response DTO: binary as its produces type, else any JSON or a Buffer', () => {
+    expect(doc.paths['/inference_sft'].post.responses['200']).toEqual({ description: 'Successful Response', content: { 'audio/wav': { schema: { type: 'string', format: 'binary' } } } });
+    expect(doc.paths['/voices'].get.responses['200']).toEqual({
+      description: 'Successful Response',
+      content: { 'application/json': { schema: {} }, 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+    });
+    expect(doc.paths['/voices/{id}'].delete.responses['204']).toEqual({ description: 'Successful Response: no content.' });
+    expect(doc.paths['/voices/report'].get.responses['200']).toEqual({ description: 'Successful Response', content: { 'application/problem+json': { schema: {} } } });
+  });
+
+  it('documents the request_id that production 500 bodies carry in ErrorBody', () => {
+    expect(doc.components.schemas.ErrorBody).toEqual({
+      type: 'object',
+      properties: {
+        error: { type: 'string' },
+        code: { type: 'string', enum: Object.keys(ERROR_CATALOGUE) },
+        request_id: { type: 'string', description: expect.stringContaining('x-request-id') },
+      },
+      required: ['error', 'code'],
+    });
   });
 
   it('documents a multipart endpoint as multipart/form-data with a binary file field', () => {

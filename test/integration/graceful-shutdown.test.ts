@@ -64,3 +64,37 @@ describe('close() with a shutdown delay, on a listening server', () => {
     expect(server.state.phase).toBe('stopped');
   });
 });
+
+describe('close() while start() is initialising instances', () => {
+  const events: string[] = [];
+
+  @Model({ name: 'slow-start' })
+  @Instances(2, { inline: true })
+  class SlowStart {
+    async initialize(): Promise<void> {
+      events.push('initializing');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      events.push('initialized');
+    }
+
+    @Endpoint('/slow-start', { method: 'GET' })
+    async get(): Promise<string> {
+      return 'up';
+    }
+
+    async finalize(): Promise<void> {
+      events.push('finalized');
+    }
+  }
+
+  it('lets the start finish, finalises each instance once, never turns ready, and refuses to listen', async () => {
+    const server = new ServeFnServer({ models: [SlowStart], logger: false, collectProcessMetrics: false });
+    const started = server.start();
+    while (!events.includes('initializing')) await new Promise((resolve) => setTimeout(resolve, 5));
+    await server.close({ shutdownDelayMs: 60_000 });
+    await started;
+    expect(events).toEqual(['initializing', 'initializing', 'initialized', 'initialized', 'finalized', 'finalized']);
+    expect(server.state.phase).toBe('stopped');
+    await expect(server.listen(0, '127.0.0.1')).rejects.toMatchObject({ code: 'SF_ERR_DRAINING' });
+  });
+});

@@ -39,6 +39,26 @@ describe('POST /v2/repository/index', () => {
   });
 });
 
+describe('nesting limit', () => {
+  const deep = (open: string, close: string): string => open.repeat(10_000) + close.repeat(10_000);
+
+  it('answers a body nested 10,000 levels deep 400 SF_ERR_BODY_TOO_DEEP on every repository route, and keeps serving', async () => {
+    const repository = new FakeRepository([simpleModel()], { controlMode: 'explicit', unloaded: [identityModel('FP32')] });
+    const { app } = await protocolApp(repository);
+    for (const [url, body] of [
+      ['/v2/repository/index', `{"ready":${deep('[', ']')}}`],
+      ['/v2/repository/index', deep('[', ']')],
+      ['/v2/repository/models/identity_fp32/load', `{"parameters":${deep('{"a":', '}').replace(/\{"a":\}/, '{}')}}`],
+      ['/v2/repository/models/simple/unload', `{"parameters":{"unload_dependents":${deep('[', ']')}}}`],
+    ]) {
+      const res = await post(app, url!, body);
+      expect([url, res.statusCode, res.json()]).toEqual([url, 400, { error: 'Request body nests arrays and objects deeper than 128 levels.', code: 'SF_ERR_BODY_TOO_DEEP' }]);
+    }
+    expect(repository.loads).toEqual([]);
+    expect((await post(app, '/v2/repository/index')).statusCode).toBe(200);
+  });
+});
+
 describe('load and unload in explicit mode', () => {
   it('loads an unloaded model, which then serves, and unloads it again', async () => {
     const repository = new FakeRepository([], { controlMode: 'explicit', unloaded: [simpleModel()] });

@@ -33,6 +33,13 @@ describe('parseModelConfigJson', () => {
     expect(config.ensemble_scheduling?.step[0]).toEqual({ model_name: 'a', model_version: -1, input_map: { x: 'IN' }, output_map: { y: 'OUT' } });
   });
 
+  it('refuses a config nested deeper than the JSON limit with 400 SF_ERR_BODY_TOO_DEEP instead of overflowing the stack', () => {
+    const deep = `{"parameters":{"p":{"string_value":${'['.repeat(10_000)}${']'.repeat(10_000)}}}}`;
+    expect(() => parseModelConfigJson(deep, 'm')).toThrow(expect.objectContaining({ code: 'SF_ERR_BODY_TOO_DEEP', statusCode: 400 }));
+    const deepObject = `${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}`;
+    expect(() => parseModelConfigJson(deepObject, 'm')).toThrow(expect.objectContaining({ code: 'SF_ERR_BODY_TOO_DEEP', statusCode: 400 }));
+  });
+
   it('names the model in its errors', () => {
     expect(() => parseModelConfigJson('{"name":', 'm')).toThrow(expect.objectContaining({ code: 'SF_ERR_CONFIG_INVALID', message: expect.stringMatching(/^Model configuration for 'm' is invalid: the config parameter is not valid JSON/) }));
     expect(() => parseModelConfigJson('[1]', 'm')).toThrow("Model configuration for 'm' is invalid: the config parameter must be a JSON object");

@@ -224,6 +224,37 @@ describe('buildDefinition', () => {
     expect(message).toBe("Endpoint Patchy.patch uses HTTP method 'PATCH'; use GET, POST, PUT or DELETE.");
   });
 
+  it('carries an endpoint bodyLimit, and refuses one that is not a whole number of bytes >= 1 or is on a multipart endpoint', () => {
+    @Model({ name: 'm' })
+    class Limited {
+      @Endpoint('/big', { bodyLimit: 8 * 1024 * 1024 })
+      async big(): Promise<void> {}
+
+      @Endpoint('/default')
+      async plain(): Promise<void> {}
+    }
+    const [big, plain] = buildDefinition(Limited).endpoints;
+    expect(big.bodyLimit).toBe(8 * 1024 * 1024);
+    expect(plain).not.toHaveProperty('bodyLimit');
+
+    for (const bad of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '1024' as unknown as number]) {
+      @Model({ name: 'm' })
+      class Bad {
+        @Endpoint('/x', { bodyLimit: bad })
+        async x(): Promise<void> {}
+      }
+      expect(failure(() => buildDefinition(Bad), 'SF_ERR_ENDPOINT_OPTION_INVALID')).toBe(`Bad.x: @Endpoint option bodyLimit is invalid: expected a whole number of bytes >= 1, got ${String(bad)}.`);
+    }
+    @Model({ name: 'm' })
+    class Upload {
+      @Endpoint('/upload', { consumes: 'multipart', bodyLimit: 1024 })
+      async upload(): Promise<void> {}
+    }
+    expect(failure(() => buildDefinition(Upload), 'SF_ERR_ENDPOINT_OPTION_INVALID')).toBe(
+      "Upload.upload: @Endpoint option bodyLimit is invalid: it limits JSON bodies; a multipart endpoint's files and fields keep the server's bodyLimit.",
+    );
+  });
+
   it("reports a path without a leading '/', naming the path, class and method", () => {
     @Model({ name: 'm' })
     class Slashless {

@@ -181,8 +181,9 @@ describe('OnnxBackend devices and execution providers', () => {
     const err = await rejection(new OnnxBackend({ loadRuntime: async () => runtime }).load(new Uint8Array(1), { device: { kind: 'gpu', id: 0 } }));
     expect(err.code).toBe('SF_ERR_BACKEND_UNAVAILABLE');
     expect(err.message).toBe(
-      "Backend 'onnxruntime' is not available: the 'cuda' execution provider library is not installed; onnxruntime-node downloads it at install time: " +
-        'run `ONNXRUNTIME_NODE_INSTALL=cuda12 npm rebuild onnxruntime-node` (needs CUDA 12 and cuDNN 9).',
+      "Backend 'onnxruntime' is not available: the 'cuda' execution provider library is not installed; onnxruntime-node's install script downloads it, which npm 11 runs only once approved: " +
+        'run `npm install-scripts approve onnxruntime-node` (remove a `false` entry for it from allowScripts in package.json first; npm 10 needs no approval), ' +
+        'then `ONNXRUNTIME_NODE_INSTALL=cuda12 npm rebuild onnxruntime-node` (needs CUDA 12 and cuDNN 9).',
     );
   });
 

@@ -121,6 +121,17 @@ describe('SocketConnection input', () => {
     link.close();
   });
 
+  it('answers a JSON message nested deeper than the JSON limit with SF_ERR_BODY_TOO_DEEP, and keeps the connection', async () => {
+    const { socket, delivered, link } = connect({ endpoint: endpoint({ message: Count }) });
+    socket.emit('message', Buffer.from(`{"n":${'['.repeat(10_000)}${']'.repeat(10_000)}}`), false);
+    socket.emit('message', Buffer.from('{"n": 3}'), false);
+    await settle();
+    expect(socket.sent.map((s) => s.data)).toEqual([{ error: 'Request body nests arrays and objects deeper than 128 levels.', code: 'SF_ERR_BODY_TOO_DEEP' }]);
+    expect(delivered).toEqual([{ kind: 'json', value: Object.assign(new Count(), { n: 3 }) }]);
+    expect(socket.closedWith).toBeUndefined();
+    link.close();
+  });
+
   it(`stops reading after ${INPUT_WINDOW} messages the session has not taken, and reads again once half are taken`, async () => {
     const { socket, link } = connect();
     for (let i = 0; i < INPUT_WINDOW + 8; i++) socket.emit('message', Buffer.from(`m${i}`), false);

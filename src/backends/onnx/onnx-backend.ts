@@ -118,7 +118,11 @@ function checkProviders(ort: OrtRuntime, providers: readonly ExecutionProvider[]
       throw createError(
         'SF_ERR_BACKEND_UNAVAILABLE',
         BACKEND,
-        `the '${name}' execution provider library is not installed; onnxruntime-node downloads it at install time: run \`ONNXRUNTIME_NODE_INSTALL=cuda12 npm rebuild onnxruntime-node\` (needs CUDA 12 and cuDNN 9).`,
+        // npm 11 runs a dependency's install script only when package.json's allowScripts approves it
+        // (`npm help install-scripts`), and an explicit `false` there, as serve-fn's own, wins over approve.
+        `the '${name}' execution provider library is not installed; onnxruntime-node's install script downloads it, which npm 11 runs only once approved: ` +
+          "run `npm install-scripts approve onnxruntime-node` (remove a `false` entry for it from allowScripts in package.json first; npm 10 needs no approval), " +
+          'then `ONNXRUNTIME_NODE_INSTALL=cuda12 npm rebuild onnxruntime-node` (needs CUDA 12 and cuDNN 9).',
       );
     }
   }

@@ -1,0 +1,50 @@
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+
+const commands = vi.hoisted(() => ({ start: vi.fn(async () => undefined), dev: vi.fn(async () => undefined) }));
+vi.mock('../../src/cli/start-command.js', () => ({ startCommand: commands.start }));
+vi.mock('../../src/cli/dev-command.js', async (original) => ({ ...(await original<object>()), devCommand: commands.dev }));
+
+const { buildProgram } = await import('../../src/cli/main.js');
+
+/** Parses a command line with the real CLI definition; usage errors throw instead of exiting. */
+async function parse(...args: string[]): Promise<void> {
+  const program = buildProgram().exitOverride().configureOutput({ writeErr: () => {} });
+  for (const command of program.commands) command.exitOverride().configureOutput({ writeErr: () => {} });
+  await program.parseAsync(['node', 'serve-fn', ...args]);
+}
+
+beforeEach(() => {
+  commands.start.mockClear();
+  commands.dev.mockClear();
+});
+
+describe('serve-fn start flags', () => {
+  it('passes --body-limit, --json-body-limit and --shutdown-delay to the start command', async () => {
+    await parse('start', 'models.ts', '--body-limit', '2097152', '--json-body-limit', '65536', '--shutdown-delay', '0');
+    expect(commands.start).toHaveBeenCalledWith('models.ts', expect.objectContaining({ bodyLimit: 2_097_152, jsonBodyLimit: 65_536, shutdownDelayMs: 0 }));
+  });
+
+  it('leaves them unset without the flags, so the server defaults and SERVE_FN_SHUTDOWN_DELAY_MS apply', async () => {
+    await parse('start', 'models.ts');
+    expect(commands.start).toHaveBeenCalledWith('models.ts', expect.objectContaining({ bodyLimit: undefined, jsonBodyLimit: undefined, shutdownDelayMs: undefined }));
+  });
+
+  it.each([
+    ['--json-body-limit', '0'],
+    ['--json-body-limit', '1.5'],
+    ['--body-limit', 'big'],
+    ['--shutdown-delay', '-1'],
+    ['--shutdown-delay', '2.5'],
+    ['--shutdown-delay', 'soon'],
+  ])('refuses %s %s as a usage error', async (flag, value) => {
+    await expect(parse('start', 'models.ts', flag, value)).rejects.toMatchObject({ code: 'commander.invalidArgument' });
+    expect(commands.start).not.toHaveBeenCalled();
+  });
+});
+
+describe('serve-fn dev flags', () => {
+  it('takes --body-limit and --json-body-limit, which it passes to the server it runs', async () => {
+    await parse('dev', 'models.ts', '--body-limit', '1000', '--json-body-limit', '100');
+    expect(commands.dev).toHaveBeenCalledWith('models.ts', expect.objectContaining({ bodyLimit: 1000, jsonBodyLimit: 100 }));
+  });
+});
