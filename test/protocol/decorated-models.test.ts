@@ -123,6 +123,11 @@ describe('decorated models on the KServe v2 protocol, beside a repository model'
     expect((await inject('POST', '/v2/models/scale/infer', SCALE_REQUEST)).statusCode).toBe(200);
   });
 
+  it('gives the OpenAPI infer route examples for the models that take tensors only', async () => {
+    const doc = (await server.openapi()) as { paths: Record<string, { post: { requestBody: { content: Record<string, { examples: Record<string, unknown> }> } } }> };
+    expect(Object.keys(doc.paths['/v2/models/{model}/infer'].post.requestBody.content['application/json'].examples)).toEqual(['scale_v1']);
+  });
+
   it('serves the same model over gRPC: metadata, and ModelInfer refused with INVALID_ARGUMENT', async () => {
     const res = parse(await call(client, 'ModelMetadata', pb.string(1, 'echo')));
     expect([strings(res, 1), strings(res, 2), strings(res, 3), messages(res, 4), messages(res, 5)]).toEqual([['echo'], ['3'], ['serve-fn'], [], []]);
