@@ -24,7 +24,7 @@ export class ModelCatalogue implements ModelRepository {
       return own.length > 0 ? own : this.repository.models(name);
     }
     const names = new Set(this.decorated.map((m) => m.info.name));
-    return byName([...this.decorated, ...this.repository.models().filter((m) => !names.has(m.info.name))]);
+    return byName([...this.decorated, ...this.repository.models().filter((m) => !names.has(m.info.name))], (m) => m.info.name);
   }
 
   get(name: string, version?: string): InferenceModel {
@@ -39,7 +39,7 @@ export class ModelCatalogue implements ModelRepository {
   async index(options: { readyOnly?: boolean } = {}): Promise<readonly RepositoryIndexEntry[]> {
     const names = new Set(this.decorated.map((m) => m.info.name));
     const own = this.decorated.map((m) => m.indexEntry());
-    const entries = byName([...own, ...(await this.repository.index()).filter((e) => !names.has(e.name))]);
+    const entries = byName([...own, ...(await this.repository.index()).filter((e) => !names.has(e.name))], (e) => e.name);
     return options.readyOnly ? entries.filter((e) => e.state === 'READY') : entries;
   }
 
@@ -63,7 +63,6 @@ export class ModelCatalogue implements ModelRepository {
 }
 
 /** Ordered by name; a stable sort keeps each model's versions in their order. */
-function byName<T extends { readonly name: string } | InferenceModel>(items: T[]): T[] {
-  const nameOf = (item: T): string => ('info' in item ? item.info.name : item.name);
+function byName<T>(items: T[], nameOf: (item: T) => string): T[] {
   return items.sort((a, b) => (nameOf(a) < nameOf(b) ? -1 : nameOf(a) > nameOf(b) ? 1 : 0));
 }

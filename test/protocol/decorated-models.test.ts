@@ -115,7 +115,7 @@ describe('decorated models on the KServe v2 protocol, beside a repository model'
   });
 
   it('answers infer and generate on the decorated model with 400 naming what is missing, and keeps serving', async () => {
-    for (const url of ['/v2/models/echo/infer', '/v2/models/echo/versions/3/infer', '/v2/models/echo/generate']) {
+    for (const url of ['/v2/models/echo/infer', '/v2/models/echo/versions/3/infer', '/v2/models/echo/generate', '/v2/models/echo/generate_stream']) {
       const res = await inject('POST', url, { inputs: [{ name: 'text', datatype: 'BYTES', shape: [1], data: ['hi'] }] });
       expect([res.statusCode, res.json()], url).toEqual([400, { error: NO_TENSORS, code: 'SF_ERR_MODEL_NO_TENSOR_INTERFACE' }]);
     }
