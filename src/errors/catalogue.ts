@@ -112,6 +112,10 @@ export const ERROR_CATALOGUE = {
   SF_ERR_SEQUENCE_NOT_STARTED: spec(400, "inference request for sequence %s to model '%s' must specify the START flag on the first request of the sequence (the sequence is unknown, has ended, or was freed after %s µs idle)"),
   SF_ERR_SEQUENCE_UNSUPPORTED: spec(400, "inference request to model '%s' sets '%s', but the model is not stateful: its configuration has no sequence_batching"),
 
+  // Decorated (@Model) models on the inference protocol.
+  SF_ERR_MODEL_NO_TENSOR_INTERFACE: spec(400, "Model '%s' declares no tensor interface (no inputs or outputs), so it cannot run KServe v2 inference requests: call its endpoints (%s)."),
+  SF_ERR_MODEL_NOT_IN_REPOSITORY: spec(400, "Model '%s' is served by its @Model class, not from the model repository: it cannot be loaded or unloaded while the server runs."),
+
   // Ascend NPU (native addon).
   SF_ERR_NPU_UNAVAILABLE: spec(501, 'Ascend NPU backend is not available: %s'),
   SF_ERR_NPU_ACL: spec(500, '%s failed with ACL error %s: %s'),

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createError } from '../errors/index.js';
+import { inferenceTarget } from '../inference/decorated-model.js';
 import { canStream } from '../inference/decoupled-model.js';
 import type { InferenceModel, InferRequest, InferResponse, ModelRepository } from '../inference/inference-model.js';
 import { disconnectSignal } from '../server/disconnect-signal.js';
@@ -96,7 +97,7 @@ async function* sseEvents(
 }
 
 async function readRequest(request: FastifyRequest<{ Params: ModelParams }>, opts: GenerateRouteOptions): Promise<{ model: InferenceModel; inferRequest: InferRequest }> {
-  const model = opts.repository.get(request.params.model, request.params.version);
+  const model = inferenceTarget(opts.repository, request.params.model, request.params.version);
   if (!model.ready()) throw createError('SF_ERR_MODEL_NOT_READY', model.info.name, model.info.version);
   const body = await readRequestBody(request, opts.bodyLimit);
   return { model, inferRequest: decodeGenerateRequest(body, model.info) };

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createError } from '../errors/index.js';
+import { acceptsInferRequests, inferenceTarget } from '../inference/decorated-model.js';
 import type { InferenceModel, InferRequest, InferResponse, ModelRepository } from '../inference/inference-model.js';
 import { disconnectSignal } from '../server/disconnect-signal.js';
 import { INFERENCE_HEADER_CONTENT_LENGTH } from '../tensor/index.js';
@@ -18,7 +19,7 @@ export interface InferRouteOptions {
 export function registerInferRoutes(scope: FastifyInstance, opts: InferRouteOptions): void {
   // A getter, so the examples are those of the models served when the OpenAPI document is first
   // built (@fastify/swagger builds it once, on the first request for it), not when routes register.
-  const body = Object.defineProperty({ ...INFER_REQUEST_SCHEMA }, 'x-examples', { enumerable: true, get: () => inferExamples(opts.repository.models()) });
+  const body = Object.defineProperty({ ...INFER_REQUEST_SCHEMA }, 'x-examples', { enumerable: true, get: () => inferExamples(opts.repository.models().filter(acceptsInferRequests)) });
   const schema = routeDoc('Run an inference', {
     description: 'Errors: 404 unknown model or version, 400 invalid request, 413 body too large, 501 unsupported, 503 model not ready or overloaded.',
     body,
@@ -31,7 +32,7 @@ export function registerInferRoutes(scope: FastifyInstance, opts: InferRouteOpti
 }
 
 async function infer(request: FastifyRequest<{ Params: ModelParams }>, reply: FastifyReply, opts: InferRouteOptions): Promise<FastifyReply> {
-  const model = opts.repository.get(request.params.model, request.params.version);
+  const model = inferenceTarget(opts.repository, request.params.model, request.params.version);
   if (model.info.decoupled) throw createError('SF_ERR_UNSUPPORTED', "HTTP end point doesn't support models with decoupled transaction policy");
   if (!model.ready()) throw createError('SF_ERR_MODEL_NOT_READY', model.info.name, model.info.version);
   const body = await readRequestBody(request, opts.bodyLimit);

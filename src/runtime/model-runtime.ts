@@ -1,5 +1,5 @@
 import type { EndpointDefinition, ModelDefinition } from '../definition/model-definition.js';
-import { createError, deserializeError } from '../errors/index.js';
+import { createError, deserializeError, type ServeFnError } from '../errors/index.js';
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';
 import { normalizeBatchPolicy, UNBATCHED_POLICY } from './batch-policy.js';
 import { batchStartMs, executionTimings, now, recordRequest, type RequestClock } from './request-accounting.js';
@@ -91,6 +91,11 @@ export class ModelRuntime {
   /** False while every instance is down past its restart limit (see InstancePool.available). */
   get available(): boolean {
     return this.pool.available;
+  }
+
+  /** SF_ERR_MODEL_UNAVAILABLE, naming when the next held-down instance is restarted (what submit rejects with while not available). */
+  unavailableError(): ServeFnError {
+    return this.pool.unavailableError();
   }
 
   /**

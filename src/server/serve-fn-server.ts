@@ -9,9 +9,11 @@ import type { ModelClass, ModelDefinition } from '../definition/model-definition
 import { createError } from '../errors/index.js';
 import { validateDto } from '../validation/dto-validator.js';
 import { InferenceRecorder } from '../metrics/inference-recorder.js';
-import type { InferRequest, ModelRepository } from '../inference/inference-model.js';
+import type { InferRequest } from '../inference/inference-model.js';
 import { FolderModelRepository, type FolderModelRepositoryOptions } from '../model-repository/folder-model-repository.js';
+import { DecoratedModel } from '../inference/decorated-model.js';
 import { EmptyModelRepository } from '../inference/empty-model-repository.js';
+import { ModelCatalogue } from '../inference/model-catalogue.js';
 import { kserveProtocol } from '../protocol/kserve-protocol.js';
 import { startGrpcServer, type GrpcServerHandle } from '../protocol/grpc/grpc-server.js';
 import { InlineInstance } from '../runtime/inline-instance.js';
@@ -79,8 +81,8 @@ export class ServeFnServer {
   readonly definitions: readonly ModelDefinition[];
   /** The Triton model repository, when `repository` was given; loaded by start(), unloaded by close(). */
   readonly repository: FolderModelRepository | undefined;
-  /** What the KServe protocols (HTTP and gRPC) serve: the repository, or an empty one without it. */
-  private readonly protocolRepository: ModelRepository;
+  /** What the KServe protocols (HTTP and gRPC) serve: the decorated models beside the repository's; built by prepare(). */
+  private catalogue!: ModelCatalogue;
   private runtimes: ModelRuntime[] = [];
   private readonly bodyLimit: number;
   private readonly jsonBodyLimit: number;
@@ -108,7 +110,6 @@ export class ServeFnServer {
       infer: (model, input, opts) => this.infer(model, input, opts),
       restartPolicy: options.restartPolicy,
     });
-    this.protocolRepository = this.repository ?? new EmptyModelRepository();
   }
 
   /** Builds runtimes and routes without starting any instance (enough for the OpenAPI document). */
@@ -117,6 +118,11 @@ export class ServeFnServer {
     const log = (level: 'info' | 'warn' | 'error', message: string): void => this.app.log[level](message);
     this.runtimes = this.definitions.map(
       (def) => new ModelRuntime(def, { factory: this.factoryFor(def), recorder: this.recorder, log, restartPolicy: this.options.restartPolicy }),
+    );
+    const notServing = (): string | undefined => (this.state.ready ? undefined : this.state.phase);
+    this.catalogue = new ModelCatalogue(
+      this.runtimes.map((runtime) => new DecoratedModel(runtime, { notServing })),
+      this.repository ?? new EmptyModelRepository(),
     );
     await this.buildRoutes();
   }
@@ -153,7 +159,7 @@ export class ServeFnServer {
     if (this.options.grpc) {
       this.grpc = await startGrpcServer({
         ...SERVER_IDENTITY,
-        repository: this.protocolRepository,
+        repository: this.catalogue,
         ready: () => this.state.notReadyReason() === undefined,
         port: this.options.grpc.port,
         host: this.options.grpc.host ?? host,
@@ -249,7 +255,7 @@ export class ServeFnServer {
     await socketRoutes(app, { runtimes: this.runtimes, state: this.state, schemas, maxPayload: this.bodyLimit });
     await app.register(kserveProtocol, {
       ...SERVER_IDENTITY,
-      repository: this.protocolRepository,
+      repository: this.catalogue,
       recorder: this.recorder,
       ready: () => this.state.notReadyReason() === undefined,
       bodyLimit: this.bodyLimit,

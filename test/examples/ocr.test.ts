@@ -9,6 +9,7 @@ import { OcrDetector, OcrRecognizer } from '../../examples/ocr/index.js';
 import { minAreaRect, type Point } from '../../examples/ocr/min-area-rect.js';
 import { readingOrder } from '../../examples/ocr/reading-order.js';
 import { TEXT_IMAGE_LINES } from '../fixtures/ocr/make-text-image.js';
+import { metricsCounts, statisticsCounts } from '../helpers/statistics-and-metrics.js';
 
 const PNG = readFileSync(new URL('../fixtures/ocr/text-lines.png', import.meta.url));
 /** How far a box edge may sit from the ink it encloses: DB's unclip adds a margin of a few pixels. */
@@ -182,6 +183,14 @@ describe('OCR example (PP-OCRv4 det -> crop -> rec over ctx.infer)', () => {
     const res = await server.app.inject({ method: 'POST', url: '/ocr/recognize', payload: body, headers: form.headers });
     expect(res.statusCode).toBe(400);
     expect(res.json().error).toBe('pixels holds 10 bytes; a 4 x 48 RGB crop has 576.');
+  });
+
+  it('counts in /v2 statistics what /metrics counts, for both OCR models', async () => {
+    const stats = await statisticsCounts(server.app);
+    expect(Object.keys(stats)).toEqual(['ocr:1', 'ocr-rec:1']);
+    expect(stats).toEqual(await metricsCounts(server.app));
+    expect(stats['ocr:1'].success).toBeGreaterThan(0);
+    expect(stats['ocr-rec:1'].success).toBeGreaterThan(0);
   });
 });
 

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServeFnServer } from '../../src/index.js';
 import { StreamingAsr } from '../../examples/streaming-asr/index.js';
 import { streamPcm, wavToPcm16k, type FunAsrClientReply } from '../../examples/streaming-asr/client.js';
+import { metricsCounts, statisticsCounts } from '../helpers/statistics-and-metrics.js';
 
 const WAV_PATH = fileURLToPath(new URL('../fixtures/vad/speech.wav', import.meta.url));
 const PCM = wavToPcm16k(readFileSync(WAV_PATH));
@@ -166,5 +167,12 @@ describe('streaming ASR example (FunASR protocol over WebSocket, Silero VAD)', (
     const closed = new Promise<[number, string]>((resolve) => socket.once('close', (code, reason) => resolve([code, String(reason)])));
     socket.send(PCM.subarray(0, 1920));
     expect(await closed).toEqual([1008, 'FunASR protocol: audio arrived before the configuration frame; send {"mode": ...} first.']);
+  });
+
+  it('is a KServe v2 model whose statistics agree with /metrics (WebSocket sessions are not inference requests in either)', async () => {
+    const stats = await statisticsCounts(server.app);
+    expect(stats).toEqual({ 'asr:1': { success: 0, failure: 0 } });
+    expect(stats).toEqual(await metricsCounts(server.app));
+    expect((await server.app.inject({ method: 'POST', url: '/v2/repository/index' })).json()).toEqual([{ name: 'asr', version: '1', state: 'READY' }]);
   });
 });

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServeFnServer } from '../../src/index.js';
 import { SpeechDetector } from '../../examples/vad/index.js';
 import { DEFAULT_SEGMENT_OPTIONS, speechSegments } from '../../examples/vad/speech-segments.js';
+import { metricsCounts, statisticsCounts } from '../helpers/statistics-and-metrics.js';
 
 const WAV = readFileSync(new URL('../fixtures/vad/speech.wav', import.meta.url));
 /**
@@ -182,6 +183,14 @@ describe('VAD example (Silero VAD v5, batched)', () => {
     const badThreshold = await send(WAV, { threshold: '1.5' });
     expect(badThreshold.statusCode).toBe(422);
     expect(badThreshold.json().detail[0]).toMatchObject({ loc: ['body', 'threshold'], msg: 'threshold must not be greater than 0.95' });
+  });
+
+  it('counts in /v2 statistics what /metrics counts', async () => {
+    const stats = await statisticsCounts(server.app);
+    expect(Object.keys(stats)).toEqual(['silero-vad:1']);
+    expect(stats).toEqual(await metricsCounts(server.app));
+    expect(stats['silero-vad:1'].success).toBeGreaterThan(0);
+    expect(stats['silero-vad:1'].failure).toBeGreaterThan(0);
   });
 });
 

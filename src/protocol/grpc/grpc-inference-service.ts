@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import type { sendUnaryData, ServerDuplexStream, ServerUnaryCall, UntypedServiceImplementation } from '@grpc/grpc-js';
 import { createError } from '../../errors/index.js';
+import { inferenceTarget } from '../../inference/decorated-model.js';
 import { canStream, type StreamedInferResponse } from '../../inference/decoupled-model.js';
 import type { InferenceModel, InferRequest, InferResponse, ModelRepository } from '../../inference/inference-model.js';
 import { checkOutputName } from '../../inference/request-validation.js';
@@ -53,7 +54,7 @@ export function grpcInferenceService(opts: GrpcServiceOptions): UntypedServiceIm
     ModelReady: unary((request: { name?: string; version?: string }) => ({ ready: lookup(repository, request.name, request.version).ready() })),
     ModelMetadata: unary((request: { name?: string; version?: string }) => modelMetadata(repository, request.name ?? '', request.version || undefined)),
     ModelInfer: unary((request: ModelInferRequestMessage, signal) => {
-      const model = lookup(repository, request.model_name, request.model_version);
+      const model = inferenceTarget(repository, request.model_name ?? '', request.model_version || undefined);
       if (model.info.decoupled) throw createError('SF_ERR_UNSUPPORTED', "ModelInfer RPC doesn't support models with decoupled transaction policy");
       return infer(model, request, signal);
     }),
@@ -160,7 +161,7 @@ async function answerOnStream(
   signal: AbortSignal,
   write: (message: Record<string, unknown>) => Promise<void>,
 ): Promise<void> {
-  const model = lookup(repository, message.model_name, message.model_version);
+  const model = inferenceTarget(repository, message.model_name ?? '', message.model_version || undefined);
   // canStream only looks at the model's type, so checking it first keeps the order of the checks that can fail.
   if (!canStream(model)) {
     await write({ infer_response: await infer(model, message, signal, { [FINAL]: true }) });
