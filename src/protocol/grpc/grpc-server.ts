@@ -9,8 +9,8 @@ import { grpcAuthInterceptors, grpcServerCredentials, type GrpcSecurityOptions }
 /** Triton's gRPC port (Triton's docs/customization_guide/inference_protocols.md). */
 export const DEFAULT_GRPC_PORT = 8001;
 
-/** The .proto beside this module; the build copies it next to the compiled file. */
-export const GRPC_PROTO_PATH = fileURLToPath(new URL('./grpc_predict_v2.proto', import.meta.url));
+/** Triton's grpc_service.proto (it imports model_config.proto) beside this module; the build copies every .proto next to the compiled file. */
+export const GRPC_PROTO_PATH = fileURLToPath(new URL('./grpc_service.proto', import.meta.url));
 
 /**
  * How proto-loader maps messages to JS: snake_case names as in the .proto (what Triton clients
@@ -39,7 +39,7 @@ export interface GrpcServerHandle {
   close(graceMs?: number): Promise<void>;
 }
 
-/** The `inference.GRPCInferenceService` constructor from grpc_predict_v2.proto. */
+/** The `inference.GRPCInferenceService` constructor from grpc_service.proto. */
 export function loadInferenceService(): ServiceClientConstructor {
   const proto = loadPackageDefinition(loadSync(GRPC_PROTO_PATH, GRPC_PROTO_OPTIONS));
   return (proto.inference as GrpcObject).GRPCInferenceService as ServiceClientConstructor;

@@ -4,7 +4,7 @@ import type { Datatype, Tensor } from '../../tensor/tensor.js';
 import type { Parameters } from '../infer-request-decoder.js';
 
 /**
- * Tensors and parameters in the gRPC messages of grpc_predict_v2.proto, as @grpc/proto-loader
+ * Tensors and parameters in the gRPC messages of grpc_service.proto, as @grpc/proto-loader
  * hands them over with `longs: String` (int64/uint64 as decimal strings, so none lose precision)
  * and `oneofs: true`.
  */
