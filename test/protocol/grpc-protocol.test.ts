@@ -192,7 +192,7 @@ describe('ModelInfer', () => {
       const typed = Buffer.concat([pb.string(1, model.info.name), input('INPUT0', datatype, [2], pb.message(5, pb.packedFloats(6, [1, 2])))]);
       expect(await failure(call(client, 'ModelInfer', typed))).toEqual([
         status.INVALID_ARGUMENT,
-        `Tensor 'INPUT0': ${datatype} has no typed contents field; send it in raw_input_contents.`,
+        `unexpected explicit tensor data for input tensor 'INPUT0' for model 'identity_${datatype.toLowerCase()}' of type 'FP32', expected datatype '${datatype}'`,
       ]);
     });
   }
@@ -249,7 +249,22 @@ describe('ModelInfer errors', () => {
       [
         Buffer.concat([pb.string(1, 'simple'), input('INPUT0', 'INT32', [1, 16]), input('INPUT1', 'INT32', [1, 16]), zeros]),
         status.INVALID_ARGUMENT,
-        "Expected 2 raw_input_contents, one per input, got 1 for model 'simple'.",
+        "unable to find data for input tensor 'INPUT1' for model 'simple' in request.",
+      ],
+      [
+        Buffer.concat([pb.string(1, 'simple'), simpleInputs, zeros]),
+        status.INVALID_ARGUMENT,
+        "Expected 2 raw_input_contents, one per input, got 3 for model 'simple'.",
+      ],
+      [
+        Buffer.concat([pb.string(1, 'simple'), input('INPUT0', 'INT32', [1, 16], pb.message(5, pb.packedFloats(6, [1]))), input('INPUT1', 'INT32', [1, 16])]),
+        status.INVALID_ARGUMENT,
+        "unexpected explicit tensor data for input tensor 'INPUT0' for model 'simple' of type 'FP32', expected datatype 'INT32'",
+      ],
+      [
+        Buffer.concat([pb.string(1, 'simple'), input('INPUT0', 'INT32', [1, 16], pb.message(5, pb.packedVarints(2, [1]), pb.packedFloats(6, [1]))), input('INPUT1', 'INT32', [1, 16])]),
+        status.INVALID_ARGUMENT,
+        "unexpected explicit tensor data for input tensor 'INPUT0' for model 'simple', binary data was already supplied.",
       ],
       [
         Buffer.concat([pb.string(1, 'simple'), input('INPUT0', 'INT32', [1, 16], pb.message(5, pb.packedVarints(2, [1]))), input('INPUT1', 'INT32', [1, 16]), zeros, zeros]),
