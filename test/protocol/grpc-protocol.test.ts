@@ -76,7 +76,8 @@ describe('health and metadata over gRPC', () => {
     expect([strings(res, 1), strings(res, 2), strings(res, 3)]).toEqual([
       ['serve-fn'],
       ['0.1.0'],
-      ['binary_tensor_data', 'model_configuration', 'model_repository', 'statistics', 'schedule_policy', 'parameters', 'sequence'],
+      // binary_tensor_data is HTTP's (extension_binary_data.md); gRPC carries raw_input_contents in its core messages.
+      ['model_configuration', 'model_repository', 'statistics', 'schedule_policy', 'parameters', 'sequence'],
     ]);
   });
 
