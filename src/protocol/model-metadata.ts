@@ -61,6 +61,15 @@ function statisticsOf(recorder: InferenceRecorder, served: readonly InferenceMod
   return { model_stats: all.model_stats.filter((s) => wanted.has(key(s.name, s.version))) };
 }
 
+/**
+ * Triton's ModelIsReady (core server.cc): false, not an error, for a model or version the
+ * repository does not serve, such as one just unloaded; Triton's gRPC clients read it so.
+ */
+export function modelReady(repository: ModelRepository, name: string, version?: string): boolean {
+  const model = version === undefined ? repository.models(name).at(-1) : repository.models(name).find((m) => m.info.version === version);
+  return model?.ready() ?? false;
+}
+
 /** Triton's server readiness: the server serves and every model in the repository is ready. */
 export function serverReady(ready: () => boolean, repository: ModelRepository): boolean {
   return ready() && repository.models().every((m) => m.ready());

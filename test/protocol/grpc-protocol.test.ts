@@ -117,17 +117,14 @@ describe('health and metadata over gRPC', () => {
     ]);
   });
 
-  it('ModelReady is true or false per version, and NOT_FOUND for an unknown model', async () => {
+  it('ModelReady is true or false per version, and false (not an error) for a model or version not served, as Triton answers', async () => {
     const v1 = versionedModel('1');
     const client = await connect(new FakeRepository([v1, versionedModel('2')]));
     v1.isReady = false;
     expect([...(await call(client, 'ModelReady', pb.string(1, 'versioned')))]).toEqual([0x08, 0x01]);
     expect(flag(await call(client, 'ModelReady', Buffer.concat([pb.string(1, 'versioned'), pb.string(2, '1')])))).toBe(false);
-    expect(await failure(call(client, 'ModelReady', pb.string(1, 'ghost')))).toEqual([status.NOT_FOUND, "Request for unknown model: 'ghost' is not found"]);
-    expect(await failure(call(client, 'ModelReady', Buffer.concat([pb.string(1, 'versioned'), pb.string(2, '5')])))).toEqual([
-      status.NOT_FOUND,
-      "Request for unknown model: 'versioned' version 5 is not found",
-    ]);
+    expect(flag(await call(client, 'ModelReady', pb.string(1, 'ghost')))).toBe(false);
+    expect(flag(await call(client, 'ModelReady', Buffer.concat([pb.string(1, 'versioned'), pb.string(2, '5')])))).toBe(false);
   });
 
   it('ModelMetadata describes `simple` with the batch dimension as -1', async () => {
@@ -443,7 +440,7 @@ describe('model repository RPCs', () => {
     expect(repository.loads).toEqual([{ name: 'versioned', request: { config: '{"max_batch_size": 0}', files: { 'file:1/model.onnx': new Uint8Array(onnx) } } }]);
     expect((await call('ModelReady', { name: 'versioned' })).ready).toBe(true);
     await call('RepositoryModelUnload', { model_name: 'versioned', parameters: { unload_dependents: { bool_param: false } } });
-    expect(await failure(call('ModelReady', { name: 'versioned' }))).toEqual([status.NOT_FOUND, "Request for unknown model: 'versioned' is not found"]);
+    expect((await call('ModelReady', { name: 'versioned' })).ready).toBe(false);
   });
 
   it("refuses as Triton does: wrong parameter types, a repository name, dependents, and any load or unload outside explicit mode", async () => {

@@ -8,7 +8,7 @@ import type { InferenceRecorder } from '../../metrics/inference-recorder.js';
 import { buildInferRequest, splitReservedParameters } from '../infer-request-decoder.js';
 import { selectOutputs } from '../infer-response-encoder.js';
 import { loadModel, readLoadParameters, repositoryIndex, unloadModel } from '../model-control.js';
-import { modelConfig, modelMetadata, modelStatistics, serverMetadata, serverReady, type ServerIdentity } from '../model-metadata.js';
+import { modelConfig, modelMetadata, modelReady, modelStatistics, serverMetadata, serverReady, type ServerIdentity } from '../model-metadata.js';
 import { toGrpcError } from './grpc-errors.js';
 import {
   decodeGrpcInputs,
@@ -75,7 +75,7 @@ export function grpcInferenceService(opts: GrpcServiceOptions): UntypedServiceIm
     ServerLive: unary(() => ({ live: true })),
     ServerReady: unary(() => ({ ready: serverReady(opts.ready, repository) })),
     ServerMetadata: unary(() => serverMetadata(opts)),
-    ModelReady: unary((request: { name?: string; version?: string }) => ({ ready: lookup(repository, request.name, request.version).ready() })),
+    ModelReady: unary((request: { name?: string; version?: string }) => ({ ready: modelReady(repository, request.name ?? '', request.version || undefined) })),
     ModelMetadata: unary((request: { name?: string; version?: string }) => modelMetadata(repository, request.name ?? '', request.version || undefined)),
     ModelInfer: unary((request: ModelInferRequestMessage, signal) => {
       const model = lookup(repository, request.model_name, request.model_version);
