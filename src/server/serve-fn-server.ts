@@ -160,6 +160,7 @@ export class ServeFnServer {
       this.grpc = await startGrpcServer({
         ...SERVER_IDENTITY,
         repository: this.catalogue,
+        recorder: this.recorder,
         ready: () => this.state.notReadyReason() === undefined,
         port: this.options.grpc.port,
         host: this.options.grpc.host ?? host,

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Runs Triton's own Python client examples (src/python/examples/simple_grpc_*.py and
+# simple_http_*.py of github.com/triton-inference-server/client) against `serve-fn start`, one
+# PASS/FAIL line per example, with the client library and its gRPC stubs generated from
+# github.com/triton-inference-server/common's protos as the client's build_wheel.py lays them out.
+#
+#   bench/triton-client/run.sh <client checkout> <common checkout>
+#
+# Needs `npm run build` first, and a python3 ($PYTHON) with grpcio, grpcio-tools, protobuf, numpy,
+# python-rapidjson, geventhttpclient, gevent and packaging (Debian: python3-grpc-tools
+# python3-grpcio python3-protobuf python3-numpy python3-rapidjson python3-geventhttpclient
+# python3-gevent python3-packaging, and python3-aiohttp for the HTTP asyncio example). Skips
+# without the two checkouts.
+set -u
+CLIENT=${1:-}
+COMMON=${2:-}
+if [ ! -d "$CLIENT/src/python/examples" ] || [ ! -f "$COMMON/protobuf/grpc_service.proto" ]; then
+  echo "skip: give the triton-inference-server/client and triton-inference-server/common checkouts"
+  exit 0
+fi
+PYTHON=${PYTHON:-python3}
+HTTP_PORT=${HTTP_PORT:-18000}
+GRPC_PORT=${GRPC_PORT:-18001}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+WORK=$(mktemp -d)
+# As deep under the root as the model sources, so their relative imports of src/ resolve (build-repository.ts).
+REPOSITORY="$ROOT/test/.tmp/triton-client-$$"
+SERVER=
+cleanup() {
+  [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null
+  rm -rf "$WORK" "$REPOSITORY"
+}
+trap cleanup EXIT
+
+# The library as build_wheel.py assembles it: protoc's output renamed into tritonclient/grpc, imports fixed.
+cp -r "$CLIENT/src/python/library/tritonclient" "$WORK/"
+mkdir "$WORK/gen"
+"$PYTHON" -m grpc_tools.protoc -I "$COMMON/protobuf" --python_out "$WORK/gen" --grpc_python_out "$WORK/gen" \
+  "$COMMON/protobuf/grpc_service.proto" "$COMMON/protobuf/model_config.proto" || exit 1
+STUBS="$WORK/tritonclient/grpc"
+mv "$WORK/gen/model_config_pb2.py" "$STUBS/model_config_pb2.py"
+mv "$WORK/gen/grpc_service_pb2.py" "$STUBS/service_pb2.py"
+mv "$WORK/gen/grpc_service_pb2_grpc.py" "$STUBS/service_pb2_grpc.py"
+sed -E -i 's/^import ([^ ]*)_pb2 as ([^ ]*)$/from tritonclient.grpc import \1_pb2 as \2/' "$STUBS/model_config_pb2.py" "$STUBS/service_pb2.py"
+sed -E -i 's/^import grpc_([^ ]*)_pb2 as ([^ ]*)$/from tritonclient.grpc import \1_pb2 as \2/' "$STUBS/service_pb2_grpc.py"
+export PYTHONPATH="$WORK"
+# Older grpc-tools write stubs the C++ protobuf runtime refuses; the pure-Python one reads them.
+export PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python
+
+cd "$ROOT" || exit 1
+node --import ./loader/register.mjs bench/triton-client/build-repository.ts "$REPOSITORY" || exit 1
+# Explicit control mode with every model loaded, as Triton's model-control examples expect.
+node bin/serve-fn.js start "$REPOSITORY" --host 127.0.0.1 --port "$HTTP_PORT" --grpc-port "$GRPC_PORT" \
+  --model-control-mode explicit --load-model '*' > "$WORK/server.log" 2>&1 &
+SERVER=$!
+for _ in $(seq 1 120); do
+  curl -sf "http://127.0.0.1:$HTTP_PORT/v2/health/ready" > /dev/null && break
+  sleep 0.5
+done
+curl -sf "http://127.0.0.1:$HTTP_PORT/v2/health/ready" > /dev/null || { echo "serve-fn did not get ready:"; cat "$WORK/server.log"; exit 1; }
+
+passed=0
+total=0
+for example in "$CLIENT"/src/python/examples/simple_grpc_*.py "$CLIENT"/src/python/examples/simple_http_*.py; do
+  name=$(basename "$example" .py)
+  case "$name" in simple_grpc_*) url="localhost:$GRPC_PORT" ;; *) url="localhost:$HTTP_PORT" ;; esac
+  total=$((total + 1))
+  if (cd "$(dirname "$example")" && timeout 120 "$PYTHON" "$example" -u "$url") > "$WORK/$name.log" 2>&1; then
+    passed=$((passed + 1))
+    echo "PASS $name"
+  else
+    echo "FAIL $name: $(grep -v '^\s*$' "$WORK/$name.log" | tail -n 1)"
+    [ -n "${VERBOSE:-}" ] && cat "$WORK/$name.log"
+  fi
+done
+echo "$passed/$total examples passed"
