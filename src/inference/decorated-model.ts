@@ -1,7 +1,8 @@
 import type { ModelDefinition } from '../definition/model-definition.js';
 import { createError, type ServeFnError } from '../errors/index.js';
-import type { ModelConfig, ModelDynamicBatching, ModelInstanceGroup, ModelQueuePolicy } from '../model-repository/model-config-types.js';
-import type { BatchPolicy, QueuePolicy } from '../runtime/batch-policy.js';
+import { dynamicBatchingConfig } from '../model-repository/batch-policy-from-config.js';
+import type { ModelConfig, ModelInstanceGroup } from '../model-repository/model-config-types.js';
+import type { BatchPolicy } from '../runtime/batch-policy.js';
 import type { ModelRuntime } from '../runtime/model-runtime.js';
 import type { InferenceModel, InferenceModelInfo, InferResponse, ModelRepository, RepositoryIndexEntry } from './inference-model.js';
 
@@ -97,7 +98,7 @@ export function decoratedModelConfig(def: ModelDefinition): DecoratedModelConfig
     input: [],
     output: [],
     instance_group: [instanceGroup(def)],
-    ...(largest ? { dynamic_batching: dynamicBatching(largest) } : {}),
+    ...(largest ? { dynamic_batching: dynamicBatchingConfig(largest) } : {}),
     parameters: { endpoints: { string_value: endpointNames(def).join(', ') } },
   };
 }
@@ -111,25 +112,4 @@ function instanceGroup(def: ModelDefinition): ModelInstanceGroup {
   const { count, kind, devices } = def.instances;
   const tritonKind = kind === 'gpu' ? 'KIND_GPU' : kind === 'npu' ? 'KIND_MODEL' : 'KIND_CPU';
   return { name: def.name, count, kind: tritonKind, gpus: kind === 'gpu' ? [...devices] : [] };
-}
-
-function dynamicBatching(policy: BatchPolicy): ModelDynamicBatching {
-  return {
-    preferred_batch_size: [...policy.preferredBatchSizes],
-    max_queue_delay_microseconds: policy.maxQueueDelayUs,
-    preserve_ordering: policy.preserveOrdering,
-    priority_levels: policy.priorityLevels,
-    default_priority_level: policy.defaultPriorityLevel,
-    default_queue_policy: queuePolicy(policy.defaultQueuePolicy),
-    priority_queue_policy: Object.fromEntries(Object.entries(policy.priorityQueuePolicy).map(([level, p]) => [level, queuePolicy(p)])),
-  };
-}
-
-function queuePolicy(policy: QueuePolicy): ModelQueuePolicy {
-  return {
-    timeout_action: policy.timeoutAction,
-    default_timeout_microseconds: policy.defaultTimeoutUs,
-    allow_timeout_override: policy.allowTimeoutOverride,
-    max_queue_size: policy.maxQueueSize,
-  };
 }

@@ -1,5 +1,5 @@
 import type { BatchPolicy, QueuePolicy } from '../runtime/batch-policy.js';
-import type { ModelConfig, ModelQueuePolicy } from './model-config.js';
+import type { ModelConfig, ModelDynamicBatching, ModelQueuePolicy } from './model-config.js';
 
 const DEFAULT_QUEUE_POLICY: ModelQueuePolicy = {
   timeout_action: 'REJECT',
@@ -51,5 +51,27 @@ function queuePolicyInput(policy: ModelQueuePolicy): QueuePolicy {
     defaultTimeoutUs: policy.default_timeout_microseconds,
     allowTimeoutOverride: policy.allow_timeout_override,
     timeoutAction: policy.timeout_action,
+  };
+}
+
+/** The inverse of batchPolicyFromConfig: the `dynamic_batching` a policy is served with, for a model that has no config file. */
+export function dynamicBatchingConfig(policy: BatchPolicy): ModelDynamicBatching {
+  return {
+    preferred_batch_size: [...policy.preferredBatchSizes],
+    max_queue_delay_microseconds: policy.maxQueueDelayUs,
+    preserve_ordering: policy.preserveOrdering,
+    priority_levels: policy.priorityLevels,
+    default_priority_level: policy.defaultPriorityLevel,
+    default_queue_policy: queuePolicyConfig(policy.defaultQueuePolicy),
+    priority_queue_policy: Object.fromEntries(Object.entries(policy.priorityQueuePolicy).map(([level, p]) => [level, queuePolicyConfig(p)])),
+  };
+}
+
+function queuePolicyConfig(policy: QueuePolicy): ModelQueuePolicy {
+  return {
+    timeout_action: policy.timeoutAction,
+    default_timeout_microseconds: policy.defaultTimeoutUs,
+    allow_timeout_override: policy.allowTimeoutOverride,
+    max_queue_size: policy.maxQueueSize,
   };
 }

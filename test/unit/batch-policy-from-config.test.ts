@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { batchPolicyFromConfig } from '../../src/model-repository/batch-policy-from-config.js';
+import { batchPolicyFromConfig, dynamicBatchingConfig } from '../../src/model-repository/batch-policy-from-config.js';
 import type { BatchPolicy } from '../../src/runtime/batch-policy.js';
 import { parseModelConfig, type ModelConfig } from '../../src/model-repository/model-config.js';
 import { normalizeBatchPolicy } from '../../src/runtime/batch-policy.js';
@@ -76,5 +76,13 @@ describe('batchPolicyFromConfig', () => {
     const policy = normalizeBatchPolicy(batchPolicyFromConfig(fixture('dynamic_batching_priority')), 'priority_identity');
     expect(policy.priorityQueuePolicy[2]).toStrictEqual({ maxQueueSize: 64, defaultTimeoutUs: 0, allowTimeoutOverride: false, timeoutAction: 'REJECT' });
     expect(policy.defaultPriorityLevel).toBe(2);
+  });
+});
+
+describe('dynamicBatchingConfig', () => {
+  it('is the inverse of batchPolicyFromConfig: the config it writes reads back as the same policy', () => {
+    const policy = batchPolicyFromConfig(fixture('dynamic_batching_priority'));
+    const written = { max_batch_size: policy.maxBatchSize, dynamic_batching: dynamicBatchingConfig(policy) };
+    expect(batchPolicyFromConfig(written)).toEqual(policy);
   });
 });

@@ -13,7 +13,7 @@ import { grpcAuthInterceptors, grpcServerCredentials, type GrpcSecurityOptions }
  */
 export const GRPC_EXTENSIONS: readonly string[] = KSERVE_EXTENSIONS.filter((e) => e !== 'binary_tensor_data');
 
-/** Triton's gRPC port (Triton's docs/customization_guide/inference_protocols.md). */
+/** Triton's gRPC port (Triton's customization guide, "Inference Protocols and APIs"). */
 export const DEFAULT_GRPC_PORT = 8001;
 
 /** Triton's grpc_service.proto (it imports model_config.proto) beside this module; the build copies every .proto next to the compiled file. */
