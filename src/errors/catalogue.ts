@@ -111,6 +111,14 @@ export const ERROR_CATALOGUE = {
   SF_ERR_SEQUENCE_NOT_STARTED: spec(400, "inference request for sequence %s to model '%s' must specify the START flag on the first request of the sequence (the sequence is unknown, has ended, or was freed after %s µs idle)"),
   SF_ERR_SEQUENCE_UNSUPPORTED: spec(400, "inference request to model '%s' sets '%s', but the model is not stateful: its configuration has no sequence_batching"),
 
+  // System shared memory (Triton's extension_shared_memory.md; Triton's shared_memory_manager wording).
+  SF_ERR_SHM_UNAVAILABLE: spec(501, 'System shared memory is not available: %s'),
+  SF_ERR_SHM_REGION_EXISTS: spec(400, "shared memory region '%s' already in manager"),
+  SF_ERR_SHM_REGION_UNKNOWN: spec(400, "Unable to find shared memory region: '%s'"),
+  SF_ERR_SHM_REGISTER_FAILED: spec(400, "failed to register shared memory region '%s': %s"),
+  SF_ERR_SHM_OFFSET_INVALID: spec(400, "Invalid offset for shared memory region: '%s'"),
+  SF_ERR_SHM_BYTE_SIZE_INVALID: spec(400, "Invalid offset + byte size for shared memory region: '%s'"),
+
   // Ascend NPU (native addon).
   SF_ERR_NPU_UNAVAILABLE: spec(501, 'Ascend NPU backend is not available: %s'),
   SF_ERR_NPU_ACL: spec(500, '%s failed with ACL error %s: %s'),
