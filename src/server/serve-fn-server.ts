@@ -14,6 +14,7 @@ import { FolderModelRepository, type FolderModelRepositoryOptions } from '../mod
 import { EmptyModelRepository } from '../inference/empty-model-repository.js';
 import { kserveProtocol } from '../protocol/kserve-protocol.js';
 import { startGrpcServer, type GrpcServerHandle } from '../protocol/grpc/grpc-server.js';
+import { SystemSharedMemoryRegistry } from '../protocol/shared-memory/system-shared-memory.js';
 import { InlineInstance } from '../runtime/inline-instance.js';
 import type { RestartPolicy } from '../runtime/instance-pool.js';
 import type { InstanceFactory } from '../runtime/model-instance.js';
@@ -85,6 +86,8 @@ export class ServeFnServer {
   private readonly bodyLimit: number;
   private readonly jsonBodyLimit: number;
   private grpc?: GrpcServerHandle;
+  /** The clients' shared-memory regions, one set for HTTP and gRPC as in Triton. */
+  private readonly sharedMemory = new SystemSharedMemoryRegistry();
 
   constructor(private readonly options: ServeOptions) {
     this.definitions = buildDefinitions(options.models);
@@ -176,6 +179,7 @@ export class ServeFnServer {
     // After the decorated models, whose in-flight requests may still call repository models.
     await this.repository?.close({ streamTimeoutMs: deadline === undefined ? undefined : Math.max(0, deadline - Date.now()) });
     await Promise.all([this.app.close(), this.grpc?.close()]);
+    this.sharedMemory.unregister();
     await Promise.all(this.runtimes.map((r) => r.stop()));
     this.state.set('stopped');
   }
@@ -232,6 +236,7 @@ export class ServeFnServer {
       ready: () => this.state.notReadyReason() === undefined,
       bodyLimit: this.bodyLimit,
       exposeErrors,
+      sharedMemory: this.sharedMemory,
     });
     await app.ready();
   }
