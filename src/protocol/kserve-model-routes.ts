@@ -1,10 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { createError } from '../errors/index.js';
-import type { InferenceModel, ModelRepository } from '../inference/inference-model.js';
+import type { ModelRepository } from '../inference/inference-model.js';
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';
-import type { ModelStatisticsResponse } from '../metrics/model-statistics.js';
 import { MODEL_METADATA_SCHEMA, routeDoc, STATISTICS_SCHEMA } from './kserve-openapi.js';
-import { modelMetadata } from './model-metadata.js';
+import { modelConfig, modelMetadata, modelStatistics } from './model-metadata.js';
 
 /** A model route with and without `/versions/{v}`; Triton's versions are integers (`([0-9]+)`), anything else is not a route. */
 export const MODEL_PATHS = ['/models/:model', '/models/:model/versions/:version(^\\d+)'] as const;
@@ -23,7 +22,7 @@ export interface ModelRoutesOptions {
 export function registerModelRoutes(scope: FastifyInstance, opts: ModelRoutesOptions): void {
   const { repository, recorder } = opts;
   scope.get('/models/stats', { schema: routeDoc('Statistics of every model', { response: STATISTICS_SCHEMA }) }, async () =>
-    statistics(recorder, repository.models()),
+    modelStatistics(recorder, repository),
   );
   for (const path of MODEL_PATHS) {
     scope.get<{ Params: ModelParams }>(path, { schema: routeDoc('Model metadata', { response: MODEL_METADATA_SCHEMA }) }, async (request) =>
@@ -35,25 +34,10 @@ export function registerModelRoutes(scope: FastifyInstance, opts: ModelRoutesOpt
       return reply.code(200).send();
     });
     scope.get<{ Params: ModelParams }>(`${path}/config`, { schema: routeDoc("Model configuration (Triton's ModelConfig JSON)", { response: { type: 'object' } }) }, async (request) =>
-      repository.get(request.params.model, request.params.version).info.config,
+      modelConfig(repository, request.params.model, request.params.version),
     );
-    scope.get<{ Params: ModelParams }>(`${path}/stats`, { schema: routeDoc('Model statistics', { response: STATISTICS_SCHEMA }) }, async (request) => {
-      const { model, version } = request.params;
-      const served = version === undefined ? repository.models(model) : [repository.get(model, version)];
-      return statistics(recorder, served.length > 0 ? served : [repository.get(model)]);
-    });
+    scope.get<{ Params: ModelParams }>(`${path}/stats`, { schema: routeDoc('Model statistics', { response: STATISTICS_SCHEMA }) }, async (request) =>
+      modelStatistics(recorder, repository, request.params.model, request.params.version),
+    );
   }
-}
-
-/**
- * Triton's statistics of the given served versions. Each is registered first, so a model that has
- * not run yet shows zeros (as Triton lists every loaded model); versions the recorder still holds
- * after an unload are left out.
- */
-function statistics(recorder: InferenceRecorder, served: readonly InferenceModel[]): ModelStatisticsResponse {
-  const key = (name: string, version: string): string => `${name}\u0000${version}`;
-  const wanted = new Set(served.map(({ info }) => key(info.name, info.version)));
-  for (const { info } of served) recorder.registerModel(info.name, info.version);
-  const all = recorder.statistics();
-  return { model_stats: all.model_stats.filter((s) => wanted.has(key(s.name, s.version))) };
 }

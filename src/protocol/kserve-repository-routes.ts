@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { createError } from '../errors/index.js';
 import type { LoadRequest, ModelRepository } from '../inference/inference-model.js';
+import { loadModel, readLoadParameters, repositoryIndex, unloadModel } from './model-control.js';
 import {
   LOAD_REQUEST_SCHEMA,
   REPOSITORY_INDEX_REQUEST_SCHEMA,
@@ -9,24 +10,19 @@ import {
   UNLOAD_REQUEST_SCHEMA,
 } from './kserve-openapi.js';
 
-/**
- * Triton's model repository extension (KServe v2 required_api.md; Triton's user_guide/model_management.md): the index in every control
- * mode; load and unload only in `explicit` mode, refused otherwise with Triton's 503 and message.
- */
+/** Triton's model repository extension over HTTP (model-control.ts), with JSON bodies and base64 files. */
 export function registerRepositoryRoutes(scope: FastifyInstance, opts: { readonly repository: ModelRepository }): void {
   const { repository } = opts;
   scope.post('/repository/index', { schema: routeDoc('Models in the repository', { body: REPOSITORY_INDEX_REQUEST_SCHEMA, response: REPOSITORY_INDEX_SCHEMA }) }, async (request) => {
     const { ready } = readBody(request);
     if (ready !== undefined && typeof ready !== 'boolean') throw createError('SF_ERR_BAD_REQUEST', "Invalid value for 'ready': expected a boolean");
-    return repository.index({ readyOnly: ready === true });
+    return repositoryIndex(repository, ready === true);
   });
   scope.post<{ Params: { model: string } }>(
     '/repository/models/:model/load',
     { schema: routeDoc('Load or reload a model (explicit control mode)', { body: LOAD_REQUEST_SCHEMA }) },
     async (request, reply) => {
-      const load = readLoadRequest(readBody(request).parameters);
-      if (repository.controlMode !== 'explicit') throw createError('SF_ERR_MODEL_CONTROL_DISABLED');
-      await repository.load(request.params.model, load);
+      await loadModel(repository, request.params.model, readLoadRequest(readBody(request).parameters));
       return reply.code(200).send();
     },
   );
@@ -34,9 +30,7 @@ export function registerRepositoryRoutes(scope: FastifyInstance, opts: { readonl
     '/repository/models/:model/unload',
     { schema: routeDoc('Unload a model after its in-flight requests finish (explicit control mode)', { body: UNLOAD_REQUEST_SCHEMA }) },
     async (request, reply) => {
-      checkUnloadParameters(readBody(request).parameters);
-      if (repository.controlMode !== 'explicit') throw createError('SF_ERR_MODEL_CONTROL_DISABLED');
-      await repository.unload(request.params.model);
+      await unloadModel(repository, request.params.model, readUnloadDependents(readBody(request).parameters));
       return reply.code(200).send();
     },
   );
@@ -63,19 +57,15 @@ function readLoadRequest(parameters: unknown): LoadRequest {
   if (typeof parameters !== 'object' || parameters === null || Array.isArray(parameters)) {
     throw createError('SF_ERR_BAD_REQUEST', `Unable to parse 'parameters': expected an object, got ${JSON.stringify(parameters)}.`);
   }
-  let config: string | undefined;
-  const files: Record<string, Uint8Array> = {};
+  return readLoadParameters(stringEntries(parameters), { config: (_key, value) => value, file: decodeBase64 });
+}
+
+/** Lazily, so each value is checked just before its key is read, as the parameters come. */
+function* stringEntries(parameters: object): Generator<readonly [string, string]> {
   for (const [key, value] of Object.entries(parameters)) {
     if (typeof value !== 'string') throw createError('SF_ERR_BAD_REQUEST', `Unable to parse '${key}': expected a string, got ${JSON.stringify(value)}.`);
-    if (key === 'config') {
-      config = value;
-    } else if (key.startsWith('file:') && key.length > 'file:'.length) {
-      files[key] = decodeBase64(key, value);
-    } else {
-      throw createError('SF_ERR_BAD_REQUEST', `Unexpected load parameter '${key}': use 'config' or 'file:<version>/<file name>'.`);
-    }
+    yield [key, value];
   }
-  return { ...(config === undefined ? {} : { config }), ...(Object.keys(files).length === 0 ? {} : { files }) };
 }
 
 /**
@@ -90,10 +80,8 @@ function decodeBase64(key: string, value: string): Uint8Array {
   return new Uint8Array(bytes);
 }
 
-function checkUnloadParameters(parameters: unknown): void {
-  if (parameters === undefined) return;
-  const dependents = (parameters as { unload_dependents?: unknown } | null)?.unload_dependents;
-  if (dependents === undefined || dependents === false) return;
-  if (dependents !== true) throw createError('SF_ERR_BAD_REQUEST', `Unable to parse 'unload_dependents': expected a boolean, got ${JSON.stringify(dependents)}.`);
-  throw createError('SF_ERR_UNSUPPORTED', "'unload_dependents' is not supported: unload the dependent models one by one");
+function readUnloadDependents(parameters: unknown): boolean {
+  const dependents = (parameters as { unload_dependents?: unknown } | null | undefined)?.unload_dependents;
+  if (dependents === undefined || typeof dependents === 'boolean') return dependents === true;
+  throw createError('SF_ERR_BAD_REQUEST', `Unable to parse 'unload_dependents': expected a boolean, got ${JSON.stringify(dependents)}.`);
 }

@@ -1,4 +1,6 @@
-import type { ModelRepository } from '../inference/inference-model.js';
+import type { InferenceModel, ModelRepository } from '../inference/inference-model.js';
+import type { InferenceRecorder } from '../metrics/inference-recorder.js';
+import type { ModelStatisticsResponse } from '../metrics/model-statistics.js';
 import type { TensorSpec } from '../tensor/tensor.js';
 
 export interface TensorMetadata {
@@ -31,6 +33,32 @@ export function modelMetadata(repository: ModelRepository, name: string, version
     inputs: info.inputs.map(tensor),
     outputs: info.outputs.map(tensor),
   };
+}
+
+/** Triton's ModelConfig JSON of a model version, as HTTP's `/config` answers it and gRPC's ModelConfig encodes it. */
+export function modelConfig(repository: ModelRepository, name: string, version?: string): Readonly<Record<string, unknown>> {
+  return repository.get(name, version).info.config;
+}
+
+/**
+ * Triton's statistics (extension_statistics.md): every model when no name is given, every served
+ * version of a model when no version is. Each model is registered first, so one that has not run
+ * yet shows zeros (as Triton lists every loaded model); versions the recorder still holds after an
+ * unload are left out.
+ */
+export function modelStatistics(recorder: InferenceRecorder, repository: ModelRepository, name?: string, version?: string): ModelStatisticsResponse {
+  if (name === undefined) return statisticsOf(recorder, repository.models());
+  const served = version === undefined ? repository.models(name) : [repository.get(name, version)];
+  // No served version: get() throws the unknown-model error with Triton's wording.
+  return statisticsOf(recorder, served.length > 0 ? served : [repository.get(name)]);
+}
+
+function statisticsOf(recorder: InferenceRecorder, served: readonly InferenceModel[]): ModelStatisticsResponse {
+  const key = (name: string, version: string): string => `${name}\u0000${version}`;
+  const wanted = new Set(served.map(({ info }) => key(info.name, info.version)));
+  for (const { info } of served) recorder.registerModel(info.name, info.version);
+  const all = recorder.statistics();
+  return { model_stats: all.model_stats.filter((s) => wanted.has(key(s.name, s.version))) };
 }
 
 /** Triton's server readiness: the server serves and every model in the repository is ready. */

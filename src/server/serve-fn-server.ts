@@ -145,6 +145,7 @@ export class ServeFnServer {
       this.grpc = await startGrpcServer({
         ...SERVER_IDENTITY,
         repository: this.protocolRepository,
+        recorder: this.recorder,
         ready: () => this.state.notReadyReason() === undefined,
         port: this.options.grpc.port,
         host: this.options.grpc.host ?? host,

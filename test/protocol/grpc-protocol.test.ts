@@ -1,10 +1,13 @@
-import { Client, credentials, status } from '@grpc/grpc-js';
+import { Client, credentials, loadPackageDefinition, status, type GrpcObject, type ServiceClientConstructor, type ServiceError } from '@grpc/grpc-js';
+import { loadSync, type Options } from '@grpc/proto-loader';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startGrpcServer, type GrpcServerHandle } from '../../src/protocol/grpc/grpc-server.js';
+import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
+import { GRPC_PROTO_PATH, startGrpcServer, type GrpcServerHandle } from '../../src/protocol/grpc/grpc-server.js';
 import type { Datatype } from '../../src/tensor/tensor.js';
 import { range } from '../fixtures/repository/repository-files.js';
 import { FakeModel, FakeRepository, identityModel, simpleModel, simpleStringModel, versionedModel } from './fake-repository.js';
 import { call, exchange, failure, inferenceMethod } from './grpc-raw.js';
+import { protocolApp } from './protocol-app.js';
 import { messages, packedInt64, parse, pb, rawBytes, strings, type Fields } from './protobuf-wire.js';
 
 const open: { server: GrpcServerHandle; client: Client }[] = [];
@@ -16,19 +19,52 @@ afterEach(async () => {
   }
 });
 
-async function connect(repository: FakeRepository, options: { ready?: () => boolean; maxMessageBytes?: number } = {}): Promise<Client> {
-  const server = await startGrpcServer({
+interface ConnectOptions {
+  readonly ready?: () => boolean;
+  readonly maxMessageBytes?: number;
+  readonly recorder?: InferenceRecorder;
+  /** How the client decodes messages with the .proto (typedClient only). */
+  readonly decode?: Options;
+}
+
+async function serve(repository: FakeRepository, options: ConnectOptions): Promise<GrpcServerHandle> {
+  return startGrpcServer({
     repository,
     serverName: 'serve-fn',
     serverVersion: '0.1.0',
+    recorder: options.recorder ?? new InferenceRecorder({ collectProcessMetrics: false }),
     ready: options.ready ?? (() => true),
     port: 0,
     host: '127.0.0.1',
     ...(options.maxMessageBytes === undefined ? {} : { maxMessageBytes: options.maxMessageBytes }),
   });
+}
+
+async function connect(repository: FakeRepository, options: ConnectOptions = {}): Promise<Client> {
+  const server = await serve(repository, options);
   const client = new Client(`127.0.0.1:${server.port}`, credentials.createInsecure());
   open.push({ server, client });
   return client;
+}
+
+/** Numbers as JSON has them, enums by name, as Triton's JSON mapping writes a message. */
+const AS_JSON: Options = { keepCase: true, longs: Number, enums: String, defaults: false, oneofs: false };
+
+type TypedCall = (method: string, request?: object) => Promise<Record<string, unknown>>;
+
+/** A client that encodes and decodes with the .proto through @grpc/proto-loader, as a generated client does. */
+async function typedClient(repository: FakeRepository, options: ConnectOptions = {}): Promise<TypedCall> {
+  const server = await serve(repository, options);
+  const proto = loadPackageDefinition(loadSync(GRPC_PROTO_PATH, options.decode ?? AS_JSON));
+  const Service = (proto.inference as GrpcObject).GRPCInferenceService as ServiceClientConstructor;
+  const client = new Service(`127.0.0.1:${server.port}`, credentials.createInsecure());
+  open.push({ server, client });
+  return (method, request = {}) =>
+    new Promise((resolve, reject) => {
+      (client[method] as (r: object, cb: (err: ServiceError | null, res: Record<string, unknown>) => void) => void).call(client, request, (err, res) =>
+        err ? reject(err) : resolve(res),
+      );
+    });
 }
 
 /** A bool response field 1 (`live`, `ready`): absent (proto3's default) or 0 is false. */
@@ -76,7 +112,8 @@ describe('health and metadata over gRPC', () => {
     expect([strings(res, 1), strings(res, 2), strings(res, 3)]).toEqual([
       ['serve-fn'],
       ['0.1.0'],
-      ['binary_tensor_data', 'model_configuration', 'model_repository', 'statistics', 'schedule_policy', 'parameters', 'sequence'],
+      // binary_tensor_data is HTTP's (extension_binary_data.md); gRPC carries raw_input_contents in its core messages.
+      ['model_configuration', 'model_repository', 'statistics', 'schedule_policy', 'parameters', 'sequence'],
     ]);
   });
 
@@ -192,7 +229,7 @@ describe('ModelInfer', () => {
       const typed = Buffer.concat([pb.string(1, model.info.name), input('INPUT0', datatype, [2], pb.message(5, pb.packedFloats(6, [1, 2])))]);
       expect(await failure(call(client, 'ModelInfer', typed))).toEqual([
         status.INVALID_ARGUMENT,
-        `Tensor 'INPUT0': ${datatype} has no typed contents field; send it in raw_input_contents.`,
+        `unexpected explicit tensor data for input tensor 'INPUT0' for model 'identity_${datatype.toLowerCase()}' of type 'FP32', expected datatype '${datatype}'`,
       ]);
     });
   }
@@ -249,7 +286,22 @@ describe('ModelInfer errors', () => {
       [
         Buffer.concat([pb.string(1, 'simple'), input('INPUT0', 'INT32', [1, 16]), input('INPUT1', 'INT32', [1, 16]), zeros]),
         status.INVALID_ARGUMENT,
-        "Expected 2 raw_input_contents, one per input, got 1 for model 'simple'.",
+        "unable to find data for input tensor 'INPUT1' for model 'simple' in request.",
+      ],
+      [
+        Buffer.concat([pb.string(1, 'simple'), simpleInputs, zeros]),
+        status.INVALID_ARGUMENT,
+        "Expected 2 raw_input_contents, one per input, got 3 for model 'simple'.",
+      ],
+      [
+        Buffer.concat([pb.string(1, 'simple'), input('INPUT0', 'INT32', [1, 16], pb.message(5, pb.packedFloats(6, [1]))), input('INPUT1', 'INT32', [1, 16])]),
+        status.INVALID_ARGUMENT,
+        "unexpected explicit tensor data for input tensor 'INPUT0' for model 'simple' of type 'FP32', expected datatype 'INT32'",
+      ],
+      [
+        Buffer.concat([pb.string(1, 'simple'), input('INPUT0', 'INT32', [1, 16], pb.message(5, pb.packedVarints(2, [1]), pb.packedFloats(6, [1]))), input('INPUT1', 'INT32', [1, 16])]),
+        status.INVALID_ARGUMENT,
+        "unexpected explicit tensor data for input tensor 'INPUT0' for model 'simple', binary data was already supplied.",
       ],
       [
         Buffer.concat([pb.string(1, 'simple'), input('INPUT0', 'INT32', [1, 16], pb.message(5, pb.packedVarints(2, [1]))), input('INPUT1', 'INT32', [1, 16]), zeros, zeros]),
@@ -292,5 +344,126 @@ describe('ModelStreamInfer', () => {
     const client = await connect(new FakeRepository([]));
     const ended = exchange(client, inferenceMethod('ModelStreamInfer'), []).then((answers) => answers.length);
     expect(await ended).toBe(0);
+  });
+});
+
+describe("every RPC of Triton's GRPCInferenceService", () => {
+  const TRITON_RPCS = [
+    'ServerLive', 'ServerReady', 'ModelReady', 'ServerMetadata', 'ModelMetadata', 'ModelInfer', 'ModelStreamInfer', 'ModelConfig',
+    'ModelStatistics', 'RepositoryIndex', 'RepositoryModelLoad', 'RepositoryModelUnload',
+    'SystemSharedMemoryStatus', 'SystemSharedMemoryRegister', 'SystemSharedMemoryUnregister',
+    'CudaSharedMemoryStatus', 'CudaSharedMemoryRegister', 'CudaSharedMemoryUnregister', 'TraceSetting', 'LogSettings',
+  ];
+
+  it('declares each one, in the order of grpc_service.proto', () => {
+    const proto = loadPackageDefinition(loadSync(GRPC_PROTO_PATH, AS_JSON));
+    const Service = (proto.inference as GrpcObject).GRPCInferenceService as ServiceClientConstructor;
+    expect(Object.values(Service.service).map((m) => m.path)).toEqual(TRITON_RPCS.map(inferenceMethod));
+  });
+
+  it('answers UNIMPLEMENTED only for the shared-memory, trace and log RPCs, whose extensions ServerMetadata does not list', async () => {
+    const call = await typedClient(new FakeRepository([]));
+    const { extensions } = await call('ServerMetadata');
+    for (const extension of ['system_shared_memory', 'cuda_shared_memory', 'trace', 'logging']) expect(extensions).not.toContain(extension);
+    for (const method of TRITON_RPCS.filter((m) => /SharedMemory|Trace|Log/.test(m))) {
+      expect((await failure(call(method)))[0], method).toBe(status.UNIMPLEMENTED);
+    }
+  });
+});
+
+describe('ModelConfig', () => {
+  it("answers Triton's ModelConfig message with the JSON HTTP's /config route answers", async () => {
+    const repository = new FakeRepository([simpleModel(), versionedModel('1'), versionedModel('2')]);
+    const call = await typedClient(repository);
+    const { app } = await protocolApp(repository);
+    for (const [name, version] of [['simple', ''], ['versioned', '1'], ['versioned', '']]) {
+      const http = await app.inject({ url: `/v2/models/${name}${version ? `/versions/${version}` : ''}/config` });
+      expect((await call('ModelConfig', { name, version })).config).toEqual(http.json());
+    }
+    expect((await call('ModelConfig', { name: 'simple' })).config).toMatchObject({ max_batch_size: 8, input: [{ name: 'INPUT0', data_type: 'TYPE_INT32', dims: [16] }, { name: 'INPUT1' }] });
+  });
+
+  it('is NOT_FOUND for an unknown model or version, with the HTTP message', async () => {
+    const call = await typedClient(new FakeRepository([versionedModel('1')]));
+    expect(await failure(call('ModelConfig', { name: 'ghost' }))).toEqual([status.NOT_FOUND, "Request for unknown model: 'ghost' is not found"]);
+    expect(await failure(call('ModelConfig', { name: 'versioned', version: '7' }))).toEqual([status.NOT_FOUND, "Request for unknown model: 'versioned' version 7 is not found"]);
+  });
+});
+
+describe('ModelStatistics', () => {
+  it("answers the statistics HTTP's /stats routes answer: every model, one model, one version", async () => {
+    const recorder = new InferenceRecorder({ collectProcessMetrics: false, now: () => 1_700_000_000_000 });
+    const repository = new FakeRepository([simpleModel(recorder), versionedModel('1'), versionedModel('2')]);
+    const call = await typedClient(repository, { recorder, decode: { ...AS_JSON, defaults: true } });
+    const { app } = await protocolApp(repository, { recorder });
+    const zeros = Buffer.alloc(64);
+    const infer = await connect(repository, { recorder });
+    await rawCallInfer(infer, Buffer.concat([pb.string(1, 'simple'), input('INPUT0', 'INT32', [1, 16]), input('INPUT1', 'INT32', [1, 16]), pb.bytes(7, zeros), pb.bytes(7, zeros)]));
+    const cases: [{ name?: string; version?: string }, string][] = [
+      [{}, '/v2/models/stats'],
+      [{ name: 'simple' }, '/v2/models/simple/stats'],
+      [{ name: 'versioned' }, '/v2/models/versioned/stats'],
+      [{ name: 'versioned', version: '2' }, '/v2/models/versioned/versions/2/stats'],
+    ];
+    for (const [request, url] of cases) {
+      expect(await call('ModelStatistics', request), url).toEqual((await app.inject({ url })).json());
+    }
+    const [simple] = (await call('ModelStatistics', { name: 'simple' })).model_stats as { inference_count: number; last_inference: number }[];
+    expect([simple.inference_count, simple.last_inference]).toEqual([1, 1_700_000_000_000]);
+    expect(await failure(call('ModelStatistics', { name: 'ghost' }))).toEqual([status.NOT_FOUND, "Request for unknown model: 'ghost' is not found"]);
+  });
+});
+
+/** A ModelInfer call with hand-encoded bytes, for tests that only need it to have run. */
+function rawCallInfer(client: Client, request: Buffer): Promise<Buffer> {
+  return call(client, 'ModelInfer', request);
+}
+
+describe('model repository RPCs', () => {
+  const explicit = (): FakeRepository => new FakeRepository([simpleModel()], { controlMode: 'explicit', unloaded: [versionedModel('1')] });
+
+  it("RepositoryIndex answers HTTP's index, all or ready only", async () => {
+    const repository = explicit();
+    const call = await typedClient(repository);
+    const { app } = await protocolApp(repository);
+    for (const ready of [false, true]) {
+      const http = await app.inject({ method: 'POST', url: '/v2/repository/index', payload: JSON.stringify({ ready }) });
+      expect((await call('RepositoryIndex', { ready })).models).toEqual(http.json());
+    }
+  });
+
+  it('RepositoryModelLoad reads config as string_param and files as bytes_param, then serves the model', async () => {
+    const repository = explicit();
+    const call = await typedClient(repository);
+    const onnx = Buffer.from([0x08, 0x07, 0x00, 0xff]);
+    await call('RepositoryModelLoad', {
+      model_name: 'versioned',
+      parameters: { config: { string_param: '{"max_batch_size": 0}' }, 'file:1/model.onnx': { bytes_param: onnx } },
+    });
+    expect(repository.loads).toEqual([{ name: 'versioned', request: { config: '{"max_batch_size": 0}', files: { 'file:1/model.onnx': new Uint8Array(onnx) } } }]);
+    expect((await call('ModelReady', { name: 'versioned' })).ready).toBe(true);
+    await call('RepositoryModelUnload', { model_name: 'versioned', parameters: { unload_dependents: { bool_param: false } } });
+    expect(await failure(call('ModelReady', { name: 'versioned' }))).toEqual([status.NOT_FOUND, "Request for unknown model: 'versioned' is not found"]);
+  });
+
+  it("refuses as Triton does: wrong parameter types, a repository name, dependents, and any load or unload outside explicit mode", async () => {
+    const call = await typedClient(explicit());
+    const cases: [string, object, status, string][] = [
+      ['RepositoryModelLoad', { model_name: 'versioned', parameters: { config: { bytes_param: Buffer.from('{}') } } }, status.INVALID_ARGUMENT, "invalid value type for load parameter 'config', expected string_param."],
+      ['RepositoryModelLoad', { model_name: 'versioned', parameters: { 'file:1/model.onnx': { string_param: 'AAAA' } } }, status.INVALID_ARGUMENT, "invalid value type for load parameter 'file:1/model.onnx', expected bytes_param."],
+      ['RepositoryModelLoad', { model_name: 'versioned', parameters: { other: { string_param: 'x' } } }, status.INVALID_ARGUMENT, "Unexpected load parameter 'other': use 'config' or 'file:<version>/<file name>'."],
+      ['RepositoryModelLoad', { model_name: 'ghost' }, status.NOT_FOUND, "Request for unknown model: 'ghost' is not found"],
+      ['RepositoryModelUnload', { model_name: 'simple', parameters: { unload_dependents: { string_param: 'yes' } } }, status.INVALID_ARGUMENT, "invalid value type for 'unload_dependents' parameter, expected bool_param."],
+      ['RepositoryModelUnload', { model_name: 'simple', parameters: { unload_dependents: { bool_param: true } } }, status.UNIMPLEMENTED, "'unload_dependents' is not supported: unload the dependent models one by one"],
+      ['RepositoryIndex', { repository_name: 'models' }, status.UNIMPLEMENTED, "'repository_name' specification is not supported"],
+      ['RepositoryModelLoad', { repository_name: 'models', model_name: 'versioned' }, status.UNIMPLEMENTED, "'repository_name' specification is not supported"],
+      ['RepositoryModelUnload', { repository_name: 'models', model_name: 'simple' }, status.UNIMPLEMENTED, "'repository_name' specification is not supported"],
+    ];
+    for (const [method, request, code, message] of cases) expect(await failure(call(method, request)), message).toEqual([code, message]);
+    const polling = await typedClient(new FakeRepository([simpleModel()]));
+    for (const method of ['RepositoryModelLoad', 'RepositoryModelUnload']) {
+      expect(await failure(polling(method, { model_name: 'simple' }))).toEqual([status.UNAVAILABLE, 'explicit model load / unload is not allowed if polling is enabled']);
+    }
+    expect(((await polling('RepositoryIndex')).models as unknown[]).length).toBe(1);
   });
 });

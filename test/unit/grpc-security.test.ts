@@ -6,6 +6,7 @@ import { Client, credentials, Metadata, Server, status, type ChannelCredentials,
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadInferenceService, startGrpcServer, type GrpcServerHandle } from '../../src/protocol/grpc/grpc-server.js';
 import { GRPC_HEALTH_METHODS, grpcAuthInterceptors, grpcServerCredentials, type GrpcSecurityOptions } from '../../src/protocol/grpc/grpc-security.js';
+import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import type { TlsFiles } from '../../src/server/security-plugin.js';
 import { FakeRepository, simpleModel } from '../protocol/fake-repository.js';
 import { exchange, failure, call as rawCall, same } from '../protocol/grpc-raw.js';
@@ -30,7 +31,7 @@ function track(server: GrpcServerHandle, client: Client): Client {
 }
 
 async function connect(security: GrpcSecurityOptions): Promise<Client> {
-  const server = await startGrpcServer({ repository: new FakeRepository([simpleModel()]), serverName: 'serve-fn', serverVersion: '0.1.0', ready: () => true, port: 0, host: '127.0.0.1', security });
+  const server = await startGrpcServer({ repository: new FakeRepository([simpleModel()]), serverName: 'serve-fn', serverVersion: '0.1.0', recorder: new InferenceRecorder({ collectProcessMetrics: false }), ready: () => true, port: 0, host: '127.0.0.1', security });
   return track(server, new Client(`127.0.0.1:${server.port}`, credentials.createInsecure()));
 }
 
@@ -144,7 +145,7 @@ describe('TLS over gRPC', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   async function tlsServer(security: GrpcSecurityOptions, clientCredentials: () => ChannelCredentials): Promise<Client> {
-    const server = await startGrpcServer({ repository: new FakeRepository([]), serverName: 'serve-fn', serverVersion: '0.1.0', ready: () => true, port: 0, host: '127.0.0.1', security, tls });
+    const server = await startGrpcServer({ repository: new FakeRepository([]), serverName: 'serve-fn', serverVersion: '0.1.0', recorder: new InferenceRecorder({ collectProcessMetrics: false }), ready: () => true, port: 0, host: '127.0.0.1', security, tls });
     // The certificate names localhost; Node warns when the TLS server name is an IP address.
     return track(server, new Client(`127.0.0.1:${server.port}`, clientCredentials(), { 'grpc.ssl_target_name_override': 'localhost', 'grpc.default_authority': 'localhost' }));
   }

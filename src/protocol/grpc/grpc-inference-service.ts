@@ -4,9 +4,11 @@ import { createError } from '../../errors/index.js';
 import { canStream, type StreamedInferResponse } from '../../inference/decoupled-model.js';
 import type { InferenceModel, InferRequest, InferResponse, ModelRepository } from '../../inference/inference-model.js';
 import { checkOutputName } from '../../inference/request-validation.js';
+import type { InferenceRecorder } from '../../metrics/inference-recorder.js';
 import { buildInferRequest, splitReservedParameters } from '../infer-request-decoder.js';
 import { selectOutputs } from '../infer-response-encoder.js';
-import { modelMetadata, serverMetadata, serverReady, type ServerIdentity } from '../model-metadata.js';
+import { loadModel, readLoadParameters, repositoryIndex, unloadModel } from '../model-control.js';
+import { modelConfig, modelMetadata, modelStatistics, serverMetadata, serverReady, type ServerIdentity } from '../model-metadata.js';
 import { toGrpcError } from './grpc-errors.js';
 import {
   decodeGrpcInputs,
@@ -17,7 +19,26 @@ import {
   type GrpcInputTensor,
 } from './grpc-tensor-codec.js';
 
-export type GrpcServiceOptions = ServerIdentity;
+export interface GrpcServiceOptions extends ServerIdentity {
+  /** The statistics HTTP's `/stats` routes answer. */
+  readonly recorder: InferenceRecorder;
+}
+
+/** A ModelRepositoryParameter as proto-loader hands it over (`oneofs: true`, bytes as Buffer). */
+interface RepositoryParameter {
+  readonly parameter_choice?: 'bool_param' | 'int64_param' | 'string_param' | 'bytes_param';
+  readonly bool_param?: boolean;
+  readonly int64_param?: string;
+  readonly string_param?: string;
+  readonly bytes_param?: Uint8Array;
+}
+
+interface RepositoryRequestMessage {
+  readonly repository_name?: string;
+  readonly model_name?: string;
+  readonly ready?: boolean;
+  readonly parameters?: Readonly<Record<string, RepositoryParameter>>;
+}
 
 interface ModelInferRequestMessage {
   readonly model_name?: string;
@@ -34,9 +55,13 @@ type ModelInferResponseMessage = Record<string, unknown>;
 /** The response parameter that tells a streaming client a request is complete (Triton's user_guide/decoupled_models.md). */
 const FINAL = 'triton_final_response';
 
-/** The handlers of `inference.GRPCInferenceService` over the same ModelRepository as the HTTP routes. */
+/**
+ * The handlers of `inference.GRPCInferenceService` over the same repository, statistics and server
+ * identity as the HTTP routes. The shared-memory, trace and log RPCs have no handler, so they answer
+ * UNIMPLEMENTED, and their extensions are not in ServerMetadata.
+ */
 export function grpcInferenceService(opts: GrpcServiceOptions): UntypedServiceImplementation {
-  const { repository } = opts;
+  const { repository, recorder } = opts;
   const unary = <Req, Res>(answer: (request: Req, signal: AbortSignal) => Res | Promise<Res>) =>
     (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>): void => {
       const abort = new AbortController();
@@ -58,7 +83,42 @@ export function grpcInferenceService(opts: GrpcServiceOptions): UntypedServiceIm
       return infer(model, request, signal);
     }),
     ModelStreamInfer: (call: ServerDuplexStream<ModelInferRequestMessage, Record<string, unknown>>) => streamInfer(repository, call),
+    // proto-loader encodes the config JSON with protobufjs's fromObject: Triton's JSON mapping (enum
+    // names, int64 as text or number) is what it reads, as Triton's own JsonStringToMessage.
+    ModelConfig: unary((request: { name?: string; version?: string }) => ({ config: modelConfig(repository, request.name ?? '', request.version || undefined) })),
+    ModelStatistics: unary((request: { name?: string; version?: string }) => modelStatistics(recorder, repository, request.name || undefined, request.version || undefined)),
+    RepositoryIndex: unary(async (request: RepositoryRequestMessage) => {
+      checkRepositoryName(request);
+      return { models: await repositoryIndex(repository, request.ready === true) };
+    }),
+    RepositoryModelLoad: unary(async (request: RepositoryRequestMessage) => {
+      checkRepositoryName(request);
+      const load = readLoadParameters(Object.entries(request.parameters ?? {}), {
+        config: (key, p) => (p.parameter_choice === 'string_param' ? p.string_param ?? '' : invalidParameter(key, 'string_param')),
+        file: (key, p) => (p.parameter_choice === 'bytes_param' ? new Uint8Array(p.bytes_param ?? []) : invalidParameter(key, 'bytes_param')),
+      });
+      await loadModel(repository, request.model_name ?? '', load);
+      return {};
+    }),
+    RepositoryModelUnload: unary(async (request: RepositoryRequestMessage) => {
+      checkRepositoryName(request);
+      const dependents = request.parameters?.unload_dependents;
+      if (dependents !== undefined && dependents.parameter_choice !== 'bool_param') {
+        throw createError('SF_ERR_BAD_REQUEST', "invalid value type for 'unload_dependents' parameter, expected bool_param.");
+      }
+      await unloadModel(repository, request.model_name ?? '', dependents?.bool_param === true);
+      return {};
+    }),
   };
+}
+
+/** serve-fn serves one repository, so, as Triton, a named one is refused. */
+function checkRepositoryName(request: RepositoryRequestMessage): void {
+  if (request.repository_name) throw createError('SF_ERR_UNSUPPORTED', "'repository_name' specification is not supported");
+}
+
+function invalidParameter(key: string, expected: string): never {
+  throw createError('SF_ERR_BAD_REQUEST', `invalid value type for load parameter '${key}', expected ${expected}.`);
 }
 
 /** Empty name or version fields mean "not given" in proto3. */

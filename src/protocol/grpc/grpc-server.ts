@@ -6,11 +6,18 @@ import type { TlsFiles } from '../../server/security-plugin.js';
 import { grpcInferenceService, type GrpcServiceOptions } from './grpc-inference-service.js';
 import { grpcAuthInterceptors, grpcServerCredentials, type GrpcSecurityOptions } from './grpc-security.js';
 
+/**
+ * The extensions served over gRPC: HTTP's but `binary_tensor_data`, an HTTP/REST extension
+ * (Triton's protocol/extension_binary_data.md) whose gRPC counterpart, `raw_input_contents`, is
+ * part of the core protocol.
+ */
+export const GRPC_EXTENSIONS: readonly string[] = KSERVE_EXTENSIONS.filter((e) => e !== 'binary_tensor_data');
+
 /** Triton's gRPC port (Triton's docs/customization_guide/inference_protocols.md). */
 export const DEFAULT_GRPC_PORT = 8001;
 
-/** The .proto beside this module; the build copies it next to the compiled file. */
-export const GRPC_PROTO_PATH = fileURLToPath(new URL('./grpc_predict_v2.proto', import.meta.url));
+/** Triton's grpc_service.proto (it imports model_config.proto) beside this module; the build copies every .proto next to the compiled file. */
+export const GRPC_PROTO_PATH = fileURLToPath(new URL('./grpc_service.proto', import.meta.url));
 
 /**
  * How proto-loader maps messages to JS: snake_case names as in the .proto (what Triton clients
@@ -39,7 +46,7 @@ export interface GrpcServerHandle {
   close(graceMs?: number): Promise<void>;
 }
 
-/** The `inference.GRPCInferenceService` constructor from grpc_predict_v2.proto. */
+/** The `inference.GRPCInferenceService` constructor from grpc_service.proto. */
 export function loadInferenceService(): ServiceClientConstructor {
   const proto = loadPackageDefinition(loadSync(GRPC_PROTO_PATH, GRPC_PROTO_OPTIONS));
   return (proto.inference as GrpcObject).GRPCInferenceService as ServiceClientConstructor;
@@ -53,7 +60,7 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
     'grpc.max_send_message_length': -1,
     interceptors: grpcAuthInterceptors(opts.security ?? {}),
   });
-  server.addService(loadInferenceService().service, grpcInferenceService({ ...opts, extensions: opts.extensions ?? KSERVE_EXTENSIONS }));
+  server.addService(loadInferenceService().service, grpcInferenceService({ ...opts, extensions: opts.extensions ?? GRPC_EXTENSIONS }));
   const address = `${opts.host ?? '0.0.0.0'}:${opts.port ?? DEFAULT_GRPC_PORT}`;
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(address, grpcServerCredentials(opts.tls), (err, bound) => (err ? reject(err) : resolve(bound)));

@@ -4,7 +4,7 @@ import type { Datatype, Tensor } from '../../tensor/tensor.js';
 import type { Parameters } from '../infer-request-decoder.js';
 
 /**
- * Tensors and parameters in the gRPC messages of grpc_predict_v2.proto, as @grpc/proto-loader
+ * Tensors and parameters in the gRPC messages of grpc_service.proto, as @grpc/proto-loader
  * hands them over with `longs: String` (int64/uint64 as decimal strings, so none lose precision)
  * and `oneofs: true`.
  */
@@ -89,34 +89,62 @@ export function toGrpcParameters(parameters: Readonly<Record<string, unknown>> |
   return out;
 }
 
+/** The datatype each typed contents field holds, as Triton names it when the field does not fit the input's datatype. */
+const FIELD_DATATYPE: Readonly<Record<keyof GrpcTensorContents, Datatype>> = {
+  bool_contents: 'BOOL',
+  int_contents: 'INT32',
+  int64_contents: 'INT64',
+  uint_contents: 'UINT32',
+  uint64_contents: 'UINT64',
+  fp32_contents: 'FP32',
+  fp64_contents: 'FP64',
+  bytes_contents: 'BYTES',
+};
+
 /**
- * The request's input tensors: from `raw_input_contents` (one entry per input, in order) when it is
- * given, else from each input's typed `contents`.
+ * The request's input tensors, read as Triton's InferGRPCToInput does (its order of checks and
+ * wording, which Triton's clients test): an input takes its typed `contents` when it has some,
+ * else the next `raw_input_contents` entry; typed contents and raw entries never mix in one
+ * request. An entry left over after the last input is refused rather than ignored.
  */
 export function decodeGrpcInputs(inputs: readonly GrpcInputTensor[], raw: readonly Uint8Array[], modelName: string): Tensor[] {
-  if (raw.length > 0 && raw.length !== inputs.length) {
-    throw createError('SF_ERR_BAD_REQUEST', `Expected ${inputs.length} raw_input_contents, one per input, got ${raw.length} for model '${modelName}'.`);
-  }
-  return inputs.map((input, i) => {
+  let nextRaw = 0;
+  const tensors = inputs.map((input) => {
     const name = input.name ?? '';
     if (name === '') throw createError('SF_ERR_BAD_REQUEST', 'Each input needs a non-empty name.');
     const datatype = parseDatatype(input.datatype, name);
     const shape = validateShape(name, (input.shape ?? []).map(Number));
-    if (raw.length > 0) {
-      if (hasContents(input.contents)) {
-        throw createError('SF_ERR_BAD_REQUEST', `contents field must not be specified when using raw_input_contents for '${name}' for model '${modelName}'`);
-      }
-      return tensorFromBytes(name, datatype, shape, raw[i]);
+    const field = typedField(input.contents, name, datatype, modelName);
+    if (field !== undefined && raw.length > 0) {
+      throw createError('SF_ERR_BAD_REQUEST', `contents field must not be specified when using raw_input_contents for '${name}' for model '${modelName}'`);
     }
-    const field = CONTENTS_FIELD[datatype];
-    if (field === undefined) throw createError('SF_ERR_TENSOR_DATA', name, `${datatype} has no typed contents field; send it in raw_input_contents.`);
-    const values = (input.contents?.[field] ?? []) as readonly TensorValue[];
-    return createTensor(name, datatype, shape, datatype === 'BYTES' ? values.map((b) => new Uint8Array(b as Uint8Array)) : values);
+    if (field !== undefined) {
+      const values = input.contents![field] as readonly TensorValue[];
+      return createTensor(name, datatype, shape, datatype === 'BYTES' ? values.map((b) => new Uint8Array(b as Uint8Array)) : values);
+    }
+    if (nextRaw < raw.length) return tensorFromBytes(name, datatype, shape, raw[nextRaw++]);
+    throw createError('SF_ERR_BAD_REQUEST', `unable to find data for input tensor '${name}' for model '${modelName}' in request.`);
   });
+  if (nextRaw < raw.length) {
+    throw createError('SF_ERR_BAD_REQUEST', `Expected ${inputs.length} raw_input_contents, one per input, got ${raw.length} for model '${modelName}'.`);
+  }
+  return tensors;
 }
 
-function hasContents(contents: GrpcTensorContents | undefined): boolean {
-  return contents !== undefined && Object.values(contents).some((v) => Array.isArray(v) && v.length > 0);
+/** The non-empty typed contents field of an input, checked in Triton's field order; undefined when none is set. */
+function typedField(contents: GrpcTensorContents | undefined, name: string, datatype: Datatype, modelName: string): keyof GrpcTensorContents | undefined {
+  const set = (Object.keys(FIELD_DATATYPE) as (keyof GrpcTensorContents)[]).filter((f) => (contents?.[f]?.length ?? 0) > 0);
+  const [field, second] = set;
+  if (field !== undefined && CONTENTS_FIELD[datatype] !== field) {
+    throw createError(
+      'SF_ERR_BAD_REQUEST',
+      `unexpected explicit tensor data for input tensor '${name}' for model '${modelName}' of type '${FIELD_DATATYPE[field]}', expected datatype '${datatype}'`,
+    );
+  }
+  if (second !== undefined) {
+    throw createError('SF_ERR_BAD_REQUEST', `unexpected explicit tensor data for input tensor '${name}' for model '${modelName}', binary data was already supplied.`);
+  }
+  return field;
 }
 
 /** Outputs as Triton sends them over gRPC: metadata in `outputs`, elements in `raw_output_contents`. */
