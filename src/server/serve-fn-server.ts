@@ -150,6 +150,7 @@ export class ServeFnServer {
         port: this.options.grpc.port,
         host: this.options.grpc.host ?? host,
         maxMessageBytes: this.bodyLimit,
+        sharedMemory: this.sharedMemory,
         security: this.options.security,
         tls: this.options.tls,
       });
