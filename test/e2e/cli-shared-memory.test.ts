@@ -18,7 +18,7 @@ describe('serve-fn start: system shared memory', () => {
       await cli.waitForOutput(/serve-fn ready at|"msg":"serve-fn ready/);
       const post = (path: string, body: unknown) =>
         fetch(`${cli.base}/v2${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-      expect((await fetch(`${cli.base}/v2`).then((r) => r.json())).extensions).toContain('system_shared_memory');
+      expect(((await (await fetch(`${cli.base}/v2`)).json()) as { extensions: string[] }).extensions).toContain('system_shared_memory');
       expect((await post('/systemsharedmemory/region/input_data/register', { key: keys.input, offset: 0, byte_size: 128 })).status).toBe(200);
       expect((await post('/systemsharedmemory/region/output_data/register', { key: keys.output, offset: 0, byte_size: 128 })).status).toBe(200);
       const region = (name: string, offset: number) => ({ shared_memory_region: name, shared_memory_byte_size: 64, ...(offset ? { shared_memory_offset: offset } : {}) });
@@ -40,7 +40,7 @@ describe('serve-fn start: system shared memory', () => {
       });
       const res = await infer(64);
       expect(res.status).toBe(200);
-      expect((await res.json()).outputs.map((o: { name: string; parameters: object }) => [o.name, o.parameters])).toEqual([
+      expect(((await res.json()) as { outputs: { name: string; parameters: object }[] }).outputs.map((o) => [o.name, o.parameters])).toEqual([
         ['OUTPUT0', { shared_memory_region: 'output_data', shared_memory_byte_size: 64 }],
         ['OUTPUT1', { shared_memory_region: 'output_data', shared_memory_byte_size: 64, shared_memory_offset: 64 }],
       ]);
