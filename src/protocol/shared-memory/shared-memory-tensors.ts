@@ -42,7 +42,8 @@ function readCount(owner: string, name: string, value: unknown): number {
 /**
  * An input tensor read from a region. The bytes are copied out of the mapping: the model then owns
  * them even if the client rewrites or unregisters the region while the request waits in a queue,
- * and a typed array over them can be posted to a worker thread.
+ * and the runtime may transfer them to an instance's thread, where transferring the mapping's own
+ * buffer would detach it for every later request.
  */
 export function readSharedMemoryInput(registry: SystemSharedMemoryRegistry, name: string, datatype: Datatype, shape: readonly number[], location: SharedMemoryLocation): Tensor {
   const bytes = registry.view(location.region, location.offset, location.byteSize);
