@@ -15,6 +15,7 @@
         "src/model-description.cc",
         "src/npu-status.cc",
         "src/om-model.cc",
+        "src/shared-memory.cc",
         "src/unload-worker.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],

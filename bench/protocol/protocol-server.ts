@@ -16,10 +16,12 @@ const grpcPort = Number(process.env.GRPC_PORT ?? 8001);
 const recorder = new InferenceRecorder({ collectProcessMetrics: false });
 const repository = new FakeRepository([simpleModel(recorder), identityModel('FP32')]);
 const options = { repository, recorder, serverName: 'serve-fn', serverVersion: 'bench', ready: () => true };
+// Above the 64 MiB default: the 64 MiB round trip's binary body is the tensor plus its JSON header.
+const bodyLimit = 65 * 1024 * 1024;
 
 const app = Fastify({ logger: false });
-installErrorHandling(app, { bodyLimit: 64 * 1024 * 1024, exposeErrors: false });
-await app.register(kserveProtocol, options);
+installErrorHandling(app, { bodyLimit, exposeErrors: false });
+await app.register(kserveProtocol, { ...options, bodyLimit });
 await app.listen({ port: httpPort, host: '127.0.0.1' });
 const grpc = await startGrpcServer({ ...options, port: grpcPort, host: '127.0.0.1' });
 

@@ -1,12 +1,15 @@
+import { closeSync, ftruncateSync, openSync, rmSync } from 'node:fs';
 import { credentials, type Client, type ServiceError } from '@grpc/grpc-js';
 import autocannon from 'autocannon';
+import { loadNpuBinding } from '../../src/backends/npu/native-binding.js';
 import { loadInferenceService } from '../../src/protocol/grpc/grpc-server.js';
 import { median, startServer, stopServer } from '../lib/load.js';
 
 /**
  * The KServe v2 protocol layer, measured against bench/protocol/protocol-server.ts in a second
- * process: a 4 MiB FP32 tensor round trip as JSON and as binary tensor data, then `simple` infer
- * requests per second at 32 concurrent clients over HTTP (JSON and binary) and gRPC.
+ * process: a 4 MiB FP32 tensor round trip as JSON and as binary tensor data, a 64 MiB one as
+ * binary tensor data and through system shared memory, then `simple` infer requests per second at
+ * 32 concurrent clients over HTTP (JSON and binary) and gRPC.
  */
 const HTTP_PORT = 18000;
 const GRPC_PORT = 18001;
@@ -24,6 +27,7 @@ const server = await startServer(['--import', './loader/register.mjs', serverScr
 try {
   console.log(`node ${process.version}, ${durationS} s per load run, ${CONNECTIONS} concurrent clients\n`);
   await tensorRoundTrip();
+  await sharedMemoryRoundTrip();
   await requestsPerSecond();
 } finally {
   await stopServer(server);
@@ -65,6 +69,83 @@ async function tensorRoundTrip(): Promise<void> {
   console.log(`| JSON | ${jsonBody.length} | ${jsonMs.toFixed(1)} |`);
   console.log(`| binary tensor data | ${binaryBody.length} | ${binaryMs.toFixed(1)} |`);
   console.log(`\nbinary is ${(jsonMs / binaryMs).toFixed(1)}x faster than JSON\n`);
+}
+
+/**
+ * 64 MiB FP32 through `identity_fp32`: in the body and the answer as binary tensor data, against
+ * system shared memory, where the client writes the tensor into a region it created, the request
+ * names that region and another for the output, and the client reads the output in place. The
+ * client's copy into its region and the server's copy out of it are timed; the client maps its
+ * regions with the same addon the server uses.
+ */
+async function sharedMemoryRoundTrip(): Promise<void> {
+  const map = (() => {
+    const loaded = loadNpuBinding();
+    return 'binding' in loaded ? loaded.binding.mapSharedMemory?.bind(loaded.binding) : undefined;
+  })();
+  if (!map) {
+    console.log('64 MiB round trip skipped: the native addon that maps shared memory is not built (`npm run build:native`)\n');
+    return;
+  }
+  const byteSize = 64 * 1024 * 1024;
+  const count = byteSize / 4;
+  const values = Float32Array.from({ length: count }, (_, i) => ((i * 7919) % 1000) / 7);
+  const url = `${base}/v2/models/identity_fp32/infer`;
+
+  const header = Buffer.from(
+    `{"inputs":[{"name":"INPUT0","shape":[${count}],"datatype":"FP32","parameters":{"binary_data_size":${byteSize}}}],"parameters":{"binary_data_output":true}}`,
+  );
+  const viaBinary = async (): Promise<Float32Array> => {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(header.length) },
+      body: Buffer.concat([header, Buffer.from(values.buffer)]),
+    });
+    const body = new Uint8Array(await res.arrayBuffer());
+    const jsonLength = Number(res.headers.get('inference-header-content-length'));
+    return new Float32Array(body.slice(jsonLength).buffer);
+  };
+
+  const keys = { input: `/serve-fn-bench-input-${process.pid}`, output: `/serve-fn-bench-output-${process.pid}` };
+  for (const key of Object.values(keys)) {
+    const fd = openSync(`/dev/shm${key}`, 'w');
+    ftruncateSync(fd, byteSize);
+    closeSync(fd);
+  }
+  const input = map(keys.input, 0, byteSize);
+  const output = map(keys.output, 0, byteSize);
+  const post = (path: string, body: unknown) => fetch(`${base}/v2/systemsharedmemory${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  try {
+    await post('/unregister', {});
+    for (const [name, key] of Object.entries(keys)) {
+      const res = await post(`/region/${name}/register`, { key, offset: 0, byte_size: byteSize });
+      if (!res.ok) throw new Error(`register ${name}: ${res.status} ${await res.text()}`);
+    }
+    const shmBody = JSON.stringify({
+      inputs: [{ name: 'INPUT0', shape: [count], datatype: 'FP32', parameters: { shared_memory_region: 'input', shared_memory_byte_size: byteSize } }],
+      outputs: [{ name: 'OUTPUT0', parameters: { shared_memory_region: 'output', shared_memory_byte_size: byteSize } }],
+    });
+    const viaSharedMemory = async (): Promise<Float32Array> => {
+      new Float32Array(input.buffer as ArrayBuffer).set(values);
+      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: shmBody });
+      if (!res.ok) throw new Error(`shared-memory infer: ${res.status} ${await res.text()}`);
+      JSON.parse(await res.text());
+      // Read where the server wrote it, as a shared-memory client does (Triton's get_contents_as_numpy).
+      return new Float32Array(output.buffer as ArrayBuffer);
+    };
+    const sharedMs = await timeRoundTrips(viaSharedMemory, values, 1, 5);
+    const binaryMs = await timeRoundTrips(viaBinary, values, 1, 5);
+    console.log('| 64 MiB FP32 tensor round trip (identity_fp32) | request bytes | ms per round trip (median) |');
+    console.log('|---|---|---|');
+    console.log(`| binary tensor data | ${header.length + byteSize} | ${binaryMs.toFixed(1)} |`);
+    console.log(`| system shared memory | ${Buffer.byteLength(shmBody)} | ${sharedMs.toFixed(1)} |`);
+    console.log(`\nsystem shared memory is ${(binaryMs / sharedMs).toFixed(1)}x faster than binary tensor data\n`);
+  } finally {
+    await post('/unregister', {});
+    input.unmap();
+    output.unmap();
+    for (const key of Object.values(keys)) rmSync(`/dev/shm${key}`, { force: true });
+  }
 }
 
 async function timeRoundTrips(roundTrip: () => Promise<Float32Array>, expected: Float32Array, warmup: number, runs: number): Promise<number> {

@@ -7,6 +7,7 @@
 
 struct AddonState {
   Napi::FunctionReference omModelConstructor;
+  Napi::FunctionReference sharedMemoryMappingConstructor;
 };
 
 #endif

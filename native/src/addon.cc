@@ -1,4 +1,5 @@
-// serve_fn_npu: Ascend OM models through AscendCL, bound at run time. Only registers exports;
+// serve_fn_npu: Ascend OM models through AscendCL, bound at run time, and system shared memory
+// (POSIX shm_open + mmap) for the protocol layer. Only registers exports;
 // see src/backends/npu/native-binding.ts for the typed surface.
 #include <napi.h>
 
@@ -7,6 +8,7 @@
 #include "library-probe.h"
 #include "load-worker.h"
 #include "om-model.h"
+#include "shared-memory.h"
 
 namespace {
 
@@ -14,9 +16,11 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   auto *state = new AddonState();
   env.AddCleanupHook([state]() { delete state; });
   state->omModelConstructor = Napi::Persistent(OmModel::DefineClass(env));
+  state->sharedMemoryMappingConstructor = Napi::Persistent(SharedMemoryMapping::DefineClass(env));
   exports.Set("probeLibrary", Napi::Function::New(env, ProbeLibrary, "probeLibrary"));
   exports.Set("describeDevices", Napi::Function::New(env, DescribeDevices, "describeDevices"));
   exports.Set("loadModel", Napi::Function::New(env, LoadModel, "loadModel", state));
+  exports.Set("mapSharedMemory", Napi::Function::New(env, MapSharedMemory, "mapSharedMemory", state));
   return exports;
 }
 

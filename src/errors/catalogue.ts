@@ -116,6 +116,14 @@ export const ERROR_CATALOGUE = {
   SF_ERR_MODEL_NO_TENSOR_INTERFACE: spec(400, "Model '%s' declares no tensor interface (no inputs or outputs), so it cannot run KServe v2 inference requests: call its endpoints (%s)."),
   SF_ERR_MODEL_NOT_IN_REPOSITORY: spec(400, "Model '%s' is served by its @Model class, not from the model repository: it cannot be loaded or unloaded while the server runs."),
 
+  // System shared memory (Triton's extension_shared_memory.md; Triton's shared_memory_manager wording).
+  SF_ERR_SHM_UNAVAILABLE: spec(501, 'System shared memory is not available: %s'),
+  SF_ERR_SHM_REGION_EXISTS: spec(400, "shared memory region '%s' already in manager"),
+  SF_ERR_SHM_REGION_UNKNOWN: spec(400, "Unable to find shared memory region: '%s'"),
+  SF_ERR_SHM_REGISTER_FAILED: spec(400, "failed to register shared memory region '%s': %s"),
+  SF_ERR_SHM_OFFSET_INVALID: spec(400, "Invalid offset for shared memory region: '%s'"),
+  SF_ERR_SHM_BYTE_SIZE_INVALID: spec(400, "Invalid offset + byte size for shared memory region: '%s'"),
+
   // Ascend NPU (native addon).
   SF_ERR_NPU_UNAVAILABLE: spec(501, 'Ascend NPU backend is not available: %s'),
   SF_ERR_NPU_ACL: spec(500, '%s failed with ACL error %s: %s'),

@@ -1,13 +1,16 @@
 import { createError } from '../errors/index.js';
 import { checkOutputName } from '../inference/request-validation.js';
 import type { InferenceModelInfo, InferRequest, RequestedOutput } from '../inference/inference-model.js';
-import { DATATYPE_INFO, decodeInferInputs, elementCount, formatShape, splitInferBody, tensorFromBytes } from '../tensor/index.js';
+import { DATATYPE_INFO, decodeInferInputs, decodeTensorHeader, elementCount, formatShape, splitInferBody, tensorFromBytes } from '../tensor/index.js';
 import type { Tensor } from '../tensor/tensor.js';
+import { readSharedMemoryInput, takeSharedMemoryParameters, type SharedMemoryLocation } from './shared-memory/shared-memory-tensors.js';
+import type { SystemSharedMemoryRegistry } from './shared-memory/system-shared-memory.js';
 
-/** How one output goes back: in the JSON `data`, or as bytes after the JSON (binary tensor data extension). */
+/** How one output goes back: in the JSON `data`, as bytes after the JSON (binary tensor data extension), or into a shared-memory region. */
 export interface OutputFormat {
   readonly name: string;
   readonly binary: boolean;
+  readonly sharedMemory?: SharedMemoryLocation;
 }
 
 export interface DecodedInferRequest {
@@ -26,29 +29,31 @@ export type Parameters = Record<string, string | number | boolean>;
  * `Inference-Header-Content-Length` header: absent = the whole body is JSON, 0 = a raw binary
  * request for a single-input model, n = n bytes of JSON followed by binary tensor data.
  */
-export function decodeInferRequest(body: Uint8Array, headerLength: string | undefined, info: InferenceModelInfo): DecodedInferRequest {
+export function decodeInferRequest(body: Uint8Array, headerLength: string | undefined, info: InferenceModelInfo, sharedMemory: SystemSharedMemoryRegistry): DecodedInferRequest {
   if (headerLength === undefined) {
     if (body.byteLength === 0) throw createError('SF_ERR_BODY_INVALID_JSON', 'the body is empty');
-    return decodeJsonRequest(splitInferBody(body, body.byteLength).header, new Uint8Array(0), info);
+    return decodeJsonRequest(splitInferBody(body, body.byteLength).header, new Uint8Array(0), info, sharedMemory);
   }
   const { header, binary } = splitInferBody(body, headerLength.trim());
-  return header === undefined ? decodeRawRequest(binary, info) : decodeJsonRequest(header, binary, info);
+  return header === undefined ? decodeRawRequest(binary, info) : decodeJsonRequest(header, binary, info, sharedMemory);
 }
 
-function decodeJsonRequest(header: unknown, binary: Uint8Array, info: InferenceModelInfo): DecodedInferRequest {
+function decodeJsonRequest(header: unknown, binary: Uint8Array, info: InferenceModelInfo, sharedMemory: SystemSharedMemoryRegistry): DecodedInferRequest {
   if (!isObject(header)) {
     throw createError('SF_ERR_BAD_REQUEST', `The inference request must be a JSON object with "inputs", got ${describe(header)}.`);
   }
   const { id, inputs, outputs, parameters } = header;
   if (id !== undefined && typeof id !== 'string') throw createError('SF_ERR_BAD_REQUEST', `Unable to parse 'id': expected a string, got ${describe(id)}.`);
   const reserved = splitReservedParameters(readParameters('the request', parameters));
-  const tensors = decodeInferInputs(inputs, binary);
-  const requested = outputs === undefined ? undefined : readRequestedOutputs(outputs, info);
+  const tensors = decodeInputs(inputs, binary, sharedMemory);
+  const requested = outputs === undefined ? undefined : readRequestedOutputs(outputs, info, sharedMemory);
   const request = buildInferRequest(id, tensors, requested?.map((r) => r.output), reserved);
   const binaryByDefault = reserved.binaryDataOutput ?? false;
   return {
     request,
-    ...(requested === undefined ? {} : { outputs: requested.map((r) => ({ name: r.output.name, binary: r.binary ?? binaryByDefault })) }),
+    ...(requested === undefined
+      ? {}
+      : { outputs: requested.map((r) => ({ name: r.output.name, binary: r.binary ?? binaryByDefault, ...(r.sharedMemory ? { sharedMemory: r.sharedMemory } : {}) })) }),
     binaryByDefault,
   };
 }
@@ -122,7 +127,29 @@ function checkSequenceParameters(parameters: Parameters): void {
   }
 }
 
-function readRequestedOutputs(outputs: unknown, info: InferenceModelInfo): { output: RequestedOutput; binary?: boolean }[] {
+/**
+ * The inputs in request order: those with shared-memory parameters read from their region, the
+ * others from `data` or the binary section, whose offsets only the non-shared-memory inputs advance.
+ */
+function decodeInputs(inputs: unknown, binary: Uint8Array, sharedMemory: SystemSharedMemoryRegistry): Tensor[] {
+  if (!Array.isArray(inputs)) return decodeInferInputs(inputs, binary);
+  const fromRegions = inputs.map((input: unknown) => sharedMemoryInput(input, sharedMemory));
+  const others = decodeInferInputs(inputs.filter((_, i) => fromRegions[i] === undefined), binary);
+  return fromRegions.map((tensor) => tensor ?? (others.shift() as Tensor));
+}
+
+function sharedMemoryInput(input: unknown, sharedMemory: SystemSharedMemoryRegistry): Tensor | undefined {
+  const header = decodeTensorHeader(input);
+  const { location } = takeSharedMemoryParameters(`input '${header.name}'`, header.parameters);
+  if (location === undefined) return undefined;
+  const given = [(input as { data?: unknown }).data !== undefined && "'data'", header.parameters?.binary_data_size !== undefined && "'binary_data_size'"].filter(Boolean);
+  if (given.length > 0) {
+    throw createError('SF_ERR_BAD_REQUEST', `Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But set ${given.join(' ')} 'shared_memory_region'`);
+  }
+  return readSharedMemoryInput(sharedMemory, header.name, header.datatype, header.shape, location);
+}
+
+function readRequestedOutputs(outputs: unknown, info: InferenceModelInfo, sharedMemory: SystemSharedMemoryRegistry): { output: RequestedOutput; binary?: boolean; sharedMemory?: SharedMemoryLocation }[] {
   if (!Array.isArray(outputs)) throw createError('SF_ERR_BAD_REQUEST', `Unable to parse 'outputs': expected an array, got ${describe(outputs)}.`);
   return outputs.map((output: unknown) => {
     if (!isObject(output) || typeof output.name !== 'string') {
@@ -130,12 +157,20 @@ function readRequestedOutputs(outputs: unknown, info: InferenceModelInfo): { out
     }
     const { name } = output;
     checkOutputName(name, info);
-    const { binary_data: binary, ...rest } = readParameters(`output '${name}'`, output.parameters);
+    const { binary_data: binary, ...parameters } = readParameters(`output '${name}'`, output.parameters);
     if (binary !== undefined && typeof binary !== 'boolean') {
       throw createError('SF_ERR_BAD_REQUEST', `Unable to parse 'binary_data' of output '${name}': expected a boolean, got ${describe(binary)}.`);
     }
+    const { location, rest } = takeSharedMemoryParameters(`output '${name}'`, parameters);
+    if (location !== undefined && binary === true) throw createError('SF_ERR_BAD_REQUEST', "Output can't set both 'shared_memory_region' and 'binary_data'");
+    // Checked now, as Triton does, so a wrong region fails the request before the model runs.
+    if (location !== undefined) sharedMemory.view(location.region, location.offset, location.byteSize);
     const requested: RequestedOutput = Object.keys(rest).length === 0 ? { name } : { name, parameters: rest };
-    return binary === undefined ? { output: requested } : { output: requested, binary };
+    return {
+      output: requested,
+      ...(binary === undefined ? {} : { binary }),
+      ...(location === undefined ? {} : { sharedMemory: location }),
+    };
   });
 }
 

@@ -3,6 +3,8 @@ import type { InferResponse } from '../inference/inference-model.js';
 import { buildInferResponseBody, encodeBinaryOutput, encodeJsonTensor, type JsonTensor, type JsonTensorHeader } from '../tensor/index.js';
 import type { Tensor } from '../tensor/tensor.js';
 import type { DecodedInferRequest } from './infer-request-decoder.js';
+import { writeSharedMemoryOutput } from './shared-memory/shared-memory-tensors.js';
+import type { SystemSharedMemoryRegistry } from './shared-memory/system-shared-memory.js';
 
 export interface EncodedInferResponse {
   readonly body: Buffer;
@@ -12,13 +14,20 @@ export interface EncodedInferResponse {
 
 /**
  * Writes `$inference_response` (KServe v2 required_api.md): requested outputs in request order (all the
- * model returned otherwise), each as JSON data or as binary data after the JSON header (Triton's extension_binary_data.md).
+ * model returned otherwise), each as JSON data, as binary data after the JSON header (Triton's extension_binary_data.md),
+ * or written into its shared-memory region (Triton's extension_shared_memory.md).
  */
-export function encodeInferResponse(response: InferResponse, decoded: Pick<DecodedInferRequest, 'request' | 'outputs' | 'binaryByDefault'>): EncodedInferResponse {
+export function encodeInferResponse(
+  response: InferResponse,
+  decoded: Pick<DecodedInferRequest, 'request' | 'outputs' | 'binaryByDefault'>,
+  sharedMemory: SystemSharedMemoryRegistry,
+): EncodedInferResponse {
   const tensors = selectOutputs(response, decoded.outputs?.map((o) => o.name));
   const binary = (i: number): boolean => decoded.outputs?.[i].binary ?? decoded.binaryByDefault;
   const chunks: Uint8Array[] = [];
   const outputs: (JsonTensor | JsonTensorHeader)[] = tensors.map((tensor, i) => {
+    const location = decoded.outputs?.[i].sharedMemory;
+    if (location) return writeSharedMemoryOutput(sharedMemory, tensor, location);
     if (!binary(i)) return encodeJsonTensor(tensor);
     const encoded = encodeBinaryOutput(tensor);
     chunks.push(encoded.bytes);

@@ -9,10 +9,12 @@ import { decodeInferRequest } from './infer-request-decoder.js';
 import { encodeInferResponse } from './infer-response-encoder.js';
 import { MODEL_PATHS, type ModelParams } from './kserve-model-routes.js';
 import { inferExamples, INFER_REQUEST_SCHEMA, INFER_RESPONSE_SCHEMA, routeDoc } from './kserve-openapi.js';
+import type { SystemSharedMemoryRegistry } from './shared-memory/system-shared-memory.js';
 
 export interface InferRouteOptions {
   readonly repository: ModelRepository;
   readonly bodyLimit: number;
+  readonly sharedMemory: SystemSharedMemoryRegistry;
 }
 
 /** `POST /v2/models/{m}[/versions/{v}]/infer`. The body arrives as a Buffer (the /v2 scope's content-type parser). */
@@ -36,9 +38,9 @@ async function infer(request: FastifyRequest<{ Params: ModelParams }>, reply: Fa
   if (model.info.decoupled) throw createError('SF_ERR_UNSUPPORTED', "HTTP end point doesn't support models with decoupled transaction policy");
   if (!model.ready()) throw createError('SF_ERR_MODEL_NOT_READY', model.info.name, model.info.version);
   const body = await readRequestBody(request, opts.bodyLimit);
-  const decoded = decodeInferRequest(body, headerValue(request, INFERENCE_HEADER_CONTENT_LENGTH.toLowerCase()), model.info);
+  const decoded = decodeInferRequest(body, headerValue(request, INFERENCE_HEADER_CONTENT_LENGTH.toLowerCase()), model.info, opts.sharedMemory);
   const response = await inferWhileConnected(model, decoded.request, reply);
-  const encoded = encodeInferResponse(response, decoded);
+  const encoded = encodeInferResponse(response, decoded, opts.sharedMemory);
   if (encoded.headerLength === undefined) {
     reply.type('application/json');
   } else {

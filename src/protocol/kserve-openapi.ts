@@ -10,7 +10,7 @@ import { elementCount } from '../tensor/index.js';
  * scope reads bodies itself, so fastify neither validates nor serializes with them.
  */
 
-type Schema = Record<string, unknown>;
+export type Schema = Record<string, unknown>;
 
 export const KSERVE_TAG = 'KServe v2 inference protocol';
 
@@ -168,7 +168,7 @@ export const UNLOAD_REQUEST_SCHEMA: Schema = {
 const emptyBody: Schema = { type: 'null', description: 'Empty body' };
 
 /** A response entry for an error status: what it means on /v2, with a body that answers it there. */
-function errorResponse(description: string, code: SfErrorCode, ...args: string[]): Schema {
+export function errorResponse(description: string, code: SfErrorCode, ...args: string[]): Schema {
   return { description, content: { 'application/json': { schema: ERROR_SCHEMA, example: { error: createError(code, ...args).message } } } };
 }
 

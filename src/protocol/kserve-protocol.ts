@@ -7,7 +7,9 @@ import { registerInferRoutes } from './kserve-infer-route.js';
 import { registerModelRoutes } from './kserve-model-routes.js';
 import { registerRepositoryRoutes } from './kserve-repository-routes.js';
 import { registerServerRoutes } from './kserve-server-routes.js';
+import { registerSharedMemoryRoutes } from './kserve-shared-memory-routes.js';
 import { installProtocolErrorHandling } from './protocol-errors.js';
+import { SystemSharedMemoryRegistry } from './shared-memory/system-shared-memory.js';
 
 /** Triton's default `--http-max-input-size` (1 << 26, Triton's `tritonserver --help`). */
 export const DEFAULT_PROTOCOL_BODY_LIMIT = 64 * 1024 * 1024;
@@ -23,12 +25,17 @@ export const KSERVE_EXTENSIONS: readonly string[] = [
   'sequence',
 ];
 
+/** Where the native addon maps shared memory, Triton's extension (extension_shared_memory.md) is served too. */
+export function protocolExtensions(sharedMemory: SystemSharedMemoryRegistry): readonly string[] {
+  return sharedMemory.available ? [...KSERVE_EXTENSIONS, 'system_shared_memory'] : KSERVE_EXTENSIONS;
+}
+
 export interface KserveProtocolOptions {
   readonly repository: ModelRepository;
   readonly recorder: InferenceRecorder;
   readonly serverName: string;
   readonly serverVersion: string;
-  /** Server metadata `extensions`; {@link KSERVE_EXTENSIONS} by default. */
+  /** Server metadata `extensions`; {@link protocolExtensions} by default. */
   readonly extensions?: readonly string[];
   /** Whether the server serves (false while starting or draining); /v2/health/ready also needs every model ready. */
   readonly ready: () => boolean;
@@ -36,6 +43,8 @@ export interface KserveProtocolOptions {
   readonly bodyLimit?: number;
   /** Whether a 500 answers with the error's message (development) or a generic one and the request id; false by default. */
   readonly exposeErrors?: boolean;
+  /** The system shared-memory regions, shared with the gRPC server; a registry of its own by default, emptied when the app closes. */
+  readonly sharedMemory?: SystemSharedMemoryRegistry;
 }
 
 /**
@@ -46,6 +55,7 @@ export interface KserveProtocolOptions {
 export async function kserveProtocol(app: FastifyInstance, opts: KserveProtocolOptions): Promise<void> {
   const bodyLimit = opts.bodyLimit ?? DEFAULT_PROTOCOL_BODY_LIMIT;
   const errors = { bodyLimit, exposeErrors: opts.exposeErrors ?? false };
+  const sharedMemory = opts.sharedMemory ?? new SystemSharedMemoryRegistry();
   await app.register(
     async (scope) => {
       scope.removeAllContentTypeParsers();
@@ -55,11 +65,13 @@ export async function kserveProtocol(app: FastifyInstance, opts: KserveProtocolO
       scope.setValidatorCompiler(() => () => true);
       scope.setSerializerCompiler(() => (data) => stringifyJson(data));
       installProtocolErrorHandling(scope, errors);
-      registerServerRoutes(scope, { ...opts, extensions: opts.extensions ?? KSERVE_EXTENSIONS });
+      registerServerRoutes(scope, { ...opts, extensions: opts.extensions ?? protocolExtensions(sharedMemory) });
       registerModelRoutes(scope, opts);
-      registerInferRoutes(scope, { repository: opts.repository, bodyLimit });
+      registerInferRoutes(scope, { repository: opts.repository, bodyLimit, sharedMemory });
       registerGenerateRoutes(scope, { repository: opts.repository, ...errors });
       registerRepositoryRoutes(scope, opts);
+      registerSharedMemoryRoutes(scope, { sharedMemory });
+      if (!opts.sharedMemory) scope.addHook('onClose', async () => sharedMemory.unregister());
     },
     { prefix: '/v2' },
   );

@@ -38,7 +38,7 @@ export function registerRepositoryRoutes(scope: FastifyInstance, opts: { readonl
 }
 
 /** The JSON body of a repository request; an empty body is an empty request, as in Triton. */
-function readBody(request: FastifyRequest): Record<string, unknown> {
+export function readBody(request: FastifyRequest): Record<string, unknown> {
   const raw = request.body as Buffer | undefined;
   if (raw === undefined || raw.byteLength === 0) return {};
   let body: unknown;

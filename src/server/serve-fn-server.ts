@@ -16,6 +16,7 @@ import { EmptyModelRepository } from '../inference/empty-model-repository.js';
 import { ModelCatalogue } from '../inference/model-catalogue.js';
 import { kserveProtocol } from '../protocol/kserve-protocol.js';
 import { startGrpcServer, type GrpcServerHandle } from '../protocol/grpc/grpc-server.js';
+import { SystemSharedMemoryRegistry } from '../protocol/shared-memory/system-shared-memory.js';
 import { InlineInstance } from '../runtime/inline-instance.js';
 import type { RestartPolicy } from '../runtime/instance-pool.js';
 import type { InstanceFactory } from '../runtime/model-instance.js';
@@ -89,6 +90,8 @@ export class ServeFnServer {
   private grpc?: GrpcServerHandle;
   private startup?: Promise<void>;
   private listening?: Promise<string>;
+  /** The clients' shared-memory regions, one set for HTTP and gRPC as in Triton. */
+  private readonly sharedMemory = new SystemSharedMemoryRegistry();
 
   constructor(private readonly options: ServeOptions) {
     this.definitions = buildDefinitions(options.models);
@@ -165,6 +168,7 @@ export class ServeFnServer {
         port: this.options.grpc.port,
         host: this.options.grpc.host ?? host,
         maxMessageBytes: this.bodyLimit,
+        sharedMemory: this.sharedMemory,
         security: this.options.security,
         tls: this.options.tls,
       });
@@ -205,6 +209,7 @@ export class ServeFnServer {
     // After the decorated models, whose in-flight requests may still call repository models.
     await this.repository?.close({ streamTimeoutMs: deadline === undefined ? undefined : Math.max(0, deadline - Date.now()) });
     await Promise.all([this.app.close(), this.grpc?.close()]);
+    this.sharedMemory.unregister();
     await Promise.all(this.runtimes.map((r) => r.stop()));
     this.state.set('stopped');
   }
@@ -261,6 +266,7 @@ export class ServeFnServer {
       ready: () => this.state.notReadyReason() === undefined,
       bodyLimit: this.bodyLimit,
       exposeErrors,
+      sharedMemory: this.sharedMemory,
     });
     await app.ready();
   }

@@ -113,7 +113,8 @@ describe('health and metadata over gRPC', () => {
       ['serve-fn'],
       ['0.1.0'],
       // binary_tensor_data is HTTP's (extension_binary_data.md); gRPC carries raw_input_contents in its core messages.
-      ['model_configuration', 'model_repository', 'statistics', 'schedule_policy', 'parameters', 'sequence'],
+      // system_shared_memory where the native addon is built (test/protocol/system-shared-memory-grpc.test.ts).
+      ['model_configuration', 'model_repository', 'statistics', 'schedule_policy', 'parameters', 'sequence', 'system_shared_memory'],
     ]);
   });
 
@@ -358,11 +359,11 @@ describe("every RPC of Triton's GRPCInferenceService", () => {
     expect(Object.values(Service.service).map((m) => m.path)).toEqual(TRITON_RPCS.map(inferenceMethod));
   });
 
-  it('answers UNIMPLEMENTED only for the shared-memory, trace and log RPCs, whose extensions ServerMetadata does not list', async () => {
+  it('answers UNIMPLEMENTED only for the trace and log RPCs and CUDA shared-memory registration, whose extensions ServerMetadata does not list', async () => {
     const call = await typedClient(new FakeRepository([]));
     const { extensions } = await call('ServerMetadata');
-    for (const extension of ['system_shared_memory', 'cuda_shared_memory', 'trace', 'logging']) expect(extensions).not.toContain(extension);
-    for (const method of TRITON_RPCS.filter((m) => /SharedMemory|Trace|Log/.test(m))) {
+    for (const extension of ['cuda_shared_memory', 'trace', 'logging']) expect(extensions).not.toContain(extension);
+    for (const method of [...TRITON_RPCS.filter((m) => /Trace|Log/.test(m)), 'CudaSharedMemoryRegister']) {
       expect((await failure(call(method)))[0], method).toBe(status.UNIMPLEMENTED);
     }
   });

@@ -45,6 +45,8 @@ describe('OpenAPI documentation of /v2', () => {
       'GET /v2/models/{model}/versions/{version}/config',
       'GET /v2/models/{model}/versions/{version}/ready',
       'GET /v2/models/{model}/versions/{version}/stats',
+      'GET /v2/systemsharedmemory/region/{region}/status',
+      'GET /v2/systemsharedmemory/status',
       'POST /v2/models/{model}/generate',
       'POST /v2/models/{model}/generate_stream',
       'POST /v2/models/{model}/infer',
@@ -54,6 +56,9 @@ describe('OpenAPI documentation of /v2', () => {
       'POST /v2/repository/index',
       'POST /v2/repository/models/{model}/load',
       'POST /v2/repository/models/{model}/unload',
+      'POST /v2/systemsharedmemory/region/{region}/register',
+      'POST /v2/systemsharedmemory/region/{region}/unregister',
+      'POST /v2/systemsharedmemory/unregister',
     ]);
     const infer = paths['/v2/models/{model}/infer'].post;
     expect(infer.tags).toEqual(['KServe v2 inference protocol']);

@@ -3,6 +3,7 @@ import { afterEach } from 'vitest';
 import type { ModelRepository } from '../../src/inference/inference-model.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { kserveProtocol } from '../../src/protocol/kserve-protocol.js';
+import type { SystemSharedMemoryRegistry } from '../../src/protocol/shared-memory/system-shared-memory.js';
 import { installErrorHandling } from '../../src/server/error-handler.js';
 import { installJsonBodyParser } from '../../src/server/json-body-parser.js';
 import { requestId } from '../../src/server/request-id.js';
@@ -27,7 +28,7 @@ afterEach(async () => {
 
 export async function protocolApp(
   repository: ModelRepository,
-  options: { bodyLimit?: number; recorder?: InferenceRecorder; exposeErrors?: boolean; logger?: FastifyServerOptions['logger'] } = {},
+  options: { bodyLimit?: number; recorder?: InferenceRecorder; exposeErrors?: boolean; logger?: FastifyServerOptions['logger']; sharedMemory?: SystemSharedMemoryRegistry } = {},
 ): Promise<ProtocolApp> {
   const app = Fastify({ logger: options.logger ?? false, genReqId: requestId });
   apps.push(app);
@@ -44,6 +45,7 @@ export async function protocolApp(
     ready: () => handle.serving,
     ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }),
     exposeErrors: options.exposeErrors ?? false,
+    ...(options.sharedMemory === undefined ? {} : { sharedMemory: options.sharedMemory }),
   });
   await app.ready();
   return handle;

@@ -8,12 +8,12 @@ const json = 'application/json; charset=utf-8';
 const bareJson = 'application/json';
 
 describe('GET /v2 (server metadata)', () => {
-  it('answers name, version and the implemented extensions at /v2 (not /v2/, as Triton)', async () => {
+  it('answers name, version and the implemented extensions (system_shared_memory where the addon is built) at /v2 (not /v2/, as Triton)', async () => {
     const { app } = await protocolApp(new FakeRepository([]));
     const res = await app.inject({ method: 'GET', url: '/v2' });
     expect(res.statusCode).toBe(200);
     expect(res.body).toBe(
-      '{"name":"serve-fn","version":"0.1.0","extensions":["binary_tensor_data","model_configuration","model_repository","statistics","schedule_policy","parameters","sequence"]}',
+      '{"name":"serve-fn","version":"0.1.0","extensions":["binary_tensor_data","model_configuration","model_repository","statistics","schedule_policy","parameters","sequence","system_shared_memory"]}',
     );
     expect((await app.inject({ method: 'GET', url: '/v2/' })).statusCode).toBe(404);
   });

@@ -4,8 +4,9 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
- * The one place that loads the Ascend NPU addon (native/) and types what it exports. The cast in
- * loadNpuBinding() is the only untyped edge; everything else goes through these interfaces.
+ * The one place that loads the native addon (native/: the Ascend NPU backend and system shared
+ * memory) and types what it exports. The cast in loadNpuBinding() is the only untyped edge;
+ * everything else goes through these interfaces.
  */
 
 export interface NativeTensorDescription {
@@ -60,11 +61,28 @@ export interface NativeAclErrorFields {
   readonly aclMessage: string;
 }
 
+/** One mmap of a POSIX shared-memory object (native/src/shared-memory.h). */
+export interface NativeSharedMemoryMapping {
+  /** The mapped bytes; undefined once unmapped (views over it then read as empty). */
+  readonly buffer: ArrayBuffer | undefined;
+  unmap(): void;
+}
+
+/** What the addon adds to the Error mapSharedMemory throws. */
+export interface NativeSharedMemoryErrorFields {
+  readonly reason: 'open' | 'bounds' | 'map';
+  readonly errno?: number;
+  /** With 'bounds': the size of the object, in bytes. */
+  readonly objectSize?: number;
+}
+
 export interface NpuNativeBinding {
   /** dlopen only: no aclInit, no device access. */
   probeLibrary(libraryPath?: string): LibraryProbe;
   describeDevices(libraryPath?: string): Promise<NativeDeviceReport>;
   loadModel(options: NativeLoadOptions): Promise<NativeOmModel>;
+  /** shm_open (read/write, never create) and mmap of [offset, offset + byteSize) of the object `key`; absent in an addon built before it. */
+  mapSharedMemory?(key: string, offset: number, byteSize: number): NativeSharedMemoryMapping;
 }
 
 export type NpuBindingLoad = { readonly binding: NpuNativeBinding } | { readonly reason: string };
@@ -90,7 +108,7 @@ function load(): NpuBindingLoad {
   }
   return {
     reason:
-      `the NPU addon could not be loaded; tried ${tried.join(', ')}. ` +
+      `the native addon could not be loaded; tried ${tried.join(', ')}. ` +
       'Build it with `npm run build:native` (needs g++ and node-gyp, not CANN).',
   };
 }

@@ -10,7 +10,10 @@ import { buildInferRequest, splitReservedParameters } from '../infer-request-dec
 import { selectOutputs } from '../infer-response-encoder.js';
 import { loadModel, readLoadParameters, repositoryIndex, unloadModel } from '../model-control.js';
 import { modelConfig, modelMetadata, modelReady, modelStatistics, serverMetadata, serverReady, type ServerIdentity } from '../model-metadata.js';
+import { takeSharedMemoryParameters, type SharedMemoryLocation } from '../shared-memory/shared-memory-tensors.js';
+import type { SystemSharedMemoryRegistry } from '../shared-memory/system-shared-memory.js';
 import { toGrpcError } from './grpc-errors.js';
+import { grpcSharedMemoryAnswers } from './grpc-shared-memory.js';
 import {
   decodeGrpcInputs,
   encodeGrpcOutputs,
@@ -23,6 +26,8 @@ import {
 export interface GrpcServiceOptions extends ServerIdentity {
   /** The statistics HTTP's `/stats` routes answer. */
   readonly recorder: InferenceRecorder;
+  /** The system shared-memory regions, the same as HTTP's. */
+  readonly sharedMemory: SystemSharedMemoryRegistry;
 }
 
 /** A ModelRepositoryParameter as proto-loader hands it over (`oneofs: true`, bytes as Buffer). */
@@ -58,11 +63,11 @@ const FINAL = 'triton_final_response';
 
 /**
  * The handlers of `inference.GRPCInferenceService` over the same repository, statistics and server
- * identity as the HTTP routes. The shared-memory, trace and log RPCs have no handler, so they answer
- * UNIMPLEMENTED, and their extensions are not in ServerMetadata.
+ * identity as the HTTP routes, and the shared-memory RPCs over HTTP's regions. The trace and log
+ * RPCs have no handler, so they answer UNIMPLEMENTED, and their extensions are not in ServerMetadata.
  */
 export function grpcInferenceService(opts: GrpcServiceOptions): UntypedServiceImplementation {
-  const { repository, recorder } = opts;
+  const { repository, recorder, sharedMemory } = opts;
   const unary = <Req, Res>(answer: (request: Req, signal: AbortSignal) => Res | Promise<Res>) =>
     (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>): void => {
       const abort = new AbortController();
@@ -81,9 +86,9 @@ export function grpcInferenceService(opts: GrpcServiceOptions): UntypedServiceIm
     ModelInfer: unary((request: ModelInferRequestMessage, signal) => {
       const model = inferenceTarget(repository, request.model_name ?? '', request.model_version || undefined);
       if (model.info.decoupled) throw createError('SF_ERR_UNSUPPORTED', "ModelInfer RPC doesn't support models with decoupled transaction policy");
-      return infer(model, request, signal);
+      return infer(model, request, signal, sharedMemory);
     }),
-    ModelStreamInfer: (call: ServerDuplexStream<ModelInferRequestMessage, Record<string, unknown>>) => streamInfer(repository, call),
+    ModelStreamInfer: (call: ServerDuplexStream<ModelInferRequestMessage, Record<string, unknown>>) => streamInfer(repository, sharedMemory, call),
     // proto-loader encodes the config JSON with protobufjs's fromObject: Triton's JSON mapping (enum
     // names, int64 as text or number) is what it reads, as Triton's own JsonStringToMessage.
     ModelConfig: unary((request: { name?: string; version?: string }) => ({ config: modelConfig(repository, request.name ?? '', request.version || undefined) })),
@@ -110,6 +115,7 @@ export function grpcInferenceService(opts: GrpcServiceOptions): UntypedServiceIm
       await unloadModel(repository, request.model_name ?? '', dependents?.bool_param === true);
       return {};
     }),
+    ...Object.fromEntries(Object.entries(grpcSharedMemoryAnswers(sharedMemory)).map(([rpc, answer]) => [rpc, unary(answer)])),
   };
 }
 
@@ -132,48 +138,68 @@ async function infer(
   model: InferenceModel,
   message: ModelInferRequestMessage,
   signal: AbortSignal,
+  sharedMemory: SystemSharedMemoryRegistry,
   extra: Readonly<Record<string, unknown>> = {},
 ): Promise<ModelInferResponseMessage> {
   if (!model.ready()) throw createError('SF_ERR_MODEL_NOT_READY', model.info.name, model.info.version);
-  const { request, requested } = readRequest(model, message);
+  const { request, requested } = readRequest(model, message, sharedMemory);
   const response = await model.infer({ ...request, signal });
-  return responseMessage(response, request.id, requested, extra);
+  return responseMessage(response, request.id, requested, sharedMemory, extra);
+}
+
+/** A requested output, and the region it goes into when it has shared-memory parameters. */
+interface RequestedGrpcOutput {
+  readonly name: string;
+  readonly sharedMemory?: SharedMemoryLocation;
 }
 
 interface DecodedGrpcRequest {
   readonly request: InferRequest;
-  readonly requested?: readonly string[];
+  readonly requested?: readonly RequestedGrpcOutput[];
   /** Triton's `triton_enable_empty_final_response`: end a decoupled request with an empty final response. */
   readonly emptyFinal: boolean;
 }
 
-function readRequest(model: InferenceModel, message: ModelInferRequestMessage): DecodedGrpcRequest {
+function readRequest(model: InferenceModel, message: ModelInferRequestMessage, sharedMemory: SystemSharedMemoryRegistry): DecodedGrpcRequest {
   const { info } = model;
   const { triton_enable_empty_final_response: emptyFinal, ...parameters } = fromGrpcParameters(message.parameters);
   if (emptyFinal !== undefined && typeof emptyFinal !== 'boolean') {
     throw createError('SF_ERR_BAD_REQUEST', `Parameter 'triton_enable_empty_final_response' must be a bool_param, got ${JSON.stringify(emptyFinal)}.`);
   }
   const reserved = splitReservedParameters(parameters);
-  const inputs = decodeGrpcInputs(message.inputs ?? [], message.raw_input_contents ?? [], info.name);
+  const inputs = decodeGrpcInputs(message.inputs ?? [], message.raw_input_contents ?? [], info.name, sharedMemory);
   const requested = message.outputs?.length
     ? message.outputs.map((o) => {
         const name = o.name ?? '';
         checkOutputName(name, info);
-        const outputParameters = fromGrpcParameters(o.parameters);
-        return Object.keys(outputParameters).length === 0 ? { name } : { name, parameters: outputParameters };
+        const { location, rest } = takeSharedMemoryParameters(`output '${name}'`, fromGrpcParameters(o.parameters));
+        // Checked now, as Triton does, so a wrong region fails the request before the model runs.
+        if (location !== undefined) sharedMemory.view(location.region, location.offset, location.byteSize);
+        return { output: Object.keys(rest).length === 0 ? { name } : { name, parameters: rest }, sharedMemory: location };
       })
     : undefined;
-  return { request: buildInferRequest(message.id, inputs, requested, reserved), requested: requested?.map((r) => r.name), emptyFinal: emptyFinal === true };
+  return {
+    request: buildInferRequest(message.id, inputs, requested?.map((r) => r.output), reserved),
+    requested: requested?.map((r) => (r.sharedMemory ? { name: r.output.name, sharedMemory: r.sharedMemory } : { name: r.output.name })),
+    emptyFinal: emptyFinal === true,
+  };
 }
 
-function responseMessage(response: InferResponse, requestId: string | undefined, requested: readonly string[] | undefined, extra: Readonly<Record<string, unknown>> = {}): ModelInferResponseMessage {
+function responseMessage(
+  response: InferResponse,
+  requestId: string | undefined,
+  requested: readonly RequestedGrpcOutput[] | undefined,
+  sharedMemory: SystemSharedMemoryRegistry,
+  extra: Readonly<Record<string, unknown>> = {},
+): ModelInferResponseMessage {
   const id = response.id ?? requestId;
+  const tensors = selectOutputs(response, requested?.map((r) => r.name));
   return {
     model_name: response.modelName,
     model_version: response.modelVersion,
     ...(id ? { id } : {}),
     parameters: toGrpcParameters({ ...response.parameters, ...extra }),
-    ...encodeGrpcOutputs(selectOutputs(response, requested)),
+    ...encodeGrpcOutputs(tensors, requested && { registry: sharedMemory, locations: requested.map((r) => r.sharedMemory) }),
   };
 }
 
@@ -186,7 +212,7 @@ function responseMessage(response: InferResponse, requestId: string | undefined,
  * them; a cancelled call stops every model still streaming. The call ends once the client has
  * finished sending and every request is answered.
  */
-function streamInfer(repository: ModelRepository, call: ServerDuplexStream<ModelInferRequestMessage, Record<string, unknown>>): void {
+function streamInfer(repository: ModelRepository, sharedMemory: SystemSharedMemoryRegistry, call: ServerDuplexStream<ModelInferRequestMessage, Record<string, unknown>>): void {
   const abort = new AbortController();
   let pending = 0;
   let ended = false;
@@ -200,7 +226,7 @@ function streamInfer(repository: ModelRepository, call: ServerDuplexStream<Model
   call.on('data', (message: ModelInferRequestMessage) => {
     pending += 1;
     Promise.resolve()
-      .then(() => answerOnStream(repository, message, abort.signal, write))
+      .then(() => answerOnStream(repository, sharedMemory, message, abort.signal, write))
       .catch((err: unknown) => {
         if (!abort.signal.aborted) call.write({ error_message: toGrpcError(err).details });
       })
@@ -217,6 +243,7 @@ function streamInfer(repository: ModelRepository, call: ServerDuplexStream<Model
 
 async function answerOnStream(
   repository: ModelRepository,
+  sharedMemory: SystemSharedMemoryRegistry,
   message: ModelInferRequestMessage,
   signal: AbortSignal,
   write: (message: Record<string, unknown>) => Promise<void>,
@@ -224,23 +251,23 @@ async function answerOnStream(
   const model = inferenceTarget(repository, message.model_name ?? '', message.model_version || undefined);
   // canStream only looks at the model's type, so checking it first keeps the order of the checks that can fail.
   if (!canStream(model)) {
-    await write({ infer_response: await infer(model, message, signal, { [FINAL]: true }) });
+    await write({ infer_response: await infer(model, message, signal, sharedMemory, { [FINAL]: true }) });
     return;
   }
   if (!model.ready()) throw createError('SF_ERR_MODEL_NOT_READY', model.info.name, model.info.version);
-  const { request, requested, emptyFinal } = readRequest(model, message);
+  const { request, requested, emptyFinal } = readRequest(model, message, sharedMemory);
   const stream = await model.inferStream({ ...request, signal });
   let last: StreamedInferResponse | undefined;
   try {
     for await (const response of stream) {
       last = response;
-      await write({ infer_response: responseMessage(response, request.id, requested, { [FINAL]: response.final }) });
+      await write({ infer_response: responseMessage(response, request.id, requested, sharedMemory, { [FINAL]: response.final }) });
     }
   } finally {
     stream.cancel();
   }
   if (emptyFinal && !last?.final) {
     const empty: InferResponse = { modelName: model.info.name, modelVersion: model.info.version, id: request.id, outputs: [] };
-    await write({ infer_response: responseMessage(empty, request.id, [], { [FINAL]: true }) });
+    await write({ infer_response: responseMessage(empty, request.id, [], sharedMemory, { [FINAL]: true }) });
   }
 }

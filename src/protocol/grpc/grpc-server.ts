@@ -1,7 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { loadPackageDefinition, Server, type GrpcObject, type ServiceClientConstructor } from '@grpc/grpc-js';
 import { loadSync, type Options } from '@grpc/proto-loader';
-import { DEFAULT_PROTOCOL_BODY_LIMIT, KSERVE_EXTENSIONS } from '../kserve-protocol.js';
+import { DEFAULT_PROTOCOL_BODY_LIMIT, protocolExtensions } from '../kserve-protocol.js';
+import { SystemSharedMemoryRegistry } from '../shared-memory/system-shared-memory.js';
 import type { TlsFiles } from '../../server/security-plugin.js';
 import { grpcInferenceService, type GrpcServiceOptions } from './grpc-inference-service.js';
 import { grpcAuthInterceptors, grpcServerCredentials, type GrpcSecurityOptions } from './grpc-security.js';
@@ -11,7 +12,9 @@ import { grpcAuthInterceptors, grpcServerCredentials, type GrpcSecurityOptions }
  * (Triton's protocol/extension_binary_data.md) whose gRPC counterpart, `raw_input_contents`, is
  * part of the core protocol.
  */
-export const GRPC_EXTENSIONS: readonly string[] = KSERVE_EXTENSIONS.filter((e) => e !== 'binary_tensor_data');
+export function grpcExtensions(sharedMemory: SystemSharedMemoryRegistry): readonly string[] {
+  return protocolExtensions(sharedMemory).filter((e) => e !== 'binary_tensor_data');
+}
 
 /** Triton's gRPC port (Triton's customization guide, "Inference Protocols and APIs"). */
 export const DEFAULT_GRPC_PORT = 8001;
@@ -25,8 +28,10 @@ export const GRPC_PROTO_PATH = fileURLToPath(new URL('./grpc_service.proto', imp
  */
 export const GRPC_PROTO_OPTIONS: Options = { keepCase: true, longs: String, enums: String, defaults: false, arrays: true, objects: true, oneofs: true };
 
-export interface GrpcServerOptions extends Omit<GrpcServiceOptions, 'extensions'> {
+export interface GrpcServerOptions extends Omit<GrpcServiceOptions, 'extensions' | 'sharedMemory'> {
   readonly extensions?: readonly string[];
+  /** HTTP's system shared-memory regions; a registry of its own by default, emptied on close. */
+  readonly sharedMemory?: SystemSharedMemoryRegistry;
   /** 8001 by default; 0 picks a free port. */
   readonly port?: number;
   /** 0.0.0.0 by default. */
@@ -60,7 +65,8 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
     'grpc.max_send_message_length': -1,
     interceptors: grpcAuthInterceptors(opts.security ?? {}),
   });
-  server.addService(loadInferenceService().service, grpcInferenceService({ ...opts, extensions: opts.extensions ?? GRPC_EXTENSIONS }));
+  const sharedMemory = opts.sharedMemory ?? new SystemSharedMemoryRegistry();
+  server.addService(loadInferenceService().service, grpcInferenceService({ ...opts, sharedMemory, extensions: opts.extensions ?? grpcExtensions(sharedMemory) }));
   const address = `${opts.host ?? '0.0.0.0'}:${opts.port ?? DEFAULT_GRPC_PORT}`;
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(address, grpcServerCredentials(opts.tls), (err, bound) => (err ? reject(err) : resolve(bound)));
@@ -72,6 +78,7 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
         const force = setTimeout(() => server.forceShutdown(), graceMs);
         server.tryShutdown(() => {
           clearTimeout(force);
+          if (!opts.sharedMemory) sharedMemory.unregister();
           resolve();
         });
       }),

@@ -2,6 +2,8 @@ import { createError } from '../../errors/index.js';
 import { createTensor, parseDatatype, tensorFromBytes, tensorToBytes, validateShape, type TensorValue } from '../../tensor/index.js';
 import type { Datatype, Tensor } from '../../tensor/tensor.js';
 import type { Parameters } from '../infer-request-decoder.js';
+import { readSharedMemoryInput, takeSharedMemoryParameters, writeSharedMemoryOutput, type SharedMemoryLocation } from '../shared-memory/shared-memory-tensors.js';
+import type { SystemSharedMemoryRegistry } from '../shared-memory/system-shared-memory.js';
 
 /**
  * Tensors and parameters in the gRPC messages of grpc_service.proto, as @grpc/proto-loader
@@ -41,6 +43,7 @@ export interface GrpcOutputTensor {
   readonly name: string;
   readonly datatype: string;
   readonly shape: readonly number[];
+  readonly parameters?: Record<string, GrpcInferParameter>;
 }
 
 /** Which InferTensorContents field holds each datatype; FP16 and BF16 have none and go raw only. */
@@ -105,16 +108,22 @@ const FIELD_DATATYPE: Readonly<Record<keyof GrpcTensorContents, Datatype>> = {
  * The request's input tensors, read as Triton's InferGRPCToInput does (its order of checks and
  * wording, which Triton's clients test): an input takes its typed `contents` when it has some,
  * else the next `raw_input_contents` entry; typed contents and raw entries never mix in one
- * request. An entry left over after the last input is refused rather than ignored.
+ * request. An entry left over after the last input is refused rather than ignored. An input with
+ * shared-memory parameters is read from its region and takes no raw entry (Triton's extension_shared_memory.md).
  */
-export function decodeGrpcInputs(inputs: readonly GrpcInputTensor[], raw: readonly Uint8Array[], modelName: string): Tensor[] {
+export function decodeGrpcInputs(inputs: readonly GrpcInputTensor[], raw: readonly Uint8Array[], modelName: string, sharedMemory: SystemSharedMemoryRegistry): Tensor[] {
   let nextRaw = 0;
   const tensors = inputs.map((input) => {
     const name = input.name ?? '';
     if (name === '') throw createError('SF_ERR_BAD_REQUEST', 'Each input needs a non-empty name.');
     const datatype = parseDatatype(input.datatype, name);
     const shape = validateShape(name, (input.shape ?? []).map(Number));
+    const { location } = takeSharedMemoryParameters(`input '${name}'`, fromGrpcParameters(input.parameters));
     const field = typedField(input.contents, name, datatype, modelName);
+    if (location !== undefined) {
+      if (field !== undefined) throw createError('SF_ERR_BAD_REQUEST', `unexpected explicit tensor data for input tensor '${name}' for model '${modelName}', it is in shared memory region '${location.region}'`);
+      return readSharedMemoryInput(sharedMemory, name, datatype, shape, location);
+    }
     if (field !== undefined && raw.length > 0) {
       throw createError('SF_ERR_BAD_REQUEST', `contents field must not be specified when using raw_input_contents for '${name}' for model '${modelName}'`);
     }
@@ -147,10 +156,27 @@ function typedField(contents: GrpcTensorContents | undefined, name: string, data
   return field;
 }
 
-/** Outputs as Triton sends them over gRPC: metadata in `outputs`, elements in `raw_output_contents`. */
-export function encodeGrpcOutputs(tensors: readonly Tensor[]): { outputs: GrpcOutputTensor[]; raw_output_contents: Uint8Array[] } {
-  return {
-    outputs: tensors.map((t) => ({ name: t.name, datatype: t.datatype, shape: [...t.shape] })),
-    raw_output_contents: tensors.map(tensorToBytes),
-  };
+/**
+ * Outputs as Triton sends them over gRPC: metadata in `outputs`, elements in `raw_output_contents`.
+ * An output with a shared-memory location (`shared.locations[i]`) is written into its region instead;
+ * its raw entry is empty, as in Triton, so the entries still line up with the outputs.
+ */
+export function encodeGrpcOutputs(
+  tensors: readonly Tensor[],
+  shared?: { readonly registry: SystemSharedMemoryRegistry; readonly locations: readonly (SharedMemoryLocation | undefined)[] },
+): { outputs: GrpcOutputTensor[]; raw_output_contents: Uint8Array[] } {
+  const outputs: GrpcOutputTensor[] = [];
+  const raw: Uint8Array[] = [];
+  tensors.forEach((tensor, i) => {
+    const location = shared?.locations[i];
+    if (shared === undefined || location === undefined) {
+      outputs.push({ name: tensor.name, datatype: tensor.datatype, shape: [...tensor.shape] });
+      raw.push(tensorToBytes(tensor));
+      return;
+    }
+    const header = writeSharedMemoryOutput(shared.registry, tensor, location);
+    outputs.push({ name: header.name, datatype: header.datatype, shape: header.shape, parameters: toGrpcParameters(header.parameters) });
+    raw.push(new Uint8Array(0));
+  });
+  return { outputs, raw_output_contents: raw };
 }
