@@ -126,7 +126,7 @@ function errorOf(result: WireResult): SerializedError {
 
 async function run(host: ModelHost, methodName: string, batched: boolean, payloads: unknown[]): Promise<ExecuteOutcome> {
   calls.length = 0;
-  return host.execute({ methodName, batched, requests: payloads.map(wire) });
+  return host.execute({ kind: 'endpoint', methodName, batched, requests: payloads.map(wire) });
 }
 
 describe('ModelHost.create', () => {
@@ -304,6 +304,7 @@ class Speaker {
 describe('ModelHost streams', () => {
   const host = ModelHost.create(buildDefinition(Speaker));
   const call = (methodName: string, word: string) => ({
+    kind: 'endpoint' as const,
     methodName,
     batched: false,
     requests: [{ payload: { word }, info: { params: {}, query: {}, headers: {} } }],
