@@ -1,9 +1,9 @@
 import { Client, credentials } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServeFnServer } from '../../src/server/serve-fn-server.js';
-import { DoublerCallerModel, DoublerModel } from '../fixtures/models/tensor-models.js';
+import { DoublerCallerModel, DoublerModel, InlineDoublerModel } from '../fixtures/models/tensor-models.js';
 import { metricsCounts, statisticsCounts } from '../helpers/statistics-and-metrics.js';
-import { call } from './grpc-raw.js';
+import { call, exchange, inferenceMethod } from './grpc-raw.js';
 import { binaryBody, splitResponse } from './protocol-app.js';
 import { messages, packedInt64, parse, pb, rawBytes, strings } from './protobuf-wire.js';
 
@@ -129,6 +129,23 @@ describe('a decorated model with a @Tensors interface, on HTTP /v2, gRPC and ctx
     expect(readFloats(rawBytes(res, 6)[0])).toEqual([10, -2]);
   });
 
+  it('runs gRPC ModelStreamInfer on the same interface, a bad request answered in error_message', async () => {
+    const request = (id: string, shape: number[], values: number[]): Buffer =>
+      Buffer.concat([
+        pb.string(1, 'doubler'),
+        pb.string(3, id),
+        pb.message(5, pb.string(1, 'INPUT0'), pb.string(2, 'FP32'), pb.packedVarints(3, shape)),
+        pb.message(6, pb.string(1, 'OUTPUT0')),
+        pb.bytes(7, floats(values)),
+      ]);
+    const answers = (await exchange(client, inferenceMethod('ModelStreamInfer'), [request('a', [1, 1], [3]), request('b', [1], [1])])).map(parse);
+    const ok = answers.filter((a) => (strings(a, 1)[0] ?? '') === '').map((a) => messages(a, 2)[0]);
+    expect(ok.map((r) => [strings(r, 3)[0], readFloats(rawBytes(r, 6)[0])])).toEqual([['a', [6]]]);
+    expect(answers.filter((a) => (strings(a, 1)[0] ?? '') !== '').map((a) => strings(a, 1)[0])).toEqual([
+      expect.stringContaining("'INPUT0'"),
+    ]);
+  });
+
   it('answers ctx.infer from another model with method execute', async () => {
     const res = await inject('POST', '/call-doubler', { values: [0.5, 4] });
     expect([res.statusCode, res.json()]).toEqual([200, { values: [1, 8] }]);
@@ -152,5 +169,16 @@ describe('a decorated model with a @Tensors interface, on HTTP /v2, gRPC and ctx
     const after = await statisticsCounts(server.app);
     expect(after).toEqual(await metricsCounts(server.app));
     expect(after['doubler:1']).toEqual({ success: before['doubler:1'].success + 5, failure: before['doubler:1'].failure });
+  });
+});
+
+describe('a @Tensors model on an inline instance', () => {
+  const server = new ServeFnServer({ models: [InlineDoublerModel], logger: false, collectProcessMetrics: false });
+  afterAll(() => server.close());
+
+  it('runs the tensor call on the HTTP thread as a worker runs it', async () => {
+    await server.start();
+    const res = await server.app.inject({ method: 'POST', url: '/v2/models/inline-doubler/infer', payload: { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [2], data: [1, -1] }] } });
+    expect([res.statusCode, res.json().outputs]).toEqual([200, [{ name: 'OUTPUT0', datatype: 'FP32', shape: [2], data: [2, -2] }]]);
   });
 });
