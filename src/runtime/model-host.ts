@@ -3,6 +3,7 @@ import { container as rootContainer, type DependencyContainer } from 'tsyringe';
 import type { EndpointDefinition, ModelDefinition, SocketEndpointDefinition } from '../definition/model-definition.js';
 import type { ModelContext, RequestInfo } from '../definition/model-context.js';
 import { createError, serializeError } from '../errors/index.js';
+import { EXECUTE_METHOD } from '../definition/tensor-interface-builder.js';
 import { ModuleExecutor } from '../inference/module-executor.js';
 import type { TensorModel } from '../inference/tensor-model-api.js';
 import type { ExecuteCall, ExecuteOutcome, OnResult, SocketCall, SocketInput, TensorCall, WireResult } from './wire-format.js';
@@ -95,7 +96,7 @@ export class ModelHost {
 
   /** One execution of the tensor interface: every request of the call in one `execute(requests)`. */
   private async executeTensors(call: TensorCall): Promise<ExecuteOutcome> {
-    if (!this.tensors) throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, 'execute', 'the class declares no @Tensors interface');
+    if (!this.tensors) throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, EXECUTE_METHOD, 'the class declares no @Tensors interface');
     const computeStartMs = now();
     const results = await this.tensors.run(call.requests);
     return { results, computeStartMs, computeEndMs: now() };
@@ -106,7 +107,7 @@ export class ModelHost {
    * with `run()`) pulls the method's async iterable as credit allows and emits each item.
    */
   openStream(call: ExecuteCall, credit: number, emit: (event: StreamEvent) => void): StreamPump {
-    const methodName = call.kind === 'endpoint' ? call.methodName : 'execute';
+    const methodName = call.kind === 'endpoint' ? call.methodName : EXECUTE_METHOD;
     const endpoint = call.kind === 'endpoint' ? this.endpoints.get(methodName) : undefined;
     const open = async (): Promise<AsyncIterator<unknown>> => {
       if (!endpoint?.stream || call.kind !== 'endpoint') throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, methodName, 'no such streaming endpoint method');
