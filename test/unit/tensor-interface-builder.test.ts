@@ -22,10 +22,11 @@ function tensorClass(options: TensorsOptions, batch?: number): ModelClass {
     }
   }
   if (batch === undefined) return Plain;
+  const size = batch;
   @Model({ name: 'tensors' })
   @Tensors(options)
   class Batched {
-    @Batch(batch, 500)
+    @Batch(size, 500)
     execute(requests: ExecuteRequest[]): ExecuteResponse[] {
       return requests.map(() => ({ outputs: [] }));
     }
