@@ -109,6 +109,8 @@ export class ServeFnServer {
       recorder: this.recorder,
       log: (level, message) => this.app.log[level](message),
       infer: (model, input, opts) => this.infer(model, input, opts),
+      // Ensemble steps see the models ctx.infer sees: a decorated class's tensor interface too.
+      resolve: (name, version) => this.catalogue.get(name, version),
       restartPolicy: options.restartPolicy,
     });
   }

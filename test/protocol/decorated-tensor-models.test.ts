@@ -1,7 +1,9 @@
+import { rmSync } from 'node:fs';
 import { Client, credentials } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServeFnServer } from '../../src/server/serve-fn-server.js';
 import { DoublerCallerModel, DoublerModel, InlineDoublerModel } from '../fixtures/models/tensor-models.js';
+import { scratchFolder, writeFiles } from '../fixtures/repository/repository-files.js';
 import { metricsCounts, statisticsCounts } from '../helpers/statistics-and-metrics.js';
 import { call, exchange, inferenceMethod } from './grpc-raw.js';
 import { binaryBody, splitResponse } from './protocol-app.js';
@@ -14,12 +16,26 @@ const floats = (values: number[]): Buffer => {
 };
 const readFloats = (b: Buffer): number[] => Array.from({ length: b.length / 4 }, (_, i) => b.readFloatLE(i * 4));
 
+/** A repository ensemble whose two steps are the decorated doubler's tensor interface. */
+const TWICE_DOUBLED = `
+platform: "ensemble"
+max_batch_size: 4
+input [ { name: "X" data_type: TYPE_FP32 dims: [ -1 ] } ]
+output [ { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] } ]
+ensemble_scheduling { step [
+  { model_name: "doubler" model_version: -1 input_map { key: "INPUT0" value: "X" } output_map { key: "OUTPUT0" value: "once" } },
+  { model_name: "doubler" model_version: -1 input_map { key: "INPUT0" value: "once" } output_map { key: "OUTPUT0" value: "Y" } }
+] }`;
+
 const REQUEST = { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 3], data: [1, 2, 3] }], outputs: [{ name: 'OUTPUT0' }] };
 
 describe('a decorated model with a @Tensors interface, on HTTP /v2, gRPC and ctx.infer', () => {
+  const root = scratchFolder('decorated-tensor-models');
+  writeFiles(root, { 'twice_doubled/config.pbtxt': TWICE_DOUBLED, 'twice_doubled/1/.keep': '' });
   const server = new ServeFnServer({
     models: [DoublerModel, DoublerCallerModel],
     moduleUrl: new URL('../fixtures/models/tensor-models.ts', import.meta.url).href,
+    repository: { root },
     grpc: { port: 0 },
     logger: false,
     collectProcessMetrics: false,
@@ -34,6 +50,7 @@ describe('a decorated model with a @Tensors interface, on HTTP /v2, gRPC and ctx
   afterAll(async () => {
     client?.close();
     await server.close();
+    rmSync(root, { recursive: true, force: true });
   });
 
   it('lists the declared inputs and outputs in /v2 metadata, with the batch dimension as -1', async () => {
@@ -149,6 +166,13 @@ describe('a decorated model with a @Tensors interface, on HTTP /v2, gRPC and ctx
   it('answers ctx.infer from another model with method execute', async () => {
     const res = await inject('POST', '/call-doubler', { values: [0.5, 4] });
     expect([res.statusCode, res.json()]).toEqual([200, { values: [1, 8] }]);
+  });
+
+  it('runs a repository ensemble whose steps are the decorated model, counting each step in its statistics', async () => {
+    const before = (await statisticsCounts(server.app))['doubler:1'];
+    const res = await inject('POST', '/v2/models/twice_doubled/infer', { inputs: [{ name: 'X', datatype: 'FP32', shape: [1, 2], data: [1, -3] }] });
+    expect([res.statusCode, res.json().outputs]).toEqual([200, [{ name: 'Y', datatype: 'FP32', shape: [1, 2], data: [4, -12] }]]);
+    expect((await statisticsCounts(server.app))['doubler:1'].success).toBe(before.success + 2);
   });
 
   it('batches concurrent tensor requests into one execute, and counts them with the route requests in the same statistics', async () => {
