@@ -15,7 +15,7 @@ const data: ModelContextData = {
 };
 
 describe('TensorModelHost', () => {
-  it('runs one execution per call, with its compute times', async () => {
+  it('runs one execution per tensor call, with its compute times, and refuses an endpoint call', async () => {
     const plan: TensorModelPlan = {
       kind: 'module', file: fileURLToPath(new URL('../fixtures/repository/scale-model.ts', import.meta.url)), maxBatchSize: 4, sessionOptions: {},
       inputs: [{ name: 'INPUT0', datatype: 'INT32', dims: [1], optional: false }],
@@ -31,6 +31,11 @@ describe('TensorModelHost', () => {
     expect(outcome.results.map((r) => (r.ok ? (r.value as TensorWireResult).outputs.map(values) : r.error.message))).toEqual([[[10], [2]], [[12], [2]]]);
     expect(outcome.computeStartMs).toBeGreaterThanOrEqual(before);
     expect(outcome.computeEndMs).toBeGreaterThanOrEqual(outcome.computeStartMs);
+    const endpointCall = { kind: 'endpoint' as const, methodName: 'predict', batched: false, requests: [{ payload: {}, info: { params: {}, query: {}, headers: {} } }] };
+    await expect(host.execute(endpointCall)).rejects.toMatchObject({
+      code: 'SF_ERR_EXECUTION_FAILED',
+      message: "Model 'scale' failed in predict: a repository model has no endpoint methods",
+    });
     await host.finalize();
   });
 });
