@@ -1,6 +1,6 @@
 import { ctcGreedyDecode, type RecognizedText } from './ctc-decoder.js';
 import type { LineCrop } from './line-crop.js';
-import type { BackendSession } from 'serve-fn';
+import type { BackendSession, Tensor } from 'serve-fn';
 import { MIN_REC_WIDTH, prepareRecBatch, toRecHeight } from './rec-preprocess.js';
 
 /** A crop joins a run of the recogniser only while it is at most this much wider than the run's narrowest. */
@@ -10,7 +10,7 @@ const WIDTH_SPREAD = 1.5;
  * beyond (PP-OCRv4 rec, 576 px wide: 30-37 ms per crop in runs of 1-4, 37-48 ms in runs of 8), as
  * the activations outgrow the cache; PaddleOCR's own default is 6. A GPU wants larger runs.
  */
-const MAX_RUN = 4;
+export const MAX_RUN = 4;
 
 /** PP-OCRv4 text recognition: crops in, text and scores out, in the order given. */
 export class TextRecognizer {
@@ -40,8 +40,13 @@ export class TextRecognizer {
     return results;
   }
 
-  private async run(crops: readonly LineCrop[]): Promise<RecognizedText[]> {
-    const outputs = await this.session.run({ x: prepareRecBatch(crops) });
+  private run(crops: readonly LineCrop[]): Promise<RecognizedText[]> {
+    return this.recognizeTensor(prepareRecBatch(crops));
+  }
+
+  /** Reads the text of every row of `x`, crops already prepared as prepareRecBatch packs them (N x 3 x 48 x W). */
+  async recognizeTensor(x: Tensor): Promise<RecognizedText[]> {
+    const outputs = await this.session.run({ x: { ...x, name: 'x' } });
     const probs = Object.values(outputs)[0];
     const [batch, steps] = probs.shape;
     return ctcGreedyDecode(probs.data as Float32Array, batch, steps, this.charset);

@@ -1,6 +1,6 @@
 import { IsIn, IsOptional, IsString, MaxLength, MinLength, IsNumber, Min, Max } from 'class-validator';
 import wavefile from 'wavefile';
-import { Batch, createError, Endpoint, Instances, Model } from 'serve-fn';
+import { Batch, createError, createTensor, Endpoint, Instances, Model, Tensors, type ExecuteRequest, type ExecuteResponse } from 'serve-fn';
 import { VOICE_IDS, VoiceBank } from './voice-bank.js';
 
 const SAMPLE_RATE = 16_000;
@@ -25,10 +25,23 @@ export class ProsodyResponse {
 /**
  * A CosyVoice-shaped model that really computes, cheaply: `/inference_sft` renders the text as a
  * tone sequence (one pitched note per letter, silence for spaces) in the chosen voice and returns
- * a WAV file; `/prosody` estimates syllables and spoken duration, batched.
+ * a WAV file; `/prosody` estimates syllables and spoken duration, batched. The same estimate is its
+ * KServe v2 tensor interface (`POST /v2/models/cosyvoice/infer`, gRPC ModelInfer, tritonclient):
+ * a TEXT row in, its DURATION_MS, SYLLABLES and WORDS out.
  */
 @Instances(2)
 @Model({ name: 'cosyvoice', version: '1', description: 'text to speech (tone synthesis demo)' })
+@Tensors({
+  inputs: [
+    { name: 'TEXT', datatype: 'BYTES', dims: [1] },
+    { name: 'SPEED', datatype: 'FP32', dims: [1], optional: true },
+  ],
+  outputs: [
+    { name: 'DURATION_MS', datatype: 'INT32', dims: [1] },
+    { name: 'SYLLABLES', datatype: 'INT32', dims: [1] },
+    { name: 'WORDS', datatype: 'INT32', dims: [1] },
+  ],
+})
 export class CosyVoice {
   private noteMs = 60;
 
@@ -60,11 +73,28 @@ export class CosyVoice {
   @Endpoint('/prosody', { body: ProsodyRequest, response: ProsodyResponse, summary: 'Estimate syllables and spoken duration' })
   @Batch(16, 1000)
   async prosody(batch: ProsodyRequest[]): Promise<ProsodyResponse[]> {
-    return batch.map((r) => {
-      const words = r.text.split(/\s+/).filter(Boolean);
-      const syllables = words.reduce((n, w) => n + Math.max(1, (w.toLowerCase().match(/[aeiouy]+/g) ?? []).length), 0);
-      const duration_ms = Math.round((syllables * 200) / (r.speed ?? 1));
-      return { duration_ms, syllables, words: words.length, batch_size: batch.length };
+    return batch.map((r) => ({ ...estimateProsody(r.text, r.speed), batch_size: batch.length }));
+  }
+
+  /** Every row of every request, checked as /prosody's DTO checks its fields; a bad row fails its request with a 400. */
+  @Batch(16, 1000)
+  async execute(requests: ExecuteRequest[]): Promise<ExecuteResponse[]> {
+    return requests.map((request) => {
+      const texts = (request.input('TEXT')!.data as Uint8Array[]).map((t) => Buffer.from(t).toString('utf8'));
+      const speeds = request.input('SPEED')?.data as Float32Array | undefined;
+      const bad = texts.findIndex((t, i) => t.length < 1 || t.length > 2000 || (speeds !== undefined && !(speeds[i] >= 0.25 && speeds[i] <= 4)));
+      if (bad >= 0) return { error: createError('SF_ERR_BAD_REQUEST', `row ${bad}: TEXT must hold 1 to 2000 characters and SPEED lie in [0.25, 4]`) };
+      const estimates = texts.map((text, i) => estimateProsody(text, speeds?.[i]));
+      const column = (name: string, pick: (e: Prosody) => number) => createTensor(name, 'INT32', [texts.length, 1], Int32Array.from(estimates, pick));
+      return { outputs: [column('DURATION_MS', (e) => e.duration_ms), column('SYLLABLES', (e) => e.syllables), column('WORDS', (e) => e.words)] };
     });
   }
+}
+
+type Prosody = Omit<ProsodyResponse, 'batch_size'>;
+
+function estimateProsody(text: string, speed = 1): Prosody {
+  const words = text.split(/\s+/).filter(Boolean);
+  const syllables = words.reduce((n, w) => n + Math.max(1, (w.toLowerCase().match(/[aeiouy]+/g) ?? []).length), 0);
+  return { duration_ms: Math.round((syllables * 200) / speed), syllables, words: words.length };
 }

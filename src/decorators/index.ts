@@ -3,3 +3,4 @@ export { Endpoint } from './endpoint.decorator.js';
 export { Batch } from './batch.decorator.js';
 export { Instances } from './instances.decorator.js';
 export { WebSocketEndpoint } from './websocket-endpoint.decorator.js';
+export { Tensors } from './tensors.decorator.js';

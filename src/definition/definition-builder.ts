@@ -1,11 +1,12 @@
 import { types } from 'node:util';
 import { createError } from '../errors/index.js';
-import { readBatches, readEndpoints, readInstances, readModel, readWebSocketEndpoints } from '../metadata/reflection.js';
+import { readBatches, readEndpoints, readInstances, readModel, readTensors, readWebSocketEndpoints } from '../metadata/reflection.js';
 import type { BatchRecord, EndpointRecord, HttpMethod, StreamFormat } from '../metadata/records.js';
 import { normalizeBatchPolicy } from '../runtime/batch-policy.js';
 import { requireDtoRules } from './dto-rules.js';
 import type { EndpointDefinition, InstanceGroupDefinition, ModelClass, ModelDefinition } from './model-definition.js';
 import { buildSocketEndpoint } from './socket-endpoint-builder.js';
+import { buildTensorInterface, EXECUTE_METHOD } from './tensor-interface-builder.js';
 
 const HTTP_METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'DELETE'];
 const STREAM_FORMATS: readonly StreamFormat[] = ['sse', 'ndjson', 'bytes'];
@@ -62,7 +63,9 @@ export function buildDefinition(target: ModelClass): ModelDefinition {
   const batches = new Map(readBatches(target).map((b) => [b.method, b]));
   const endpointRecords = readEndpoints(target);
   const socketRecords = readWebSocketEndpoints(target);
+  const tensorsRecord = readTensors(target);
   for (const method of batches.keys()) {
+    if (tensorsRecord && method === EXECUTE_METHOD) continue;
     if (!endpointRecords.some((e) => e.method === method) && !socketRecords.some((s) => s.method === method)) {
       throw createError('SF_ERR_BATCH_WITHOUT_ENDPOINT', `${target.name}.${method}`);
     }
@@ -79,7 +82,8 @@ export function buildDefinition(target: ModelClass): ModelDefinition {
     }
   }
   const instances = buildInstances(target);
-  if (endpoints.length === 0 && sockets.length === 0) throw createError('SF_ERR_MODEL_NO_ENDPOINTS', target.name);
+  const tensors = tensorsRecord && buildTensorInterface(target, tensorsRecord, batches.get(EXECUTE_METHOD), endpointRecords);
+  if (endpoints.length === 0 && sockets.length === 0 && !tensors) throw createError('SF_ERR_MODEL_NO_ENDPOINTS', target.name);
   return Object.freeze({
     name,
     version: model.options.version ?? '1',
@@ -89,6 +93,7 @@ export function buildDefinition(target: ModelClass): ModelDefinition {
     instances,
     endpoints: Object.freeze(endpoints),
     sockets: Object.freeze(sockets),
+    ...(tensors ? { tensors } : {}),
     hooks: Object.freeze({
       initialize: typeof prototype.initialize === 'function',
       finalize: typeof prototype.finalize === 'function',

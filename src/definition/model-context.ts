@@ -32,7 +32,10 @@ export interface LoadModelOptions {
 }
 
 export interface InferOptions {
-  /** Endpoint method to call; needed only when the model has several endpoints. */
+  /**
+   * Endpoint method to call; needed only when the model has several endpoints. `execute` calls the
+   * model's @Tensors interface with a KServe v2 request (`{ inputs, outputs? }`), as for a repository model.
+   */
   readonly method?: string;
   readonly version?: string;
 }

@@ -1,5 +1,6 @@
 import type { BatchPolicy } from '../runtime/batch-policy.js';
 import type { DtoClass, HttpMethod, StreamFormat } from '../metadata/records.js';
+import type { ConfigTensor } from '../inference/tensor-model-plan.js';
 
 /** Frozen, checked descriptions of served models, built once at start-up from decorator records. */
 
@@ -50,6 +51,16 @@ export interface InstanceGroupDefinition {
   readonly inline: boolean;
 }
 
+/** A class's KServe v2 tensor interface (@Tensors), served by its `execute` method. */
+export interface TensorInterfaceDefinition {
+  readonly inputs: readonly ConfigTensor[];
+  readonly outputs: readonly ConfigTensor[];
+  /** Triton's max_batch_size: 0 = no batch dimension. */
+  readonly maxBatchSize: number;
+  /** Present when `execute` has @Batch (Triton's dynamic_batching); absent, each request is one execution. */
+  readonly batch?: BatchPolicy;
+}
+
 export interface ModelDefinition {
   readonly name: string;
   readonly version: string;
@@ -60,5 +71,7 @@ export interface ModelDefinition {
   readonly endpoints: readonly EndpointDefinition[];
   /** @WebSocketEndpoint methods, each called once per connection. */
   readonly sockets: readonly SocketEndpointDefinition[];
+  /** Present when the class declares @Tensors. */
+  readonly tensors?: TensorInterfaceDefinition;
   readonly hooks: { readonly initialize: boolean; readonly finalize: boolean };
 }

@@ -27,6 +27,7 @@ export const ERROR_CATALOGUE = {
   SF_ERR_BATCH_SIZE_INVALID: spec(500, '%s: @Batch max size must be an integer >= 1 (got %s).'),
   SF_ERR_BATCH_OPTION_INVALID: spec(500, '%s: @Batch option %s is invalid: %s.'),
   SF_ERR_INSTANCES_INVALID: spec(500, '%s: @Instances %s.'),
+  SF_ERR_TENSORS_INVALID: spec(500, '%s: @Tensors %s.'),
   SF_ERR_HOOK_NOT_FUNCTION: spec(500, "%s.%s must be a method (it is a %s)."),
   SF_ERR_DEPENDENCY_UNRESOLVED: spec(500, "Cannot construct model class '%s': %s. Make each constructor dependency @injectable() or register it in the container."),
   SF_ERR_STREAM_BATCHED: spec(500, "%s has @Batch and stream: '%s': streaming endpoints are not batched. Remove @Batch, or the stream option."),
@@ -35,7 +36,7 @@ export const ERROR_CATALOGUE = {
   SF_ERR_SOCKET_OPTION_INVALID: spec(500, '%s: @WebSocketEndpoint option %s is invalid: %s.'),
   SF_ERR_SOCKET_AND_ENDPOINT: spec(500, '%s has @WebSocketEndpoint and %s: a WebSocket method is called once per connection. Give the HTTP route its own method.'),
   SF_ERR_DTO_NOT_DECORATED: spec(500, "%s: the %s DTO '%s' has no class-validator decorators, so %s. Decorate each of its fields, e.g. `@IsString() label!: string`, or `@Allow()` for a field taken as it is."),
-  SF_ERR_MODEL_NO_ENDPOINTS: spec(500, "Model class '%s' has no @Endpoint or @WebSocketEndpoint method, so it would serve nothing: decorate a method with @Endpoint(path)."),
+  SF_ERR_MODEL_NO_ENDPOINTS: spec(500, "Model class '%s' has no @Endpoint or @WebSocketEndpoint method and no @Tensors interface, so it would serve nothing: decorate a method with @Endpoint(path)."),
   SF_ERR_STREAM_NOT_GENERATOR: spec(500, "%s declares stream: '%s' but is %s: make it an async generator (`async *%s(...)`) that yields each item."),
 
   // Start-up and entry discovery.
@@ -113,7 +114,7 @@ export const ERROR_CATALOGUE = {
   SF_ERR_SEQUENCE_UNSUPPORTED: spec(400, "inference request to model '%s' sets '%s', but the model is not stateful: its configuration has no sequence_batching"),
 
   // Decorated (@Model) models on the inference protocol.
-  SF_ERR_MODEL_NO_TENSOR_INTERFACE: spec(400, "Model '%s' declares no tensor interface (no inputs or outputs), so it cannot run KServe v2 inference requests: call its endpoints (%s)."),
+  SF_ERR_MODEL_NO_TENSOR_INTERFACE: spec(400, "Model '%s' declares no tensor interface (no @Tensors inputs or outputs and execute method), so it cannot run KServe v2 inference requests: call its endpoints (%s)."),
   SF_ERR_MODEL_NOT_IN_REPOSITORY: spec(400, "Model '%s' is served by its @Model class, not from the model repository: it cannot be loaded or unloaded while the server runs."),
 
   // System shared memory (Triton's extension_shared_memory.md; Triton's shared_memory_manager wording).

@@ -1,10 +1,14 @@
 import type { ModelDefinition } from '../definition/model-definition.js';
 import { createError, type ServeFnError } from '../errors/index.js';
 import { dynamicBatchingConfig } from '../model-repository/batch-policy-from-config.js';
-import type { ModelConfig, ModelInstanceGroup } from '../model-repository/model-config-types.js';
+import { toTensorSpec } from '../model-repository/config-tensors.js';
+import type { ModelConfig, ModelInput, ModelInstanceGroup, ModelOutput } from '../model-repository/model-config-types.js';
 import type { BatchPolicy } from '../runtime/batch-policy.js';
 import type { ModelRuntime } from '../runtime/model-runtime.js';
-import type { InferenceModel, InferenceModelInfo, InferResponse, ModelRepository, RepositoryIndexEntry } from './inference-model.js';
+import { toConfigDatatype } from '../tensor/datatype-info.js';
+import type { InferenceModel, InferenceModelInfo, InferRequest, InferResponse, ModelRepository, RepositoryIndexEntry } from './inference-model.js';
+import { validateInferRequest } from './request-validation.js';
+import type { ConfigTensor } from './tensor-model-plan.js';
 
 /** What a decorated model is called in `platform` and `backend`: it runs serve-fn's own runtime, not a Triton backend. */
 export const DECORATED_PLATFORM = 'serve-fn';
@@ -16,8 +20,9 @@ export interface DecoratedModelOptions {
 
 /**
  * A `@Model` class as the KServe v2 protocol sees it: listed, with metadata, readiness, a
- * Triton-shaped configuration and the statistics its runtime records. It declares no tensors, so
- * it runs no protocol inference; its own endpoints serve it.
+ * Triton-shaped configuration and the statistics its runtime records. With @Tensors it runs
+ * inference requests, checked as a repository model's are, on the same runtime as its endpoints;
+ * without, infer answers SF_ERR_MODEL_NO_TENSOR_INTERFACE and its own endpoints serve it.
  */
 export class DecoratedModel implements InferenceModel {
   readonly info: InferenceModelInfo;
@@ -32,8 +37,8 @@ export class DecoratedModel implements InferenceModel {
       name: def.name,
       version: def.version,
       platform: DECORATED_PLATFORM,
-      inputs: [],
-      outputs: [],
+      inputs: def.tensors?.inputs.map(toTensorSpec) ?? [],
+      outputs: def.tensors?.outputs.map(toTensorSpec) ?? [],
       maxBatchSize: config.max_batch_size,
       config,
       decoupled: false,
@@ -45,8 +50,17 @@ export class DecoratedModel implements InferenceModel {
     return this.options.notServing() === undefined && this.runtime.available;
   }
 
-  async infer(): Promise<InferResponse> {
-    throw this.noTensorInterface();
+  /** Whether the class declares @Tensors, so the protocol can run inference requests on it. */
+  get hasTensorInterface(): boolean {
+    return this.runtime.definition.tensors !== undefined;
+  }
+
+  async infer(request: InferRequest): Promise<InferResponse> {
+    if (!this.hasTensorInterface) throw this.noTensorInterface();
+    const { name, version } = this.info;
+    const validated = validateInferRequest(this.info, request);
+    const result = await this.runtime.submitTensors(validated, { priority: request.priority, timeoutUs: request.timeoutUs, signal: request.signal });
+    return { modelName: name, modelVersion: version, id: request.id, outputs: result.outputs, parameters: result.parameters };
   }
 
   /** The repository index entry: READY, or UNAVAILABLE with why. */
@@ -64,41 +78,44 @@ export class DecoratedModel implements InferenceModel {
 }
 
 /**
- * The model an inference request (infer, generate; HTTP or gRPC) runs on. A decorated model is
- * refused here, before the request's tensors are decoded against a model that declares none (which
- * would name the first input as unexpected instead of what is missing).
+ * The model an inference request (infer, generate; HTTP or gRPC) runs on. A decorated model without
+ * @Tensors is refused here, before the request's tensors are decoded against a model that declares
+ * none (which would name the first input as unexpected instead of what is missing).
  */
 export function inferenceTarget(repository: ModelRepository, name: string, version?: string): InferenceModel {
   const model = repository.get(name, version);
-  if (model instanceof DecoratedModel) throw model.noTensorInterface();
+  if (model instanceof DecoratedModel && !model.hasTensorInterface) throw model.noTensorInterface();
   return model;
 }
 
 /** Whether the protocol can run inference requests on `model` (the OpenAPI examples list only these). */
 export function acceptsInferRequests(model: InferenceModel): boolean {
-  return !(model instanceof DecoratedModel);
+  return !(model instanceof DecoratedModel) || model.hasTensorInterface;
 }
 
 type DecoratedModelConfig = Pick<ModelConfig, 'name' | 'platform' | 'backend' | 'version_policy' | 'max_batch_size' | 'input' | 'output' | 'instance_group' | 'dynamic_batching' | 'parameters'>;
 
 /**
  * Triton's ModelConfig JSON (model_config.proto) of a decorated model, derived from its decorators:
- * @Instances is the instance group, the endpoint with the largest @Batch gives max_batch_size and
- * dynamic_batching (Triton has one scheduler per model, serve-fn one batcher per endpoint), and
- * `parameters.endpoints` names the routes that serve it.
+ * @Instances is the instance group, @Tensors the inputs, outputs and max_batch_size, and @Batch on
+ * `execute` the dynamic_batching. A class without @Tensors takes max_batch_size and dynamic_batching
+ * from the endpoint with the largest @Batch (Triton has one scheduler per model, serve-fn one
+ * batcher per endpoint). `parameters.endpoints` names the routes that serve it.
  */
 export function decoratedModelConfig(def: ModelDefinition): DecoratedModelConfig {
   const largest = def.endpoints.reduce<BatchPolicy | undefined>((best, e) => (e.batch && (!best || e.batch.maxBatchSize > best.maxBatchSize) ? e.batch : best), undefined);
+  const tensors = def.tensors;
+  const batching = tensors ? tensors.batch : largest;
   return {
     name: def.name,
     platform: DECORATED_PLATFORM,
     backend: DECORATED_PLATFORM,
     version_policy: { specific: { versions: /^\d+$/.test(def.version) ? [Number(def.version)] : [] } },
-    max_batch_size: largest?.maxBatchSize ?? 0,
-    input: [],
-    output: [],
+    max_batch_size: tensors ? tensors.maxBatchSize : (largest?.maxBatchSize ?? 0),
+    input: tensors?.inputs.map(configInput) ?? [],
+    output: tensors?.outputs.map(configOutput) ?? [],
     instance_group: [instanceGroup(def)],
-    ...(largest ? { dynamic_batching: dynamicBatchingConfig(largest) } : {}),
+    ...(batching ? { dynamic_batching: dynamicBatchingConfig(batching) } : {}),
     parameters: { endpoints: { string_value: endpointNames(def).join(', ') } },
   };
 }
@@ -112,4 +129,15 @@ function instanceGroup(def: ModelDefinition): ModelInstanceGroup {
   const { count, kind, devices } = def.instances;
   const tritonKind = kind === 'gpu' ? 'KIND_GPU' : kind === 'npu' ? 'KIND_MODEL' : 'KIND_CPU';
   return { name: def.name, count, kind: tritonKind, gpus: kind === 'gpu' ? [...devices] : [] };
+}
+
+function configInput(tensor: ConfigTensor): ModelInput {
+  return {
+    name: tensor.name, data_type: toConfigDatatype(tensor.datatype), format: 'FORMAT_NONE', dims: [...tensor.dims],
+    is_shape_tensor: false, allow_ragged_batch: false, optional: tensor.optional,
+  };
+}
+
+function configOutput(tensor: ConfigTensor): ModelOutput {
+  return { name: tensor.name, data_type: toConfigDatatype(tensor.datatype), dims: [...tensor.dims], label_filename: '', is_shape_tensor: false };
 }

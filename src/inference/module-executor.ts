@@ -10,6 +10,11 @@ import { REQUEST_FLAG_SEQUENCE_END, REQUEST_FLAG_SEQUENCE_START, type DecoupledR
 import type { ConfigTensor, TensorModelPlan, TensorWireRequest, TensorWireResult } from './tensor-model-plan.js';
 
 type AnyTensorModel = TensorModel | DecoupledTensorModel;
+
+/** What each response is checked against, and where those outputs are declared (named in the error). */
+interface DeclaredOutputs extends Pick<TensorModelPlan, 'maxBatchSize' | 'outputs'> {
+  readonly declaredIn: string;
+}
 type TensorModelClass = new () => AnyTensorModel;
 
 class WireExecuteRequest implements ExecuteRequest {
@@ -43,7 +48,7 @@ class WireExecuteRequest implements ExecuteRequest {
  */
 export class ModuleExecutor implements TensorExecutor {
   private constructor(
-    private readonly plan: TensorModelPlan,
+    private readonly plan: DeclaredOutputs,
     private readonly modelName: string,
     private readonly model: AnyTensorModel,
     readonly decoupled: boolean,
@@ -61,7 +66,12 @@ export class ModuleExecutor implements TensorExecutor {
     } catch (err) {
       throw fail((err as Error)?.message ?? String(err));
     }
-    return new ModuleExecutor(plan, ctx.modelName, model, isDecoupledConfig(ctx.config));
+    return new ModuleExecutor({ ...plan, declaredIn: 'config.pbtxt' }, ctx.modelName, model, isDecoupledConfig(ctx.config));
+  }
+
+  /** Runs a decorated class's `execute` against the outputs its @Tensors declares; the class's own host runs its hooks. */
+  static forTensorInterface(model: TensorModel, tensors: Pick<TensorModelPlan, 'maxBatchSize' | 'outputs'>, modelName: string): ModuleExecutor {
+    return new ModuleExecutor({ maxBatchSize: tensors.maxBatchSize, outputs: tensors.outputs, declaredIn: '@Tensors' }, modelName, model, false);
   }
 
   /**
@@ -127,7 +137,7 @@ export class ModuleExecutor implements TensorExecutor {
     const outputs = new Map<string, Tensor>();
     for (const tensor of response.outputs) {
       const spec = this.plan.outputs.find((o) => o.name === tensor?.name);
-      if (!spec) throw this.failure(`returned output '${tensor?.name}', which config.pbtxt does not declare`);
+      if (!spec) throw this.failure(`returned output '${tensor?.name}', which ${this.plan.declaredIn} does not declare`);
       outputs.set(spec.name, this.checkOutput(tensor, spec));
     }
     const missing = request.outputs.find((name) => !outputs.has(name));

@@ -6,7 +6,7 @@ import { StreamPump } from '../runtime/stream-pump.js';
 import type { ExecuteCall, ExecuteOutcome } from '../runtime/wire-format.js';
 import { BackendExecutor, type TensorExecutor } from './backend-executor.js';
 import { ModuleExecutor } from './module-executor.js';
-import type { TensorModelPlan, TensorWireRequest } from './tensor-model-plan.js';
+import type { TensorModelPlan } from './tensor-model-plan.js';
 
 /**
  * The instance host of a repository model inside its worker thread, beside ModelHost for decorated
@@ -25,8 +25,9 @@ export class TensorModelHost {
   }
 
   async execute(call: ExecuteCall): Promise<ExecuteOutcome> {
+    if (call.kind !== 'tensor') throw this.noEndpoints(call.methodName);
     const computeStartMs = now();
-    const results = await this.executor.run(call.requests.map((r) => r.payload as TensorWireRequest));
+    const results = await this.executor.run(call.requests);
     return { results, computeStartMs, computeEndMs: now() };
   }
 
@@ -36,13 +37,19 @@ export class TensorModelHost {
    */
   openStream(call: ExecuteCall, credit: number, emit: (event: StreamEvent) => void): StreamPump {
     const open = async (): Promise<AsyncIterator<unknown>> => {
+      if (call.kind !== 'tensor') throw this.noEndpoints(call.methodName);
       const executor = this.executor;
       if (!(executor instanceof ModuleExecutor) || !executor.decoupled) {
         throw createError('SF_ERR_EXECUTION_FAILED', this.modelName, 'execute', 'only a decoupled model.ts / model.js model streams its responses');
       }
-      return executor.stream(call.requests[0].payload as TensorWireRequest);
+      return executor.stream(call.requests[0]);
     };
     return new StreamPump(open, credit, emit);
+  }
+
+  /** A repository model is reached through its tensors only. */
+  private noEndpoints(methodName: string): Error {
+    return createError('SF_ERR_EXECUTION_FAILED', this.modelName, methodName, 'a repository model has no endpoint methods');
   }
 
   finalize(): Promise<void> {

@@ -6,7 +6,7 @@ import { InstancePool, type PoolEvents, type RestartPolicy } from '../runtime/in
 import type { InstanceFactory, ModelInstance } from '../runtime/model-instance.js';
 import { batchStartMs, executionTimings, now, recordRequest, toUs, type RequestClock } from '../runtime/request-accounting.js';
 import type { StreamChannel } from '../runtime/stream-channel.js';
-import type { ExecuteCall, ExecuteOutcome, WireRequest } from '../runtime/wire-format.js';
+import type { ExecuteOutcome, TensorCall } from '../runtime/wire-format.js';
 import { InstanceTurns } from './decoupled-instance-turns.js';
 import type { ValidatedRequest } from './request-validation.js';
 import { refuseSequenceParameters } from './sequence-parameters.js';
@@ -47,7 +47,6 @@ export interface TensorModelRuntimeOptions extends ExecutionAccounting {
   readonly restartPolicy?: RestartPolicy;
 }
 
-const NO_REQUEST_INFO: WireRequest['info'] = { params: {}, query: {}, headers: {} };
 /**
  * Runs one version of a repository model: its instances (an InstancePool of worker threads hosting
  * TensorModelHost) behind one dynamic batcher. A batch the batcher forms is split into executions
@@ -175,9 +174,8 @@ export async function runOnEachIdleInstance(pool: InstancePool, requests: () => 
   }
 }
 
-/** One execute call of a tensor model's instance host. */
-function tensorCall(requests: readonly TensorWireRequest[]): ExecuteCall {
-  return { methodName: 'execute', batched: true, requests: requests.map((payload) => ({ payload, info: NO_REQUEST_INFO })) };
+function tensorCall(requests: readonly TensorWireRequest[]): TensorCall {
+  return { kind: 'tensor', requests };
 }
 
 /**

@@ -8,6 +8,7 @@ export const ENDPOINTS_KEY = 'serve-fn:endpoints';
 export const BATCH_KEY = 'serve-fn:batch';
 export const INSTANCES_KEY = 'serve-fn:instances';
 export const SOCKETS_KEY = 'serve-fn:sockets';
+export const TENSORS_KEY = 'serve-fn:tensors';
 
 /** TypeScript's own keys, emitted by tsc/SWC with emitDecoratorMetadata. */
 export const DESIGN_PARAMTYPES_KEY = 'design:paramtypes';

@@ -1,4 +1,5 @@
 import type { BatchPolicyInput } from '../runtime/batch-policy.js';
+import type { Datatype } from '../tensor/tensor.js';
 
 /** What the decorators record, untouched; the definition builder checks and freezes it at start-up. */
 
@@ -103,4 +104,28 @@ export interface InstancesOptions {
 export interface InstancesRecord {
   readonly count: number;
   readonly options: InstancesOptions;
+}
+
+/** One input or output of a tensor interface, as Triton's model configuration declares it (model_config.proto ModelInput / ModelOutput). */
+export interface TensorDeclaration {
+  readonly name: string;
+  readonly datatype: Datatype;
+  /** The shape without the batch dimension; -1 is a variable dimension. */
+  readonly dims: readonly number[];
+  /** Inputs only: the request may leave it out (Triton's `optional`). */
+  readonly optional?: boolean;
+}
+
+export interface TensorsOptions {
+  readonly inputs: readonly TensorDeclaration[];
+  readonly outputs: readonly TensorDeclaration[];
+  /**
+   * Triton's max_batch_size: above 0, every input and output carries a batch dimension in front
+   * and one execution holds at most this many rows. Defaults to the @Batch size on `execute`, else 0.
+   */
+  readonly maxBatchSize?: number;
+}
+
+export interface TensorsRecord {
+  readonly options: TensorsOptions;
 }

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
-import { BATCH_KEY, DESIGN_PARAMTYPES_KEY, DESIGN_TYPE_KEY, ENDPOINTS_KEY, INSTANCES_KEY, MODEL_OPTIONS_KEY, SOCKETS_KEY } from './metadata-keys.js';
-import type { BatchRecord, EndpointRecord, InstancesRecord, ModelRecord, WebSocketEndpointRecord } from './records.js';
+import { BATCH_KEY, DESIGN_PARAMTYPES_KEY, DESIGN_TYPE_KEY, ENDPOINTS_KEY, INSTANCES_KEY, MODEL_OPTIONS_KEY, SOCKETS_KEY, TENSORS_KEY } from './metadata-keys.js';
+import type { BatchRecord, EndpointRecord, InstancesRecord, ModelRecord, TensorsRecord, WebSocketEndpointRecord } from './records.js';
 
 /** The only file that touches `Reflect`: decorators write through it, the definition builder reads. */
 
@@ -64,6 +64,15 @@ export function recordInstances(target: Target, record: InstancesRecord): void {
 
 export function readInstances(target: Target): InstancesRecord | undefined {
   return Reflect.getOwnMetadata(INSTANCES_KEY, target) as InstancesRecord | undefined;
+}
+
+export function recordTensors(target: Target, record: TensorsRecord): void {
+  Reflect.defineMetadata(TENSORS_KEY, record, target);
+}
+
+/** Inherited, as `execute` is: a subclass serves its parent's tensor interface unless it declares its own. */
+export function readTensors(target: Target): TensorsRecord | undefined {
+  return Reflect.getMetadata(TENSORS_KEY, target) as TensorsRecord | undefined;
 }
 
 /** Declared type of a property as emitted by the compiler; undefined when metadata was not emitted. */

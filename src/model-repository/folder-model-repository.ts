@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { createError } from '../errors/index.js';
+import type { ModelResolver } from '../inference/ensemble-model.js';
 import type { InferenceModel, InferRequest, LoadRequest, ModelRepository, RepositoryIndexEntry } from '../inference/inference-model.js';
 import type { ServedModel, UnloadOptions } from '../inference/served-model.js';
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';
@@ -24,6 +25,8 @@ export interface FolderModelRepositoryOptions {
   readonly log?: (level: 'info' | 'warn' | 'error', message: string) => void;
   /** `ctx.infer` of model.ts instances; by default it calls this repository's models. */
   readonly infer?: InferCall;
+  /** The models ensemble steps name; by default this repository's. */
+  readonly resolve?: ModelResolver;
   readonly restartPolicy?: RestartPolicy;
   readonly instanceFactory?: TensorInstanceFactory;
 }
@@ -63,7 +66,7 @@ export class FolderModelRepository implements ModelRepository {
       recorder: options.recorder,
       log,
       infer: options.infer ?? ((model, input, call) => this.get(model, call.version).infer(input as InferRequest)),
-      resolve: (name, version) => this.get(name, version),
+      resolve: options.resolve ?? ((name, version) => this.get(name, version)),
       restartPolicy: options.restartPolicy,
       instanceFactory: options.instanceFactory,
     };

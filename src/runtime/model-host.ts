@@ -3,7 +3,10 @@ import { container as rootContainer, type DependencyContainer } from 'tsyringe';
 import type { EndpointDefinition, ModelDefinition, SocketEndpointDefinition } from '../definition/model-definition.js';
 import type { ModelContext, RequestInfo } from '../definition/model-context.js';
 import { createError, serializeError } from '../errors/index.js';
-import type { ExecuteCall, ExecuteOutcome, OnResult, SocketCall, SocketInput, WireResult } from './wire-format.js';
+import { EXECUTE_METHOD } from '../definition/tensor-interface-builder.js';
+import { ModuleExecutor } from '../inference/module-executor.js';
+import type { TensorModel } from '../inference/tensor-model-api.js';
+import type { ExecuteCall, ExecuteOutcome, OnResult, SocketCall, SocketInput, TensorCall, WireResult } from './wire-format.js';
 import { SocketInbox } from './socket-inbox.js';
 import { SocketSession } from './socket-session.js';
 import { reviveBuffers } from './wire-format.js';
@@ -23,6 +26,8 @@ type Hooked = {
 export class ModelHost {
   private readonly endpoints: ReadonlyMap<string, EndpointDefinition>;
   private readonly sockets: ReadonlyMap<string, SocketEndpointDefinition>;
+  /** Runs tensor calls on `execute` with the repository model.ts engine, when the class declares @Tensors. */
+  private readonly tensors?: ModuleExecutor;
 
   private constructor(
     private readonly definition: ModelDefinition,
@@ -30,6 +35,7 @@ export class ModelHost {
   ) {
     this.endpoints = new Map(definition.endpoints.map((e) => [e.methodName, e]));
     this.sockets = new Map(definition.sockets.map((e) => [e.methodName, e]));
+    if (definition.tensors) this.tensors = ModuleExecutor.forTensorInterface(instance as unknown as TensorModel, definition.tensors, definition.name);
   }
 
   static create(definition: ModelDefinition, container: DependencyContainer = rootContainer.createChildContainer()): ModelHost {
@@ -60,6 +66,7 @@ export class ModelHost {
    * An unbatched call's requests run one after another, each reported to `onResult` as it ends.
    */
   async execute(call: ExecuteCall, onResult?: OnResult): Promise<ExecuteOutcome> {
+    if (call.kind === 'tensor') return this.executeTensors(call);
     const endpoint = this.endpoints.get(call.methodName);
     if (!endpoint) throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, call.methodName, 'no such endpoint method');
     const method = this.instance[call.methodName] as (...args: unknown[]) => unknown;
@@ -87,14 +94,23 @@ export class ModelHost {
     return { results, computeStartMs, computeEndMs: now() };
   }
 
+  /** One execution of the tensor interface: every request of the call in one `execute(requests)`. */
+  private async executeTensors(call: TensorCall): Promise<ExecuteOutcome> {
+    if (!this.tensors) throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, EXECUTE_METHOD, 'the class declares no @Tensors interface');
+    const computeStartMs = now();
+    const results = await this.tensors.run(call.requests);
+    return { results, computeStartMs, computeEndMs: now() };
+  }
+
   /**
    * Calls a streaming endpoint's method for one request; the returned pump (started by the caller
    * with `run()`) pulls the method's async iterable as credit allows and emits each item.
    */
   openStream(call: ExecuteCall, credit: number, emit: (event: StreamEvent) => void): StreamPump {
-    const endpoint = this.endpoints.get(call.methodName);
+    const methodName = call.kind === 'endpoint' ? call.methodName : EXECUTE_METHOD;
+    const endpoint = call.kind === 'endpoint' ? this.endpoints.get(methodName) : undefined;
     const open = async (): Promise<AsyncIterator<unknown>> => {
-      if (!endpoint?.stream) throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, call.methodName, 'no such streaming endpoint method');
+      if (!endpoint?.stream || call.kind !== 'endpoint') throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, methodName, 'no such streaming endpoint method');
       const [request] = call.requests;
       return this.iterate(endpoint, endpoint.stream, [this.toInput(endpoint, request.payload), reviveBuffers(request.info as RequestInfo)]);
     };

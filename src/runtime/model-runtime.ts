@@ -10,7 +10,15 @@ import type { InstanceFactory, ModelInstance } from './model-instance.js';
 import type { SocketLink } from './socket-link.js';
 import type { StreamChannel } from './stream-channel.js';
 import { DEFAULT_STREAM_CREDIT } from './stream-credit.js';
-import type { WireRequest, WireResult } from './wire-format.js';
+import type { EndpointCall, WireRequest, WireResult } from './wire-format.js';
+import { EXECUTE_METHOD } from '../definition/tensor-interface-builder.js';
+import type { ValidatedRequest } from '../inference/request-validation.js';
+import { refuseSequenceParameters } from '../inference/sequence-parameters.js';
+import { executeOnInstance, type ExecutionAccounting, type QueuedRequest } from '../inference/tensor-model-runtime.js';
+import type { TensorWireResult } from '../inference/tensor-model-plan.js';
+
+/** What the runtime does with every batcher alike, whatever requests it queues. */
+type Scheduler = Pick<DynamicBatcher<unknown, unknown>, 'notifyIdle' | 'rejectQueued' | 'drain' | 'pendingCount' | 'inflightCount'>;
 
 interface Queued extends RequestClock {
   readonly wire: WireRequest;
@@ -25,13 +33,16 @@ export interface ModelRuntimeOptions {
 
 /**
  * Everything that runs one model: its instance pool and one dynamic batcher per endpoint (an
- * endpoint without @Batch gets a batcher of size 1, so queue policy and metrics work the same).
+ * endpoint without @Batch gets a batcher of size 1, so queue policy and metrics work the same),
+ * plus one for its @Tensors interface, whose requests run on the same instances and count in the
+ * same statistics as the endpoints' (as Triton's Python backend model serves one scheduler).
  */
 export class ModelRuntime {
   private readonly pool: InstancePool;
   private readonly batchers = new Map<string, DynamicBatcher<Queued, unknown>>();
   /** The batchers in a fixed order, for wakeBatchers' turns; the map is complete once the constructor ends. */
-  private readonly batcherList: readonly DynamicBatcher<Queued, unknown>[];
+  private readonly batcherList: readonly Scheduler[];
+  private readonly tensorBatcher?: DynamicBatcher<QueuedRequest, TensorWireResult>;
   private nextBatcher = 0;
   private readonly openStreams = new Set<StreamChannel>();
   /** Open WebSocket sessions per instance; a session does not hold its instance, so many share one. */
@@ -69,7 +80,15 @@ export class ModelRuntime {
         }),
       );
     }
-    this.batcherList = [...this.batchers.values()];
+    const tensors = definition.tensors;
+    if (tensors) {
+      this.tensorBatcher = new DynamicBatcher<QueuedRequest, TensorWireResult>(`${definition.className}.${EXECUTE_METHOD}`, tensors.batch ?? UNBATCHED_POLICY, {
+        idleInstances: () => this.pool.idleCount,
+        standbyInstances: () => this.pool.standbyCount,
+        execute: (batch) => this.executeTensors(batch),
+      });
+    }
+    this.batcherList = [...this.batchers.values(), ...(this.tensorBatcher ? [this.tensorBatcher] : [])];
     options.recorder.registerModel(definition.name, definition.version);
   }
 
@@ -85,6 +104,18 @@ export class ModelRuntime {
     const batcher = this.batchers.get(methodName)!;
     const { name, version } = this.definition;
     const queued: Queued = { wire, submittedMs: now() };
+    return recordRequest(this.options.recorder, name, version, queued, (q) => (this.pool.available ? batcher.submit(q, options) : Promise.reject(this.pool.unavailableError())));
+  }
+
+  /**
+   * Queues one request checked against the @Tensors interface (see validateInferRequest) and
+   * resolves with its outputs; the model must declare one.
+   */
+  async submitTensors(request: ValidatedRequest, options: SubmitOptions = {}): Promise<TensorWireResult> {
+    const batcher = this.tensorBatcher!;
+    const { name, version } = this.definition;
+    refuseSequenceParameters(name, request.wire.parameters);
+    const queued: QueuedRequest = { request, submittedMs: now() };
     return recordRequest(this.options.recorder, name, version, queued, (q) => (this.pool.available ? batcher.submit(q, options) : Promise.reject(this.pool.unavailableError())));
   }
 
@@ -167,7 +198,7 @@ export class ModelRuntime {
 
   get pendingCount(): number {
     let total = 0;
-    for (const b of this.batchers.values()) total += b.pendingCount + b.inflightCount;
+    for (const b of this.batcherList) total += b.pendingCount + b.inflightCount;
     return total + this.openStreams.size;
   }
 
@@ -179,7 +210,7 @@ export class ModelRuntime {
     const sent = now();
     for (const entry of batch) entry.payload.dispatchedMs = sent;
     recorder.pendingChanged(name, version, -batch.length);
-    const call = { methodName: endpoint.methodName, batched: endpoint.batch !== undefined, requests: batch.map((e) => e.payload.wire) };
+    const call: EndpointCall = { kind: 'endpoint', methodName: endpoint.methodName, batched: endpoint.batch !== undefined, requests: batch.map((e) => e.payload.wire) };
     try {
       if (!endpoint.batch) {
         // A dispatch group of an unbatched endpoint is one model call per request, run in turn:
@@ -207,6 +238,21 @@ export class ModelRuntime {
     }
   }
 
+  /** Runs a batch of tensor requests on one instance, split into executions as a repository model's are. */
+  private async executeTensors(batch: readonly BatchEntry<QueuedRequest>[]): Promise<(TensorWireResult | Error)[]> {
+    const { instance, queuedBehind } = this.pool.acquireForBatch();
+    try {
+      return await executeOnInstance(instance, batch.map((entry) => entry.payload), this.tensorAccounting(), queuedBehind);
+    } finally {
+      this.pool.release(instance);
+    }
+  }
+
+  private tensorAccounting(): ExecutionAccounting {
+    const { name, version } = this.definition;
+    return { name, version, recorder: this.options.recorder, maxRows: Math.max(1, this.definition.tensors!.maxBatchSize) };
+  }
+
   /**
    * Answers with the channel once the first chunk (or the end) has arrived, so an error before it is
    * an ordinary failed request; the instance stays busy until the stream ends or is cancelled.
@@ -216,7 +262,7 @@ export class ModelRuntime {
     const instance = this.pool.acquire();
     entry.payload.dispatchedMs = now();
     this.options.recorder.pendingChanged(name, version, -1);
-    const channel = instance.openStream({ methodName: endpoint.methodName, batched: false, requests: [entry.payload.wire] }, DEFAULT_STREAM_CREDIT);
+    const channel = instance.openStream({ kind: 'endpoint', methodName: endpoint.methodName, batched: false, requests: [entry.payload.wire] }, DEFAULT_STREAM_CREDIT);
     this.openStreams.add(channel);
     void channel.finished.then(() => {
       this.openStreams.delete(channel);

@@ -1,5 +1,6 @@
 import type { RequestInfo, SocketContext } from '../definition/model-context.js';
 import type { SerializedError } from '../errors/index.js';
+import type { TensorWireRequest } from '../inference/tensor-model-plan.js';
 
 /** What crosses between the HTTP thread and an instance, in both directions. */
 
@@ -11,10 +12,28 @@ export interface WireRequest {
 
 export type WireResult = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: SerializedError };
 
-export interface ExecuteCall {
+/** Calls an @Endpoint method with validated DTOs, one list when the endpoint has @Batch. */
+export interface EndpointCall {
+  readonly kind: 'endpoint';
   readonly methodName: string;
   readonly batched: boolean;
   readonly requests: readonly WireRequest[];
+}
+
+/**
+ * One execution of a tensor interface (a repository model, or a decorated class's `execute`):
+ * validated KServe v2 requests, all handed over in one call as Triton's Python backend does.
+ */
+export interface TensorCall {
+  readonly kind: 'tensor';
+  readonly requests: readonly TensorWireRequest[];
+}
+
+export type ExecuteCall = EndpointCall | TensorCall;
+
+/** Whether the instance answers a call's requests one by one (an unbatched endpoint) rather than all at once. */
+export function answersOneByOne(call: ExecuteCall): boolean {
+  return call.kind === 'endpoint' && !call.batched;
 }
 
 /** Opens a WebSocket connection's session on an instance. */

@@ -12,7 +12,7 @@ import type { StreamEvent } from './stream-event.js';
 import type { SocketSession } from './socket-session.js';
 import type { StreamPump } from './stream-pump.js';
 import type { FromWorker, ToWorker, WorkerBootData } from './worker-messages.js';
-import { collectTransferables, reviveBuffers, type ExecuteOutcome } from './wire-format.js';
+import { answersOneByOne, collectTransferables, reviveBuffers, type ExecuteOutcome } from './wire-format.js';
 
 /**
  * Main of a model-instance worker thread: imports the user's module in this thread, builds the
@@ -96,7 +96,7 @@ function execute(message: Extract<ToWorker, { type: 'execute' }>): void {
   lastCall = lastCall.then(() => {
     const takenMs = now();
     // An unbatched call's results went out one by one, their buffers with them.
-    const onResult = message.call.batched ? undefined : (index: number, each: ExecuteOutcome) => sendOutcome(message.id, { ...each, takenMs }, index);
+    const onResult = !answersOneByOne(message.call) ? undefined : (index: number, each: ExecuteOutcome) => sendOutcome(message.id, { ...each, takenMs }, index);
     return host!.execute(message.call, onResult).then(
       (outcome) => sendOutcome(message.id, { ...outcome, takenMs, results: onResult ? [] : outcome.results }),
       (err: unknown) => send({ type: 'failed', id: message.id, error: serializeError(err) }),

@@ -11,7 +11,7 @@ import { StreamChannel } from './stream-channel.js';
 import type { StreamControl } from './stream-event.js';
 import { instanceNiceness } from './thread-priority.js';
 import type { FromWorker, ToWorker, WorkerBootData } from './worker-messages.js';
-import { collectTransferables, reviveBuffers, type ExecuteCall, type ExecuteOutcome, type OnResult, type SocketCall, type WireResult } from './wire-format.js';
+import { answersOneByOne, collectTransferables, reviveBuffers, type ExecuteCall, type ExecuteOutcome, type OnResult, type SocketCall, type WireResult } from './wire-format.js';
 
 const BOOTSTRAP_URL = new URL('../../loader/worker-bootstrap.mjs', import.meta.url);
 const WORKER_ENTRY_URL = new URL(`./worker-entry${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
@@ -89,7 +89,7 @@ export class WorkerInstance implements ModelInstance {
     if (!worker) return Promise.reject(createError('SF_ERR_INSTANCE_CRASHED', this.context.modelName, this.index, 'not running'));
     const id = this.nextId++;
     return new Promise<ExecuteOutcome>((resolve, reject) => {
-      this.pending.set(id, call.batched ? { resolve, reject } : { resolve, reject, results: [], onResult });
+      this.pending.set(id, answersOneByOne(call) ? { resolve, reject, results: [], onResult } : { resolve, reject });
       const message: ToWorker = { type: 'execute', id, call };
       try {
         worker.postMessage(message, collectTransferables(call.requests));

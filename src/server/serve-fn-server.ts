@@ -12,6 +12,7 @@ import { InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { InferRequest } from '../inference/inference-model.js';
 import { FolderModelRepository, type FolderModelRepositoryOptions } from '../model-repository/folder-model-repository.js';
 import { DecoratedModel } from '../inference/decorated-model.js';
+import { EXECUTE_METHOD } from '../definition/tensor-interface-builder.js';
 import { EmptyModelRepository } from '../inference/empty-model-repository.js';
 import { ModelCatalogue } from '../inference/model-catalogue.js';
 import { kserveProtocol } from '../protocol/kserve-protocol.js';
@@ -111,6 +112,8 @@ export class ServeFnServer {
       recorder: this.recorder,
       log: (level, message) => this.app.log[level](message),
       infer: (model, input, opts) => this.infer(model, input, opts),
+      // Ensemble steps see the models ctx.infer sees: a decorated class's tensor interface too.
+      resolve: (name, version) => this.catalogue.get(name, version),
       restartPolicy: options.restartPolicy,
     });
   }
@@ -224,6 +227,10 @@ export class ServeFnServer {
     const runtime = options.version === undefined ? candidates[candidates.length - 1] : candidates.find((r) => r.definition.version === options.version);
     if (!runtime) throw createError('SF_ERR_MODEL_VERSION_UNKNOWN', model, options.version);
     const endpoints = runtime.definition.endpoints;
+    // The tensor interface is the `execute` method; a class with nothing else needs no method named.
+    if (runtime.definition.tensors && (options.method === EXECUTE_METHOD || (options.method === undefined && endpoints.length === 0))) {
+      return this.catalogue.get(model, runtime.definition.version).infer(input as InferRequest);
+    }
     const endpoint = options.method === undefined && endpoints.length === 1 ? endpoints[0] : endpoints.find((e) => e.methodName === options.method);
     if (!endpoint) {
       const names = endpoints.map((e) => e.methodName).join(', ');

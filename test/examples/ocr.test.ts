@@ -8,6 +8,7 @@ import { boxesFromProbabilityMap } from '../../examples/ocr/db-postprocess.js';
 import { OcrDetector, OcrRecognizer } from '../../examples/ocr/index.js';
 import { minAreaRect, type Point } from '../../examples/ocr/min-area-rect.js';
 import { readingOrder } from '../../examples/ocr/reading-order.js';
+import { prepareRecBatch, toRecHeight } from '../../examples/ocr/rec-preprocess.js';
 import { TEXT_IMAGE_LINES } from '../fixtures/ocr/make-text-image.js';
 import { metricsCounts, statisticsCounts } from '../helpers/statistics-and-metrics.js';
 
@@ -183,6 +184,28 @@ describe('OCR example (PP-OCRv4 det -> crop -> rec over ctx.infer)', () => {
     const res = await server.app.inject({ method: 'POST', url: '/ocr/recognize', payload: body, headers: form.headers });
     expect(res.statusCode).toBe(400);
     expect(res.json().error).toBe('pixels holds 10 bytes; a 4 x 48 RGB crop has 576.');
+  });
+
+  it('answers KServe v2 infer on ocr-rec with the text and score its /ocr/recognize route reads from the same crop', async () => {
+    const line = TEXT_IMAGE_LINES[0];
+    const top = Math.round(line.baseline - line.size) - 4;
+    const height = Math.round(1.4 * line.size) + 8;
+    const { data, info } = await sharp(PNG).removeAlpha().extract({ left: 0, top, width: 640, height }).raw().toBuffer({ resolveWithObject: true });
+    const crop = { width: info.width, height: info.height, pixels: new Uint8Array(data) };
+    const x = prepareRecBatch([toRecHeight(crop)]);
+
+    const form = multipart('pixels', data, 'line.rgb', 'application/octet-stream');
+    const fields = Buffer.from(`------serve-fn-ocr-test\r\ncontent-disposition: form-data; name="width"\r\n\r\n${crop.width}\r\n------serve-fn-ocr-test\r\ncontent-disposition: form-data; name="height"\r\n\r\n${crop.height}\r\n`);
+    const [route, infer] = await Promise.all([
+      server.app.inject({ method: 'POST', url: '/ocr/recognize', payload: Buffer.concat([fields, form.payload]), headers: form.headers }),
+      server.app.inject({ method: 'POST', url: '/v2/models/ocr-rec/infer', payload: { inputs: [{ name: 'x', datatype: 'FP32', shape: x.shape, data: Array.from(x.data as Float32Array) }] } }),
+    ]);
+    expect([route.statusCode, infer.statusCode]).toEqual([200, 200]);
+    const [text, score] = infer.json().outputs;
+    expect([text.name, text.datatype, text.shape, score.name, score.shape]).toEqual(['TEXT', 'BYTES', [1, 1], 'SCORE', [1, 1]]);
+    expect(squeeze(text.data[0])).toBe(squeeze(line.text));
+    expect(text.data[0]).toBe(route.json().text);
+    expect(score.data[0]).toBeCloseTo(route.json().score, 6);
   });
 
   it('counts in /v2 statistics what /metrics counts, for both OCR models', async () => {

@@ -39,6 +39,29 @@ describe('quickstart example (CosyVoice-shaped) on the KServe v2 protocol', () =
     expect(stats).toEqual(await metricsCounts(server.app));
   });
 
+  it('answers KServe v2 infer on its tensor interface with what /prosody answers, and 400 for a row /prosody would refuse', async () => {
+    const texts = ['hello there world', 'a banana'];
+    const routes = await Promise.all(texts.map((text) => server.app.inject({ method: 'POST', url: '/prosody', payload: { text, speed: 2 } })));
+    const infer = await server.app.inject({
+      method: 'POST',
+      url: '/v2/models/cosyvoice/infer',
+      payload: {
+        inputs: [
+          { name: 'TEXT', datatype: 'BYTES', shape: [2, 1], data: texts },
+          { name: 'SPEED', datatype: 'FP32', shape: [2, 1], data: [2, 2] },
+        ],
+      },
+    });
+    expect(infer.statusCode).toBe(200);
+    const columns = Object.fromEntries(infer.json().outputs.map((o: { name: string; data: number[] }) => [o.name, o.data]));
+    expect(routes.map((r) => r.json()).map(({ duration_ms, syllables, words }) => ({ duration_ms, syllables, words }))).toEqual(
+      texts.map((_, i) => ({ duration_ms: columns.DURATION_MS[i], syllables: columns.SYLLABLES[i], words: columns.WORDS[i] })),
+    );
+
+    const empty = await server.app.inject({ method: 'POST', url: '/v2/models/cosyvoice/infer', payload: { inputs: [{ name: 'TEXT', datatype: 'BYTES', shape: [1, 1], data: [''] }] } });
+    expect([empty.statusCode, empty.json()]).toEqual([400, { error: 'row 0: TEXT must hold 1 to 2000 characters and SPEED lie in [0.25, 4]', code: 'SF_ERR_BAD_REQUEST' }]);
+  });
+
   it('answers its Triton-shaped configuration from @Instances(2) and @Batch(16, 1000)', async () => {
     const config = (await server.app.inject({ method: 'GET', url: '/v2/models/cosyvoice/config' })).json();
     expect(config).toMatchObject({

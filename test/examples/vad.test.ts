@@ -3,7 +3,9 @@ import wavefile from 'wavefile';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServeFnServer } from '../../src/index.js';
 import { SpeechDetector } from '../../examples/vad/index.js';
+import { WINDOW_SAMPLES } from '../../examples/vad/silero-vad.js';
 import { DEFAULT_SEGMENT_OPTIONS, speechSegments } from '../../examples/vad/speech-segments.js';
+import { decodeWav, VAD_SAMPLE_RATE } from '../../examples/vad/wav-decoder.js';
 import { metricsCounts, statisticsCounts } from '../helpers/statistics-and-metrics.js';
 
 const WAV = readFileSync(new URL('../fixtures/vad/speech.wav', import.meta.url));
@@ -191,6 +193,35 @@ describe('VAD example (Silero VAD v5, batched)', () => {
     expect(stats).toEqual(await metricsCounts(server.app));
     expect(stats['silero-vad:1'].success).toBeGreaterThan(0);
     expect(stats['silero-vad:1'].failure).toBeGreaterThan(0);
+  });
+
+  it('answers KServe v2 infer on its tensor interface with the probabilities its /vad route places segments by', async () => {
+    const { samples } = decodeWav(WAV);
+    const header = JSON.stringify({
+      inputs: [{ name: 'AUDIO', datatype: 'FP32', shape: [1, samples.length], parameters: { binary_data_size: samples.byteLength } }],
+      outputs: [{ name: 'PROBABILITIES', parameters: { binary_data: true } }],
+    });
+    const body = Buffer.concat([Buffer.from(header), Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength)]);
+    const [infer, route] = await Promise.all([
+      server.app.inject({
+        method: 'POST',
+        url: '/v2/models/silero-vad/infer',
+        payload: body,
+        headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(Buffer.byteLength(header)) },
+      }),
+      send(WAV),
+    ]);
+    expect(infer.statusCode).toBe(200);
+    const length = Number(infer.headers['inference-header-content-length']);
+    const windows = Math.ceil(samples.length / WINDOW_SAMPLES);
+    expect(JSON.parse(infer.rawPayload.subarray(0, length).toString()).outputs).toEqual([
+      { name: 'PROBABILITIES', datatype: 'FP32', shape: [1, windows], parameters: { binary_data_size: windows * 4 } },
+    ]);
+    const raw = infer.rawPayload.subarray(length);
+    const probabilities = new Float32Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.length));
+    const ms = (n: number): number => Math.round((n * 1000) / VAD_SAMPLE_RATE);
+    const segments = speechSegments(probabilities, WINDOW_SAMPLES, samples.length, VAD_SAMPLE_RATE, DEFAULT_SEGMENT_OPTIONS).map((s) => ({ start_ms: ms(s.start), end_ms: ms(s.end) }));
+    expect(segments).toEqual(route.json().segments);
   });
 });
 

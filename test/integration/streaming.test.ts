@@ -213,7 +213,7 @@ describe('the credit between a worker and its consumer', () => {
     await instance.start();
     try {
       const request = { payload: { tag: 'credit', count: 10_000 }, info: { params: {}, query: {}, headers: {} } };
-      const channel = instance.openStream({ methodName: 'ndjson', batched: false, requests: [request] }, 5);
+      const channel = instance.openStream({ kind: 'endpoint', methodName: 'ndjson', batched: false, requests: [request] }, 5);
       await channel.started;
       expect(await stalledAt('credit')).toBe(5);
 

@@ -51,7 +51,7 @@ const SCALE_FILES = {
   'scale/1/model.ts': `export { default } from '${SCALE_MODEL}';\n`,
 };
 const SCALE_REQUEST = { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 2], data: [1, 2] }] };
-const NO_TENSORS = "Model 'echo' declares no tensor interface (no inputs or outputs), so it cannot run KServe v2 inference requests: call its endpoints (POST /echo, POST /echo/many, POST /echo/few, WEBSOCKET /echo/ws).";
+const NO_TENSORS = "Model 'echo' declares no tensor interface (no @Tensors inputs or outputs and execute method), so it cannot run KServe v2 inference requests: call its endpoints (POST /echo, POST /echo/many, POST /echo/few, WEBSOCKET /echo/ws).";
 
 describe('decorated models on the KServe v2 protocol, beside a repository model', () => {
   const root = scratchFolder('decorated-models');

@@ -535,7 +535,7 @@ describe('models without endpoints', () => {
       run() {}
     }
     expect(failure(() => buildDefinition(Idle), 'SF_ERR_MODEL_NO_ENDPOINTS')).toBe(
-      "Model class 'Idle' has no @Endpoint or @WebSocketEndpoint method, so it would serve nothing: decorate a method with @Endpoint(path).",
+      "Model class 'Idle' has no @Endpoint or @WebSocketEndpoint method and no @Tensors interface, so it would serve nothing: decorate a method with @Endpoint(path).",
     );
   });
 

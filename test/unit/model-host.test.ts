@@ -3,11 +3,14 @@ import { Exclude } from 'class-transformer';
 import { IsString } from 'class-validator';
 import { container, injectable, singleton } from 'tsyringe';
 import { describe, expect, it } from 'vitest';
-import { Batch, Endpoint, Model, WebSocketEndpoint } from '../../src/decorators/index.js';
+import { Batch, Endpoint, Model, Tensors, WebSocketEndpoint } from '../../src/decorators/index.js';
 import { buildDefinition } from '../../src/definition/definition-builder.js';
 import type { ModelContext, RequestInfo, SocketContext } from '../../src/definition/model-context.js';
 import { createError, deserializeError, ServeFnError, type SerializedError } from '../../src/errors/index.js';
+import type { ExecuteRequest, ExecuteResponse } from '../../src/inference/tensor-model-api.js';
+import type { TensorWireResult } from '../../src/inference/tensor-model-plan.js';
 import { ModelHost } from '../../src/runtime/model-host.js';
+import { createTensor } from '../../src/tensor/tensor-factory.js';
 import type { StreamEvent } from '../../src/runtime/stream-event.js';
 import type { ExecuteOutcome, WireRequest, WireResult } from '../../src/runtime/wire-format.js';
 import { settle } from '../helpers/settle.js';
@@ -126,7 +129,7 @@ function errorOf(result: WireResult): SerializedError {
 
 async function run(host: ModelHost, methodName: string, batched: boolean, payloads: unknown[]): Promise<ExecuteOutcome> {
   calls.length = 0;
-  return host.execute({ methodName, batched, requests: payloads.map(wire) });
+  return host.execute({ kind: 'endpoint', methodName, batched, requests: payloads.map(wire) });
 }
 
 describe('ModelHost.create', () => {
@@ -304,6 +307,7 @@ class Speaker {
 describe('ModelHost streams', () => {
   const host = ModelHost.create(buildDefinition(Speaker));
   const call = (methodName: string, word: string) => ({
+    kind: 'endpoint' as const,
     methodName,
     batched: false,
     requests: [{ payload: { word }, info: { params: {}, query: {}, headers: {} } }],
@@ -384,5 +388,33 @@ describe('ModelHost.openSocket', () => {
     session.cancel();
     await done;
     expect(events).toEqual([{ kind: 'chunk', value: 'hello req-7 on 1' }, { kind: 'end' }]);
+  });
+});
+
+@Model({ name: 'summer' })
+@Tensors({ inputs: [{ name: 'X', datatype: 'INT32', dims: [2] }], outputs: [{ name: 'SUM', datatype: 'INT32', dims: [1] }] })
+class Summer {
+  execute(requests: ExecuteRequest[]): ExecuteResponse[] {
+    return requests.map((request) => {
+      const [a, b] = request.input('X')!.data as Int32Array;
+      return request.parameters.extra ? { outputs: [createTensor('EXTRA', 'INT32', [1], Int32Array.of(0))] } : { outputs: [createTensor('SUM', 'INT32', [1], Int32Array.of(a + b))] };
+    });
+  }
+}
+
+describe('ModelHost tensor calls', () => {
+  const request = (values: number[], parameters: Record<string, unknown> = {}) => ({ inputs: [createTensor('X', 'INT32', [2], Int32Array.from(values))], outputs: ['SUM'], parameters });
+
+  it("runs every request of a tensor call in one execute, checking each response against @Tensors' outputs", async () => {
+    const host = ModelHost.create(buildDefinition(Summer));
+    const outcome = await host.execute({ kind: 'tensor', requests: [request([1, 2]), request([3, 4], { extra: true })] });
+    const [sum, extra] = outcome.results;
+    expect(sum.ok && Array.from((sum.value as TensorWireResult).outputs[0].data as Int32Array)).toEqual([3]);
+    expect(errorOf(extra).message).toBe("Model 'summer' failed in execute: returned output 'EXTRA', which @Tensors does not declare");
+  });
+
+  it('refuses a tensor call on a class without @Tensors', async () => {
+    const host = ModelHost.create(buildDefinition(Speller));
+    await expect(host.execute({ kind: 'tensor', requests: [request([1, 2])] })).rejects.toMatchObject({ code: 'SF_ERR_EXECUTION_FAILED' });
   });
 });

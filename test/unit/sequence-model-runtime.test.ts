@@ -28,7 +28,7 @@ class ManualInstances {
       start: async () => undefined,
       stop: async () => undefined,
       execute: (call: ExecuteCall) => {
-        const requests = call.requests.map((r) => r.payload as TensorWireRequest);
+        const requests = [...tensorRequests(call)];
         this.calls.push({ instance: index, requests });
         return new Promise<ExecuteOutcome>((resolve) => {
           this.waiting.push(() => resolve({ results: requests.map((r) => ({ ok: true, value: { outputs: [], parameters: { id: r.id } } })), computeStartMs: 1, computeEndMs: 2 }));
@@ -237,3 +237,8 @@ describe('SequenceModelRuntime', () => {
     await runtime.stop();
   });
 });
+
+function tensorRequests(call: ExecuteCall): readonly TensorWireRequest[] {
+  if (call.kind !== 'tensor') throw new Error(`a tensor model got an endpoint call of ${call.methodName}`);
+  return call.requests;
+}

@@ -6,6 +6,7 @@ import { TensorModelHost } from '../../src/inference/tensor-model-host.js';
 import type { TensorModelPlan, TensorWireResult } from '../../src/inference/tensor-model-plan.js';
 import { ContextServices } from '../../src/runtime/context-services.js';
 import type { StreamEvent } from '../../src/runtime/stream-event.js';
+import type { TensorCall } from '../../src/runtime/wire-format.js';
 import { int32, values } from '../fixtures/repository/repository-files.js';
 
 const data: ModelContextData = {
@@ -14,7 +15,7 @@ const data: ModelContextData = {
 };
 
 describe('TensorModelHost', () => {
-  it('runs one execution per call, with its compute times', async () => {
+  it('runs one execution per tensor call, with its compute times, and refuses an endpoint call', async () => {
     const plan: TensorModelPlan = {
       kind: 'module', file: fileURLToPath(new URL('../fixtures/repository/scale-model.ts', import.meta.url)), maxBatchSize: 4, sessionOptions: {},
       inputs: [{ name: 'INPUT0', datatype: 'INT32', dims: [1], optional: false }],
@@ -22,16 +23,19 @@ describe('TensorModelHost', () => {
     };
     const services = new ContextServices(data, () => Promise.reject(new Error('unused')));
     const host = await TensorModelHost.start(plan, services.context);
-    const info = { params: {}, query: {}, headers: {} };
     const before = performance.timeOrigin + performance.now();
     const outcome = await host.execute({
-      methodName: 'execute',
-      batched: true,
-      requests: [5, 6].map((v) => ({ payload: { inputs: [int32('INPUT0', [1, 1], [v])], outputs: ['OUTPUT0', 'OUTPUT1'], parameters: {} }, info })),
+      kind: 'tensor',
+      requests: [5, 6].map((v) => ({ inputs: [int32('INPUT0', [1, 1], [v])], outputs: ['OUTPUT0', 'OUTPUT1'], parameters: {} })),
     });
     expect(outcome.results.map((r) => (r.ok ? (r.value as TensorWireResult).outputs.map(values) : r.error.message))).toEqual([[[10], [2]], [[12], [2]]]);
     expect(outcome.computeStartMs).toBeGreaterThanOrEqual(before);
     expect(outcome.computeEndMs).toBeGreaterThanOrEqual(outcome.computeStartMs);
+    const endpointCall = { kind: 'endpoint' as const, methodName: 'predict', batched: false, requests: [{ payload: {}, info: { params: {}, query: {}, headers: {} } }] };
+    await expect(host.execute(endpointCall)).rejects.toMatchObject({
+      code: 'SF_ERR_EXECUTION_FAILED',
+      message: "Model 'scale' failed in predict: a repository model has no endpoint methods",
+    });
     await host.finalize();
   });
 });
@@ -42,10 +46,7 @@ describe('TensorModelHost.openStream', () => {
     inputs: [{ name: 'N', datatype: 'INT32', dims: [1], optional: false }],
     outputs: [{ name: 'OUT', datatype: 'INT32', dims: [1], optional: false }, { name: 'TEXT', datatype: 'BYTES', dims: [1], optional: false }],
   };
-  const call = (n: number) => ({
-    methodName: 'execute', batched: false,
-    requests: [{ payload: { inputs: [int32('N', [1], [n])], outputs: ['OUT'], parameters: {} }, info: { params: {}, query: {}, headers: {} } }],
-  });
+  const call = (n: number): TensorCall => ({ kind: 'tensor', requests: [{ inputs: [int32('N', [1], [n])], outputs: ['OUT'], parameters: {} }] });
 
   it('emits one chunk per response within its credit, then the end', async () => {
     const services = new ContextServices({ ...data, modelName: 'countdown', config: { model_transaction_policy: { decoupled: true } } }, () => Promise.reject(new Error('unused')));

@@ -26,7 +26,7 @@ class ManualInstances {
       start: async () => undefined,
       stop: async () => undefined,
       execute: (call: ExecuteCall) => {
-        const requests = call.requests.map((r) => r.payload as TensorWireRequest);
+        const requests = [...tensorRequests(call)];
         this.calls.push({ instance: index, ids: requests.map((r) => r.id) });
         return new Promise<ExecuteOutcome>((resolve, reject) => {
           this.waiting.push(() => {
@@ -152,3 +152,8 @@ describe('TensorModelRuntime', () => {
     await expect(running).resolves.toMatchObject({ parameters: { id: 'r0' } });
   });
 });
+
+function tensorRequests(call: ExecuteCall): readonly TensorWireRequest[] {
+  if (call.kind !== 'tensor') throw new Error(`a tensor model got an endpoint call of ${call.methodName}`);
+  return call.requests;
+}

@@ -6,7 +6,7 @@ import { TensorModelVersion, type WarmupRun } from '../../src/inference/tensor-m
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { normalizeBatchPolicy } from '../../src/runtime/batch-policy.js';
 import type { ModelInstance } from '../../src/runtime/model-instance.js';
-import type { ExecuteOutcome } from '../../src/runtime/wire-format.js';
+import type { ExecuteCall, ExecuteOutcome } from '../../src/runtime/wire-format.js';
 import { int32, values } from '../fixtures/repository/repository-files.js';
 import { noStreams } from '../helpers/no-streams.js';
 
@@ -24,7 +24,7 @@ function echoInstances(log: string[], failWarmup = false) {
     start: async () => void log.push(`start ${index}`),
     stop: async () => void log.push(`stop ${index}`),
     execute: async (call): Promise<ExecuteOutcome> => {
-      const requests = call.requests.map((r) => r.payload as TensorWireRequest);
+      const requests = [...tensorRequests(call)];
       log.push(`execute ${index} ×${requests.length}${requests[0].id ? ` ${requests[0].id}` : ''}`);
       const results = requests.map((r) => (failWarmup && !r.id
         ? { ok: false as const, error: { __serveFnError: true as const, name: 'Error', message: 'bad warmup data' } }
@@ -89,3 +89,8 @@ describe('TensorModelVersion', () => {
     expect(log.filter((l) => l.startsWith('stop')).sort()).toEqual(['stop 0', 'stop 1']);
   });
 });
+
+function tensorRequests(call: ExecuteCall): readonly TensorWireRequest[] {
+  if (call.kind !== 'tensor') throw new Error(`a tensor model got an endpoint call of ${call.methodName}`);
+  return call.requests;
+}
