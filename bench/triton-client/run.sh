@@ -48,29 +48,56 @@ export PYTHONPATH="$WORK"
 export PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python
 
 cd "$ROOT" || exit 1
-node --import ./loader/register.mjs bench/triton-client/build-repository.ts "$REPOSITORY" || exit 1
-# Explicit control mode with every model loaded, as Triton's model-control examples expect.
-node bin/serve-fn.js start "$REPOSITORY" --host 127.0.0.1 --port "$HTTP_PORT" --grpc-port "$GRPC_PORT" \
-  --model-control-mode explicit --load-model '*' > "$WORK/server.log" 2>&1 &
-SERVER=$!
-for _ in $(seq 1 120); do
-  curl -sf "http://127.0.0.1:$HTTP_PORT/v2/health/ready" > /dev/null && break
-  sleep 0.5
-done
-curl -sf "http://127.0.0.1:$HTTP_PORT/v2/health/ready" > /dev/null || { echo "serve-fn did not get ready:"; cat "$WORK/server.log"; exit 1; }
+
+# Starts serve-fn in control mode $1 on the repository build-repository.ts builds with the arguments after it.
+start_server() {
+  rm -rf "$REPOSITORY"
+  node --import ./loader/register.mjs bench/triton-client/build-repository.ts "$REPOSITORY" "${@:2}" || exit 1
+  node bin/serve-fn.js start "$REPOSITORY" --host 127.0.0.1 --port "$HTTP_PORT" --grpc-port "$GRPC_PORT" \
+    --model-control-mode "$1" > "$WORK/server.log" 2>&1 &
+  SERVER=$!
+  for _ in $(seq 1 120); do
+    curl -sf "http://127.0.0.1:$HTTP_PORT/v2/health/ready" > /dev/null && break
+    sleep 0.5
+  done
+  curl -sf "http://127.0.0.1:$HTTP_PORT/v2/health/ready" > /dev/null || { echo "serve-fn did not get ready:"; cat "$WORK/server.log"; exit 1; }
+}
+
+stop_server() {
+  kill "$SERVER" && wait "$SERVER"
+  SERVER=
+}
 
 passed=0
 total=0
-for example in "$CLIENT"/src/python/examples/simple_grpc_*.py "$CLIENT"/src/python/examples/simple_http_*.py; do
-  name=$(basename "$example" .py)
+run_example() {
+  local name
+  name=$(basename "$1" .py)
   case "$name" in simple_grpc_*) url="localhost:$GRPC_PORT" ;; *) url="localhost:$HTTP_PORT" ;; esac
   total=$((total + 1))
-  if (cd "$(dirname "$example")" && timeout 120 "$PYTHON" "$example" -u "$url") > "$WORK/$name.log" 2>&1; then
+  if (cd "$(dirname "$1")" && timeout 120 "$PYTHON" "$1" -u "$url") > "$WORK/$name.log" 2>&1; then
     passed=$((passed + 1))
     echo "PASS $name"
   else
     echo "FAIL $name: $(grep -v '^\s*$' "$WORK/$name.log" | tail -n 1)"
     [ -n "${VERBOSE:-}" ] && cat "$WORK/$name.log"
   fi
+}
+
+EXAMPLES="$CLIENT/src/python/examples"
+start_server none
+for example in "$EXAMPLES"/simple_grpc_*.py "$EXAMPLES"/simple_http_*.py; do
+  case "$example" in *_model_control.py) continue ;; esac
+  run_example "$example"
 done
+stop_server
+
+# The model-control examples each get a server of their own, in explicit mode with nothing loaded, as
+# Triton's L0_grpc and L0_http tests start one for them, on a repository of the size each counts.
+start_server explicit model-control 8
+run_example "$EXAMPLES/simple_grpc_model_control.py"
+stop_server
+start_server explicit model-control 7
+run_example "$EXAMPLES/simple_http_model_control.py"
+stop_server
 echo "$passed/$total examples passed"

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { createError } from '../errors/index.js';
+import { createError, statusOf } from '../errors/index.js';
 import type { ModelResolver } from '../inference/ensemble-model.js';
 import type { InferenceModel, InferRequest, LoadRequest, ModelRepository, RepositoryIndexEntry } from '../inference/inference-model.js';
 import type { ServedModel, UnloadOptions } from '../inference/served-model.js';
@@ -158,8 +158,9 @@ export class FolderModelRepository implements ModelRepository {
       source = readModelSource(this.options.root, name, override?.dir ?? join(this.options.root, name), request.config);
     } catch (err) {
       override?.remove();
-      this.markFailed(this.recordOf(name), name, err as Error);
-      throw err;
+      const failure = pollFailure(name, err as Error);
+      this.markFailed(this.recordOf(name), name, failure);
+      throw failure;
     }
     const error = await this.loadSource(source, override);
     if (error) throw error;
@@ -268,6 +269,17 @@ export class FolderModelRepository implements ModelRepository {
   private requireExplicit(): void {
     if (this.controlMode !== 'explicit') throw createError('SF_ERR_MODEL_CONTROL_DISABLED');
   }
+}
+
+/**
+ * A load request naming a model the repository cannot read (no such folder, a config that does not
+ * parse or fit, bad file names) is refused in Triton's words, which its clients match
+ * (model_repository_manager.cc), with the reason after them. Server-side failures (files that
+ * cannot be written, a backend serve-fn lacks) keep their own code and status.
+ */
+function pollFailure(name: string, err: Error): Error {
+  if (statusOf(err) >= 500) return err;
+  return createError('SF_ERR_MODEL_POLL_FAILED', name, err.message, { cause: err });
 }
 
 /** A model name is one folder name: no separators, and not `.` or `..`. */

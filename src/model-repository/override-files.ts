@@ -32,7 +32,8 @@ export function writeOverrideFolder(model: string, files: Readonly<Record<string
         mkdirSync(dirname(target), { recursive: true });
         writeFileSync(target, files[key], { flag: 'wx' });
       } catch (err) {
-        throw refused(model, key, `could not be written (${(err as Error).message})`);
+        // Triton answers INTERNAL when it cannot write an override file (a name over NAME_MAX, say), and its clients test for it.
+        throw createError('SF_ERR_MODEL_FILES_UNWRITABLE', model, key, (err as Error).message, { cause: err });
       }
     }
   } catch (err) {

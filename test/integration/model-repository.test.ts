@@ -186,9 +186,10 @@ describe('a Triton model repository served by ServeFnServer (worker-thread insta
     expect(await refusal('ge')).toBe(
       "SF_ERR_BACKEND_UNSUPPORTED: Backend 'npu_ge' is not supported yet: model 'ge' asks for Ascend graph-engine execution; compile it to an .om file with ATC and set backend: \"npu_om\"",
     );
-    expect(await refusal('noversion')).toBe(`SF_ERR_REPOSITORY_INVALID: Model repository '${root}' is invalid: model 'noversion' has no version folder: put its model.onnx in ${join(root, 'noversion', '1')}`);
+    const pollFailed = (name: string) => `SF_ERR_MODEL_POLL_FAILED: failed to load '${name}', failed to poll from model repository:`;
+    expect(await refusal('noversion')).toBe(`${pollFailed('noversion')} Model repository '${root}' is invalid: model 'noversion' has no version folder: put its model.onnx in ${join(root, 'noversion', '1')}`);
     expect(await refusal('badconfig')).toBe(
-      `SF_ERR_CONFIG_PARSE: ${join(root, 'badconfig', 'config.pbtxt')}:3:32: field 'data_type' expects a DataType value (TYPE_INVALID, TYPE_BOOL, TYPE_UINT8, TYPE_UINT16, TYPE_UINT32, TYPE_UINT64, TYPE_INT8, TYPE_INT16, TYPE_INT32, TYPE_INT64, TYPE_FP16, TYPE_FP32, TYPE_FP64, TYPE_STRING, TYPE_BF16), found 'TYPE_NOPE'`,
+      `${pollFailed('badconfig')} ${join(root, 'badconfig', 'config.pbtxt')}:3:32: field 'data_type' expects a DataType value (TYPE_INVALID, TYPE_BOOL, TYPE_UINT8, TYPE_UINT16, TYPE_UINT32, TYPE_UINT64, TYPE_INT8, TYPE_INT16, TYPE_INT32, TYPE_INT64, TYPE_FP16, TYPE_FP32, TYPE_FP64, TYPE_STRING, TYPE_BF16), found 'TYPE_NOPE'`,
     );
     expect(await refusal('wrongio')).toBe(
       `SF_ERR_CONFIG_INVALID: Model configuration for 'wrongio' is invalid: input 'INPUT0' has shape [-1,8] in the configuration, batch dimension included, but [-1,16] in ${join(root, 'wrongio', '1', 'model.onnx')}`,
@@ -220,8 +221,8 @@ describe('a Triton model repository served by ServeFnServer (worker-thread insta
     });
     const load = await server.app.inject({ method: 'POST', url: '/v2/repository/models/wrongio/load', payload: { parameters: { config } } });
     expect([load.statusCode, load.json()]).toEqual([400, {
-      error: `Model configuration for 'wrongio' is invalid: default_model_filename '../../doubler/1/model.ts' is not a file inside the version folder ${join(root, 'wrongio', '1')}`,
-      code: 'SF_ERR_CONFIG_INVALID',
+      error: `failed to load 'wrongio', failed to poll from model repository: Model configuration for 'wrongio' is invalid: default_model_filename '../../doubler/1/model.ts' is not a file inside the version folder ${join(root, 'wrongio', '1')}`,
+      code: 'SF_ERR_MODEL_POLL_FAILED',
     }]);
     const encoded = await server.app.inject({ method: 'POST', url: '/v2/repository/models/..%2Fsimple/load' });
     expect([encoded.statusCode, encoded.json().error]).toEqual([400, "'../simple' is not a model name: a model name is the name of one folder in the repository"]);

@@ -158,6 +158,25 @@ describe('ModelInfer', () => {
     expect(rawBytes(res, 6)).toEqual([int32s(range(16, (i) => i + 1)), int32s(range(16, (i) => i - 1))]);
   });
 
+  it('leaves the signal of a request it answered unaborted after the call closes', async () => {
+    const model = simpleModel();
+    const server = await serve(new FakeRepository([model]), {});
+    const client = new Client(`127.0.0.1:${server.port}`, credentials.createInsecure());
+    const request = Buffer.concat([
+      pb.string(1, 'simple'),
+      input('INPUT0', 'INT32', [1, 16]),
+      input('INPUT1', 'INT32', [1, 16]),
+      pb.bytes(7, int32s(range(16, (i) => i))),
+      pb.bytes(7, int32s(range(16, () => 1))),
+    ]);
+    await call(client, 'ModelInfer', request);
+    // Closing the server waits for every stream to close, which is when grpc-js reports a cancel.
+    client.close();
+    await server.close(100);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(model.requests[0].signal?.aborted).toBe(false);
+  });
+
   it('reads typed contents: `simple` with int_contents, and requested outputs in the order asked', async () => {
     const client = await connect(new FakeRepository([simpleModel()]));
     const contents = (values: number[]): Buffer => pb.message(5, pb.packedVarints(2, values));

@@ -92,7 +92,9 @@ describe('FolderModelRepository in explicit mode', () => {
     await repo.load('simple', { config: JSON.stringify({ name: 'simple', max_batch_size: 2, version_policy: { all: {} } }) });
     expect(repo.models('simple').map((m) => `${m.info.version}:${m.info.maxBatchSize}`)).toEqual(['1:2', '2:2']);
     expect(first.ready()).toBe(false);
-    await expect(repo.load('simple', { config: '{"name": "simple", "max_batch_size": "x"}' })).rejects.toThrow(expect.objectContaining({ code: 'SF_ERR_CONFIG_PARSE' }));
+    await expect(repo.load('simple', { config: '{"name": "simple", "max_batch_size": "x"}' })).rejects.toThrow(
+      expect.objectContaining({ code: 'SF_ERR_MODEL_POLL_FAILED', cause: expect.objectContaining({ code: 'SF_ERR_CONFIG_PARSE' }) }),
+    );
     expect(repo.models('simple').map((m) => m.info.version)).toEqual(['1', '2']);
     expect(await addSub(repo, 'simple', '1')).toEqual([range(16, (i) => i + 1), range(16, (i) => i - 1)]);
   });
@@ -106,12 +108,37 @@ describe('FolderModelRepository in explicit mode', () => {
     expect(model.info.maxBatchSize).toBe(4);
     const response = await model.infer({ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 3], data: Float32Array.from([1, 2, 3]) }] });
     expect(values(response.outputs[0])).toEqual([1, 2, 3]);
-    await expect(repo.load('x', { config, files: { 'file:../../escape.onnx': new Uint8Array(1) } })).rejects.toThrow(expect.objectContaining({ code: 'SF_ERR_BAD_REQUEST', message: expect.stringContaining("has an empty, '.' or '..' segment") }));
+    await expect(repo.load('x', { config, files: { 'file:../../escape.onnx': new Uint8Array(1) } })).rejects.toThrow(expect.objectContaining({ code: 'SF_ERR_MODEL_POLL_FAILED', message: expect.stringContaining("has an empty, '.' or '..' segment") }));
     await expect(repo.load('x', { files: { 'file:1/model.onnx': new Uint8Array(1) } })).rejects.toThrow("load of 'x': file parameters replace the model folder, so a config parameter must come with them");
     for (const name of ['..', '../simple', 'a/b', '']) {
       await expect(repo.load(name)).rejects.toThrow(`'${name}' is not a model name: a model name is the name of one folder in the repository`);
     }
     await expect(repo.load('missing')).rejects.toThrow(`Model repository '${root}' is invalid: it has no model folder 'missing' (${join(root, 'missing')})`);
+  });
+
+  it("refuses a model it cannot read from the repository in Triton's words (its model-control examples match them), the reason after them", async () => {
+    const { root, repo } = repository({ 'simple/1/model.onnx': ADD_SUB }, { controlMode: 'explicit' });
+    await repo.start();
+    const missing = await repo.load('wrong_model_name').catch((err: unknown) => err);
+    expect(missing).toMatchObject({
+      code: 'SF_ERR_MODEL_POLL_FAILED',
+      statusCode: 400,
+      message: `failed to load 'wrong_model_name', failed to poll from model repository: Model repository '${root}' is invalid: it has no model folder 'wrong_model_name' (${join(root, 'wrong_model_name')})`,
+      cause: expect.objectContaining({ code: 'SF_ERR_REPOSITORY_INVALID' }),
+    });
+    const badJson = await repo.load('simple', { config: '"parameters": {"config": {{"max_batch_size": "16"}}}' }).catch((err: unknown) => err);
+    expect(badJson).toMatchObject({ code: 'SF_ERR_MODEL_POLL_FAILED', statusCode: 400, cause: expect.objectContaining({ code: 'SF_ERR_CONFIG_INVALID' }) });
+    expect((badJson as Error).message).toMatch(/^failed to load 'simple', failed to poll from model repository: Model configuration for 'simple' is invalid: the config parameter is not valid JSON: /);
+  });
+
+  it('answers an override file it cannot write (a name over NAME_MAX) as Triton does, a server error (INTERNAL), and serves on', async () => {
+    const { repo } = repository({ 'simple/1/model.onnx': ADD_SUB }, { controlMode: 'explicit', startupModels: ['simple'] });
+    await repo.start();
+    const key = `file:${'A'.repeat(256)}`;
+    const err = await repo.load('simple', { config: '{}', files: { [key]: new Uint8Array(1) } }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'SF_ERR_MODEL_FILES_UNWRITABLE', statusCode: 500, cause: expect.objectContaining({ code: 'ENAMETOOLONG' }) });
+    expect((err as Error).message).toMatch(new RegExp(`^failed to load 'simple', failed to poll from model repository: file parameter '${key}' could not be written \\(ENAMETOOLONG`));
+    expect(repo.get('simple').ready()).toBe(true);
   });
 });
 

@@ -33,7 +33,10 @@ describe('writeOverrideFolder', () => {
     }));
   });
 
-  it('refuses a file where another file needs a folder', () => {
-    expect(() => writeOverrideFolder('m', { 'file:1': bytes('a'), 'file:1/model.onnx': bytes('b') })).toThrow("file parameter 'file:1/model.onnx' could not be written");
+  it('fails as Triton does, a server error, on a file it cannot write: where another file needs a folder', () => {
+    expect(() => writeOverrideFolder('m', { 'file:1': bytes('a'), 'file:1/model.onnx': bytes('b') })).toThrow(expect.objectContaining({
+      code: 'SF_ERR_MODEL_FILES_UNWRITABLE',
+      message: expect.stringMatching(/^failed to load 'm', failed to poll from model repository: file parameter 'file:1\/model.onnx' could not be written \((EEXIST|ENOTDIR)/),
+    }));
   });
 });

@@ -71,9 +71,15 @@ export function grpcInferenceService(opts: GrpcServiceOptions): UntypedServiceIm
   const unary = <Req, Res>(answer: (request: Req, signal: AbortSignal) => Res | Promise<Res>) =>
     (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>): void => {
       const abort = new AbortController();
-      call.once('cancelled', () => abort.abort());
+      const cancel = (): void => abort.abort();
+      // grpc-js reports 'cancelled' when any call's stream closes, answered or not: the listener goes
+      // once the answer is in, so an answered request's signal is not aborted (each abort also builds
+      // a DOMException with its stack, a measured cost per call).
+      call.once('cancelled', cancel);
+      const answered = (): void => void call.off('cancelled', cancel);
       Promise.resolve()
         .then(() => answer(call.request, abort.signal))
+        .finally(answered)
         .then((response) => callback(null, response), (err: unknown) => callback(toGrpcError(err)));
     };
 
