@@ -5,6 +5,7 @@
 # github.com/triton-inference-server/common's protos as the client's build_wheel.py lays them out.
 #
 #   bench/triton-client/run.sh <client checkout> <common checkout>
+#   DECORATED=1 bench/triton-client/run.sh …   (against decorated @Tensors classes instead)
 #
 # Needs `npm run build` first, and a python3 ($PYTHON) with grpcio, grpcio-tools, protobuf, numpy,
 # python-rapidjson, geventhttpclient, gevent and packaging (Debian: python3-grpc-tools
@@ -85,6 +86,24 @@ run_example() {
 }
 
 EXAMPLES="$CLIENT/src/python/examples"
+if [ -n "${DECORATED:-}" ]; then
+  # The same examples against decorated classes (decorated-models.ts: simple, simple_string and
+  # simple_identity with @Tensors interfaces) instead of a repository; the examples of models it
+  # does not declare (sequences, repeat_int32, model control) are left out.
+  node bin/serve-fn.js start bench/triton-client/decorated-models.ts --host 127.0.0.1 --port "$HTTP_PORT" --grpc-port "$GRPC_PORT" > "$WORK/server.log" 2>&1 &
+  SERVER=$!
+  for _ in $(seq 1 120); do
+    curl -sf "http://127.0.0.1:$HTTP_PORT/v2/health/ready" > /dev/null && break
+    sleep 0.5
+  done
+  for example in "$EXAMPLES"/simple_grpc_*.py "$EXAMPLES"/simple_http_*.py; do
+    case "$example" in *_model_control.py | *sequence* | *custom_repeat*) continue ;; esac
+    run_example "$example"
+  done
+  stop_server
+  echo "$passed/$total examples passed (decorated models)"
+  exit 0
+fi
 start_server none
 for example in "$EXAMPLES"/simple_grpc_*.py "$EXAMPLES"/simple_http_*.py; do
   case "$example" in *_model_control.py) continue ;; esac
