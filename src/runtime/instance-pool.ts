@@ -27,6 +27,12 @@ export interface PoolEvents {
   onLog(level: 'info' | 'warn' | 'error', message: string): void;
 }
 
+/** An instance taken for a batch, and whether the batch waits behind the one it runs. */
+export interface Acquired {
+  readonly instance: ModelInstance;
+  readonly queuedBehind: boolean;
+}
+
 /**
  * The instances of one model (Triton's instance group): tracks which are idle, hands them out one
  * batch at a time, and restarts the ones that die, rate-limited so a crash loop does not spin.
@@ -135,7 +141,7 @@ export class InstancePool {
    * Takes an instance for a batch: an idle one, or with none idle, a busy one to queue it behind the
    * batch it runs (`queuedBehind`); callers check idleCount + standbyCount first.
    */
-  acquireForBatch(): { readonly instance: ModelInstance; readonly queuedBehind: boolean } {
+  acquireForBatch(): Acquired {
     if (this.idle.length > 0) return { instance: this.acquire({ queueable: true }), queuedBehind: false };
     return { instance: this.acquireStandby(), queuedBehind: true };
   }
