@@ -1,4 +1,5 @@
 import { createError } from '../errors/index.js';
+import { oneResultPerRequest } from './batch-results.js';
 import { priorityLevelFor, queueTimeoutUs, type BatchPolicy } from './batch-policy.js';
 import { systemClock, type Clock } from './clock.js';
 import { LinkedQueue, type Link } from './linked-queue.js';
@@ -260,14 +261,12 @@ export class DynamicBatcher<T, R> {
     );
   }
 
-  private complete(batch: Request<T, R>[], values: unknown): void {
-    if (!Array.isArray(values)) {
-      const got = values === null ? 'null' : typeof values;
-      this.fail(batch, createError('SF_ERR_BATCH_RESULT_NOT_ARRAY', this.owner, got));
-      return;
-    }
-    if (values.length !== batch.length) {
-      this.fail(batch, createError('SF_ERR_BATCH_RESULT_LENGTH', this.owner, values.length, batch.length));
+  private complete(batch: Request<T, R>[], output: unknown): void {
+    let values: unknown[];
+    try {
+      values = oneResultPerRequest(this.owner, output, batch.length);
+    } catch (error) {
+      this.fail(batch, error);
       return;
     }
     batch.forEach((request, i) => {

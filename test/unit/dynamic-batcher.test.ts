@@ -671,7 +671,7 @@ describe('DynamicBatcher: results', () => {
   });
 
   it('rejects the batch with SF_ERR_BATCH_RESULT_NOT_ARRAY when execute() resolves a non-array', async () => {
-    for (const [result, got] of [[{ a: 1 }, 'object'], ['AB', 'string'], [null, 'null'], [undefined, 'undefined']] as const) {
+    for (const [result, got] of [[{ a: 1 }, 'Object'], ['AB', 'string'], [null, 'null'], [undefined, 'undefined']] as const) {
       const h = setup({ maxBatchSize: 8 }, 0);
       const tracked = submitAll(h, ['a', 'b']);
       await h.free();
@@ -692,7 +692,7 @@ describe('DynamicBatcher: results', () => {
     await h.complete(0, ['A']);
     for (const t of tracked) {
       expect(expectError(t, 'SF_ERR_BATCH_RESULT_LENGTH', 500).message).toBe(
-        'Tts.speak returned 1 results for a batch of 2 requests: a @Batch method must return one result (or Error) per request, in order.',
+        'Tts.speak returned 1 results for a batch of 2 requests: a batched method (@Batch, or execute(requests)) must return one result (or Error) per request, in order.',
       );
     }
   });
