@@ -13,6 +13,7 @@ import type { PoolEvents, RestartPolicy } from './instance-pool.js';
 import type { InstanceFactory } from './model-instance.js';
 import { batchStartMs, now, type RequestClock } from './request-accounting.js';
 import type { SocketLink } from './socket-link.js';
+import type { StreamChannel } from './stream-channel.js';
 import { DEFAULT_STREAM_CREDIT } from './stream-credit.js';
 import type { EndpointCall, WireRequest, WireResult } from './wire-format.js';
 
@@ -36,6 +37,7 @@ export interface ModelRuntimeOptions {
 export class ModelRuntime {
   private readonly engine: InstanceEngine;
   private readonly batchers = new Map<string, DynamicBatcher<Queued, unknown>>();
+  private readonly streamBatchers = new Map<string, DynamicBatcher<Queued, StreamChannel>>();
   private readonly tensorBatcher?: DynamicBatcher<QueuedTensorRequest, TensorWireResult>;
 
   constructor(
@@ -45,9 +47,12 @@ export class ModelRuntime {
     const { name, version } = definition;
     this.engine = new InstanceEngine({ name, version, instanceCount: definition.instances.count, ...options });
     for (const endpoint of definition.endpoints) {
-      const policy = endpoint.batch ?? (endpoint.stream ? STREAM_POLICY : UNBATCHED_POLICY);
-      // A stream holds its instance until it ends, so nothing may queue behind one.
-      this.batchers.set(endpoint.methodName, this.engine.batcher<Queued, unknown>(endpoint.id, policy, (batch, answer) => this.execute(endpoint, batch, answer), { queueable: !endpoint.stream }));
+      if (endpoint.stream) {
+        // A stream holds its instance until it ends, so nothing may queue behind one.
+        this.streamBatchers.set(endpoint.methodName, this.engine.batcher<Queued, StreamChannel>(endpoint.id, STREAM_POLICY, (batch) => this.executeStream(endpoint, batch[0]), { queueable: false }));
+      } else {
+        this.batchers.set(endpoint.methodName, this.engine.batcher<Queued, unknown>(endpoint.id, endpoint.batch ?? UNBATCHED_POLICY, (batch, answer) => this.execute(endpoint, batch, answer), { queueable: true }));
+      }
     }
     const tensors = definition.tensors;
     if (tensors) {
@@ -60,12 +65,17 @@ export class ModelRuntime {
     return this.engine.start();
   }
 
-  /**
-   * Queues one request for an endpoint method and resolves with its result; for a streaming
-   * endpoint, a StreamChannel whose first chunk has arrived (the caller must iterate or cancel it).
-   */
+  /** Queues one request for a non-streaming endpoint method and resolves with its result. */
   async submit(methodName: string, wire: WireRequest, options: SubmitOptions = {}): Promise<unknown> {
     return this.engine.submit(this.batchers.get(methodName)!, { wire, submittedMs: now() }, options);
+  }
+
+  /**
+   * Queues one request for a streaming endpoint method and resolves with its StreamChannel once
+   * the first chunk has arrived (the caller must iterate or cancel it); an error before it rejects.
+   */
+  async openStream(methodName: string, wire: WireRequest, options: SubmitOptions = {}): Promise<StreamChannel> {
+    return this.engine.submit(this.streamBatchers.get(methodName)!, { wire, submittedMs: now() }, options);
   }
 
   /**
@@ -106,7 +116,6 @@ export class ModelRuntime {
   }
 
   private execute(endpoint: EndpointDefinition, batch: readonly BatchEntry<Queued>[], answer: (index: number, result: unknown) => void): Promise<unknown[]> {
-    if (endpoint.stream) return this.executeStream(endpoint, batch[0]);
     const queued = batch.map((entry) => entry.payload);
     const call: EndpointCall = { kind: 'endpoint', methodName: endpoint.methodName, batched: endpoint.batch !== undefined, requests: queued.map((q) => q.wire) };
     return this.engine.runBatch(queued, async (instance, sent, queuedBehind) => {
@@ -130,7 +139,7 @@ export class ModelRuntime {
   }
 
   /** A streaming endpoint's one request: answered with its channel, or with the error before its first chunk. */
-  private async executeStream(endpoint: EndpointDefinition, entry: BatchEntry<Queued>): Promise<unknown[]> {
+  private async executeStream(endpoint: EndpointDefinition, entry: BatchEntry<Queued>): Promise<(StreamChannel | Error)[]> {
     try {
       return [await this.engine.openStream(entry.payload, { kind: 'endpoint', methodName: endpoint.methodName, batched: false, requests: [entry.payload.wire] }, DEFAULT_STREAM_CREDIT, { countRun: false })];
     } catch (err) {
