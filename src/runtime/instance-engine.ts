@@ -9,7 +9,7 @@ import { DynamicBatcher, type BatchEntry, type SubmitOptions } from './dynamic-b
 import { InstancePool, type Acquired, type PoolEvents, type RestartPolicy } from './instance-pool.js';
 import type { InstanceFactory, ModelInstance } from './model-instance.js';
 import { batchStartMs, executionTimings, now, recordRequest, toUs, type RequestClock } from './request-accounting.js';
-import type { SocketLink } from './socket-link.js';
+import type { SocketLink } from './socket-session.js';
 import type { StreamChannel } from './stream-channel.js';
 import { tensorCall, type ExecuteCall, type ExecuteOutcome } from './wire-format.js';
 

@@ -6,14 +6,11 @@ import { createError, serializeError } from '../errors/index.js';
 import { EXECUTE_METHOD } from '../definition/tensor-interface-builder.js';
 import { ModuleExecutor } from '../inference/module-executor.js';
 import type { TensorModel } from '../inference/tensor-model-api.js';
-import type { ExecuteCall, ExecuteOutcome, OnResult, SocketCall, SocketInput, TensorCall, WireResult } from './wire-format.js';
-import { SocketInbox } from './socket-inbox.js';
-import { SocketSession } from './socket-session.js';
-import { reviveBuffers } from './wire-format.js';
+import { type ExecuteCall, type ExecuteOutcome, type OnResult, type SocketCall, type SocketInput, type TensorCall, type WireResult, reviveBuffers } from './wire-format.js';
+import { SocketInbox, SocketSession } from './socket-session.js';
 import { now } from './request-accounting.js';
 import { describeValue, oneResultPerRequest } from './batch-results.js';
-import type { StreamEvent } from './stream-event.js';
-import { StreamPump } from './stream-pump.js';
+import { type StreamEvent, StreamPump } from './stream-channel.js';
 
 type Hooked = {
   initialize?(ctx: ModelContext): unknown;

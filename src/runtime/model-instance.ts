@@ -1,5 +1,5 @@
 import type { StreamChannel } from './stream-channel.js';
-import type { SocketLink } from './socket-link.js';
+import type { SocketLink } from './socket-session.js';
 import type { ExecuteCall, ExecuteOutcome, OnResult, SocketCall } from './wire-format.js';
 
 /** One running copy of a model: a worker thread, or the HTTP thread for inline models. */

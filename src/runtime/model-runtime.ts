@@ -12,9 +12,8 @@ import { InstanceEngine, type QueuedTensorRequest } from './instance-engine.js';
 import type { PoolEvents, RestartPolicy } from './instance-pool.js';
 import type { InstanceFactory } from './model-instance.js';
 import { batchStartMs, now, type RequestClock } from './request-accounting.js';
-import type { SocketLink } from './socket-link.js';
-import type { StreamChannel } from './stream-channel.js';
-import { DEFAULT_STREAM_CREDIT } from './stream-credit.js';
+import type { SocketLink } from './socket-session.js';
+import { type StreamChannel, DEFAULT_STREAM_CREDIT } from './stream-channel.js';
 import type { EndpointCall, WireRequest, WireResult } from './wire-format.js';
 
 interface Queued extends RequestClock {

@@ -11,7 +11,7 @@ import type { ExecuteRequest, ExecuteResponse } from '../../src/inference/tensor
 import type { TensorWireResult } from '../../src/inference/tensor-model-plan.js';
 import { ModelHost } from '../../src/runtime/model-host.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
-import type { StreamEvent } from '../../src/runtime/stream-event.js';
+import type { StreamEvent } from '../../src/runtime/stream-channel.js';
 import type { ExecuteOutcome, WireRequest, WireResult } from '../../src/runtime/wire-format.js';
 import { settle } from '../helpers/settle.js';
 
