@@ -47,7 +47,7 @@ export class TensorModelRuntime implements TensorRuntime {
         if (!this.engine.available) this.turns.notify();
       },
     });
-    this.batcher = this.engine.batcher<QueuedTensorRequest, TensorWireResult>(`${name} version ${version}`, options.policy, (batch) => this.engine.runTensorBatch(batch.map((entry) => entry.payload), options.maxRows), { queueable: true });
+    this.batcher = this.engine.batcher<QueuedTensorRequest, TensorWireResult>(`${name} version ${version}`, options.policy, (batch) => this.engine.runTensorBatch(batch.map((entry) => entry.payload), options.maxRows), { queueBehind: true });
   }
 
   start(): Promise<void> {

@@ -64,7 +64,7 @@ export class InstanceEngine {
           this.wakeSchedulers();
           events.onIdle?.(instance);
         },
-        onStandby: () => this.wakeSchedulers(),
+        onQueueBehind: () => this.wakeSchedulers(),
         onRestart: (index) => recorder.instanceRestarted(name, version, index),
         onDown: events.onDown,
         onHeldDown: (index, error) => {
@@ -82,13 +82,13 @@ export class InstanceEngine {
   }
 
   /**
-   * A dynamic batcher fed by this engine's instances. `queueable` batches (not streams, which hold
+   * A dynamic batcher fed by this engine's instances. `queueBehind` batches (not streams, which hold
    * their instance until they end) may queue behind a busy instance's running one.
    */
-  batcher<T, R>(owner: string, policy: BatchPolicy, execute: (batch: readonly BatchEntry<T>[], answer: (index: number, result: R | Error) => void) => Promise<ReadonlyArray<R | Error>>, options: { readonly queueable: boolean }): DynamicBatcher<T, R> {
+  batcher<T, R>(owner: string, policy: BatchPolicy, execute: (batch: readonly BatchEntry<T>[], answer: (index: number, result: R | Error) => void) => Promise<ReadonlyArray<R | Error>>, options: { readonly queueBehind: boolean }): DynamicBatcher<T, R> {
     const batcher = new DynamicBatcher<T, R>(owner, policy, {
       idleInstances: () => this.pool.idleCount,
-      standbyInstances: options.queueable ? () => this.pool.standbyCount : undefined,
+      queueBehindInstances: options.queueBehind ? () => this.pool.queueBehindCount : undefined,
       execute,
     });
     this.schedulers.push(batcher);
@@ -303,7 +303,7 @@ export class InstanceEngine {
   private wakeSchedulers(): void {
     const list = this.schedulers;
     const start = this.nextScheduler++ % Math.max(1, list.length);
-    for (let i = 0; i < list.length && this.pool.idleCount + this.pool.standbyCount > 0; i++) list[(start + i) % list.length].notifyIdle();
+    for (let i = 0; i < list.length && this.pool.idleCount + this.pool.queueBehindCount > 0; i++) list[(start + i) % list.length].notifyIdle();
   }
 }
 

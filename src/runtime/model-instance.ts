@@ -6,7 +6,7 @@ import type { ExecuteCall, ExecuteOutcome, OnResult, SocketCall } from './wire-f
 export interface ModelInstance {
   readonly index: number;
   /** Whether a call may be sent while another runs; the instance then runs them in order (worker threads do). */
-  readonly queueable?: boolean;
+  readonly canQueueBehind?: boolean;
   /** Constructs the class and runs `initialize`; rejects with SF_ERR_INITIALIZE_FAILED. */
   start(): Promise<void>;
   /** Runs one call; an unbatched call also reports each request's outcome to `onResult` as it ends. */

@@ -48,15 +48,15 @@ export class ModelRuntime {
     for (const endpoint of definition.endpoints) {
       if (endpoint.stream) {
         // A stream holds its instance until it ends, so nothing may queue behind one.
-        this.streamBatchers.set(endpoint.methodName, this.engine.batcher<Queued, StreamChannel>(endpoint.id, STREAM_POLICY, (batch) => this.executeStream(endpoint, batch[0]), { queueable: false }));
+        this.streamBatchers.set(endpoint.methodName, this.engine.batcher<Queued, StreamChannel>(endpoint.id, STREAM_POLICY, (batch) => this.executeStream(endpoint, batch[0]), { queueBehind: false }));
       } else {
-        this.batchers.set(endpoint.methodName, this.engine.batcher<Queued, unknown>(endpoint.id, endpoint.batch ?? UNBATCHED_POLICY, (batch, answer) => this.execute(endpoint, batch, answer), { queueable: true }));
+        this.batchers.set(endpoint.methodName, this.engine.batcher<Queued, unknown>(endpoint.id, endpoint.batch ?? UNBATCHED_POLICY, (batch, answer) => this.execute(endpoint, batch, answer), { queueBehind: true }));
       }
     }
     const tensors = definition.tensors;
     if (tensors) {
       const maxRows = Math.max(1, tensors.maxBatchSize);
-      this.tensorBatcher = this.engine.batcher<QueuedTensorRequest, TensorWireResult>(`${definition.className}.${EXECUTE_METHOD}`, tensors.batch ?? UNBATCHED_POLICY, (batch) => this.engine.runTensorBatch(batch.map((entry) => entry.payload), maxRows), { queueable: true });
+      this.tensorBatcher = this.engine.batcher<QueuedTensorRequest, TensorWireResult>(`${definition.className}.${EXECUTE_METHOD}`, tensors.batch ?? UNBATCHED_POLICY, (batch) => this.engine.runTensorBatch(batch.map((entry) => entry.payload), maxRows), { queueBehind: true });
     }
   }
 

@@ -25,7 +25,7 @@ interface Pending {
 
 /** A model instance in its own worker thread, so model code never blocks the HTTP thread. */
 export class WorkerInstance implements ModelInstance {
-  readonly queueable = true;
+  readonly canQueueBehind = true;
   private worker?: Worker;
   private readonly pending = new Map<number, Pending>();
   private readonly streams = new Map<number, StreamChannel>();
