@@ -3,7 +3,7 @@ import { createError, deserializeError, type ServeFnError } from '../errors/inde
 import type { ValidatedRequest } from '../inference/request-validation.js';
 import { planExecutions } from '../inference/tensor-batching.js';
 import type { TensorWireRequest, TensorWireResult } from '../inference/tensor-model-plan.js';
-import type { BatchTimings, InferenceRecorder } from '../metrics/inference-recorder.js';
+import type { InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { BatchPolicy } from './batch-policy.js';
 import { DynamicBatcher, type BatchEntry, type SubmitOptions } from './dynamic-batcher.js';
 import { InstancePool, type Acquired, type PoolEvents, type RestartPolicy } from './instance-pool.js';
@@ -159,11 +159,10 @@ export class InstanceEngine {
   }
 
   /** Records one execution of `rows` rows that began at `startedMs`; each of `requests` gets its timings. */
-  recordExecution(requests: readonly RequestClock[], rows: number, outcome: Pick<ExecuteOutcome, 'computeStartMs' | 'computeEndMs'>, startedMs: number): BatchTimings {
+  recordExecution(requests: readonly RequestClock[], rows: number, outcome: Pick<ExecuteOutcome, 'computeStartMs' | 'computeEndMs'>, startedMs: number): void {
     const timings = executionTimings(outcome, startedMs, now());
     for (const queued of requests) queued.timings = timings;
     this.options.recorder.batchExecuted(this.options.name, this.options.version, rows, timings);
-    return timings;
   }
 
   /**
