@@ -77,7 +77,7 @@ export const ERROR_CATALOGUE = {
 
   // Execution errors: raised by the runtime while running model code.
   SF_ERR_EXECUTION_FAILED: spec(500, "Model '%s' failed in %s: %s"),
-  SF_ERR_BATCH_RESULT_LENGTH: spec(500, '%s returned %s results for a batch of %s requests: a @Batch method must return one result (or Error) per request, in order.'),
+  SF_ERR_BATCH_RESULT_LENGTH: spec(500, '%s returned %s results for a batch of %s requests: a batched method (@Batch, or execute(requests)) must return one result (or Error) per request, in order.'),
   SF_ERR_BATCH_RESULT_NOT_ARRAY: spec(500, '%s must return an array for its batch, got %s.'),
   SF_ERR_INSTANCE_CRASHED: spec(500, "Model '%s' instance %s stopped while running this request (%s); the instance is being restarted."),
   SF_ERR_INSTANCE_RESTART_LIMIT: spec(503, "Model '%s' instance %s crashed %s times in %s ms; it is not restarted until the window passes."),

@@ -1,6 +1,5 @@
 import { createError } from '../errors/index.js';
-import type { StreamChannel } from '../runtime/stream-channel.js';
-import { DEFAULT_STREAM_CREDIT } from '../runtime/stream-credit.js';
+import { type StreamChannel, DEFAULT_STREAM_CREDIT } from '../runtime/stream-channel.js';
 import type { ResponseStream, StreamedInferResponse, StreamedResult, StreamingInferenceModel } from './decoupled-model.js';
 import type { InferenceModelInfo, InferRequest, InferResponse } from './inference-model.js';
 import { validateInferRequest } from './request-validation.js';

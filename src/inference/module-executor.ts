@@ -1,6 +1,7 @@
 import { pathToFileURL } from 'node:url';
 import type { ModelContext } from '../definition/model-context.js';
 import { createError, isErrorCode, serializeError, type ServeFnError } from '../errors/index.js';
+import { oneResultPerRequest } from '../runtime/batch-results.js';
 import type { WireResult } from '../runtime/wire-format.js';
 import { checkTensorAgainstSpec, createTensor, withBatchDim } from '../tensor/tensor-factory.js';
 import type { Tensor } from '../tensor/tensor.js';
@@ -81,11 +82,7 @@ export class ModuleExecutor implements TensorExecutor {
   async run(requests: readonly TensorWireRequest[]): Promise<WireResult[]> {
     if (this.decoupled) return Promise.all(requests.map((request) => this.lastOf(request)));
     const responses: unknown = await (this.model as TensorModel).execute(requests.map((r) => new WireExecuteRequest(r)));
-    if (!Array.isArray(responses)) throw this.failure(`returned ${describe(responses)} instead of an array of responses`);
-    if (responses.length !== requests.length) {
-      throw this.failure(`returned ${responses.length} responses for ${requests.length} requests; return one response per request, in order`);
-    }
-    return responses.map((response, i) => {
+    return oneResultPerRequest(`${this.modelName}.execute`, responses, requests.length).map((response, i) => {
       try {
         return { ok: true, value: this.toResult(response as ExecuteResponse, requests[i]) };
       } catch (err) {

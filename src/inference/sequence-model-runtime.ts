@@ -2,17 +2,18 @@ import { createError } from '../errors/index.js';
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';
 import { systemClock, type Clock } from '../runtime/clock.js';
 import type { SubmitOptions } from '../runtime/dynamic-batcher.js';
-import { InstancePool, type PoolEvents, type RestartPolicy } from '../runtime/instance-pool.js';
+import { InstanceEngine, type QueuedTensorRequest } from '../runtime/instance-engine.js';
+import type { Acquired, PoolEvents, RestartPolicy } from '../runtime/instance-pool.js';
 import { LinkedQueue, type Link } from '../runtime/linked-queue.js';
-import type { InstanceFactory, ModelInstance } from '../runtime/model-instance.js';
-import { now, recordRequest } from '../runtime/request-accounting.js';
+import type { InstanceFactory } from '../runtime/model-instance.js';
+import { now } from '../runtime/request-accounting.js';
 import type { ExecuteOutcome } from '../runtime/wire-format.js';
 import type { ValidatedRequest } from './request-validation.js';
 import { controlTensors, type SequenceControlInput } from './sequence-controls.js';
 import { takeSequenceParameters } from './sequence-parameters.js';
 import { SequenceRegistry, type SequenceRoute } from './sequence-registry.js';
 import type { TensorWireRequest, TensorWireResult } from './tensor-model-plan.js';
-import { executeOnInstance, runOnEachIdleInstance, type ExecutionAccounting, type QueuedRequest, type TensorRuntime } from './tensor-model-runtime.js';
+import type { TensorRuntime } from './tensor-model-runtime.js';
 
 export interface SequenceModelRuntimeOptions {
   readonly name: string;
@@ -31,7 +32,7 @@ export interface SequenceModelRuntimeOptions {
 }
 
 interface Waiting {
-  readonly queued: QueuedRequest;
+  readonly queued: QueuedTensorRequest;
   readonly route: SequenceRoute;
   link?: Link<Waiting>;
   detach?: () => void;
@@ -47,39 +48,32 @@ interface Waiting {
  * and the configured control inputs.
  */
 export class SequenceModelRuntime implements TensorRuntime {
-  private readonly pool: InstancePool;
+  private readonly engine: InstanceEngine;
   /** Per instance, the waiting requests of the sequences bound to it, in arrival order. */
   private readonly lanes: LinkedQueue<Waiting>[];
   private readonly registry: SequenceRegistry;
-  private readonly accounting: ExecutionAccounting;
+  /** Most rows one execution may hold: max(1, max_batch_size). */
+  private readonly maxRows: number;
   private unsettled = 0;
   private draining: { promise: Promise<void>; resolve: () => void } | undefined;
 
   constructor(private readonly options: SequenceModelRuntimeOptions) {
-    const { name, version, recorder, log } = options;
-    this.accounting = { name, version, recorder, maxRows: Math.max(1, options.maxBatchSize) };
+    const { name, log } = options;
+    this.maxRows = Math.max(1, options.maxBatchSize);
     this.registry = new SequenceRegistry({ modelName: name, laneCount: options.instanceCount, idleUs: options.idleUs, clock: options.clock ?? systemClock, log });
     this.lanes = Array.from({ length: options.instanceCount }, () => new LinkedQueue<Waiting>());
-    this.pool = new InstancePool(
-      { name, instances: { count: options.instanceCount } },
-      options.factory,
-      {
-        onIdle: (instance) => {
-          this.registry.laneUp(instance.index);
-          this.pump(instance.index);
-        },
-        onRestart: (index) => recorder.instanceRestarted(name, version, index),
-        onDown: (index) => {
-          const dropped = this.registry.laneDown(index);
-          if (dropped > 0) log('warn', `model '${name}' instance ${index} stopped: its ${dropped} live sequence(s) lost their state and must START again`);
-        },
-        // Requests bound to an instance that stays down would wait out the whole restart window.
-        onHeldDown: (index, error) => this.rejectLane(index, this.pool.available ? error : this.pool.unavailableError()),
-        onLog: log,
+    this.engine = new InstanceEngine(options, {
+      onIdle: (instance) => {
+        this.registry.laneUp(instance.index);
+        this.pump(instance.index);
       },
-      options.restartPolicy,
-    );
-    recorder.registerModel(name, version);
+      onDown: (index) => {
+        const dropped = this.registry.laneDown(index);
+        if (dropped > 0) log('warn', `model '${name}' instance ${index} stopped: its ${dropped} live sequence(s) lost their state and must START again`);
+      },
+      // Requests bound to an instance that stays down would wait out the whole restart window.
+      onHeldDown: (index, error) => this.rejectLane(index, this.engine.available ? error : this.engine.unavailableError()),
+    });
   }
 
   /** Live sequences bound to each instance, by instance index. */
@@ -89,19 +83,19 @@ export class SequenceModelRuntime implements TensorRuntime {
 
   /** Starts every instance; if one fails, the others are stopped and the error is thrown. */
   start(): Promise<void> {
-    return this.pool.start();
+    return this.engine.start();
   }
 
   /** Triton's warmup, on every instance; call it before the first submit. */
   runOnEachInstance(requests: () => TensorWireRequest[]): Promise<ExecuteOutcome[]> {
-    return runOnEachIdleInstance(this.pool, requests);
+    return this.engine.runOnEachInstance(requests);
   }
 
   /** Throws the sequence 400s before the request counts as received; rejects SF_ERR_DRAINING while draining. */
   submit(request: ValidatedRequest, options: SubmitOptions = {}): Promise<TensorWireResult> {
-    const { name, version, recorder, maxBatchSize } = this.options;
+    const { name, maxBatchSize } = this.options;
     if (this.draining) return Promise.reject(createError('SF_ERR_DRAINING'));
-    if (!this.pool.available) return Promise.reject(this.pool.unavailableError());
+    if (!this.engine.available) return Promise.reject(this.engine.unavailableError());
     const { sequence, rest } = takeSequenceParameters(request.wire.parameters);
     if (maxBatchSize > 0 && request.rows !== 1) {
       return Promise.reject(createError('SF_ERR_BAD_REQUEST', `inference request to model '${name}' must specify batch-size 1 due to requirements of sequence batcher`));
@@ -114,16 +108,16 @@ export class SequenceModelRuntime implements TensorRuntime {
     } catch (err) {
       return Promise.reject(err);
     }
-    const queued: QueuedRequest = { request: { ...request, wire }, submittedMs: now() };
+    const queued: QueuedTensorRequest = { request: { ...request, wire }, submittedMs: now() };
     this.unsettled++;
-    return recordRequest(recorder, name, version, queued, (q) => this.enqueue(q, route, options.signal)).finally(() => {
+    return this.engine.record(queued, (q) => this.enqueue(q, route, options.signal)).finally(() => {
       route.done();
       this.settled();
     });
   }
 
   get available(): boolean {
-    return this.pool.available;
+    return this.engine.available;
   }
 
   /** Stops taking requests and waits for queued and running ones to finish. */
@@ -139,7 +133,7 @@ export class SequenceModelRuntime implements TensorRuntime {
 
   async stop(): Promise<void> {
     this.registry.close();
-    await this.pool.stop();
+    await this.engine.stop();
   }
 
   private wireRequest(wire: TensorWireRequest, parameters: Record<string, unknown>, route: SequenceRoute): TensorWireRequest {
@@ -152,7 +146,7 @@ export class SequenceModelRuntime implements TensorRuntime {
     };
   }
 
-  private enqueue(queued: QueuedRequest, route: SequenceRoute, signal: AbortSignal | undefined): Promise<TensorWireResult> {
+  private enqueue(queued: QueuedTensorRequest, route: SequenceRoute, signal: AbortSignal | undefined): Promise<TensorWireResult> {
     if (signal?.aborted) return Promise.reject(createError('SF_ERR_CANCELLED'));
     return new Promise((resolve, reject) => {
       const lane = this.lanes[route.lane];
@@ -186,12 +180,12 @@ export class SequenceModelRuntime implements TensorRuntime {
   private pump(index: number): void {
     const lane = this.lanes[index];
     if (lane.size === 0) return;
-    const instance = this.pool.acquireIndex(index);
-    if (!instance) return;
+    const acquired = this.engine.acquireIndex(index);
+    if (!acquired) return;
     const taken: Waiting[] = [];
     const sequences = new Set<string>();
     for (const waiting of lane) {
-      if (taken.length === this.accounting.maxRows) break;
+      if (taken.length === this.maxRows) break;
       if (sequences.has(waiting.route.key)) continue;
       sequences.add(waiting.route.key);
       lane.remove(waiting.link!);
@@ -199,20 +193,16 @@ export class SequenceModelRuntime implements TensorRuntime {
       waiting.detach?.();
       taken.push(waiting);
     }
-    void this.run(instance, taken);
+    void this.run(acquired, taken);
   }
 
-  private async run(instance: ModelInstance, taken: readonly Waiting[]): Promise<void> {
-    try {
-      const results = await executeOnInstance(instance, taken.map((w) => w.queued), this.accounting);
-      taken.forEach((waiting, i) => {
-        const result = results[i];
-        if (result instanceof Error) waiting.reject(result);
-        else waiting.resolve(result);
-      });
-    } finally {
-      this.pool.release(instance);
-    }
+  private async run(acquired: Acquired, taken: readonly Waiting[]): Promise<void> {
+    const results = await this.engine.runTensorBatch(taken.map((w) => w.queued), this.maxRows, acquired);
+    taken.forEach((waiting, i) => {
+      const result = results[i];
+      if (result instanceof Error) waiting.reject(result);
+      else waiting.resolve(result);
+    });
   }
 
   private settled(): void {

@@ -1,8 +1,7 @@
 import type { ModelContext } from '../definition/model-context.js';
 import { createError } from '../errors/index.js';
-import type { StreamEvent } from '../runtime/stream-event.js';
+import { type StreamEvent, StreamPump } from '../runtime/stream-channel.js';
 import { now } from '../runtime/request-accounting.js';
-import { StreamPump } from '../runtime/stream-pump.js';
 import type { ExecuteCall, ExecuteOutcome } from '../runtime/wire-format.js';
 import { BackendExecutor, type TensorExecutor } from './backend-executor.js';
 import { ModuleExecutor } from './module-executor.js';

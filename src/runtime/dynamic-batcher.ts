@@ -1,4 +1,5 @@
 import { createError } from '../errors/index.js';
+import { oneResultPerRequest } from './batch-results.js';
 import { priorityLevelFor, queueTimeoutUs, type BatchPolicy } from './batch-policy.js';
 import { systemClock, type Clock } from './clock.js';
 import { LinkedQueue, type Link } from './linked-queue.js';
@@ -19,7 +20,7 @@ export interface BatcherHooks<T, R> {
    * how many busy instances can take a full batch queued behind their running one; execute() gets
    * such a batch when idleInstances() is 0
    */
-  standbyInstances?(): number;
+  queueBehindInstances?(): number;
   /**
    * run one batch on an instance; resolves one result per entry, in order; an Error entry fails
    * only its own request. The instance must count as busy in idleInstances() once this returns.
@@ -193,7 +194,7 @@ export class DynamicBatcher<T, R> {
       this.launch(this.take(size));
       idle--;
     }
-    this.queueFullBatches();
+    this.queueBehindBusyInstances();
     this.disarmBatchTimer();
   }
 
@@ -202,14 +203,14 @@ export class DynamicBatcher<T, R> {
    * grow by waiting, and it starts the moment the instance is done instead of after a round trip
    * through the HTTP thread. A smaller batch keeps waiting here, where later requests can join it.
    */
-  private queueFullBatches(): void {
+  private queueBehindBusyInstances(): void {
     const { maxBatchSize } = this.policy;
-    let standby = this.queues.size >= maxBatchSize ? (this.hooks.standbyInstances?.() ?? 0) : 0;
-    while (standby > 0) {
+    let behind = this.queues.size >= maxBatchSize ? (this.hooks.queueBehindInstances?.() ?? 0) : 0;
+    while (behind > 0) {
       if (this.timeoutsPossible) this.expireCandidates(this.clock.now());
       if (this.queues.size < maxBatchSize) return;
       this.launch(this.take(maxBatchSize));
-      standby--;
+      behind--;
     }
   }
 
@@ -260,14 +261,12 @@ export class DynamicBatcher<T, R> {
     );
   }
 
-  private complete(batch: Request<T, R>[], values: unknown): void {
-    if (!Array.isArray(values)) {
-      const got = values === null ? 'null' : typeof values;
-      this.fail(batch, createError('SF_ERR_BATCH_RESULT_NOT_ARRAY', this.owner, got));
-      return;
-    }
-    if (values.length !== batch.length) {
-      this.fail(batch, createError('SF_ERR_BATCH_RESULT_LENGTH', this.owner, values.length, batch.length));
+  private complete(batch: Request<T, R>[], output: unknown): void {
+    let values: unknown[];
+    try {
+      values = oneResultPerRequest(this.owner, output, batch.length);
+    } catch (error) {
+      this.fail(batch, error);
       return;
     }
     batch.forEach((request, i) => {

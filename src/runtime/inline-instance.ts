@@ -3,8 +3,7 @@ import { ContextServices, type InferCall } from './context-services.js';
 import type { ModelDefinition } from '../definition/model-definition.js';
 import { ModelHost } from './model-host.js';
 import type { ModelInstance } from './model-instance.js';
-import { SocketLink } from './socket-link.js';
-import type { SocketSession } from './socket-session.js';
+import { SocketLink, type SocketSession } from './socket-session.js';
 import { StreamChannel } from './stream-channel.js';
 import type { ExecuteCall, ExecuteOutcome, OnResult, SocketCall } from './wire-format.js';
 

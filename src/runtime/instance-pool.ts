@@ -14,8 +14,8 @@ export type PoolOwner = Pick<ModelDefinition, 'name'> & { readonly instances: Pi
 export interface PoolEvents {
   /** An instance became free to take a batch. */
   onIdle(instance: ModelInstance): void;
-  /** A busy instance can take a batch queued behind its running one again (see acquireStandby). */
-  onStandby?(): void;
+  /** A busy instance can take a batch queued behind its running one again (see acquireToQueueBehind). */
+  onQueueBehind?(): void;
   onRestart(index: number): void;
   /** An instance died; its restart follows (rate-limited). */
   onDown?(index: number): void;
@@ -27,11 +27,17 @@ export interface PoolEvents {
   onLog(level: 'info' | 'warn' | 'error', message: string): void;
 }
 
+/** An instance taken for a batch, and whether the batch waits behind the one it runs. */
+export interface Acquired {
+  readonly instance: ModelInstance;
+  readonly queuedBehind: boolean;
+}
+
 /**
  * The instances of one model (Triton's instance group): tracks which are idle, hands them out one
  * batch at a time, and restarts the ones that die, rate-limited so a crash loop does not spin.
  *
- * A worker instance running a batch may also take one more, queued behind it (acquireStandby): the
+ * A worker instance running a batch may also take one more, queued behind it (acquireToQueueBehind): the
  * HTTP thread hears that a batch ended and sends the next one only when it gets to that message,
  * and on a busy machine that gap left instances idle 5–10 % of the time (measured: 2.4–5.8 ms
  * between batches of ~45 ms with two instances on two cores). The batcher only queues batches that
@@ -41,7 +47,7 @@ export class InstancePool {
   private readonly instances: (ModelInstance | undefined)[] = [];
   private readonly idle: ModelInstance[] = [];
   /** Busy instances that can take one batch queued behind the running one. */
-  private readonly standby: ModelInstance[] = [];
+  private readonly canQueueBehind: ModelInstance[] = [];
   /** Busy instances with a batch queued behind the running one. */
   private readonly queuedBehind = new Set<ModelInstance>();
   private readonly up = new Set<ModelInstance>();
@@ -65,8 +71,8 @@ export class InstancePool {
     return this.idle.length;
   }
 
-  get standbyCount(): number {
-    return this.standby.length;
+  get queueBehindCount(): number {
+    return this.canQueueBehind.length;
   }
 
   /**
@@ -121,44 +127,44 @@ export class InstancePool {
   }
 
   /**
-   * Takes an idle instance; callers check idleCount first. With `queueable` (a batch, not a stream
+   * Takes an idle instance; callers check idleCount first. With `queueBehind` (a batch, not a stream
    * or a sequence step, which may hold the instance for long), it may take a batch queued behind.
    */
-  acquire(options: { readonly queueable?: boolean } = {}): ModelInstance {
+  acquire(options: { readonly queueBehind?: boolean } = {}): ModelInstance {
     const instance = this.idle.shift();
     if (!instance) throw new Error(`no idle instance of ${this.definition.name}`);
-    if (options.queueable && instance.queueable) this.standby.push(instance);
+    if (options.queueBehind && instance.canQueueBehind) this.canQueueBehind.push(instance);
     return instance;
   }
 
   /**
    * Takes an instance for a batch: an idle one, or with none idle, a busy one to queue it behind the
-   * batch it runs (`queuedBehind`); callers check idleCount + standbyCount first.
+   * batch it runs (`queuedBehind`); callers check idleCount + queueBehindCount first.
    */
-  acquireForBatch(): { readonly instance: ModelInstance; readonly queuedBehind: boolean } {
-    if (this.idle.length > 0) return { instance: this.acquire({ queueable: true }), queuedBehind: false };
-    return { instance: this.acquireStandby(), queuedBehind: true };
+  acquireForBatch(): Acquired {
+    if (this.idle.length > 0) return { instance: this.acquire({ queueBehind: true }), queuedBehind: false };
+    return { instance: this.acquireToQueueBehind(), queuedBehind: true };
   }
 
-  /** Takes a busy instance to queue a batch behind the one it runs; callers check standbyCount first. */
-  acquireStandby(): ModelInstance {
-    const instance = this.standby.shift();
+  /** Takes a busy instance to queue a batch behind the one it runs; callers check queueBehindCount first. */
+  acquireToQueueBehind(): ModelInstance {
+    const instance = this.canQueueBehind.shift();
     if (!instance) throw new Error(`no instance of ${this.definition.name} can queue a batch`);
     this.queuedBehind.add(instance);
     return instance;
   }
 
-  /** Called once per acquire and per acquireStandby, when that call ends. */
+  /** Called once per acquire and per acquireToQueueBehind, when that call ends. */
   release(instance: ModelInstance): void {
     if (this.stopped || this.instances[instance.index] !== instance) return;
     if (this.queuedBehind.delete(instance)) {
       // The queued batch runs now, so one more may queue behind it.
-      this.standby.push(instance);
-      this.events.onStandby?.();
+      this.canQueueBehind.push(instance);
+      this.events.onQueueBehind?.();
       return;
     }
-    const at = this.standby.indexOf(instance);
-    if (at >= 0) this.standby.splice(at, 1);
+    const at = this.canQueueBehind.indexOf(instance);
+    if (at >= 0) this.canQueueBehind.splice(at, 1);
     this.idle.push(instance);
     this.events.onIdle(instance);
   }
@@ -166,7 +172,7 @@ export class InstancePool {
   async stop(): Promise<void> {
     this.stopped = true;
     this.idle.length = 0;
-    this.standby.length = 0;
+    this.canQueueBehind.length = 0;
     this.queuedBehind.clear();
     this.up.clear();
     const running = this.instances.filter((i): i is ModelInstance => i !== undefined);
@@ -183,7 +189,7 @@ export class InstancePool {
     if (this.stopped || this.instances[index] !== instance) return;
     this.instances[index] = undefined;
     this.up.delete(instance);
-    for (const list of [this.idle, this.standby]) {
+    for (const list of [this.idle, this.canQueueBehind]) {
       const at = list.indexOf(instance);
       if (at >= 0) list.splice(at, 1);
     }

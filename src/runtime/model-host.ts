@@ -6,13 +6,11 @@ import { createError, serializeError } from '../errors/index.js';
 import { EXECUTE_METHOD } from '../definition/tensor-interface-builder.js';
 import { ModuleExecutor } from '../inference/module-executor.js';
 import type { TensorModel } from '../inference/tensor-model-api.js';
-import type { ExecuteCall, ExecuteOutcome, OnResult, SocketCall, SocketInput, TensorCall, WireResult } from './wire-format.js';
-import { SocketInbox } from './socket-inbox.js';
-import { SocketSession } from './socket-session.js';
-import { reviveBuffers } from './wire-format.js';
+import { type ExecuteCall, type ExecuteOutcome, type OnResult, type SocketCall, type SocketInput, type TensorCall, type WireResult, reviveBuffers } from './wire-format.js';
+import { SocketInbox, SocketSession } from './socket-session.js';
 import { now } from './request-accounting.js';
-import type { StreamEvent } from './stream-event.js';
-import { StreamPump } from './stream-pump.js';
+import { describeValue, oneResultPerRequest } from './batch-results.js';
+import { type StreamEvent, StreamPump } from './stream-channel.js';
 
 type Hooked = {
   initialize?(ctx: ModelContext): unknown;
@@ -76,7 +74,7 @@ export class ModelHost {
     let results: WireResult[];
     if (call.batched) {
       const output = await method.call(this.instance, inputs, infos);
-      results = this.checkBatchOutput(endpoint, output, inputs.length).map((v) => this.toResult(endpoint, v));
+      results = oneResultPerRequest(endpoint.id, output, inputs.length).map((v) => this.toResult(endpoint, v));
     } else {
       results = [];
       for (let i = 0; i < inputs.length; i++) {
@@ -142,14 +140,14 @@ export class ModelHost {
     const result = await method.call(this.instance, ...args);
     const iterable = result as Partial<AsyncIterable<unknown>> | null | undefined;
     if (typeof iterable?.[Symbol.asyncIterator] !== 'function') {
-      throw createError('SF_ERR_STREAM_NOT_ITERABLE', target.id, kind, describe(result), target.methodName);
+      throw createError('SF_ERR_STREAM_NOT_ITERABLE', target.id, kind, describeValue(result), target.methodName);
     }
     return (iterable as AsyncIterable<unknown>)[Symbol.asyncIterator]();
   }
 
   private toChunk(endpoint: EndpointDefinition, item: unknown): unknown {
     if (endpoint.stream !== 'bytes') return this.toPlain(endpoint.response, item);
-    if (!(item instanceof Uint8Array)) throw createError('SF_ERR_STREAM_CHUNK_NOT_BYTES', endpoint.id, describe(item));
+    if (!(item instanceof Uint8Array)) throw createError('SF_ERR_STREAM_CHUNK_NOT_BYTES', endpoint.id, describeValue(item));
     return item;
   }
 
@@ -160,12 +158,6 @@ export class ModelHost {
     return plainToInstance(dto, revived);
   }
 
-  private checkBatchOutput(endpoint: EndpointDefinition, output: unknown, expected: number): unknown[] {
-    if (!Array.isArray(output)) throw createError('SF_ERR_BATCH_RESULT_NOT_ARRAY', endpoint.id, describe(output));
-    if (output.length !== expected) throw createError('SF_ERR_BATCH_RESULT_LENGTH', endpoint.id, output.length, expected);
-    return output;
-  }
-
   private toResult(endpoint: EndpointDefinition, value: unknown): WireResult {
     if (value instanceof Error) return { ok: false, error: serializeError(value) };
     return { ok: true, value: this.toPlain(endpoint.response, value) };
@@ -174,9 +166,4 @@ export class ModelHost {
   private toPlain(response: EndpointDefinition['response'], value: unknown): unknown {
     return response && value !== null && typeof value === 'object' && !ArrayBuffer.isView(value) ? instanceToPlain(value) : value;
   }
-}
-
-function describe(value: unknown): string {
-  if (value === null) return 'null';
-  return typeof value === 'object' ? (value.constructor?.name ?? 'object') : typeof value;
 }

@@ -1,12 +1,12 @@
 import type { StreamChannel } from './stream-channel.js';
-import type { SocketLink } from './socket-link.js';
+import type { SocketLink } from './socket-session.js';
 import type { ExecuteCall, ExecuteOutcome, OnResult, SocketCall } from './wire-format.js';
 
 /** One running copy of a model: a worker thread, or the HTTP thread for inline models. */
 export interface ModelInstance {
   readonly index: number;
   /** Whether a call may be sent while another runs; the instance then runs them in order (worker threads do). */
-  readonly queueable?: boolean;
+  readonly canQueueBehind?: boolean;
   /** Constructs the class and runs `initialize`; rejects with SF_ERR_INITIALIZE_FAILED. */
   start(): Promise<void>;
   /** Runs one call; an unbatched call also reports each request's outcome to `onResult` as it ends. */

@@ -1,5 +1,125 @@
-import { deserializeError } from '../errors/index.js';
-import type { StreamControl, StreamEvent } from './stream-event.js';
+import { deserializeError, serializeError, type SerializedError } from '../errors/index.js';
+
+/*
+ * The credit-based stream between a producer in an instance's thread (StreamPump, running a model's
+ * async iterator) and its consumer on the HTTP thread (StreamChannel): the producer sends one chunk
+ * per unit of credit, and the consumer grants one unit per chunk it takes, so what waits in between
+ * is bounded whatever the client's speed. One file for the whole protocol, as Triton keeps its
+ * stub/backend messages in one ipc_message.h.
+ */
+
+/** What a stream's producer (in the instance's thread) tells its consumer (on the HTTP thread). */
+export type StreamEvent =
+  | { readonly kind: 'chunk'; readonly value: unknown }
+  /** The producer stopped: the iterable ended, or it was cancelled and its `return()` has run. */
+  | { readonly kind: 'end' }
+  | { readonly kind: 'error'; readonly error: SerializedError };
+
+/** The consumer's requests to the producer. */
+export interface StreamControl {
+  grant(units: number): void;
+  cancel(): void;
+}
+
+/**
+ * How many chunks a stream's producer may send before the consumer asks for more. The consumer
+ * grants one chunk each time it takes one, so at most this many chunks wait between the model and
+ * the socket, whatever the client's speed.
+ */
+export const DEFAULT_STREAM_CREDIT = 8;
+
+/** The producer's side of a credit scheme: it takes one unit per chunk and waits while it has none. */
+export class StreamCredit {
+  private available: number;
+  private closed = false;
+  private wake?: () => void;
+
+  constructor(initial: number) {
+    this.available = initial;
+  }
+
+  get remaining(): number {
+    return this.available;
+  }
+
+  grant(units: number): void {
+    this.available += units;
+    this.release();
+  }
+
+  /** Stops the producer: a pending or later `take` answers false. */
+  close(): void {
+    this.closed = true;
+    this.release();
+  }
+
+  /** Resolves true once a unit is taken, or false when the credit was closed first. */
+  async take(): Promise<boolean> {
+    while (!this.closed && this.available === 0) {
+      await new Promise<void>((resolve) => (this.wake = resolve));
+    }
+    if (this.closed) return false;
+    this.available--;
+    return true;
+  }
+
+  private release(): void {
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
+  }
+}
+
+/**
+ * Drives a model's async iterator in the instance's thread: one `next()` per unit of credit, each
+ * item sent as a chunk event. Cancelling closes the credit and runs the iterator's `return()`, so
+ * the model's `finally` blocks run and the instance stops producing.
+ */
+export class StreamPump implements StreamControl {
+  private readonly credit: StreamCredit;
+
+  constructor(
+    private readonly open: () => Promise<AsyncIterator<unknown>>,
+    initialCredit: number,
+    private readonly emit: (event: StreamEvent) => void,
+    /** Turns an item into what crosses to the consumer; throwing ends the stream with that error. */
+    private readonly toChunk: (item: unknown) => unknown = (item) => item,
+  ) {
+    this.credit = new StreamCredit(initialCredit);
+  }
+
+  grant(units: number): void {
+    this.credit.grant(units);
+  }
+
+  cancel(): void {
+    this.credit.close();
+  }
+
+  /** Runs until the iterator ends, fails or is cancelled; always emits exactly one end or error event. */
+  async run(): Promise<void> {
+    try {
+      const iterator = await this.open();
+      while (await this.credit.take()) {
+        const step = await iterator.next();
+        if (step.done) {
+          this.emit({ kind: 'end' });
+          return;
+        }
+        try {
+          this.emit({ kind: 'chunk', value: this.toChunk(step.value) });
+        } catch (err) {
+          await iterator.return?.();
+          throw err;
+        }
+      }
+      await iterator.return?.();
+      this.emit({ kind: 'end' });
+    } catch (err) {
+      this.emit({ kind: 'error', error: serializeError(err) });
+    }
+  }
+}
 
 /**
  * The consumer's end of a streamed model result, on the HTTP thread: an async iterable of the

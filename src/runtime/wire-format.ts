@@ -31,6 +31,10 @@ export interface TensorCall {
 
 export type ExecuteCall = EndpointCall | TensorCall;
 
+export function tensorCall(requests: readonly TensorWireRequest[]): TensorCall {
+  return { kind: 'tensor', requests };
+}
+
 /** Whether the instance answers a call's requests one by one (an unbatched endpoint) rather than all at once. */
 export function answersOneByOne(call: ExecuteCall): boolean {
   return call.kind === 'endpoint' && !call.batched;

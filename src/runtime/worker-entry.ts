@@ -8,9 +8,8 @@ import { ContextServices } from './context-services.js';
 import { ModelHost } from './model-host.js';
 import { now } from './request-accounting.js';
 import { lowerThisThreadPriority } from './thread-priority.js';
-import type { StreamEvent } from './stream-event.js';
+import type { StreamEvent, StreamPump } from './stream-channel.js';
 import type { SocketSession } from './socket-session.js';
-import type { StreamPump } from './stream-pump.js';
 import type { FromWorker, ToWorker, WorkerBootData } from './worker-messages.js';
 import { answersOneByOne, collectTransferables, reviveBuffers, type ExecuteOutcome } from './wire-format.js';
 

@@ -1,14 +1,12 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
-import type { ModelContextData } from '../definition/model-context.js';
+import type { ModelContextData, InferOptions } from '../definition/model-context.js';
 import type { InferCall } from './context-services.js';
-import type { InferOptions } from '../definition/model-context.js';
 import { createError, deserializeError, serializeError } from '../errors/index.js';
 import type { TensorModelPlan } from '../inference/tensor-model-plan.js';
 import type { InstanceEvents, ModelInstance } from './model-instance.js';
-import { SocketLink } from './socket-link.js';
-import { StreamChannel } from './stream-channel.js';
-import type { StreamControl } from './stream-event.js';
+import { SocketLink } from './socket-session.js';
+import { StreamChannel, type StreamControl } from './stream-channel.js';
 import { instanceNiceness } from './thread-priority.js';
 import type { FromWorker, ToWorker, WorkerBootData } from './worker-messages.js';
 import { answersOneByOne, collectTransferables, reviveBuffers, type ExecuteCall, type ExecuteOutcome, type OnResult, type SocketCall, type WireResult } from './wire-format.js';
@@ -27,7 +25,7 @@ interface Pending {
 
 /** A model instance in its own worker thread, so model code never blocks the HTTP thread. */
 export class WorkerInstance implements ModelInstance {
-  readonly queueable = true;
+  readonly canQueueBehind = true;
   private worker?: Worker;
   private readonly pending = new Map<number, Pending>();
   private readonly streams = new Map<number, StreamChannel>();

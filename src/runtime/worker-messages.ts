@@ -1,7 +1,7 @@
 import type { InferOptions, ModelContextData } from '../definition/model-context.js';
 import type { SerializedError } from '../errors/index.js';
 import type { TensorModelPlan } from '../inference/tensor-model-plan.js';
-import type { StreamEvent } from './stream-event.js';
+import type { StreamEvent } from './stream-channel.js';
 import type { ExecuteCall, ExecuteOutcome, SocketCall, SocketInput } from './wire-format.js';
 
 /** The messages between an instance's worker thread and the HTTP thread. */

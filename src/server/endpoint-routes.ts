@@ -4,7 +4,6 @@ import type { EndpointDefinition, ModelDefinition } from '../definition/model-de
 import type { StreamFormat } from '../metadata/records.js';
 import { createError, ServeFnError, statusOf } from '../errors/index.js';
 import type { ModelRuntime } from '../runtime/model-runtime.js';
-import type { StreamChannel } from '../runtime/stream-channel.js';
 import { disconnectSignal } from './disconnect-signal.js';
 import { logFailure, toHttpError, type ErrorBody, type HttpError } from './error-handler.js';
 import { describeBatching, inlineSchema, type DtoSchemas } from './openapi-plugin.js';
@@ -45,16 +44,18 @@ function registerEndpoint(app: FastifyInstance, runtime: ModelRuntime, endpoint:
       if (!state.ready) throw createError('SF_ERR_DRAINING');
       const wire = await readRequest(endpoint, request);
       const disconnect = disconnectSignal(reply);
-      let value: unknown;
-      try {
-        value = await runtime.submit(endpoint.methodName, wire, { signal: disconnect.signal, ...scheduling(request.headers) });
-      } catch (err) {
-        throw asEndpointError(model, endpoint, err);
-      } finally {
-        disconnect.release();
-      }
+      const options = { signal: disconnect.signal, ...scheduling(request.headers) };
+      const queue = async <T>(submit: () => Promise<T>): Promise<T> => {
+        try {
+          return await submit();
+        } catch (err) {
+          throw asEndpointError(model, endpoint, err);
+        } finally {
+          disconnect.release();
+        }
+      };
       if (endpoint.stream) {
-        const channel = value as StreamChannel;
+        const channel = await queue(() => runtime.openStream(endpoint.methodName, wire, options));
         if (disconnect.signal.aborted) {
           channel.cancel();
           throw createError('SF_ERR_CANCELLED');
@@ -66,6 +67,7 @@ function registerEndpoint(app: FastifyInstance, runtime: ModelRuntime, endpoint:
           return streamErrorBody(failure, answer.body);
         });
       }
+      const value = await queue(() => runtime.submit(endpoint.methodName, wire, options));
       reply.code(endpoint.status);
       if (Buffer.isBuffer(value)) return reply.type(endpoint.produces).send(value);
       return value ?? null;

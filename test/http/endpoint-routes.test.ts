@@ -486,7 +486,7 @@ describe('a @Batch endpoint over HTTP', () => {
     for (const answer of answers) {
       expect(answer.status).toBe(500);
       expect(answer.json()).toEqual({
-        error: 'Prosody.prosody returned 0 results for a batch of 4 requests: a @Batch method must return one result (or Error) per request, in order.',
+        error: 'Prosody.prosody returned 0 results for a batch of 4 requests: a batched method (@Batch, or execute(requests)) must return one result (or Error) per request, in order.',
         code: 'SF_ERR_BATCH_RESULT_LENGTH',
       });
     }

@@ -671,7 +671,7 @@ describe('DynamicBatcher: results', () => {
   });
 
   it('rejects the batch with SF_ERR_BATCH_RESULT_NOT_ARRAY when execute() resolves a non-array', async () => {
-    for (const [result, got] of [[{ a: 1 }, 'object'], ['AB', 'string'], [null, 'null'], [undefined, 'undefined']] as const) {
+    for (const [result, got] of [[{ a: 1 }, 'Object'], ['AB', 'string'], [null, 'null'], [undefined, 'undefined']] as const) {
       const h = setup({ maxBatchSize: 8 }, 0);
       const tracked = submitAll(h, ['a', 'b']);
       await h.free();
@@ -692,7 +692,7 @@ describe('DynamicBatcher: results', () => {
     await h.complete(0, ['A']);
     for (const t of tracked) {
       expect(expectError(t, 'SF_ERR_BATCH_RESULT_LENGTH', 500).message).toBe(
-        'Tts.speak returned 1 results for a batch of 2 requests: a @Batch method must return one result (or Error) per request, in order.',
+        'Tts.speak returned 1 results for a batch of 2 requests: a batched method (@Batch, or execute(requests)) must return one result (or Error) per request, in order.',
       );
     }
   });
@@ -833,7 +833,7 @@ describe('DynamicBatcher: drain', () => {
 });
 
 describe('DynamicBatcher: full batches queued on busy instances', () => {
-  function withStandby(input: BatchPolicyInput, standby: number) {
+  function withQueueBehind(input: BatchPolicyInput, standby: number) {
     const clock = new FakeClock();
     const state = { idle: 1, standby };
     const batches: { payloads: string[]; on: 'idle' | 'standby'; resolve: (results: unknown) => void }[] = [];
@@ -842,7 +842,7 @@ describe('DynamicBatcher: full batches queued on busy instances', () => {
       normalizeBatchPolicy(input, OWNER),
       {
         idleInstances: () => state.idle,
-        standbyInstances: () => state.standby,
+        queueBehindInstances: () => state.standby,
         execute: (entries) => {
           const on = state.idle > 0 ? 'idle' : 'standby';
           if (on === 'idle') state.idle--;
@@ -860,7 +860,7 @@ describe('DynamicBatcher: full batches queued on busy instances', () => {
   }
 
   it('queues only full batches; a smaller one waits for a free instance, where later requests can join it', async () => {
-    const h = withStandby({ maxBatchSize: 2, maxQueueDelayUs: 1000 }, 1);
+    const h = withQueueBehind({ maxBatchSize: 2, maxQueueDelayUs: 1000 }, 1);
     h.submit(['a', 'b', 'c', 'd', 'e']);
     await settle();
     expect(h.batches.map((b) => [b.on, b.payloads])).toEqual([
@@ -876,7 +876,7 @@ describe('DynamicBatcher: full batches queued on busy instances', () => {
   });
 
   it('queues as many full batches as instances can take, and none without the hook', async () => {
-    const h = withStandby({ maxBatchSize: 2 }, 2);
+    const h = withQueueBehind({ maxBatchSize: 2 }, 2);
     h.state.idle = 0;
     h.submit(names(7));
     await settle();
@@ -892,7 +892,7 @@ describe('DynamicBatcher: full batches queued on busy instances', () => {
   });
 
   it('queues the full batch of unexpired requests: one whose queue timeout ran out is rejected, not run', async () => {
-    const h = withStandby({ maxBatchSize: 2, defaultQueuePolicy: { defaultTimeoutUs: 100 } }, 0);
+    const h = withQueueBehind({ maxBatchSize: 2, defaultQueuePolicy: { defaultTimeoutUs: 100 } }, 0);
     h.state.idle = 0;
     h.submit(['a', 'b']);
     await h.clock.advance(110);

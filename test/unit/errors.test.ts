@@ -39,7 +39,7 @@ describe('error catalogue', () => {
   it('fills message placeholders in order', () => {
     const err = createError('SF_ERR_BATCH_RESULT_LENGTH', 'M.run', 3, 4);
     expect(err.message).toBe(
-      'M.run returned 3 results for a batch of 4 requests: a @Batch method must return one result (or Error) per request, in order.',
+      'M.run returned 3 results for a batch of 4 requests: a batched method (@Batch, or execute(requests)) must return one result (or Error) per request, in order.',
     );
     expect(err.code).toBe('SF_ERR_BATCH_RESULT_LENGTH');
     expect(err.statusCode).toBe(500);

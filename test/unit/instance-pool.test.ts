@@ -18,7 +18,7 @@ class FakeInstance implements ModelInstance {
   readonly openStream = noStreams.openStream;
   readonly openSocket = noStreams.openSocket;
   stopped = false;
-  queueable = true;
+  canQueueBehind = true;
   private settleStart?: { resolve(): void; reject(err: Error): void };
   stopError?: Error;
 
@@ -71,7 +71,7 @@ function harness(policy?: RestartPolicy): Harness {
   const h = { created: [] as FakeInstance[], idle: 0, standby: 0, restarts: [] as number[], heldDown: [] as string[], logs: [] as string[] } as Harness;
   const events: PoolEvents = {
     onIdle: () => h.idle++,
-    onStandby: () => h.standby++,
+    onQueueBehind: () => h.standby++,
     onRestart: (index) => h.restarts.push(index),
     onHeldDown: (index, error) => h.heldDown.push(`${index}: ${error.code}`),
     onLog: (level, message) => h.logs.push(`${level}: ${message}`),
@@ -295,40 +295,40 @@ describe('InstancePool: a batch queued behind a running one', () => {
   it('offers an instance acquired for a batch to queue one more, and frees it only when both ended', async () => {
     const h = harness();
     await started(h);
-    const a = h.pool.acquire({ queueable: true });
-    expect([h.pool.idleCount, h.pool.standbyCount]).toEqual([2, 1]);
-    expect(h.pool.acquireStandby()).toBe(a);
-    expect(h.pool.standbyCount).toBe(0);
-    expect(() => h.pool.acquireStandby()).toThrow('no instance of pooled can queue a batch');
+    const a = h.pool.acquire({ queueBehind: true });
+    expect([h.pool.idleCount, h.pool.queueBehindCount]).toEqual([2, 1]);
+    expect(h.pool.acquireToQueueBehind()).toBe(a);
+    expect(h.pool.queueBehindCount).toBe(0);
+    expect(() => h.pool.acquireToQueueBehind()).toThrow('no instance of pooled can queue a batch');
 
     h.pool.release(a);
-    expect([h.pool.idleCount, h.pool.standbyCount, h.idle, h.standby]).toEqual([2, 1, 0, 1]);
+    expect([h.pool.idleCount, h.pool.queueBehindCount, h.idle, h.standby]).toEqual([2, 1, 0, 1]);
     h.pool.release(a);
-    expect([h.pool.idleCount, h.pool.standbyCount, h.idle, h.standby]).toEqual([3, 0, 1, 1]);
+    expect([h.pool.idleCount, h.pool.queueBehindCount, h.idle, h.standby]).toEqual([3, 0, 1, 1]);
   });
 
   it('never queues behind a stream or a sequence step (plain acquire), nor on an instance that cannot queue', async () => {
     const h = harness();
     await started(h);
     h.pool.acquire();
-    h.created[1].queueable = false;
-    h.pool.acquire({ queueable: true });
-    expect(h.pool.standbyCount).toBe(0);
+    h.created[1].canQueueBehind = false;
+    h.pool.acquire({ queueBehind: true });
+    expect(h.pool.queueBehindCount).toBe(0);
     expect(h.pool.acquireIndex(2)).toBe(h.created[2]);
-    expect(h.pool.standbyCount).toBe(0);
+    expect(h.pool.queueBehindCount).toBe(0);
   });
 
   it('forgets a crashed instance with a queued batch; its late releases change nothing', async () => {
     const h = harness();
     await started(h);
-    const a = h.pool.acquire({ queueable: true });
-    h.pool.acquireStandby();
-    const b = h.pool.acquire({ queueable: true });
+    const a = h.pool.acquire({ queueBehind: true });
+    h.pool.acquireToQueueBehind();
+    const b = h.pool.acquire({ queueBehind: true });
     h.latest(a.index).crash();
-    expect([h.pool.idleCount, h.pool.standbyCount]).toEqual([1, 1]);
+    expect([h.pool.idleCount, h.pool.queueBehindCount]).toEqual([1, 1]);
     h.pool.release(a);
     h.pool.release(a);
-    expect([h.pool.idleCount, h.pool.standbyCount]).toEqual([1, 1]);
-    expect(h.pool.acquireStandby()).toBe(b);
+    expect([h.pool.idleCount, h.pool.queueBehindCount]).toEqual([1, 1]);
+    expect(h.pool.acquireToQueueBehind()).toBe(b);
   });
 });

@@ -11,7 +11,7 @@ import type { ExecuteRequest, ExecuteResponse } from '../../src/inference/tensor
 import type { TensorWireResult } from '../../src/inference/tensor-model-plan.js';
 import { ModelHost } from '../../src/runtime/model-host.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
-import type { StreamEvent } from '../../src/runtime/stream-event.js';
+import type { StreamEvent } from '../../src/runtime/stream-channel.js';
 import type { ExecuteOutcome, WireRequest, WireResult } from '../../src/runtime/wire-format.js';
 import { settle } from '../helpers/settle.js';
 
@@ -261,7 +261,7 @@ describe('ModelHost.execute', () => {
     const error = await run(host, 'checks', true, [{ word: 'short' }, { word: 'x' }, { word: 'y' }]).catch((e: unknown) => e);
     expect((error as ServeFnError).code).toBe('SF_ERR_BATCH_RESULT_LENGTH');
     expect((error as Error).message).toBe(
-      'Speller.checks returned 2 results for a batch of 3 requests: a @Batch method must return one result (or Error) per request, in order.',
+      'Speller.checks returned 2 results for a batch of 3 requests: a batched method (@Batch, or execute(requests)) must return one result (or Error) per request, in order.',
     );
   });
 

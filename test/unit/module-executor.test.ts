@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ModelContextData } from '../../src/definition/model-context.js';
 import { ModuleExecutor } from '../../src/inference/module-executor.js';
+import type { TensorModel } from '../../src/inference/tensor-model-api.js';
 import type { TensorModelPlan, TensorWireRequest, TensorWireResult } from '../../src/inference/tensor-model-plan.js';
 import { ContextServices } from '../../src/runtime/context-services.js';
 import type { WireResult } from '../../src/runtime/wire-format.js';
@@ -76,9 +77,15 @@ describe('ModuleExecutor', () => {
 
   it('fails the whole execution when execute throws or answers the wrong number of requests', async () => {
     await expect(executor.run([request([1, 2], { fail: 'throw' })])).rejects.toThrow('the whole batch failed');
-    await expect(executor.run([request([1, 2], { fail: 'short' }), request([1, 2])])).rejects.toThrow(
-      "Model 'scale' failed in execute: returned 0 responses for 2 requests; return one response per request, in order",
-    );
+    await expect(executor.run([request([1, 2], { fail: 'short' }), request([1, 2])])).rejects.toMatchObject({
+      code: 'SF_ERR_BATCH_RESULT_LENGTH',
+      message: 'scale.execute returned 0 results for a batch of 2 requests: a batched method (@Batch, or execute(requests)) must return one result (or Error) per request, in order.',
+    });
+  });
+
+  it('fails the whole execution with the @Batch code when execute returns something other than an array', async () => {
+    const notAnArray = ModuleExecutor.forTensorInterface({ execute: () => ({ outputs: [] }) } as unknown as TensorModel, { maxBatchSize: 0, outputs: [] }, 'plain');
+    await expect(notAnArray.run([request([1, 2])])).rejects.toMatchObject({ code: 'SF_ERR_BATCH_RESULT_NOT_ARRAY', message: 'plain.execute must return an array for its batch, got Object.' });
   });
 });
 

@@ -5,7 +5,7 @@ import type { StreamedResult } from '../../src/inference/decoupled-model.js';
 import { TensorModelHost } from '../../src/inference/tensor-model-host.js';
 import type { TensorModelPlan, TensorWireResult } from '../../src/inference/tensor-model-plan.js';
 import { ContextServices } from '../../src/runtime/context-services.js';
-import type { StreamEvent } from '../../src/runtime/stream-event.js';
+import type { StreamEvent } from '../../src/runtime/stream-channel.js';
 import type { TensorCall } from '../../src/runtime/wire-format.js';
 import { int32, values } from '../fixtures/repository/repository-files.js';
 

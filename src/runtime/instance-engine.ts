@@ -1,0 +1,312 @@
+import type { SocketContext } from '../definition/model-context.js';
+import { createError, deserializeError, type ServeFnError } from '../errors/index.js';
+import type { ValidatedRequest } from '../inference/request-validation.js';
+import { planExecutions } from '../inference/tensor-batching.js';
+import type { TensorWireRequest, TensorWireResult } from '../inference/tensor-model-plan.js';
+import type { InferenceRecorder } from '../metrics/inference-recorder.js';
+import type { BatchPolicy } from './batch-policy.js';
+import { DynamicBatcher, type BatchEntry, type SubmitOptions } from './dynamic-batcher.js';
+import { InstancePool, type Acquired, type PoolEvents, type RestartPolicy } from './instance-pool.js';
+import type { InstanceFactory, ModelInstance } from './model-instance.js';
+import { batchStartMs, executionTimings, now, recordRequest, toUs, type RequestClock } from './request-accounting.js';
+import type { SocketLink } from './socket-session.js';
+import type { StreamChannel } from './stream-channel.js';
+import { tensorCall, type ExecuteCall, type ExecuteOutcome } from './wire-format.js';
+
+/** A tensor request on its way to an instance, with the times the metrics need. */
+export interface QueuedTensorRequest extends RequestClock {
+  readonly request: ValidatedRequest;
+}
+
+export interface InstanceEngineOptions {
+  /** The model and version its statistics are kept under. */
+  readonly name: string;
+  readonly version: string;
+  readonly instanceCount: number;
+  readonly factory: InstanceFactory;
+  readonly recorder: InferenceRecorder;
+  readonly log: PoolEvents['onLog'];
+  readonly restartPolicy?: RestartPolicy;
+}
+
+/** What a scheduler of its own (the sequence batcher, decoupled turns) hears of the pool, after the engine's batchers. */
+export type EngineEvents = Partial<Pick<PoolEvents, 'onIdle' | 'onDown' | 'onHeldDown'>>;
+
+/** What the engine does with every batcher alike, whatever requests it queues. */
+type Scheduler = Pick<DynamicBatcher<unknown, unknown>, 'notifyIdle' | 'rejectQueued' | 'drain' | 'pendingCount' | 'inflightCount'>;
+
+/**
+ * Runs the instances of one model version, for decorated and repository models alike: the instance
+ * pool and its events, the dynamic batchers it feeds, each execution with its timings and
+ * statistics (as Triton counts them), streams and WebSocket sessions that hold or share an
+ * instance, and draining. The runtimes above it only say what a request is and how it is queued.
+ */
+export class InstanceEngine {
+  private readonly pool: InstancePool;
+  /** In a fixed order, for wakeSchedulers' turns. */
+  private readonly schedulers: Scheduler[] = [];
+  private nextScheduler = 0;
+  private readonly openStreams = new Set<StreamChannel>();
+  /** Open WebSocket sessions per instance; a session does not hold its instance, so many share one. */
+  private readonly sessions = new Map<ModelInstance, Set<SocketLink>>();
+  private draining = false;
+
+  constructor(
+    private readonly options: InstanceEngineOptions,
+    events: EngineEvents = {},
+  ) {
+    const { name, version, recorder } = options;
+    this.pool = new InstancePool(
+      { name, instances: { count: options.instanceCount } },
+      options.factory,
+      {
+        onIdle: (instance) => {
+          this.wakeSchedulers();
+          events.onIdle?.(instance);
+        },
+        onQueueBehind: () => this.wakeSchedulers(),
+        onRestart: (index) => recorder.instanceRestarted(name, version, index),
+        onDown: events.onDown,
+        onHeldDown: (index, error) => {
+          if (!this.pool.available) {
+            const unavailable = this.pool.unavailableError();
+            for (const scheduler of this.schedulers) scheduler.rejectQueued(unavailable);
+          }
+          events.onHeldDown?.(index, error);
+        },
+        onLog: options.log,
+      },
+      options.restartPolicy,
+    );
+    recorder.registerModel(name, version);
+  }
+
+  /**
+   * A dynamic batcher fed by this engine's instances. `queueBehind` batches (not streams, which hold
+   * their instance until they end) may queue behind a busy instance's running one.
+   */
+  batcher<T, R>(owner: string, policy: BatchPolicy, execute: (batch: readonly BatchEntry<T>[], answer: (index: number, result: R | Error) => void) => Promise<ReadonlyArray<R | Error>>, options: { readonly queueBehind: boolean }): DynamicBatcher<T, R> {
+    const batcher = new DynamicBatcher<T, R>(owner, policy, {
+      idleInstances: () => this.pool.idleCount,
+      queueBehindInstances: options.queueBehind ? () => this.pool.queueBehindCount : undefined,
+      execute,
+    });
+    this.schedulers.push(batcher);
+    return batcher;
+  }
+
+  /** Starts every instance; if one fails, the others are stopped and the error is thrown. */
+  start(): Promise<void> {
+    return this.pool.start();
+  }
+
+  stop(): Promise<void> {
+    return this.pool.stop();
+  }
+
+  /** False while every instance is down past its restart limit (see InstancePool.available). */
+  get available(): boolean {
+    return this.pool.available;
+  }
+
+  /** SF_ERR_MODEL_UNAVAILABLE, naming when the next held-down instance is restarted. */
+  unavailableError(): ServeFnError {
+    return this.pool.unavailableError();
+  }
+
+  get idleCount(): number {
+    return this.pool.idleCount;
+  }
+
+  /** Takes instance `index` if it is idle, for a scheduler that binds requests to one instance. */
+  acquireIndex(index: number): Acquired | undefined {
+    const instance = this.pool.acquireIndex(index);
+    return instance && { instance, queuedBehind: false };
+  }
+
+  /** Queued or running requests of every batcher, and open streams. */
+  get pendingCount(): number {
+    let total = 0;
+    for (const scheduler of this.schedulers) total += scheduler.pendingCount + scheduler.inflightCount;
+    return total + this.openStreams.size;
+  }
+
+  /** Counts one request as Triton does (see recordRequest) while `run` carries it to its result. */
+  record<Q extends RequestClock, R>(queued: Q, run: (queued: Q) => Promise<R>): Promise<R> {
+    return recordRequest(this.options.recorder, this.options.name, this.options.version, queued, run);
+  }
+
+  /** Queues one request on `batcher`, counted as one request; fails at once while no instance is left. */
+  submit<Q extends RequestClock, R>(batcher: DynamicBatcher<Q, R>, queued: Q, options: SubmitOptions): Promise<R> {
+    return this.record(queued, (q) => (this.pool.available ? batcher.submit(q, options) : Promise.reject(this.pool.unavailableError())));
+  }
+
+  /**
+   * Runs one batch on an instance (by default an idle one, or a busy one to queue it behind, see
+   * InstancePool.acquireForBatch): the batch leaves the pending count when sent, and the instance is
+   * released when `run` ends.
+   */
+  async runBatch<R>(batch: readonly RequestClock[], run: (instance: ModelInstance, sentMs: number, queuedBehind: boolean) => Promise<R>, acquired: Acquired = this.pool.acquireForBatch()): Promise<R> {
+    const { instance, queuedBehind } = acquired;
+    const sent = now();
+    for (const queued of batch) queued.dispatchedMs = sent;
+    this.options.recorder.pendingChanged(this.options.name, this.options.version, -batch.length);
+    try {
+      return await run(instance, sent, queuedBehind);
+    } finally {
+      this.pool.release(instance);
+    }
+  }
+
+  /** Records one execution of `rows` rows that began at `startedMs`; each of `requests` gets its timings. */
+  recordExecution(requests: readonly RequestClock[], rows: number, outcome: Pick<ExecuteOutcome, 'computeStartMs' | 'computeEndMs'>, startedMs: number): void {
+    const timings = executionTimings(outcome, startedMs, now());
+    for (const queued of requests) queued.timings = timings;
+    this.options.recorder.batchExecuted(this.options.name, this.options.version, rows, timings);
+  }
+
+  /**
+   * Runs the tensor requests the scheduler gave one instance: split into executions by shape
+   * signature and row count (see planExecutions, at most `maxRows` rows each), run one after another,
+   * each counted as Triton counts executions. Resolves one result or Error per request, in order.
+   */
+  runTensorBatch(batch: readonly QueuedTensorRequest[], maxRows: number, acquired?: Acquired): Promise<(TensorWireResult | Error)[]> {
+    return this.runBatch(
+      batch,
+      async (instance, _sent, queuedBehind) => {
+        const results: (TensorWireResult | Error)[] = [];
+        const requests = batch.map((queued) => queued.request);
+        for (const [g, group] of planExecutions(requests, maxRows).entries()) {
+          const sent = now();
+          try {
+            const outcome = await instance.execute(tensorCall(group.map((i) => requests[i].wire)));
+            // Only the first execution can have waited behind the instance's previous batch.
+            const started = batchStartMs(sent, outcome, queuedBehind && g === 0);
+            if (g === 0) for (const queued of batch) queued.dispatchedMs = started;
+            const rows = group.reduce((sum, i) => sum + requests[i].rows, 0);
+            this.recordExecution(group.map((i) => batch[i]), Math.max(1, rows), outcome, started);
+            group.forEach((i, k) => {
+              const result = outcome.results[k];
+              results[i] = result.ok ? (result.value as TensorWireResult) : deserializeError(result.error);
+            });
+          } catch (err) {
+            for (const i of group) results[i] = err instanceof Error ? err : new Error(String(err));
+          }
+        }
+        return results;
+      },
+      acquired,
+    );
+  }
+
+  /**
+   * Opens a stream for the one request in `call` on an idle instance (callers check idleCount first),
+   * which stays busy until the stream ends, fails or is cancelled. With `countRun`, the stream's whole
+   * run counts as one execution, as Triton counts a decoupled model's request. Resolves once the
+   * first chunk (or the end) has arrived, so an error before it is an ordinary failed request.
+   */
+  async openStream(queued: RequestClock, call: ExecuteCall, credit: number, options: { readonly countRun: boolean }): Promise<StreamChannel> {
+    const { name, version, recorder } = this.options;
+    const instance = this.pool.acquire();
+    const sent = now();
+    queued.dispatchedMs = sent;
+    recorder.pendingChanged(name, version, -1);
+    const channel = instance.openStream(call, credit);
+    this.openStreams.add(channel);
+    void channel.finished.then(() => {
+      this.openStreams.delete(channel);
+      if (options.countRun) recorder.batchExecuted(name, version, 1, { computeInputUs: 0, computeInferUs: toUs(now() - sent), computeOutputUs: 0 });
+      this.pool.release(instance);
+    });
+    await channel.started;
+    return channel;
+  }
+
+  /**
+   * Starts a WebSocket connection's session on the running instance with the fewest sessions; the
+   * whole connection stays there, so the method's local state is the connection's state.
+   */
+  openSocket(methodName: string, context: Omit<SocketContext, 'instanceIndex'>, credit: number): SocketLink {
+    if (this.draining) throw createError('SF_ERR_DRAINING');
+    let chosen: ModelInstance | undefined;
+    const load = (instance: ModelInstance): number => this.sessions.get(instance)?.size ?? 0;
+    for (const instance of this.pool.running()) {
+      if (!chosen || load(instance) < load(chosen)) chosen = instance;
+    }
+    if (!chosen) throw this.pool.available ? createError('SF_ERR_MODEL_NOT_READY', this.options.name, this.options.version) : this.pool.unavailableError();
+    const link = chosen.openSocket({ methodName, context: { ...context, instanceIndex: chosen.index } }, credit);
+    const open = this.sessionsOn(chosen);
+    open.add(link);
+    void link.output.finished.then(() => {
+      open.delete(link);
+      if (open.size === 0) this.sessions.delete(chosen);
+    });
+    return link;
+  }
+
+  /**
+   * Runs `requests` once on every idle instance at the same time, outside the batchers and the
+   * metrics (Triton's warmup), then frees them. Call it before the first submit: it needs every instance idle.
+   */
+  async runOnEachInstance(requests: () => TensorWireRequest[]): Promise<ExecuteOutcome[]> {
+    const instances: ModelInstance[] = [];
+    while (this.pool.idleCount > 0) instances.push(this.pool.acquire());
+    try {
+      return await Promise.all(instances.map((instance) => instance.execute(tensorCall(requests()))));
+    } finally {
+      for (const instance of instances) this.pool.release(instance);
+    }
+  }
+
+  /**
+   * Stops taking requests and waits for queued and running ones, and open streams, to finish.
+   * WebSocket sessions are told their input has ended, as when a client stops sending, so a
+   * method can send its last results before the connection closes. Streams and sessions still
+   * open after `streamTimeoutMs` are cancelled: their generators' `return()` runs at their next
+   * `next()`. One stuck where a cancel cannot reach it (a promise that never settles) is waited
+   * for at most CANCEL_GRACE_MS more, then left to the instance's finalize.
+   */
+  async drain(streamTimeoutMs?: number): Promise<void> {
+    this.draining = true;
+    const links = [...this.sessions.values()].flatMap((open) => [...open]);
+    for (const link of links) link.endInput();
+    const batchersDrained = Promise.all(this.schedulers.map((s) => s.drain()));
+    // Read after the batchers drained: a streaming request queued before the drain opens its stream then.
+    const streamsEnded = (): Promise<unknown> => Promise.all([...[...this.openStreams].map((c) => c.finished), ...links.map((link) => link.output.finished)]);
+    const ended = batchersDrained.then(streamsEnded).then(() => false);
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<boolean>((resolve) => {
+      if (streamTimeoutMs !== undefined) timer = setTimeout(() => resolve(true), streamTimeoutMs);
+    });
+    if (await Promise.race([ended, expired])) {
+      await batchersDrained;
+      for (const channel of this.openStreams) channel.cancel();
+      for (const link of links) link.close();
+      const stuck = await Promise.race([streamsEnded().then(() => false), delay(CANCEL_GRACE_MS).then(() => true)]);
+      if (stuck) this.options.log('warn', `model '${this.options.name}': streams still running ${CANCEL_GRACE_MS} ms after they were cancelled; finalizing anyway`);
+    }
+    clearTimeout(timer);
+    await batchersDrained;
+  }
+
+  private sessionsOn(instance: ModelInstance): Set<SocketLink> {
+    let open = this.sessions.get(instance);
+    if (!open) {
+      open = new Set();
+      this.sessions.set(instance, open);
+    }
+    return open;
+  }
+
+  /** Gives every batcher a turn at a freed instance, starting with a different one each time. */
+  private wakeSchedulers(): void {
+    const list = this.schedulers;
+    const start = this.nextScheduler++ % Math.max(1, list.length);
+    for (let i = 0; i < list.length && this.pool.idleCount + this.pool.queueBehindCount > 0; i++) list[(start + i) % list.length].notifyIdle();
+  }
+}
+
+/** How long drain waits for cancelled streams to acknowledge before it gives up on them. */
+const CANCEL_GRACE_MS = 1000;
+
+const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref());
