@@ -4,8 +4,8 @@ import { deserializeError, serializeError, type SerializedError } from '../error
  * The credit-based stream between a producer in an instance's thread (StreamPump, running a model's
  * async iterator) and its consumer on the HTTP thread (StreamChannel): the producer sends one chunk
  * per unit of credit, and the consumer grants one unit per chunk it takes, so what waits in between
- * is bounded whatever the client's speed. One file for the whole protocol, as Triton keeps its
- * stub/backend messages in one ipc_message.h.
+ * is bounded whatever the client's speed. One file for the whole protocol, as Triton's Python
+ * backend keeps every message between its two processes in one ipc_message.h.
  */
 
 /** What a stream's producer (in the instance's thread) tells its consumer (on the HTTP thread). */
