@@ -3,8 +3,8 @@ import { checkOutputName } from '../inference/request-validation.js';
 import type { InferenceModelInfo, InferRequest, RequestedOutput } from '../inference/inference-model.js';
 import { DATATYPE_INFO, decodeInferInputs, decodeTensorHeader, elementCount, formatShape, splitInferBody, tensorFromBytes } from '../tensor/index.js';
 import type { Tensor } from '../tensor/tensor.js';
-import { readSharedMemoryInput, takeSharedMemoryParameters, type SharedMemoryLocation } from './shared-memory/shared-memory-tensors.js';
-import type { SystemSharedMemoryRegistry } from './shared-memory/system-shared-memory.js';
+import { readSharedMemoryInput, takeSharedMemoryParameters, type SharedMemoryLocation } from './system-shared-memory/tensors.js';
+import type { SystemSharedMemoryRegistry } from './system-shared-memory/registry.js';
 
 /** How one output goes back: in the JSON `data`, as bytes after the JSON (binary tensor data extension), or into a shared-memory region. */
 export interface OutputFormat {

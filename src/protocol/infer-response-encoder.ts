@@ -3,8 +3,8 @@ import type { InferResponse } from '../inference/inference-model.js';
 import { buildInferResponseBody, encodeBinaryOutput, encodeJsonTensor, type JsonTensor, type JsonTensorHeader } from '../tensor/index.js';
 import type { Tensor } from '../tensor/tensor.js';
 import type { DecodedInferRequest } from './infer-request-decoder.js';
-import { writeSharedMemoryOutput } from './shared-memory/shared-memory-tensors.js';
-import type { SystemSharedMemoryRegistry } from './shared-memory/system-shared-memory.js';
+import { writeSharedMemoryOutput } from './system-shared-memory/tensors.js';
+import type { SystemSharedMemoryRegistry } from './system-shared-memory/registry.js';
 
 export interface EncodedInferResponse {
   readonly body: Buffer;

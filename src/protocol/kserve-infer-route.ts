@@ -9,7 +9,7 @@ import { decodeInferRequest } from './infer-request-decoder.js';
 import { encodeInferResponse } from './infer-response-encoder.js';
 import { MODEL_PATHS, type ModelParams } from './kserve-model-routes.js';
 import { inferExamples, INFER_REQUEST_SCHEMA, INFER_RESPONSE_SCHEMA, routeDoc } from './kserve-openapi.js';
-import type { SystemSharedMemoryRegistry } from './shared-memory/system-shared-memory.js';
+import type { SystemSharedMemoryRegistry } from './system-shared-memory/registry.js';
 
 export interface InferRouteOptions {
   readonly repository: ModelRepository;

@@ -9,7 +9,7 @@ import { registerRepositoryRoutes } from './kserve-repository-routes.js';
 import { registerServerRoutes } from './kserve-server-routes.js';
 import { registerSharedMemoryRoutes } from './kserve-shared-memory-routes.js';
 import { installProtocolErrorHandling } from './protocol-errors.js';
-import { SystemSharedMemoryRegistry } from './shared-memory/system-shared-memory.js';
+import { SystemSharedMemoryRegistry } from './system-shared-memory/registry.js';
 
 /** Triton's default `--http-max-input-size` (1 << 26, Triton's `tritonserver --help`). */
 export const DEFAULT_PROTOCOL_BODY_LIMIT = 64 * 1024 * 1024;

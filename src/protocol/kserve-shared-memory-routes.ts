@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { createError } from '../errors/index.js';
 import { errorResponse, routeDoc, type Schema } from './kserve-openapi.js';
 import { readBody } from './kserve-repository-routes.js';
-import type { SystemSharedMemoryRegistry } from './shared-memory/system-shared-memory.js';
+import type { SystemSharedMemoryRegistry } from './system-shared-memory/registry.js';
 
 type RegionParams = { region: string };
 

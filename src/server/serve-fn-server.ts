@@ -17,7 +17,7 @@ import { EmptyModelRepository } from '../inference/empty-model-repository.js';
 import { ModelCatalogue } from '../inference/model-catalogue.js';
 import { kserveProtocol } from '../protocol/kserve-protocol.js';
 import { startGrpcServer, type GrpcServerHandle } from '../protocol/grpc/grpc-server.js';
-import { SystemSharedMemoryRegistry } from '../protocol/shared-memory/system-shared-memory.js';
+import { SystemSharedMemoryRegistry } from '../protocol/system-shared-memory/registry.js';
 import { InlineInstance } from '../runtime/inline-instance.js';
 import type { RestartPolicy } from '../runtime/instance-pool.js';
 import type { InstanceFactory } from '../runtime/model-instance.js';

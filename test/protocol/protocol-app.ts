@@ -3,7 +3,7 @@ import { afterEach } from 'vitest';
 import type { ModelRepository } from '../../src/inference/inference-model.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { kserveProtocol } from '../../src/protocol/kserve-protocol.js';
-import type { SystemSharedMemoryRegistry } from '../../src/protocol/shared-memory/system-shared-memory.js';
+import type { SystemSharedMemoryRegistry } from '../../src/protocol/system-shared-memory/registry.js';
 import { installErrorHandling } from '../../src/server/error-handler.js';
 import { installJsonBodyParser } from '../../src/server/json-body-parser.js';
 import { requestId } from '../../src/server/request-id.js';

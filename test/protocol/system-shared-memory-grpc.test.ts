@@ -5,7 +5,7 @@ import { loadSync } from '@grpc/proto-loader';
 import { afterEach, describe, expect, it } from 'vitest';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { GRPC_PROTO_OPTIONS, GRPC_PROTO_PATH, startGrpcServer, type GrpcServerHandle } from '../../src/protocol/grpc/grpc-server.js';
-import { SystemSharedMemoryRegistry } from '../../src/protocol/shared-memory/system-shared-memory.js';
+import { SystemSharedMemoryRegistry } from '../../src/protocol/system-shared-memory/registry.js';
 import { FakeRepository, simpleModel } from './fake-repository.js';
 import { failure } from './grpc-raw.js';
 import { postInfer, protocolApp } from './protocol-app.js';

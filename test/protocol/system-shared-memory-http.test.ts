@@ -4,7 +4,7 @@ import Fastify from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { kserveProtocol } from '../../src/protocol/kserve-protocol.js';
-import { SystemSharedMemoryRegistry } from '../../src/protocol/shared-memory/system-shared-memory.js';
+import { SystemSharedMemoryRegistry } from '../../src/protocol/system-shared-memory/registry.js';
 import { FakeRepository, simpleModel } from './fake-repository.js';
 import { binaryBody, postInfer, protocolApp } from './protocol-app.js';
 

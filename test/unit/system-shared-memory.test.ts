@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { NativeSharedMemoryMapping, NpuBindingLoad, NpuNativeBinding } from '../../src/backends/npu/native-binding.js';
-import { SystemSharedMemoryRegistry } from '../../src/protocol/shared-memory/system-shared-memory.js';
+import { SystemSharedMemoryRegistry } from '../../src/protocol/system-shared-memory/registry.js';
 import { thrown } from '../helpers/thrown.js';
 
 /** Objects of a pretend /dev/shm, mapped as plain ArrayBuffers; `unmapped` counts unmap() calls. */

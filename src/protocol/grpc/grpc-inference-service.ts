@@ -10,8 +10,8 @@ import { buildInferRequest, splitReservedParameters } from '../infer-request-dec
 import { selectOutputs } from '../infer-response-encoder.js';
 import { loadModel, readLoadParameters, repositoryIndex, unloadModel } from '../model-control.js';
 import { modelConfig, modelMetadata, modelReady, modelStatistics, serverMetadata, serverReady, type ServerIdentity } from '../model-metadata.js';
-import { takeSharedMemoryParameters, type SharedMemoryLocation } from '../shared-memory/shared-memory-tensors.js';
-import type { SystemSharedMemoryRegistry } from '../shared-memory/system-shared-memory.js';
+import { takeSharedMemoryParameters, type SharedMemoryLocation } from '../system-shared-memory/tensors.js';
+import type { SystemSharedMemoryRegistry } from '../system-shared-memory/registry.js';
 import { toGrpcError } from './grpc-errors.js';
 import { grpcSharedMemoryAnswers } from './grpc-shared-memory.js';
 import {

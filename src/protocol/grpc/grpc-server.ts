@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { loadPackageDefinition, Server, type GrpcObject, type ServiceClientConstructor } from '@grpc/grpc-js';
 import { loadSync, type Options } from '@grpc/proto-loader';
 import { DEFAULT_PROTOCOL_BODY_LIMIT, protocolExtensions } from '../kserve-protocol.js';
-import { SystemSharedMemoryRegistry } from '../shared-memory/system-shared-memory.js';
+import { SystemSharedMemoryRegistry } from '../system-shared-memory/registry.js';
 import type { TlsFiles } from '../../server/security-plugin.js';
 import { grpcInferenceService, type GrpcServiceOptions } from './grpc-inference-service.js';
 import { grpcAuthInterceptors, grpcServerCredentials, type GrpcSecurityOptions } from './grpc-security.js';

@@ -1,5 +1,5 @@
 import { createError } from '../../errors/index.js';
-import type { SystemSharedMemoryRegistry } from '../shared-memory/system-shared-memory.js';
+import type { SystemSharedMemoryRegistry } from '../system-shared-memory/registry.js';
 
 /** The requests of grpc_service.proto's shared-memory RPCs as proto-loader hands them over (`longs: String`, `defaults: false`). */
 interface RegionRequest {

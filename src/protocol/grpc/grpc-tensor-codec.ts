@@ -2,8 +2,8 @@ import { createError } from '../../errors/index.js';
 import { createTensor, parseDatatype, tensorFromBytes, tensorToBytes, validateShape, type TensorValue } from '../../tensor/index.js';
 import type { Datatype, Tensor } from '../../tensor/tensor.js';
 import type { Parameters } from '../infer-request-decoder.js';
-import { readSharedMemoryInput, takeSharedMemoryParameters, writeSharedMemoryOutput, type SharedMemoryLocation } from '../shared-memory/shared-memory-tensors.js';
-import type { SystemSharedMemoryRegistry } from '../shared-memory/system-shared-memory.js';
+import { readSharedMemoryInput, takeSharedMemoryParameters, writeSharedMemoryOutput, type SharedMemoryLocation } from '../system-shared-memory/tensors.js';
+import type { SystemSharedMemoryRegistry } from '../system-shared-memory/registry.js';
 
 /**
  * Tensors and parameters in the gRPC messages of grpc_service.proto, as @grpc/proto-loader
