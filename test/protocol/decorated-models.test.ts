@@ -1,12 +1,12 @@
-import { rmSync } from 'node:fs';
-import { Client, credentials, status } from '@grpc/grpc-js';
+import { status } from '@grpc/grpc-js';
 import { IsString } from 'class-validator';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { Batch, Endpoint, Instances, Model, WebSocketEndpoint } from '../../src/index.js';
 import { ServeFnServer } from '../../src/server/serve-fn-server.js';
 import { FragileModel } from '../fixtures/models/fragile-model.js';
 import { scratchFolder, writeFiles } from '../fixtures/repository/repository-files.js';
 import { metricsCounts, statisticsCounts } from '../helpers/statistics-and-metrics.js';
+import { listeningServer } from './listening-server.js';
 import { call, failure } from './grpc-raw.js';
 import { messages, parse, pb, strings } from './protobuf-wire.js';
 
@@ -56,25 +56,10 @@ const NO_TENSORS = "Model 'echo' declares no tensor interface (no @Tensors input
 describe('decorated models on the KServe v2 protocol, beside a repository model', () => {
   const root = scratchFolder('decorated-models');
   writeFiles(root, SCALE_FILES);
-  const server = new ServeFnServer({
+  const { server, grpc, inject } = listeningServer({
     models: [EchoModel],
     repository: { root, controlMode: 'explicit', startupModels: ['scale'] },
-    grpc: { port: 0 },
-    logger: false,
-    collectProcessMetrics: false,
-  });
-  let client: Client;
-  const inject = (method: 'GET' | 'POST', url: string, payload?: unknown) => server.app.inject({ method, url, payload: payload as object });
-
-  beforeAll(async () => {
-    await server.listen(0, '127.0.0.1');
-    client = new Client(`127.0.0.1:${server.grpcPort}`, credentials.createInsecure());
-  });
-  afterAll(async () => {
-    client?.close();
-    await server.close();
-    rmSync(root, { recursive: true, force: true });
-  });
+  }, root);
 
   it('lists the decorated model in the repository index, with metadata and readiness', async () => {
     expect((await inject('POST', '/v2/repository/index')).json()).toEqual([
@@ -129,10 +114,10 @@ describe('decorated models on the KServe v2 protocol, beside a repository model'
   });
 
   it('serves the same model over gRPC: metadata, and ModelInfer refused with INVALID_ARGUMENT', async () => {
-    const res = parse(await call(client, 'ModelMetadata', pb.string(1, 'echo')));
+    const res = parse(await call(grpc(), 'ModelMetadata', pb.string(1, 'echo')));
     expect([strings(res, 1), strings(res, 2), strings(res, 3), messages(res, 4), messages(res, 5)]).toEqual([['echo'], ['3'], ['serve-fn'], [], []]);
-    expect(await failure(call(client, 'ModelInfer', pb.string(1, 'echo')))).toEqual([status.INVALID_ARGUMENT, NO_TENSORS]);
-    expect(parse(await call(client, 'ModelReady', pb.string(1, 'echo'))).get(1)?.[0]?.value).toBe(1n);
+    expect(await failure(call(grpc(), 'ModelInfer', pb.string(1, 'echo')))).toEqual([status.INVALID_ARGUMENT, NO_TENSORS]);
+    expect(parse(await call(grpc(), 'ModelReady', pb.string(1, 'echo'))).get(1)?.[0]?.value).toBe(1n);
   });
 
   it('refuses load and unload of the decorated model with 400, as Triton refuses a model it cannot control', async () => {

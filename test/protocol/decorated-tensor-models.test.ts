@@ -1,10 +1,9 @@
-import { rmSync } from 'node:fs';
-import { Client, credentials } from '@grpc/grpc-js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ServeFnServer } from '../../src/server/serve-fn-server.js';
 import { DoublerCallerModel, DoublerModel, InlineDoublerModel } from '../fixtures/models/tensor-models.js';
 import { scratchFolder, writeFiles } from '../fixtures/repository/repository-files.js';
 import { metricsCounts, statisticsCounts } from '../helpers/statistics-and-metrics.js';
+import { listeningServer } from './listening-server.js';
 import { call, exchange, inferenceMethod } from './grpc-raw.js';
 import { binaryBody, splitResponse } from './protocol-app.js';
 import { messages, packedInt64, parse, pb, rawBytes, strings } from './protobuf-wire.js';
@@ -32,26 +31,11 @@ const REQUEST = { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 3], da
 describe('a decorated model with a @Tensors interface, on HTTP /v2, gRPC and ctx.infer', () => {
   const root = scratchFolder('decorated-tensor-models');
   writeFiles(root, { 'twice_doubled/config.pbtxt': TWICE_DOUBLED, 'twice_doubled/1/.keep': '' });
-  const server = new ServeFnServer({
+  const { server, grpc, inject } = listeningServer({
     models: [DoublerModel, DoublerCallerModel],
     moduleUrl: new URL('../fixtures/models/tensor-models.ts', import.meta.url).href,
     repository: { root },
-    grpc: { port: 0 },
-    logger: false,
-    collectProcessMetrics: false,
-  });
-  let client: Client;
-  const inject = (method: 'GET' | 'POST', url: string, payload?: unknown) => server.app.inject({ method, url, payload: payload as object });
-
-  beforeAll(async () => {
-    await server.listen(0, '127.0.0.1');
-    client = new Client(`127.0.0.1:${server.grpcPort}`, credentials.createInsecure());
-  });
-  afterAll(async () => {
-    client?.close();
-    await server.close();
-    rmSync(root, { recursive: true, force: true });
-  });
+  }, root);
 
   it('lists the declared inputs and outputs in /v2 metadata, with the batch dimension as -1', async () => {
     expect((await inject('GET', '/v2/models/doubler')).json()).toEqual({
@@ -140,7 +124,7 @@ describe('a decorated model with a @Tensors interface, on HTTP /v2, gRPC and ctx
       pb.message(6, pb.string(1, 'OUTPUT0')),
       pb.bytes(7, floats([5, -1])),
     ]);
-    const res = parse(await call(client, 'ModelInfer', request));
+    const res = parse(await call(grpc(), 'ModelInfer', request));
     expect([strings(res, 1), strings(res, 2)]).toEqual([['doubler'], ['1']]);
     expect(messages(res, 5).map((o) => [strings(o, 1)[0], strings(o, 2)[0], packedInt64(o, 3)])).toEqual([['OUTPUT0', 'FP32', [1, 2]]]);
     expect(readFloats(rawBytes(res, 6)[0])).toEqual([10, -2]);
@@ -155,7 +139,7 @@ describe('a decorated model with a @Tensors interface, on HTTP /v2, gRPC and ctx
         pb.message(6, pb.string(1, 'OUTPUT0')),
         pb.bytes(7, floats(values)),
       ]);
-    const answers = (await exchange(client, inferenceMethod('ModelStreamInfer'), [request('a', [1, 1], [3]), request('b', [1], [1])])).map(parse);
+    const answers = (await exchange(grpc(), inferenceMethod('ModelStreamInfer'), [request('a', [1, 1], [3]), request('b', [1], [1])])).map(parse);
     const ok = answers.filter((a) => (strings(a, 1)[0] ?? '') === '').map((a) => messages(a, 2)[0]);
     expect(ok.map((r) => [strings(r, 3)[0], readFloats(rawBytes(r, 6)[0])])).toEqual([['a', [6]]]);
     expect(answers.filter((a) => (strings(a, 1)[0] ?? '') !== '').map((a) => strings(a, 1)[0])).toEqual([
