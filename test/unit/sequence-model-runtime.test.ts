@@ -3,59 +3,17 @@ import type { ServeFnError } from '../../src/errors/index.js';
 import type { ValidatedRequest } from '../../src/inference/request-validation.js';
 import type { SequenceControlInput } from '../../src/inference/sequence-controls.js';
 import { SequenceModelRuntime } from '../../src/inference/sequence-model-runtime.js';
-import type { TensorWireRequest } from '../../src/inference/tensor-model-plan.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import type { Clock } from '../../src/runtime/clock.js';
 import type { RestartPolicy } from '../../src/runtime/instance-pool.js';
-import type { InstanceEvents, ModelInstance } from '../../src/runtime/model-instance.js';
-import type { ExecuteCall, ExecuteOutcome } from '../../src/runtime/wire-format.js';
 import { settle } from '../helpers/settle.js';
-import { noStreams } from '../helpers/no-streams.js';
-
-/** Instances whose executions the test finishes by hand; each execution's requests are recorded. */
-class ManualInstances {
-  readonly calls: { instance: number; requests: TensorWireRequest[] }[] = [];
-  readonly events = new Map<number, InstanceEvents>();
-  /** The latest instance made for each index (a restart makes a new one). */
-  readonly made = new Map<number, ModelInstance>();
-  private readonly waiting: (() => void)[] = [];
-
-  factory = (index: number, events: InstanceEvents): ModelInstance => {
-    this.events.set(index, events);
-    const instance: ModelInstance = {
-      ...noStreams,
-      index,
-      start: async () => undefined,
-      stop: async () => undefined,
-      execute: (call: ExecuteCall) => {
-        const requests = [...tensorRequests(call)];
-        this.calls.push({ instance: index, requests });
-        return new Promise<ExecuteOutcome>((resolve) => {
-          this.waiting.push(() => resolve({ results: requests.map((r) => ({ ok: true, value: { outputs: [], parameters: { id: r.id } } })), computeStartMs: 1, computeEndMs: 2 }));
-        });
-      },
-    };
-    this.made.set(index, instance);
-    return instance;
-  };
-
-  /** Finishes every running execution, then lets the runtime react. */
-  async finish(): Promise<void> {
-    for (const done of this.waiting.splice(0)) done();
-    for (let i = 0; i < 3; i++) await settle();
-  }
-
-  /** Each execution as `instance: id id ...`. */
-  get trace(): string[] {
-    return this.calls.map((c) => `${c.instance}: ${c.requests.map((r) => r.id).join(' ')}`);
-  }
-}
+import { ManualTensorInstances } from '../helpers/manual-tensor-instances.js';
 
 /** A clock whose time never moves: these tests do not reach the idle limit. */
 const stillClock: Clock = { now: () => 0, setTimer: () => undefined, clearTimer: () => undefined };
 
 function setup(options: { instances?: number; maxBatchSize?: number; controls?: SequenceControlInput[]; restartPolicy?: RestartPolicy } = {}) {
-  const instances = new ManualInstances();
+  const instances = new ManualTensorInstances();
   const recorder = new InferenceRecorder({ collectProcessMetrics: false });
   const logs: string[] = [];
   const runtime = new SequenceModelRuntime({
@@ -124,13 +82,13 @@ describe('SequenceModelRuntime', () => {
     const { instances, runtime } = setup();
     await runtime.start();
     const first = runtime.submit(request('x', { ...seq('user-7', 'start'), note: 'kept' }));
-    expect(instances.calls[0].requests[0]).toEqual({
+    expect(instances.requests[0][0]).toEqual({
       id: 'x', inputs: [], outputs: [], parameters: { note: 'kept' }, sequence: { correlationId: 'user-7', start: true, end: false },
     });
     await instances.finish();
     await first;
     const last = runtime.submit(request('y', seq('user-7', 'end')));
-    expect(instances.calls[1].requests[0].sequence).toEqual({ correlationId: 'user-7', start: false, end: true });
+    expect(instances.requests[1][0].sequence).toEqual({ correlationId: 'user-7', start: false, end: true });
     await instances.finish();
     await last;
   });
@@ -145,7 +103,7 @@ describe('SequenceModelRuntime', () => {
     const { instances, runtime } = setup({ maxBatchSize: 8, controls });
     await runtime.start();
     const first = runtime.submit(request('s', seq(77, 'start')));
-    const tensors = instances.calls[0].requests[0].inputs.map((t) => [t.name, t.datatype, t.shape, [...t.data]]);
+    const tensors = instances.requests[0][0].inputs.map((t) => [t.name, t.datatype, t.shape, [...t.data]]);
     expect(tensors).toEqual([
       ['START', 'INT32', [1, 1], [1]],
       ['END', 'FP32', [1, 1], [0]],
@@ -155,7 +113,7 @@ describe('SequenceModelRuntime', () => {
     await instances.finish();
     await first;
     const last = runtime.submit(request('e', seq(77, 'end')));
-    expect(instances.calls[1].requests[0].inputs.map((t) => [t.name, [...t.data]])).toEqual([['START', [0]], ['END', [1]], ['READY', [1]], ['CORRID', [77n]]]);
+    expect(instances.requests[1][0].inputs.map((t) => [t.name, [...t.data]])).toEqual([['START', [0]], ['END', [1]], ['READY', [1]], ['CORRID', [77n]]]);
     await instances.finish();
     await last;
     const err = await failure(runtime.submit(request('str', seq('abc', 'start'))));
@@ -237,8 +195,3 @@ describe('SequenceModelRuntime', () => {
     await runtime.stop();
   });
 });
-
-function tensorRequests(call: ExecuteCall): readonly TensorWireRequest[] {
-  if (call.kind !== 'tensor') throw new Error(`a tensor model got an endpoint call of ${call.methodName}`);
-  return call.requests;
-}

@@ -1,53 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { ValidatedRequest } from '../../src/inference/request-validation.js';
-import type { TensorWireRequest } from '../../src/inference/tensor-model-plan.js';
 import { TensorModelRuntime } from '../../src/inference/tensor-model-runtime.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { normalizeBatchPolicy } from '../../src/runtime/batch-policy.js';
 import type { RestartPolicy } from '../../src/runtime/instance-pool.js';
-import type { InstanceEvents, ModelInstance } from '../../src/runtime/model-instance.js';
-import type { ExecuteCall, ExecuteOutcome } from '../../src/runtime/wire-format.js';
-import { createError, type ServeFnError } from '../../src/errors/index.js';
+import type { ServeFnError } from '../../src/errors/index.js';
 import { settle } from '../helpers/settle.js';
-import { noStreams } from '../helpers/no-streams.js';
+import { ManualTensorInstances } from '../helpers/manual-tensor-instances.js';
 
-/** Instances whose executions the test releases by hand; each execution's requests are recorded. */
-class ManualInstances {
-  readonly calls: { instance: number; ids: (string | undefined)[] }[] = [];
-  private readonly waiting: (() => void)[] = [];
-  failIds = new Set<string>();
-  /** Reports the death of instance `index`, as its worker thread would. */
-  readonly crash = new Map<number, () => void>();
-
-  factory = (index: number, events: InstanceEvents): ModelInstance => {
-    const instance: ModelInstance = {
-      ...noStreams,
-      index,
-      start: async () => undefined,
-      stop: async () => undefined,
-      execute: (call: ExecuteCall) => {
-        const requests = [...tensorRequests(call)];
-        this.calls.push({ instance: index, ids: requests.map((r) => r.id) });
-        return new Promise<ExecuteOutcome>((resolve, reject) => {
-          this.waiting.push(() => {
-            if (requests.some((r) => this.failIds.has(r.id!))) reject(createError('SF_ERR_BACKEND_RUN_FAILED', 'onnxruntime', 'm', 'boom'));
-            else resolve({ results: requests.map((r) => ({ ok: true, value: { outputs: [], parameters: { id: r.id } } })), computeStartMs: 1, computeEndMs: 2 });
-          });
-        });
-      },
-    };
-    this.crash.set(index, () => events.onCrash(instance, 'test crash'));
-    return instance;
-  };
-
-  /** Lets every waiting execution finish, then waits for the runtime to react. */
-  async release(): Promise<void> {
-    for (const finish of this.waiting.splice(0)) finish();
-    await settle();
-  }
-}
-
-function runtime(instances: ManualInstances, count = 1, restartPolicy?: RestartPolicy) {
+function runtime(instances: ManualTensorInstances, count = 1, restartPolicy?: RestartPolicy) {
   const recorder = new InferenceRecorder({ collectProcessMetrics: false });
   const rt = new TensorModelRuntime({
     name: 'm', version: '1', instanceCount: count, policy: normalizeBatchPolicy({ maxBatchSize: 8 }, 'm'), maxRows: 4,
@@ -60,7 +21,7 @@ const request = (id: string, signature: string, rows = 1): ValidatedRequest => (
 
 describe('TensorModelRuntime', () => {
   it('splits a batch into executions by shape signature and rows, on one instance, in order', async () => {
-    const instances = new ManualInstances();
+    const instances = new ManualTensorInstances();
     const { rt, recorder } = runtime(instances);
     await rt.start();
     const first = rt.submit(request('r0', 'a'));
@@ -82,7 +43,7 @@ describe('TensorModelRuntime', () => {
   });
 
   it('fails queued requests and decoupled ones waiting for an instance once the last instance is past its restart limit', async () => {
-    const instances = new ManualInstances();
+    const instances = new ManualTensorInstances();
     const { rt } = runtime(instances, 1, { maxRestarts: 0, windowMs: 60_000 });
     await rt.start();
     void rt.submit(request('running', 'a'));
@@ -96,7 +57,7 @@ describe('TensorModelRuntime', () => {
   });
 
   it('fails only the requests of an execution that failed', async () => {
-    const instances = new ManualInstances();
+    const instances = new ManualTensorInstances();
     const { rt, recorder } = runtime(instances);
     await rt.start();
     const blocker = rt.submit(request('r0', 'a'));
@@ -114,7 +75,7 @@ describe('TensorModelRuntime', () => {
   });
 
   it('runs warmup requests once on every instance, outside the metrics', async () => {
-    const instances = new ManualInstances();
+    const instances = new ManualTensorInstances();
     const { rt, recorder } = runtime(instances, 3);
     await rt.start();
     const warm = rt.runOnEachInstance(() => [{ id: 'w', inputs: [], outputs: [], parameters: {} }]);
@@ -125,7 +86,7 @@ describe('TensorModelRuntime', () => {
   });
 
   it('refuses sequence parameters with a 400, since the model has no sequence_batching, and lets 0 / false pass', async () => {
-    const instances = new ManualInstances();
+    const instances = new ManualTensorInstances();
     const { rt } = runtime(instances);
     await rt.start();
     const withParameters = (parameters: Record<string, unknown>): ValidatedRequest => ({ ...request('s', 'a'), wire: { ...request('s', 'a').wire, parameters } });
@@ -141,7 +102,7 @@ describe('TensorModelRuntime', () => {
   });
 
   it('drains queued requests and then refuses new ones', async () => {
-    const instances = new ManualInstances();
+    const instances = new ManualTensorInstances();
     const { rt } = runtime(instances);
     await rt.start();
     const running = rt.submit(request('r0', 'a'));
@@ -152,8 +113,3 @@ describe('TensorModelRuntime', () => {
     await expect(running).resolves.toMatchObject({ parameters: { id: 'r0' } });
   });
 });
-
-function tensorRequests(call: ExecuteCall): readonly TensorWireRequest[] {
-  if (call.kind !== 'tensor') throw new Error(`a tensor model got an endpoint call of ${call.methodName}`);
-  return call.requests;
-}

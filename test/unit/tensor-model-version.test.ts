@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { InferenceModelInfo } from '../../src/inference/inference-model.js';
-import type { TensorWireRequest } from '../../src/inference/tensor-model-plan.js';
 import { TensorModelRuntime } from '../../src/inference/tensor-model-runtime.js';
 import { TensorModelVersion, type WarmupRun } from '../../src/inference/tensor-model-version.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { normalizeBatchPolicy } from '../../src/runtime/batch-policy.js';
 import type { ModelInstance } from '../../src/runtime/model-instance.js';
-import type { ExecuteCall, ExecuteOutcome } from '../../src/runtime/wire-format.js';
+import type { ExecuteOutcome } from '../../src/runtime/wire-format.js';
 import { int32, values } from '../fixtures/repository/repository-files.js';
 import { noStreams } from '../helpers/no-streams.js';
+import { tensorRequests } from '../helpers/manual-tensor-instances.js';
 
 const info: InferenceModelInfo = {
   name: 'm', version: '2', platform: 'onnxruntime_onnx', maxBatchSize: 4, config: {}, decoupled: false,
@@ -89,8 +89,3 @@ describe('TensorModelVersion', () => {
     expect(log.filter((l) => l.startsWith('stop')).sort()).toEqual(['stop 0', 'stop 1']);
   });
 });
-
-function tensorRequests(call: ExecuteCall): readonly TensorWireRequest[] {
-  if (call.kind !== 'tensor') throw new Error(`a tensor model got an endpoint call of ${call.methodName}`);
-  return call.requests;
-}
