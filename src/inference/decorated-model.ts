@@ -11,7 +11,7 @@ import { validateInferRequest } from './request-validation.js';
 import type { ConfigTensor } from './tensor-model-plan.js';
 
 /** What a decorated model is called in `platform` and `backend`: it runs serve-fn's own runtime, not a Triton backend. */
-export const DECORATED_PLATFORM = 'serve-fn';
+const DECORATED_PLATFORM = 'serve-fn';
 
 export interface DecoratedModelOptions {
   /** Why the server admits no requests now (its phase: starting, draining, stopped), or undefined while it serves. */

@@ -113,7 +113,7 @@ export function logFailure(request: FastifyRequest, err: unknown, answer: HttpEr
  * The methods routed at a path, for a 405's `Allow` (RFC 9110 §15.5.6). OPTIONS is left out: CORS
  * answers it on every path.
  */
-export function allowedMethods(app: FastifyInstance, url: string): string[] {
+function allowedMethods(app: FastifyInstance, url: string): string[] {
   const path = url.split('?', 1)[0];
   return ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH'].filter((method) => app.findRoute({ method, url: path }) !== null);
 }

@@ -12,7 +12,7 @@ import { grpcAuthInterceptors, grpcServerCredentials, type GrpcSecurityOptions }
  * (Triton's protocol/extension_binary_data.md) whose gRPC counterpart, `raw_input_contents`, is
  * part of the core protocol.
  */
-export function grpcExtensions(sharedMemory: SystemSharedMemoryRegistry): readonly string[] {
+function grpcExtensions(sharedMemory: SystemSharedMemoryRegistry): readonly string[] {
   return protocolExtensions(sharedMemory).filter((e) => e !== 'binary_tensor_data');
 }
 
