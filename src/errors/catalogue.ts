@@ -130,6 +130,21 @@ export const ERROR_CATALOGUE = {
   // Ascend NPU (native addon).
   SF_ERR_NPU_UNAVAILABLE: spec(501, 'Ascend NPU backend is not available: %s'),
   SF_ERR_NPU_ACL: spec(500, '%s failed with ACL error %s: %s'),
+
+  // Text models: the text engine (src/text) and the TEI, OpenAI, Cohere/Jina/vLLM routes.
+  SF_ERR_TEXT_EMPTY: spec(400, 'Input validation error: %s cannot be empty'),
+  SF_ERR_TEXT_VALIDATION: spec(422, 'Input validation error: %s'),
+  SF_ERR_TEXT_BATCH_TOO_LARGE: spec(413, 'batch size %s > maximum allowed batch size %s'),
+  SF_ERR_TEXT_TOO_LONG: spec(422, 'Input validation error: `inputs` must have less than %s tokens. Given: %s'),
+  SF_ERR_TEXT_OVERLOADED: spec(429, 'Model is overloaded'),
+  SF_ERR_TEXT_WRONG_TASK: spec(424, "model '%s' is not a %s model"),
+  SF_ERR_TEXT_BACKEND: spec(424, "Model '%s' failed to run its forward pass: %s"),
+  SF_ERR_TEXT_MODEL_UNKNOWN: spec(404, "Text model '%s' is not served here (served: %s)"),
+  SF_ERR_TEXT_MODEL_AMBIGUOUS: spec(422, "Several text models can %s (%s): name one in the request's `model` field"),
+  SF_ERR_TOKENIZER_INVALID: spec(500, 'Tokenizer %s could not be used: %s'),
+  SF_ERR_TOKENIZATION_FAILED: spec(422, 'Tokenizer error: %s'),
+  SF_ERR_TEXT_MODEL_FOLDER_INVALID: spec(500, "Text model folder '%s' is invalid: %s"),
+  SF_ERR_TEXT_MODEL_INVALID: spec(500, '%s: @TextModel %s.'),
 } as const satisfies Record<string, ErrorSpec>;
 
 export type SfErrorCode = keyof typeof ERROR_CATALOGUE;
