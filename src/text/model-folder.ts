@@ -1,3 +1,4 @@
+import type { TextTaskName } from '../metadata/records.js';
 /**
  * Reads what a Hugging Face model folder, as sentence-transformers and optimum export it, says
  * about its model: which task it serves, how token vectors are pooled, the input length limit and
@@ -12,7 +13,7 @@ import { createError, type ServeFnError } from '../errors/index.js';
 import { pathInside } from '../model-repository/repository-scan.js';
 import type { PoolingMode } from './pooling.js';
 
-export type TextTask = 'embed' | 'rerank' | 'classify' | 'sparse';
+export type TextTask = TextTaskName;
 
 /** What a sentence-transformers / optimum export folder says about its model. */
 export interface TextModelFolder {
