@@ -5,7 +5,7 @@
  * a large negative score; pooling, normalisation, sigmoid and softmax are computed from their
  * definitions, not through src/text/pooling.ts, so tests can hold the two against each other.
  */
-import type { Attention, BertHeadWeights, BertWeights, LayerNorm, Linear, Qwen3Weights } from '../fixtures/text/text-model-weights.js';
+import type { Attention, BertHeadWeights, BertMaskedLmWeights, BertWeights, LayerNorm, Linear, Qwen3Weights } from '../fixtures/text/text-model-weights.js';
 
 /** Token ids of a padded batch, [rows][positions]; mask 1 = real token. */
 export interface TokenBatch {
@@ -111,6 +111,24 @@ export function referenceBertLogits(weights: { encoder: BertWeights; head: BertH
     if (cls === null || cls === undefined) throw new Error('the first position must be a real token');
     return applyLinear(applyLinear(cls, weights.head.pooler).map(Math.tanh), weights.head.classifier);
   });
+}
+
+/** BertForMaskedLM's logits [rows][positions][vocab]. */
+export function referenceBertMaskedLmLogits(weights: { encoder: BertWeights; head: BertMaskedLmWeights }, batch: TokenBatch): ReferenceHidden {
+  const { head, encoder } = weights;
+  return referenceBertHidden(encoder, batch).map((hidden) => hidden.map((h) =>
+    h === null ? null : applyLinear(layerNorm(applyLinear(h, head.transform).map(gelu), head.transformNorm, encoder.epsilon), head.decoder)));
+}
+
+/** SPLADE from its definition: per vocabulary entry, max over real tokens of log(1 + max(0, logit)); the non-zero ones by index. */
+export function referenceSplade(logits: readonly (Vector | null)[], mask: readonly number[]): { index: number; value: number }[] {
+  const real = logits.filter((_, t) => mask[t] === 1) as Vector[];
+  const entries: { index: number; value: number }[] = [];
+  real[0]!.forEach((_, index) => {
+    const value = Math.max(...real.map((v) => Math.log(1 + Math.max(0, v[index]!))));
+    if (value > 0) entries.push({ index, value });
+  });
+  return entries;
 }
 
 /** The Qwen3-style decoder's last_hidden_state: query t sees real keys s ≤ t. */

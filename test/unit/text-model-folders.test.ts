@@ -4,12 +4,13 @@ import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readTextModelFolder } from '../../src/text/model-folder.js';
-import { l2Normalize, poolRows, sigmoid, softmax, type PoolingMode } from '../../src/text/pooling.js';
+import { l2Normalize, poolRows, sigmoid, softmax, spladeRows, type PoolingMode } from '../../src/text/pooling.js';
 import {
-  CLASSIFIER_LABELS, QWEN3_QUERY_PROMPT, QWEN3_VOCAB, writeBertClassifier, writeBertCrossEncoder, writeBertEncoder, writeQwen3Decoder,
+  CLASSIFIER_LABELS, QWEN3_QUERY_PROMPT, QWEN3_VOCAB, writeBertClassifier, writeBertCrossEncoder, writeBertEncoder, writeBertSplade, writeQwen3Decoder,
 } from '../fixtures/text/text-model-folders.js';
 import {
-  referenceBertHidden, referenceBertLogits, referenceNormalize, referencePool, referenceQwen3Hidden, referenceSigmoid, referenceSoftmax,
+  referenceBertHidden, referenceBertLogits, referenceBertMaskedLmLogits, referenceNormalize, referencePool, referenceQwen3Hidden, referenceSigmoid,
+  referenceSoftmax, referenceSplade,
   type ReferenceHidden, type TokenBatch,
 } from '../helpers/text-reference.js';
 
@@ -154,6 +155,29 @@ describe('writeBertClassifier', () => {
       expectClose(row, logits);
       expectClose(softmax(row), referenceSoftmax(logits));
     });
+  });
+});
+
+describe('writeBertSplade', () => {
+  it('is a sparse MaskedLM whose logits and SPLADE entries match the reference, padded or alone', async () => {
+    const dir = join(root, 'bert-splade');
+    const weights = writeBertSplade(dir);
+    expect(readTextModelFolder(dir)).toMatchObject({ task: 'sparse', pooling: 'splade', architectures: ['BertForMaskedLM'] });
+    const batch = pad(BERT_TEXTS, 'right', 0);
+    const output = await run(dir, batch, true);
+    expect(output.dims).toEqual([4, 7, 512]);
+    const logits = referenceBertMaskedLmLogits(weights, batch);
+    expect(expectHiddenClose(output, logits)).toBe(4 * 7);
+    // Equal index sets are stable: with these weights no entry's max logit lies within 7e-4 of zero, ORT's error is ~1e-7.
+    const sparse = spladeRows(output.data as Float32Array, output.dims as [number, number, number], batch.mask.flat());
+    for (const [b, text] of BERT_TEXTS.entries()) {
+      const expected = referenceSplade(logits[b]!, batch.mask[b]!);
+      expect(sparse[b]!.map((e) => e.index)).toEqual(expected.map((e) => e.index));
+      expectClose(sparse[b]!.map((e) => e.value), expected.map((e) => e.value));
+      const alone = pad([text], 'right', 0);
+      const single = await run(dir, alone, true);
+      expect(spladeRows(single.data as Float32Array, single.dims as [number, number, number], alone.mask.flat())[0]!.map((e) => e.index)).toEqual(expected.map((e) => e.index));
+    }
   });
 });
 
