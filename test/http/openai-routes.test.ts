@@ -202,3 +202,18 @@ describe('GET /v1/models', () => {
     expect(missing.json().error.code).toBe('SF_ERR_TEXT_MODEL_UNKNOWN');
   });
 });
+
+describe('OpenAPI', () => {
+  it('documents the routes under their tag, with OpenAI error bodies', async () => {
+    const swagger = (await import('@fastify/swagger')).default;
+    const documented = Fastify({ logger: false });
+    await documented.register(swagger, { openapi: { openapi: '3.0.3', info: { title: 't', version: '1' } } });
+    await documented.register(openAiRoutes, { models: textModelSetOf([embedder]) });
+    await documented.ready();
+    const spec = documented.swagger() as { paths: Record<string, Record<string, { tags: string[]; responses: Record<string, unknown> }>> };
+    await documented.close();
+    expect(Object.keys(spec.paths).sort()).toEqual(['/embeddings', '/v1/embeddings', '/v1/models', '/v1/models/{model}']);
+    expect(spec.paths['/v1/embeddings'].post.tags).toEqual(['OpenAI-compatible embeddings']);
+    expect(Object.keys(spec.paths['/v1/embeddings'].post.responses)).toEqual(['200', '400', '404', '429', '500']);
+  });
+});

@@ -203,3 +203,15 @@ it('answers a server fault with a generic 500 in vLLM shape, and keeps serving',
   expect(response.json().error.message).not.toContain('secret');
   expect((await post('/v1/rerank', { model: 'reranker', query: QUERY, documents: DOCUMENTS })).statusCode).toBe(200);
 });
+
+it('documents the routes under their tag in OpenAPI', async () => {
+  const swagger = (await import('@fastify/swagger')).default;
+  const documented = Fastify({ logger: false });
+  await documented.register(swagger, { openapi: { openapi: '3.0.3', info: { title: 't', version: '1' } } });
+  await documented.register(rerankRoutes, { models: textModelSetOf([reranker]) });
+  await documented.ready();
+  const spec = documented.swagger() as { paths: Record<string, { post: { tags: string[] } }> };
+  await documented.close();
+  expect(Object.keys(spec.paths).sort()).toEqual(['/classify', '/score', '/v1/classify', '/v1/rerank', '/v1/score', '/v2/rerank']);
+  expect(spec.paths['/v2/rerank'].post.tags).toEqual(['Cohere, Jina and vLLM rerank, score and classify']);
+});

@@ -89,6 +89,27 @@ export interface ErrorHandlingOptions {
   readonly bodyLimit: number;
 }
 
+/** The statuses these routes answer errors with, documented with the family's body for /docs (OpenAPI 3.0 schemas). */
+export function errorResponses(flavour: ErrorFlavour): Record<number, object> {
+  const schema = {
+    type: 'object',
+    properties: {
+      error: {
+        type: 'object',
+        properties: { message: { type: 'string' }, type: { type: 'string' }, param: { type: 'string', nullable: true }, code: { type: flavour === 'vllm' ? 'integer' : 'string' } },
+        required: ['message', 'type', 'param', 'code'],
+      },
+    },
+    required: ['error'],
+  };
+  return {
+    400: { description: 'Bad Request: a field is missing or wrong, the input is empty, too long, or more than the batch limit, or the model cannot do this task.', ...schema },
+    404: { description: 'Not Found: no served model has that name.', ...schema },
+    429: { description: 'Too Many Requests: the model is overloaded.', ...schema },
+    500: { description: 'Internal Server Error.', ...schema },
+  };
+}
+
 function send(reply: FastifyReply, status: number, body: OpenAiErrorBody): FastifyReply {
   return reply.code(status).type('application/json; charset=utf-8').send(JSON.stringify(body));
 }

@@ -3,7 +3,7 @@ import type { TextModel } from '../../text/text-model.js';
 import type { TextModelSet } from '../../text/text-model-set.js';
 import { setTextAnswerHeaders } from '../text-answer-headers.js';
 import { embeddingsResponse, readEmbeddingsRequest } from './openai-embeddings.js';
-import { installOpenAiErrorHandling } from './openai-errors.js';
+import { errorResponses, installOpenAiErrorHandling } from './openai-errors.js';
 import { requestBody } from './request-fields.js';
 
 export interface TextRoutesOptions {
@@ -15,18 +15,6 @@ export interface TextRoutesOptions {
 }
 
 export const OPENAI_TAG = 'OpenAI-compatible embeddings';
-
-const OPENAI_ERROR_SCHEMA = {
-  type: 'object',
-  properties: {
-    error: {
-      type: 'object',
-      properties: { message: { type: 'string' }, type: { type: 'string' }, param: { type: ['string', 'null'] }, code: { type: ['string', 'integer', 'null'] } },
-      required: ['message', 'type'],
-    },
-  },
-  required: ['error'],
-};
 
 const EMBEDDINGS_BODY = {
   type: 'object',
@@ -46,7 +34,7 @@ const EMBEDDINGS_BODY = {
     user: { type: 'string' },
   },
   required: ['input'],
-  examples: [{ input: 'What is Deep Learning?', model: 'my-embedder' }],
+  example: { input: 'What is Deep Learning?', model: 'my-embedder' },
 };
 
 const EMBEDDINGS_RESPONSE = {
@@ -71,7 +59,7 @@ const MODEL_SCHEMA = {
 };
 
 function doc(summary: string, parts: { body?: object; response: object }): FastifySchema {
-  return { summary, tags: [OPENAI_TAG], ...(parts.body ? { body: parts.body } : {}), response: { 200: parts.response, '4xx': OPENAI_ERROR_SCHEMA, '5xx': OPENAI_ERROR_SCHEMA } };
+  return { summary, tags: [OPENAI_TAG], ...(parts.body ? { body: parts.body } : {}), response: { 200: { description: 'Successful Response', ...parts.response }, ...errorResponses('openai') } };
 }
 
 /** OpenAI's Model object; serve-fn knows no creation date for a model, so `created` is when the routes started. */

@@ -1,24 +1,12 @@
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import { setTextAnswerHeaders } from '../text-answer-headers.js';
-import { installOpenAiErrorHandling } from '../openai/openai-errors.js';
+import { errorResponses, installOpenAiErrorHandling } from '../openai/openai-errors.js';
 import type { TextRoutesOptions } from '../openai/openai-routes.js';
 import { optionalString, requestBody } from '../openai/request-fields.js';
 import { readRerankRequest, rerankResponse } from './rerank-api.js';
 import { classifyResponse, rawScores, readClassifyInputs, readScorePairs, scorePairs, scoreResponse } from './vllm-scoring.js';
 
 export const RERANK_TAG = 'Cohere, Jina and vLLM rerank, score and classify';
-
-const ERROR_SCHEMA = {
-  type: 'object',
-  properties: {
-    error: {
-      type: 'object',
-      properties: { message: { type: 'string' }, type: { type: 'string' }, param: { type: ['string', 'null'] }, code: { type: 'integer' } },
-      required: ['message', 'type', 'code'],
-    },
-  },
-  required: ['error'],
-};
 
 const documents = { type: 'array', items: { anyOf: [{ type: 'string' }, { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] }] } };
 const texts = { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] };
@@ -27,25 +15,25 @@ const RERANK_BODY = {
   type: 'object',
   properties: { model: { type: 'string' }, query: { type: 'string' }, documents, top_n: { type: 'integer', minimum: 0 }, return_documents: { type: 'boolean', default: true } },
   required: ['query', 'documents'],
-  examples: [{ model: 'my-reranker', query: 'What is Deep Learning?', documents: ['Deep Learning is ...', 'Cheese is ...'], top_n: 1 }],
+  example: { model: 'my-reranker', query: 'What is Deep Learning?', documents: ['Deep Learning is ...', 'Cheese is ...'], top_n: 1 },
 };
 
 const SCORE_BODY = {
   type: 'object',
   description: 'Give the two sides as queries/documents, queries/items, data_1/data_2 or text_1/text_2: one first text against every second text, or two lists of one length zipped.',
   properties: { model: { type: 'string' }, queries: texts, documents: texts, items: texts, data_1: texts, data_2: texts, text_1: texts, text_2: texts, use_activation: { type: 'boolean', default: true } },
-  examples: [{ queries: 'What is Deep Learning?', documents: ['Deep Learning is ...', 'Cheese is ...'] }],
+  example: { queries: 'What is Deep Learning?', documents: ['Deep Learning is ...', 'Cheese is ...'] },
 };
 
 const CLASSIFY_BODY = {
   type: 'object',
   properties: { model: { type: 'string' }, input: texts, use_activation: { type: 'boolean', default: true } },
   required: ['input'],
-  examples: [{ input: ['I love this!', 'This is awful.'] }],
+  example: { input: ['I love this!', 'This is awful.'] },
 };
 
 function doc(summary: string, body: object): FastifySchema {
-  return { summary, tags: [RERANK_TAG], body, response: { 200: { type: 'object' }, '4xx': ERROR_SCHEMA, '5xx': ERROR_SCHEMA } };
+  return { summary, tags: [RERANK_TAG], body, response: { 200: { description: 'Successful Response', type: 'object' }, ...errorResponses('vllm') } };
 }
 
 /**
