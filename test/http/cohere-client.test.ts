@@ -8,6 +8,7 @@ import { textModelFor, textModelSetOf } from '../helpers/text-model-fixture.js';
 
 /** The official cohere-ai SDK (v1 CohereClient and v2 CohereClientV2), unchanged, pointed at serve-fn. */
 let reranker: TextModel;
+let embedder: TextModel;
 let app: FastifyInstance;
 let v1: CohereClient;
 let v2: CohereClientV2;
@@ -17,8 +18,10 @@ const DOCUMENTS = ['deep learning is a kind of machine learning', 'cheese is mad
 
 beforeAll(async () => {
   reranker = await textModelFor('rerank', { name: 'reranker' });
+  // Prompts named as Cohere's input types, as an E5-style export would name them.
+  embedder = await textModelFor('embed', { name: 'embedder', pooling: 'mean', prompts: { search_query: 'query: ', search_document: 'passage: ' } });
   app = Fastify({ logger: false });
-  await app.register(rerankRoutes, { models: textModelSetOf([reranker]) });
+  await app.register(rerankRoutes, { models: textModelSetOf([reranker, embedder]) });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
   const options = { token: 'test-key', environment: `http://127.0.0.1:${port}`, maxRetries: 0 };
@@ -65,5 +68,21 @@ describe('CohereClient (v1).rerank', () => {
     const response = await v1.rerank({ model: 'reranker', query: QUERY, documents: DOCUMENTS.map((text) => ({ text })), topN: 1, returnDocuments: false });
     const ranking = await engineRanking();
     expect(response.results).toEqual([{ index: ranking[0].index, relevanceScore: ranking[0].relevanceScore }]);
+  });
+});
+
+describe('CohereClientV2.embed', () => {
+  it('reads float and base64 embeddings of texts embedded with the input type as prompt', async () => {
+    const texts = ['what is deep learning', 'cheese'];
+    const response = await v2.embed({ model: 'embedder', texts, inputType: 'search_query', embeddingTypes: ['float', 'base64'], outputDimension: 4 });
+    const expected = await embedder.embed(texts, { promptName: 'search_query', dimensions: 4 });
+    expect(response.embeddings.float).toEqual(expected.values.map((v) => Array.from(v)));
+    const decoded = response.embeddings.base64!.map((text) => {
+      const bytes = Buffer.from(text, 'base64');
+      return Array.from({ length: bytes.length / 4 }, (_, i) => bytes.readFloatLE(i * 4));
+    });
+    expect(decoded).toEqual(response.embeddings.float);
+    expect(response.texts).toEqual(texts);
+    expect(response.meta?.tokens?.inputTokens).toBe(expected.promptTokens);
   });
 });

@@ -14,7 +14,7 @@ let client: OpenAI;
 const sent: Record<string, unknown>[] = [];
 
 beforeAll(async () => {
-  embedder = await textModelFor('embed', { name: 'embedder' });
+  embedder = await textModelFor('embed', { name: 'embedder', pooling: 'mean' });
   app = Fastify({ logger: false });
   app.addHook('preHandler', async (request) => {
     sent.push(request.body as Record<string, unknown>);

@@ -11,8 +11,8 @@ let reranker: TextModel;
 let app: FastifyInstance;
 
 beforeAll(async () => {
-  embedder = await textModelFor('embed', { name: 'embedder' });
-  small = await textModelFor('embed', { name: 'small-batches', limits: { maxClientBatchSize: 2 } });
+  embedder = await textModelFor('embed', { name: 'embedder', pooling: 'mean' });
+  small = await textModelFor('embed', { name: 'small-batches', pooling: 'mean', limits: { maxClientBatchSize: 2 } });
   reranker = await textModelFor('rerank', { name: 'reranker' });
   app = Fastify({ logger: false });
   await app.register(openAiRoutes, { models: textModelSetOf([embedder, small, reranker]) });
@@ -66,6 +66,8 @@ describe('POST /v1/embeddings', () => {
     const expected = await embedder.embed(texts);
     expect(body.data.map((d: { index: number }) => d.index)).toEqual([0, 1, 2]);
     expect(body.data.map((d: { embedding: number[] }) => d.embedding)).toEqual(expected.values.map((v) => Array.from(v)));
+    // Mean pooling, so each text has its own vector and a mix-up of the order shows.
+    expect(body.data[0].embedding).not.toEqual(body.data[1].embedding);
     expect(body.usage.prompt_tokens).toBe(expected.promptTokens);
   });
 
@@ -210,7 +212,7 @@ describe('OpenAPI', () => {
     await documented.register(swagger, { openapi: { openapi: '3.0.3', info: { title: 't', version: '1' } } });
     await documented.register(openAiRoutes, { models: textModelSetOf([embedder]) });
     await documented.ready();
-    const spec = documented.swagger() as { paths: Record<string, Record<string, { tags: string[]; responses: Record<string, unknown> }>> };
+    const spec = documented.swagger() as unknown as { paths: Record<string, Record<string, { tags: string[]; responses: Record<string, unknown> }>> };
     await documented.close();
     expect(Object.keys(spec.paths).sort()).toEqual(['/embeddings', '/v1/embeddings', '/v1/models', '/v1/models/{model}']);
     expect(spec.paths['/v1/embeddings'].post.tags).toEqual(['OpenAI-compatible embeddings']);

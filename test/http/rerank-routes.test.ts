@@ -7,6 +7,7 @@ import { textModelFor, textModelSetOf } from '../helpers/text-model-fixture.js';
 let reranker: TextModel;
 let classifier: TextModel;
 let embedder: TextModel;
+let plainEmbedder: TextModel;
 let app: FastifyInstance;
 
 const QUERY = 'what is deep learning';
@@ -15,9 +16,10 @@ const DOCUMENTS = ['deep learning is a kind of machine learning', 'cheese is mad
 beforeAll(async () => {
   reranker = await textModelFor('rerank', { name: 'reranker', limits: { maxClientBatchSize: 4 } });
   classifier = await textModelFor('classify', { name: 'classifier' });
-  embedder = await textModelFor('embed', { name: 'embedder' });
+  embedder = await textModelFor('embed', { name: 'embedder', pooling: 'mean' });
+  plainEmbedder = await textModelFor('embed', { name: 'plain-embedder', pooling: 'mean', prompts: {} });
   app = Fastify({ logger: false });
-  await app.register(rerankRoutes, { models: textModelSetOf([reranker, classifier, embedder]) });
+  await app.register(rerankRoutes, { models: textModelSetOf([reranker, classifier, embedder, plainEmbedder]) });
   await app.ready();
 });
 
@@ -107,6 +109,92 @@ describe.each(['/v1/rerank', '/v2/rerank'])('POST %s', (url) => {
     const response = await post(url, { model: 'reranker', query: QUERY, documents: [...DOCUMENTS, 'one too many'] });
     expect(response.statusCode).toBe(400);
     expect(response.json().error.message).toBe('batch size 5 > maximum allowed batch size 4');
+  });
+});
+
+/** A float vector's signs as bits, eight a byte, first value in the high bit: the packing Cohere and vLLM describe, computed here independently. */
+function signBits(vector: readonly number[]): number[] {
+  const bytes: number[] = [];
+  for (let i = 0; i < vector.length; i += 8) bytes.push(parseInt(vector.slice(i, i + 8).map((x) => (x >= 0 ? '1' : '0')).join(''), 2));
+  return bytes;
+}
+
+describe('POST /v2/embed', () => {
+  const TEXTS = ['deep learning', 'cheese and milk'];
+
+  it('embeds texts as floats by default, echoing the texts and counting tokens in meta', async () => {
+    const response = await post('/v2/embed', { model: 'embedder', texts: TEXTS });
+    expect(response.statusCode).toBe(200);
+    const expected = await embedder.embed(TEXTS);
+    expect(response.json()).toEqual({
+      id: expect.stringMatching(/^embd-/),
+      embeddings: { float: expected.values.map((v) => Array.from(v)) },
+      texts: TEXTS,
+      meta: { api_version: { version: '2' }, tokens: { input_tokens: expected.promptTokens } },
+    });
+  });
+
+  it('applies the prompt input_type names', async () => {
+    const body = (await post('/v2/embed', { model: 'embedder', texts: TEXTS, input_type: 'query' })).json();
+    const expected = await embedder.embed(TEXTS, { promptName: 'query' });
+    expect(body.embeddings.float).toEqual(expected.values.map((v) => Array.from(v)));
+    expect(body.embeddings.float).not.toEqual((await embedder.embed(TEXTS)).values.map((v) => Array.from(v)));
+  });
+
+  it("refuses an input_type the model has no prompt for, and takes any on a model that has no prompts", async () => {
+    const refused = await post('/v2/embed', { model: 'embedder', texts: TEXTS, input_type: 'search_query' });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json().error.message).toContain('search_query');
+    const plain = (await post('/v2/embed', { model: 'plain-embedder', texts: TEXTS, input_type: 'search_query' })).json();
+    expect(plain.embeddings.float).toEqual((await plainEmbedder.embed(TEXTS)).values.map((v) => Array.from(v)));
+  });
+
+  it('answers every asked embedding type from the same vectors', async () => {
+    const body = (await post('/v2/embed', { model: 'embedder', texts: TEXTS, embedding_types: ['float', 'base64', 'binary', 'ubinary'] })).json();
+    const floats: number[][] = body.embeddings.float;
+    const decoded = body.embeddings.base64.map((text: string) => {
+      const bytes = Buffer.from(text, 'base64');
+      return Array.from({ length: bytes.length / 4 }, (_, i) => bytes.readFloatLE(i * 4));
+    });
+    expect(decoded).toEqual(floats);
+    expect(body.embeddings.ubinary).toEqual(floats.map(signBits));
+    expect(body.embeddings.binary).toEqual(floats.map((v) => signBits(v).map((b) => b - 128)));
+  });
+
+  it('keeps output_dimension values, as the engine does', async () => {
+    const body = (await post('/v2/embed', { model: 'embedder', texts: TEXTS, output_dimension: 4 })).json();
+    expect(body.embeddings.float).toEqual((await embedder.embed(TEXTS, { dimensions: 4 })).values.map((v) => Array.from(v)));
+  });
+
+  it('truncates at the end by default, at the start for START, and refuses a long text for NONE', async () => {
+    const long = Array.from({ length: 60 }, (_, i) => (i < 30 ? 'cheese' : 'deep')).join(' ');
+    const end = (await post('/v2/embed', { model: 'embedder', texts: [long] })).json();
+    const start = (await post('/v2/embed', { model: 'embedder', texts: [long], truncate: 'START' })).json();
+    expect(end.embeddings.float).toEqual((await embedder.embed([long], { truncate: true, truncationDirection: 'right' })).values.map((v) => Array.from(v)));
+    expect(start.embeddings.float).toEqual((await embedder.embed([long], { truncate: true, truncationDirection: 'left' })).values.map((v) => Array.from(v)));
+    expect(start.embeddings.float).not.toEqual(end.embeddings.float);
+    const none = await post('/v2/embed', { model: 'embedder', texts: [long], truncate: 'NONE' });
+    expect(none.statusCode).toBe(400);
+    expect(none.json().error.message).toContain('must have less than');
+  });
+
+  it.each([
+    ['missing texts', { model: 'embedder' }, 'texts'],
+    ['images', { model: 'embedder', images: ['data:image/png;base64,AAAA'] }, 'images'],
+    ['an embedding type vLLM does not compute', { model: 'embedder', texts: TEXTS, embedding_types: ['int8'] }, 'embedding_types'],
+    ['an unknown truncate', { model: 'embedder', texts: TEXTS, truncate: 'MIDDLE' }, 'truncate'],
+    ['max_tokens', { model: 'embedder', texts: TEXTS, max_tokens: 5 }, 'max_tokens'],
+    ['output_dimension 0', { model: 'embedder', texts: TEXTS, output_dimension: 0 }, 'output_dimension'],
+  ])('refuses %s with a 400 naming the field', async (_what, body, param) => {
+    const response = await post('/v2/embed', body);
+    expect(response.statusCode).toBe(400);
+    expect(response.json().error).toMatchObject({ param, code: 400 });
+  });
+
+  it('refuses an empty texts list', async () => {
+    const response = await post('/v2/embed', { model: 'embedder', texts: [] });
+    expect(response.statusCode).toBe(400);
+    expect(response.json().error.message).toContain('cannot be empty');
   });
 });
 
@@ -212,6 +300,6 @@ it('documents the routes under their tag in OpenAPI', async () => {
   await documented.ready();
   const spec = documented.swagger() as { paths: Record<string, { post: { tags: string[] } }> };
   await documented.close();
-  expect(Object.keys(spec.paths).sort()).toEqual(['/classify', '/score', '/v1/classify', '/v1/rerank', '/v1/score', '/v2/rerank']);
-  expect(spec.paths['/v2/rerank'].post.tags).toEqual(['Cohere, Jina and vLLM rerank, score and classify']);
+  expect(Object.keys(spec.paths).sort()).toEqual(['/classify', '/score', '/v1/classify', '/v1/rerank', '/v1/score', '/v2/embed', '/v2/rerank']);
+  expect(spec.paths['/v2/rerank'].post.tags).toEqual(['Cohere, Jina and vLLM rerank, embed, score and classify']);
 });

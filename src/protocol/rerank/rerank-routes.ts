@@ -3,10 +3,11 @@ import { setTextAnswerHeaders } from '../text-answer-headers.js';
 import { errorResponses, installOpenAiErrorHandling } from '../openai/openai-errors.js';
 import type { TextRoutesOptions } from '../openai/openai-routes.js';
 import { optionalString, requestBody } from '../openai/request-fields.js';
+import { cohereEmbedResponse, promptName, readCohereEmbedRequest } from './cohere-embed.js';
 import { readRerankRequest, rerankResponse } from './rerank-api.js';
 import { classifyResponse, rawScores, readClassifyInputs, readScorePairs, scorePairs, scoreResponse } from './vllm-scoring.js';
 
-export const RERANK_TAG = 'Cohere, Jina and vLLM rerank, score and classify';
+export const RERANK_TAG = 'Cohere, Jina and vLLM rerank, embed, score and classify';
 
 const documents = { type: 'array', items: { anyOf: [{ type: 'string' }, { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] }] } };
 const texts = { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] };
@@ -25,6 +26,20 @@ const SCORE_BODY = {
   example: { queries: 'What is Deep Learning?', documents: ['Deep Learning is ...', 'Cheese is ...'] },
 };
 
+const COHERE_EMBED_BODY = {
+  type: 'object',
+  properties: {
+    model: { type: 'string' },
+    texts: { type: 'array', items: { type: 'string' } },
+    input_type: { type: 'string', description: "A prompt name of the model's (config_sentence_transformers.json), e.g. search_query" },
+    embedding_types: { type: 'array', items: { type: 'string', enum: ['float', 'binary', 'ubinary', 'base64'] }, default: ['float'] },
+    output_dimension: { type: 'integer', minimum: 1 },
+    truncate: { type: 'string', enum: ['END', 'START', 'NONE'], default: 'END' },
+  },
+  required: ['texts'],
+  example: { model: 'my-embedder', texts: ['What is Deep Learning?'], input_type: 'search_query', embedding_types: ['float'] },
+};
+
 const CLASSIFY_BODY = {
   type: 'object',
   properties: { model: { type: 'string' }, input: texts, use_activation: { type: 'boolean', default: true } },
@@ -37,8 +52,8 @@ function doc(summary: string, body: object): FastifySchema {
 }
 
 /**
- * POST /v1/rerank and /v2/rerank (Cohere v1 and v2, Jina, vLLM), /score and /v1/score, /classify and
- * /v1/classify (vLLM), over the served text models. TEI's own /rerank is served with the TEI routes.
+ * POST /v1/rerank and /v2/rerank (Cohere v1 and v2, Jina, vLLM), /v2/embed (Cohere v2, as vLLM
+ * serves it), /score and /v1/score, /classify and /v1/classify (vLLM), over the served text models. TEI's own /rerank is served with the TEI routes.
  * Errors use vLLM's ErrorResponse, the server these routes mirror.
  */
 export async function rerankRoutes(app: FastifyInstance, opts: TextRoutesOptions): Promise<void> {
@@ -56,6 +71,13 @@ export async function rerankRoutes(app: FastifyInstance, opts: TextRoutesOptions
       return rerankResponse(rerank, answer, model.info.name, version);
     });
   }
+  app.post('/v2/embed', { schema: doc('Embed texts (Cohere v2, as vLLM serves it)', COHERE_EMBED_BODY) }, async (request, reply) => {
+    const embed = readCohereEmbedRequest(requestBody(request.body));
+    const model = models.pick('embed', embed.model);
+    const answer = await model.embed(embed.texts, { ...embed.options, promptName: promptName(model, embed.inputType) });
+    setTextAnswerHeaders(reply, answer, model.info.computeType);
+    return cohereEmbedResponse(embed, answer);
+  });
   for (const path of ['/score', '/v1/score']) {
     app.post(path, { schema: doc('Score text pairs (vLLM)', SCORE_BODY) }, async (request) => {
       const body = requestBody(request.body);
