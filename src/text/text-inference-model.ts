@@ -1,8 +1,10 @@
 import { createError } from '../errors/index.js';
-import type { InferenceModel, InferenceModelInfo, InferRequest, InferResponse } from '../inference/inference-model.js';
+import type { InferenceModelInfo, InferRequest, InferResponse, RepositoryIndexEntry } from '../inference/inference-model.js';
+import type { ServerModel } from '../inference/model-catalogue.js';
 import { validateInferRequest } from '../inference/request-validation.js';
 import { createTensor } from '../tensor/tensor-factory.js';
 import type { Tensor, TensorSpec } from '../tensor/tensor.js';
+import type { TextTask } from './model-folder.js';
 import type { TextModel } from './text-model.js';
 
 /** Serve-fn's own platform: Triton has none for a tokenizing text model. */
@@ -18,7 +20,7 @@ const INTERFACES = {
   sparse: { inputs: [TEXT], outputs: [{ name: 'embedding', datatype: 'FP32', shape: [-1, -1] }] },
   classify: { inputs: [TEXT, TEXT_PAIR], outputs: [{ name: 'scores', datatype: 'FP32', shape: [-1, -1] }] },
   rerank: { inputs: [QUERY, TEXT], outputs: [{ name: 'score', datatype: 'FP32', shape: [-1] }] },
-} as const satisfies Record<string, { inputs: TensorSpec[]; outputs: TensorSpec[] }>;
+} as const satisfies Record<TextTask, { inputs: TensorSpec[]; outputs: TensorSpec[] }>;
 
 /**
  * A text model as a KServe v2 model, on HTTP and gRPC, so Triton clients and ensembles can call
@@ -26,12 +28,12 @@ const INTERFACES = {
  * Request parameters carry the options (`truncate`, `truncation_direction`, `normalize`,
  * `dimensions`, `prompt_name`, `raw_scores`). A sparse model answers dense vocabulary-wide rows.
  */
-export class TextInferenceModel implements InferenceModel {
+export class TextInferenceModel implements ServerModel {
   readonly info: InferenceModelInfo;
 
   constructor(readonly text: TextModel) {
     const { name, task, labels } = text.info;
-    const { inputs, outputs } = INTERFACES[task];
+    const { inputs, outputs } = INTERFACES[task] as { inputs: readonly TensorSpec[]; outputs: readonly TensorSpec[] };
     const tensorConfig = (t: TensorSpec) => ({ name: t.name, data_type: `TYPE_${t.datatype === 'BYTES' ? 'STRING' : t.datatype}`, dims: [...t.shape], ...(t.optional ? { optional: true } : {}) });
     this.info = {
       name, version: '1', platform: TEXT_PLATFORM, inputs, outputs, maxBatchSize: 0, decoupled: false,
@@ -46,6 +48,11 @@ export class TextInferenceModel implements InferenceModel {
     return this.text.ready();
   }
 
+  indexEntry(): RepositoryIndexEntry {
+    const { name, version } = this.info;
+    return this.ready() ? { name, version, state: 'READY' } : { name, version, state: 'UNAVAILABLE', reason: 'its forward model is not ready' };
+  }
+
   async infer(request: InferRequest): Promise<InferResponse> {
     const { wire } = validateInferRequest(this.info, request);
     const p = wire.parameters;
@@ -55,7 +62,7 @@ export class TextInferenceModel implements InferenceModel {
     };
     const truncation = { truncate: flag(p.truncate, 'truncate'), truncationDirection: direction(p.truncation_direction) };
     const model = this.text;
-    let output: Tensor;
+    let output: Tensor | undefined;
     switch (model.info.task) {
       case 'embed': {
         const answer = await model.embed(texts('text')!, { ...truncation, normalize: flag(p.normalize, 'normalize'), dimensions: whole(p.dimensions, 'dimensions'), promptName: word(p.prompt_name, 'prompt_name') });
@@ -88,6 +95,7 @@ export class TextInferenceModel implements InferenceModel {
         break;
       }
     }
+    if (output === undefined) throw createError('SF_ERR_UNSUPPORTED', `task '${model.info.task}' has no KServe v2 interface`);
     const wanted = wire.outputs;
     return { modelName: this.info.name, modelVersion: this.info.version, id: request.id, outputs: wanted.length === 0 || wanted.includes(output.name) ? [output] : [] };
   }

@@ -36,8 +36,6 @@ export interface TextModelSpec {
   readonly modelId: string;
   readonly task: TextTask;
   readonly pooling: PoolingMode;
-  /** Whether embeddings are L2-normalised when the request does not say (sentence-transformers' Normalize module). */
-  readonly normalize: boolean;
   readonly maxInputLength: number;
   readonly prompts: Readonly<Record<string, string>>;
   readonly defaultPromptName?: string;
@@ -295,7 +293,7 @@ export class TextModel {
       }
       const tokenizationMs = performance.now() - started;
       for (const s of sequences) metrics?.tokenized(name, s.ids.length);
-      const results = await Promise.all(sequences.map((sequence) => this.batcher.submit(sequence)));
+      const results = await Promise.all(this.batcher.submitAll(sequences));
       metrics?.queued(name, this.batcher.pendingCount);
       const timings = {
         tokenizationMs,
