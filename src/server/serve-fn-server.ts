@@ -29,6 +29,7 @@ import { TextInferenceModel } from '../text/text-inference-model.js';
 import { loadClassTextModel, loadFolderTextModel, type TextServeOptions } from '../text/text-model-loader.js';
 import { TextMetrics } from '../text/text-metrics.js';
 import { TextModelSet } from '../text/text-model-set.js';
+import type { TextModel } from '../text/text-model.js';
 import { openAiRoutes } from '../protocol/openai/openai-routes.js';
 import { rerankRoutes } from '../protocol/rerank/rerank-routes.js';
 import { endpointRoutes } from './endpoint-routes.js';
@@ -195,6 +196,11 @@ export class ServeFnServer {
       });
     }
     return address;
+  }
+
+  /** The text models served (from folders and @TextModel classes); built by prepare(). */
+  get texts(): readonly TextModel[] {
+    return this.textModels.all();
   }
 
   /** The gRPC port bound by listen(), when gRPC is on. */
