@@ -47,7 +47,7 @@ describe('serve-fn start <text model folders>', () => {
     const cli = await startCli(['start', join(models, 'bge-tiny'), '--host', '127.0.0.1', '--served-model-name', 'my-embedder'], { MAX_CLIENT_BATCH_SIZE: '2' });
     try {
       await cli.waitForOutput(/serve-fn ready/, 60_000);
-      const listed = await fetch(`${cli.base}/v1/models`).then((r) => r.json());
+      const listed = (await fetch(`${cli.base}/v1/models`).then((r) => r.json())) as { data: { id: string }[] };
       expect(listed.data.map((m: { id: string }) => m.id)).toEqual(['my-embedder']);
       const over = await post(cli.base, '/v1/embeddings', { model: 'my-embedder', input: ['a', 'b', 'c'] });
       expect(over.status).toBe(400);
