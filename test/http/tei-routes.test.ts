@@ -2,13 +2,15 @@ import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fast
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { teiRoutes } from '../../src/protocol/tei/tei-routes.js';
 import { DEFAULT_JSON_BODY_LIMIT, installJsonBodyParser } from '../../src/server/json-body-parser.js';
-import type { TextModel } from '../../src/text/text-model.js';
-import { textModelFor, textModelSetOf } from '../helpers/text-model-fixture.js';
+import { registerOpenApi } from '../../src/server/openapi-plugin.js';
+import { DEFAULT_TEXT_LIMITS, TextModel } from '../../src/text/text-model.js';
+import { fakeForward, textModelFor, textModelSetOf } from '../helpers/text-model-fixture.js';
 
 /** A bare app with the server's JSON parser (so unreadable JSON arrives as it does in serve-fn) and the TEI routes. */
-async function teiApp(models: TextModel[]): Promise<FastifyInstance> {
+async function teiApp(models: TextModel[], withDocs = false): Promise<FastifyInstance> {
   const app = Fastify();
   installJsonBodyParser(app, DEFAULT_JSON_BODY_LIMIT);
+  if (withDocs) await registerOpenApi(app, {}, { title: 'tei', version: '1' });
   await app.register(teiRoutes, { models: textModelSetOf(models), serverVersion: '1.2.3' });
   await app.ready();
   return app;
@@ -442,6 +444,61 @@ describe('several models', () => {
       expectTeiError(await post(app, '/embed', { inputs: 'a', model: 7 }), 422, 'Validation', /model/);
       const info = await app.inject({ method: 'GET', url: '/info?model=second-embedder' });
       expect((info.json() as { served_model_name: string }).served_model_name).toBe('second-embedder');
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('failures', () => {
+  it('more inputs in flight than max_concurrent_requests is 429 Overloaded', async () => {
+    const app = await teiApp([await textModelFor('embed', { limits: { maxConcurrentRequests: 1 } })]);
+    try {
+      expectTeiError(await post(app, '/embed', { inputs: ['a', 'b'] }), 429, 'Overloaded', /^Model is overloaded$/);
+      expect((await post(app, '/embed', { inputs: 'a' })).statusCode).toBe(200);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('a forward pass that fails is 424 Backend, and the server keeps serving', async () => {
+    const forward = fakeForward('embed', embedder.tokenizer.vocabSize);
+    const failing = { ...forward, infer: async () => Promise.reject(new Error('device lost')) };
+    const broken = new TextModel({ ...embedder.spec, name: 'broken' }, embedder.tokenizer, failing, { limits: DEFAULT_TEXT_LIMITS, instanceCount: 1, computeType: 'cpu' });
+    const app = await teiApp([broken]);
+    try {
+      expectTeiError(await post(app, '/embed', { inputs: 'a' }), 424, 'Backend', /device lost/);
+      expect((await post(app, '/tokenize', { inputs: 'a' })).statusCode).toBe(200);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('an unexpected fault is a 500 that does not tell its message; a body of another type keeps fastify’s 415', async () => {
+    const faulty: TextModel = Object.assign(Object.create(embedder) as TextModel, { embed: async () => Promise.reject(new Error('secret at /srv/key')) });
+    const app = await teiApp([faulty]);
+    try {
+      const res = await post(app, '/embed', { inputs: 'a' });
+      expect(res.statusCode).toBe(500);
+      expect(res.json()).toMatchObject({ error_type: 'Backend' });
+      expect(res.body).not.toContain('secret');
+      const text = await app.inject({ method: 'POST', url: '/embed', headers: { 'content-type': 'text/plain' }, payload: 'hello' });
+      expectTeiError(text, 415, 'Validation');
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('OpenAPI', () => {
+  it('documents every TEI route under TEI’s tag', async () => {
+    const app = await teiApp([embedder], true);
+    try {
+      const doc = app.swagger() as { paths: Record<string, Record<string, { tags?: string[] }>> };
+      const routes = ['/embed', '/embed_all', '/embed_sparse', '/predict', '/rerank', '/similarity', '/tokenize', '/decode', '/invocations'];
+      for (const route of routes) expect(doc.paths[route]?.post?.tags, route).toEqual(['Text Embeddings Inference']);
+      for (const route of ['/info', '/health', '/ping']) expect(doc.paths[route]?.get?.tags, route).toEqual(['Text Embeddings Inference']);
+      expect(Object.keys(doc.paths['/'] ?? {}).sort()).toEqual(['get', 'post']);
     } finally {
       await app.close();
     }

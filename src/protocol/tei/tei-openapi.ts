@@ -116,6 +116,6 @@ export const TEI_SCHEMAS = {
   health: {
     tags: [TEI_TAG],
     summary: 'TEI health check: 200 with an empty body while every text model can serve',
-    response: { 200: { description: 'Everything is working fine', type: 'null' }, 503: errorBody('A text model cannot serve', 'unhealthy', 'Unhealthy') },
+    response: { 200: { description: 'Everything is working fine (an empty body)' }, 503: errorBody('A text model cannot serve', 'unhealthy', 'Unhealthy') },
   } as FastifySchema,
 } as const;

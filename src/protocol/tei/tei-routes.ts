@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifySchema } from 'fastify';
+import { createError } from '../../errors/index.js';
 import type { TextTask } from '../../text/model-folder.js';
 import { parseTextInputs, type TextInput } from '../../text/text-inputs.js';
 import type { TextModel } from '../../text/text-model.js';
@@ -115,6 +116,12 @@ export async function teiRoutes(app: FastifyInstance, opts: TeiRoutesOptions): P
   app.setValidatorCompiler(() => () => true);
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   installTeiErrorHandling(app);
+  // TEI's bodies are JSON (axum's Json extractor answers anything else 415), where fastify would
+  // hand a text/plain body over as a string.
+  app.addHook('preValidation', async (request) => {
+    const type = request.headers['content-type'];
+    if (request.method === 'POST' && !/^application\/json\s*(;|$)/i.test(type ?? '')) throw createError('SF_ERR_UNSUPPORTED_MEDIA_TYPE', type ?? 'none', request.url, 'application/json');
+  });
 
   // TEI serves one model and lets every route reach it, answering 424 where the task does not fit;
   // the set does the same with one model, and with several picks by the request's `model` (a
