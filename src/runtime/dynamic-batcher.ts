@@ -107,6 +107,22 @@ export class DynamicBatcher<T, R> {
   }
 
   submit(payload: T, options: SubmitOptions = {}): Promise<R> {
+    const promise = this.enqueue(payload, options);
+    this.pump();
+    return promise;
+  }
+
+  /**
+   * Queues several requests before any batch is formed, so requests that arrive together (one
+   * client batch split into one request per text) can share a batch instead of the first leaving alone.
+   */
+  submitAll(payloads: readonly T[], options: SubmitOptions = {}): Promise<R>[] {
+    const promises = payloads.map((payload) => this.enqueue(payload, options));
+    this.pump();
+    return promises;
+  }
+
+  private enqueue(payload: T, options: SubmitOptions): Promise<R> {
     if (this.draining) return Promise.reject(createError('SF_ERR_DRAINING'));
     let levelNumber: number;
     let level: Request<T, R>['level'];
@@ -145,7 +161,6 @@ export class DynamicBatcher<T, R> {
         request.detachSignal = () => signal.removeEventListener('abort', onAbort);
       }
     });
-    this.pump();
     return promise;
   }
 

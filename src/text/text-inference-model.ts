@@ -3,6 +3,7 @@ import type { InferenceModel, InferenceModelInfo, InferRequest, InferResponse } 
 import { validateInferRequest } from '../inference/request-validation.js';
 import { createTensor } from '../tensor/tensor-factory.js';
 import type { Tensor, TensorSpec } from '../tensor/tensor.js';
+import type { TextTask } from './model-folder.js';
 import type { TextModel } from './text-model.js';
 
 /** Serve-fn's own platform: Triton has none for a tokenizing text model. */
@@ -18,7 +19,7 @@ const INTERFACES = {
   sparse: { inputs: [TEXT], outputs: [{ name: 'embedding', datatype: 'FP32', shape: [-1, -1] }] },
   classify: { inputs: [TEXT, TEXT_PAIR], outputs: [{ name: 'scores', datatype: 'FP32', shape: [-1, -1] }] },
   rerank: { inputs: [QUERY, TEXT], outputs: [{ name: 'score', datatype: 'FP32', shape: [-1] }] },
-} as const satisfies Record<string, { inputs: TensorSpec[]; outputs: TensorSpec[] }>;
+} as const satisfies Record<TextTask, { inputs: TensorSpec[]; outputs: TensorSpec[] }>;
 
 /**
  * A text model as a KServe v2 model, on HTTP and gRPC, so Triton clients and ensembles can call
@@ -31,7 +32,7 @@ export class TextInferenceModel implements InferenceModel {
 
   constructor(readonly text: TextModel) {
     const { name, task, labels } = text.info;
-    const { inputs, outputs } = INTERFACES[task];
+    const { inputs, outputs } = INTERFACES[task] as { inputs: readonly TensorSpec[]; outputs: readonly TensorSpec[] };
     const tensorConfig = (t: TensorSpec) => ({ name: t.name, data_type: `TYPE_${t.datatype === 'BYTES' ? 'STRING' : t.datatype}`, dims: [...t.shape], ...(t.optional ? { optional: true } : {}) });
     this.info = {
       name, version: '1', platform: TEXT_PLATFORM, inputs, outputs, maxBatchSize: 0, decoupled: false,
@@ -55,7 +56,7 @@ export class TextInferenceModel implements InferenceModel {
     };
     const truncation = { truncate: flag(p.truncate, 'truncate'), truncationDirection: direction(p.truncation_direction) };
     const model = this.text;
-    let output: Tensor;
+    let output: Tensor | undefined;
     switch (model.info.task) {
       case 'embed': {
         const answer = await model.embed(texts('text')!, { ...truncation, normalize: flag(p.normalize, 'normalize'), dimensions: whole(p.dimensions, 'dimensions'), promptName: word(p.prompt_name, 'prompt_name') });
@@ -88,6 +89,7 @@ export class TextInferenceModel implements InferenceModel {
         break;
       }
     }
+    if (output === undefined) throw createError('SF_ERR_UNSUPPORTED', `task '${model.info.task}' has no KServe v2 interface`);
     const wanted = wire.outputs;
     return { modelName: this.info.name, modelVersion: this.info.version, id: request.id, outputs: wanted.length === 0 || wanted.includes(output.name) ? [output] : [] };
   }

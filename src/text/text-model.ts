@@ -295,7 +295,7 @@ export class TextModel {
       }
       const tokenizationMs = performance.now() - started;
       for (const s of sequences) metrics?.tokenized(name, s.ids.length);
-      const results = await Promise.all(sequences.map((sequence) => this.batcher.submit(sequence)));
+      const results = await Promise.all(this.batcher.submitAll(sequences));
       metrics?.queued(name, this.batcher.pendingCount);
       const timings = {
         tokenizationMs,

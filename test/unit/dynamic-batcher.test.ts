@@ -354,6 +354,14 @@ describe('DynamicBatcher: a padded budget (TEI --max-batch-tokens)', () => {
     expect(h.sent()).toEqual([{ at: 0, payloads: ['xxxxxxxx'] }]);
   });
 
+  it('batches requests queued together by submitAll, where one submit at a time would send the first alone', async () => {
+    const h = setup({ maxBatchSize: 10, maxQueueDelayUs: 0 }, 1, byLength(100));
+    const results = h.batcher.submitAll(['a', 'b', 'c']);
+    expect(h.sent()).toEqual([{ at: 0, payloads: ['a', 'b', 'c'] }]);
+    await h.complete(0);
+    expect(await Promise.all(results)).toEqual(['A', 'B', 'C']);
+  });
+
   it('still closes at maxBatchSize when the budget is not spent', async () => {
     const h = setup({ maxBatchSize: 2, maxQueueDelayUs: 1000 }, 1, byLength(100));
     submitAll(h, ['a', 'b', 'c']);
