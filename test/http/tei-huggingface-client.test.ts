@@ -1,10 +1,9 @@
 import { featureExtraction, InferenceClient, InferenceClientProviderApiError, InferenceClientProviderOutputError, sentenceSimilarity, textClassification } from '@huggingface/inference';
-import Fastify, { type FastifyInstance } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { teiRoutes } from '../../src/protocol/tei/tei-routes.js';
-import { DEFAULT_JSON_BODY_LIMIT, installJsonBodyParser } from '../../src/server/json-body-parser.js';
 import type { TextModel } from '../../src/text/text-model.js';
-import { textModelFor, textModelSetOf } from '../helpers/text-model-fixture.js';
+import { cosine, norm, teiApp } from '../helpers/tei-app.js';
+import { textModelFor } from '../helpers/text-model-fixture.js';
 
 /**
  * @huggingface/inference aimed at TEI routes, as its docs show for Inference Endpoints: with
@@ -12,15 +11,9 @@ import { textModelFor, textModelSetOf } from '../helpers/text-model-fixture.js';
  * is, with no route of its own added (its hf-inference helper's makeUrl), and checks the answer's shape.
  */
 async function listening(model: TextModel): Promise<{ app: FastifyInstance; base: string }> {
-  const app = Fastify();
-  installJsonBodyParser(app, DEFAULT_JSON_BODY_LIMIT);
-  await app.register(teiRoutes, { models: textModelSetOf([model]), serverVersion: '1.2.3' });
-  const address = await app.listen({ host: '127.0.0.1', port: 0 });
-  return { app, base: address };
+  const app = await teiApp([model]);
+  return { app, base: await app.listen({ host: '127.0.0.1', port: 0 }) };
 }
-
-const norm = (v: readonly number[]): number => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
-const cosine = (a: readonly number[], b: readonly number[]): number => a.reduce((s, x, i) => s + x * b[i], 0) / (norm(a) * norm(b));
 
 let embedder: TextModel;
 let classifier: TextModel;
