@@ -44,5 +44,10 @@ describe('teiError', () => {
     expect(fault.status).toBe(500);
     expect(fault.fault).toBe(true);
     expect(fault.body.error).not.toContain('hunter2');
+    expect(fault.body.error_type).toBe('Backend');
+  });
+
+  it('a server that cannot serve (draining) is 503 Unhealthy', () => {
+    expect(teiError(createError('SF_ERR_DRAINING'), options)).toMatchObject({ status: 503, body: { error_type: 'Unhealthy' } });
   });
 });

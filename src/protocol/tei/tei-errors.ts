@@ -46,7 +46,8 @@ export function teiError(err: unknown, options: ErrorAnswerOptions): { status: n
   const answer = toHttpError(err, { ...options, exposeErrors: false });
   const message = 'error' in answer.body ? answer.body.error : 'Invalid request';
   if (answer.status < 500) return { status: answer.status, body: { error: message, error_type: 'Validation' }, fault: false };
-  return { status: answer.status, body: { error: message, error_type: 'Backend' }, fault: answer.fault };
+  // A server shutting down or without a running instance is TEI's "Unhealthy", its one 503.
+  return { status: answer.status, body: { error: message, error_type: answer.status === 503 ? 'Unhealthy' : 'Backend' }, fault: answer.fault };
 }
 
 /** The TEI scope's error handler: every error becomes TEI's body, logged as the server logs its own. */
