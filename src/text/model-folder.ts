@@ -1,3 +1,4 @@
+import type { TextTaskName } from '../metadata/records.js';
 /**
  * Reads what a Hugging Face model folder, as sentence-transformers and optimum export it, says
  * about its model: which task it serves, how token vectors are pooled, the input length limit and
@@ -12,7 +13,7 @@ import { createError, type ServeFnError } from '../errors/index.js';
 import { pathInside } from '../model-repository/repository-scan.js';
 import type { PoolingMode } from './pooling.js';
 
-export type TextTask = 'embed' | 'rerank' | 'classify' | 'sparse';
+export type TextTask = TextTaskName;
 
 /** What a sentence-transformers / optimum export folder says about its model. */
 export interface TextModelFolder {
@@ -78,29 +79,8 @@ export function readTextModelFolder(dir: string, overrides: FolderOverrides = {}
   const hiddenSize = files.optionalCount(config, 'config.json', 'hidden_size');
   const modules = readModules(files);
   const folderPooling = modules.pooling === undefined ? undefined : modules.pooling.splade ? readSpladePooling(files, modules.pooling.file) : readPooling(files, modules.pooling.file, hiddenSize);
-  const pooling = overrides.pooling ?? folderPooling;
-
-  const classifier = architectures.some((a) => a.endsWith('ForSequenceClassification'));
-  const maskedLm = architectures.some((a) => a.endsWith('ForMaskedLM'));
   const labels = readLabels(files, config);
-  const task = overrides.task ?? (classifier ? (labels.length === 1 ? 'rerank' : 'classify') : maskedLm && pooling === 'splade' ? 'sparse' : 'embed');
-  const needs = (ok: boolean, file: string, problem: string): void => {
-    if (!ok) throw files.invalid(file, problem);
-  };
-  let taskPooling: PoolingMode;
-  if (task === 'classify' || task === 'rerank') {
-    needs(labels.length > 0, 'config.json', `a ${task === 'rerank' ? 're-ranker' : 'classifier'} needs id2label`);
-    needs(overrides.pooling === undefined, 'config.json', `pooling '${overrides.pooling}' was asked for, but a ${task} model reads its score from the classification head`);
-    taskPooling = 'cls';
-  } else if (task === 'sparse') {
-    needs(maskedLm, 'config.json', `SPLADE needs a *ForMaskedLM model, architectures are [${architectures.join(', ')}]`);
-    needs(pooling === undefined || pooling === 'splade', modules.pooling?.file ?? 'modules.json', `a sparse model pools with splade, not ${pooling}`);
-    taskPooling = 'splade';
-  } else {
-    needs(pooling !== undefined, '1_Pooling/config.json', 'no pooling configuration found (modules.json names no Pooling module and 1_Pooling/config.json is missing); give a pooling mode');
-    needs(pooling !== 'splade' || maskedLm, 'config.json', `splade pooling needs a *ForMaskedLM model, architectures are [${architectures.join(', ')}]`);
-    taskPooling = pooling!;
-  }
+  const { task, pooling } = taskAndPooling(files, { architectures, labels, folderPooling, poolingFile: modules.pooling?.file }, overrides);
 
   const st = files.object('config_sentence_transformers.json', false) ?? {};
   const prompts = readPrompts(files, st);
@@ -111,7 +91,7 @@ export function readTextModelFolder(dir: string, overrides: FolderOverrides = {}
     modelFile,
     tokenizerFile,
     task,
-    pooling: taskPooling,
+    pooling,
     normalize: modules.normalize,
     maxInputLength: readMaxInputLength(files, config, modelType),
     prompts,
@@ -121,6 +101,35 @@ export function readTextModelFolder(dir: string, overrides: FolderOverrides = {}
     architectures,
     ...(modelType === undefined ? {} : { modelType }),
   };
+}
+
+/** TEI's rules: *ForSequenceClassification classifies (re-ranks with one label); *ForMaskedLM with splade pooling is sparse; the rest embeds. */
+function taskAndPooling(
+  files: FolderFiles,
+  folder: { architectures: readonly string[]; labels: readonly string[]; folderPooling?: PoolingMode; poolingFile?: string },
+  overrides: FolderOverrides,
+): { task: TextTask; pooling: PoolingMode } {
+  const { architectures, labels } = folder;
+  const pooling = overrides.pooling ?? folder.folderPooling;
+  const classifier = architectures.some((a) => a.endsWith('ForSequenceClassification'));
+  const maskedLm = architectures.some((a) => a.endsWith('ForMaskedLM'));
+  const task = overrides.task ?? (classifier ? (labels.length === 1 ? 'rerank' : 'classify') : maskedLm && pooling === 'splade' ? 'sparse' : 'embed');
+  const needs = (ok: boolean, file: string, problem: string): void => {
+    if (!ok) throw files.invalid(file, problem);
+  };
+  if (task === 'classify' || task === 'rerank') {
+    needs(labels.length > 0, 'config.json', `a ${task === 'rerank' ? 're-ranker' : 'classifier'} needs id2label`);
+    needs(overrides.pooling === undefined, 'config.json', `pooling '${overrides.pooling}' was asked for, but a ${task} model reads its score from the classification head`);
+    return { task, pooling: 'cls' };
+  }
+  if (task === 'sparse') {
+    needs(maskedLm, 'config.json', `SPLADE needs a *ForMaskedLM model, architectures are [${architectures.join(', ')}]`);
+    needs(pooling === undefined || pooling === 'splade', folder.poolingFile ?? 'modules.json', `a sparse model pools with splade, not ${pooling}`);
+    return { task, pooling: 'splade' };
+  }
+  needs(pooling !== undefined, '1_Pooling/config.json', 'no pooling configuration found (modules.json names no Pooling module and 1_Pooling/config.json is missing); give a pooling mode');
+  needs(pooling !== 'splade' || maskedLm, 'config.json', `splade pooling needs a *ForMaskedLM model, architectures are [${architectures.join(', ')}]`);
+  return { task, pooling: pooling! };
 }
 
 function findModelFile(dir: string): string | undefined {
@@ -185,7 +194,7 @@ function readLabels(files: FolderFiles, config: Record<string, unknown>): string
   const labels: string[] = new Array<string>(entries.length);
   for (const [id, label] of entries) {
     const index = Number(id);
-    if (!/^\d+$/.test(id) || index >= entries.length || typeof label !== 'string') throw files.invalid('config.json', `id2label must map the ids 0..${entries.length - 1} to strings, found "${id}": ${JSON.stringify(label)}`);
+    if (String(index) !== id || index >= entries.length || typeof label !== 'string') throw files.invalid('config.json', `id2label must map the ids 0..${entries.length - 1} to strings, found "${id}": ${JSON.stringify(label)}`);
     labels[index] = label;
   }
   return labels;

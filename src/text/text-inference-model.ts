@@ -1,5 +1,6 @@
 import { createError } from '../errors/index.js';
-import type { InferenceModel, InferenceModelInfo, InferRequest, InferResponse } from '../inference/inference-model.js';
+import type { InferenceModelInfo, InferRequest, InferResponse, RepositoryIndexEntry } from '../inference/inference-model.js';
+import type { ServerModel } from '../inference/model-catalogue.js';
 import { validateInferRequest } from '../inference/request-validation.js';
 import { createTensor } from '../tensor/tensor-factory.js';
 import type { Tensor, TensorSpec } from '../tensor/tensor.js';
@@ -27,7 +28,7 @@ const INTERFACES = {
  * Request parameters carry the options (`truncate`, `truncation_direction`, `normalize`,
  * `dimensions`, `prompt_name`, `raw_scores`). A sparse model answers dense vocabulary-wide rows.
  */
-export class TextInferenceModel implements InferenceModel {
+export class TextInferenceModel implements ServerModel {
   readonly info: InferenceModelInfo;
 
   constructor(readonly text: TextModel) {
@@ -45,6 +46,11 @@ export class TextInferenceModel implements InferenceModel {
 
   ready(): boolean {
     return this.text.ready();
+  }
+
+  indexEntry(): RepositoryIndexEntry {
+    const { name, version } = this.info;
+    return this.ready() ? { name, version, state: 'READY' } : { name, version, state: 'UNAVAILABLE', reason: 'its forward model is not ready' };
   }
 
   async infer(request: InferRequest): Promise<InferResponse> {

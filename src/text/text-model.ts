@@ -36,8 +36,6 @@ export interface TextModelSpec {
   readonly modelId: string;
   readonly task: TextTask;
   readonly pooling: PoolingMode;
-  /** Whether embeddings are L2-normalised when the request does not say (sentence-transformers' Normalize module). */
-  readonly normalize: boolean;
   readonly maxInputLength: number;
   readonly prompts: Readonly<Record<string, string>>;
   readonly defaultPromptName?: string;

@@ -111,7 +111,6 @@ export async function textModelFor(task: TextTask, overrides: TextModelOverrides
     modelId: `test/${task}`,
     task,
     pooling: overrides.pooling ?? (task === 'sparse' ? 'splade' : 'cls'),
-    normalize: task === 'embed',
     maxInputLength: overrides.maxInputLength ?? 32,
     prompts: overrides.prompts ?? { query: 'query: ', passage: 'passage: ' },
     labels: task === 'classify' ? CLASSIFIER_LABELS : task === 'rerank' ? ['LABEL_0'] : [],

@@ -172,6 +172,8 @@ describe('readTextModelFolder: errors name the file and the problem', () => {
     ['pooling asked of a reranker', rerankerFiles(), /config\.json: pooling 'mean' was asked for, but a rerank model/, { pooling: 'mean' }],
     ['classifier without labels', { ...rerankerFiles(), 'config.json': { architectures: ['BertForSequenceClassification'], max_position_embeddings: 512 } }, /config\.json: a classifier needs id2label/],
     ['id2label gap', { ...rerankerFiles(), 'config.json': { architectures: ['BertForSequenceClassification'], max_position_embeddings: 512, id2label: { 0: 'a', 2: 'b' } } }, /id2label must map the ids 0\.\.1 to strings, found "2"/],
+    ['id2label id written twice', { ...rerankerFiles(), 'config.json': { architectures: ['BertForSequenceClassification'], max_position_embeddings: 512, id2label: { 0: 'a', '00': 'b' } } }, /found "00"/],
+    ['id2label label not a string', { ...rerankerFiles(), 'config.json': { architectures: ['BertForSequenceClassification'], max_position_embeddings: 512, id2label: { 0: 1 } } }, /found "0": 1/],
     ['bad architectures', { ...bgeFiles(), 'config.json': { architectures: 'BertModel', max_position_embeddings: 512 } }, /config\.json: architectures must be a list of strings/],
     ['bad hidden_size', { ...bgeFiles(), 'config.json': { hidden_size: -1, max_position_embeddings: 512 } }, /config\.json: hidden_size must be a positive integer/],
     ['no length', { ...bgeFiles(), 'sentence_bert_config.json': undefined, 'tokenizer_config.json': { model_max_length: 1e30 }, 'config.json': { architectures: ['BertModel'] } }, /config\.json: no usable input length limit/],

@@ -138,7 +138,7 @@ describe('TextModel: limits and truncation', () => {
   it('answers 429 at once when a request would take more inputs than maxConcurrentRequests leaves, and serves again after', async () => {
     const tokenizer = await TextTokenizer.fromFile(WORDPIECE_TOKENIZER);
     const held = heldForward(fakeForward('embed', tokenizer.vocabSize));
-    const spec = { name: 'held', modelId: 'test', task: 'embed' as const, pooling: 'cls' as const, normalize: true, maxInputLength: 32, prompts: {}, labels: [] };
+    const spec = { name: 'held', modelId: 'test', task: 'embed' as const, pooling: 'cls' as const, maxInputLength: 32, prompts: {}, labels: [] };
     const model = new TextModel(spec, tokenizer, held.model, { limits: { ...DEFAULT_TEXT_LIMITS, maxConcurrentRequests: 3 }, instanceCount: 1, computeType: 'cpu' });
     const first = model.embed(['a', 'b']);
     await expect.poll(held.started).toBe(1);
@@ -154,7 +154,7 @@ describe('TextModel: limits and truncation', () => {
   it('turns a forward failure into 424 with its cause, and a 503 from the forward model stays a 503', async () => {
     const tokenizer = await TextTokenizer.fromFile(WORDPIECE_TOKENIZER);
     const inner = fakeForward('embed', tokenizer.vocabSize);
-    const spec = { name: 'failing', modelId: 'test', task: 'embed' as const, pooling: 'cls' as const, normalize: true, maxInputLength: 32, prompts: {}, labels: [] };
+    const spec = { name: 'failing', modelId: 'test', task: 'embed' as const, pooling: 'cls' as const, maxInputLength: 32, prompts: {}, labels: [] };
     const boom = new Error('session.run exploded');
     const failing = new TextModel(spec, tokenizer, { ...inner, infer: async () => { throw boom; } }, { limits: DEFAULT_TEXT_LIMITS, instanceCount: 1, computeType: 'cpu' });
     const err = await rejection(failing.embed(['a']));
