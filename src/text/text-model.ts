@@ -6,7 +6,7 @@ import type { TextTask } from './model-folder.js';
 import { l2Normalize, poolRows, sigmoid, softmax, spladeRows, type PoolingMode } from './pooling.js';
 import type { TextInput } from './text-inputs.js';
 import type { TextFailure, TextMetricFamily, TextMetrics } from './text-metrics.js';
-import { checkForwardInputs, floatOutput, padBatch, type PaddingSide, type TokenSequence } from './token-batch.js';
+import { checkForwardInputs, fixedSequenceLength, floatOutput, padBatch, type PaddingSide, type TokenSequence } from './token-batch.js';
 import type { Tensor } from '../tensor/tensor.js';
 import type { TextEncoding, TextTokenizer } from './tokenizer.js';
 
@@ -142,13 +142,19 @@ export class TextModel {
   private admitted = 0;
   private width: number | undefined;
 
+  readonly spec: TextModelSpec;
+
   constructor(
-    readonly spec: TextModelSpec,
+    spec: TextModelSpec,
     readonly tokenizer: TextTokenizer,
     private readonly forward: InferenceModel,
     private readonly options: TextModelOptions,
   ) {
+    this.spec = spec;
     checkForwardInputs(spec.name, forward.info);
+    const fixed = fixedSequenceLength(forward.info);
+    // A model compiled for one sequence length takes nothing longer, and every row costs that length.
+    if (fixed !== undefined && fixed < spec.maxInputLength) this.spec = { ...spec, maxInputLength: fixed };
     if (spec.defaultPromptName !== undefined) this.promptFor(spec.defaultPromptName);
     this.padding = spec.pooling === 'last-token' ? 'left' : 'right';
     const { limits, instanceCount } = options;
@@ -159,7 +165,7 @@ export class TextModel {
       // A full batch waits behind each running one, so an instance never idles between batches.
       queueBehindInstances: () => Math.max(0, 2 * instanceCount - this.running),
       execute: (batch) => this.runBatch(batch),
-      budget: { limit: limits.maxBatchTokens, cost: (sequence) => sequence.ids.length },
+      budget: { limit: limits.maxBatchTokens, cost: (sequence) => fixed ?? sequence.ids.length },
     });
   }
 

@@ -46,12 +46,12 @@ export function checkForwardInputs(modelName: string, info: InferenceModelInfo):
 }
 
 /**
- * Pads sequences to the longest into the forward model's inputs. Position ids count real tokens
+ * Pads sequences to the longest (or to the model's fixed length) into the forward model's inputs. Position ids count real tokens
  * only, so a left-padded row's first token is at position 0, as it is unpadded.
  */
 export function padBatch(sequences: readonly TokenSequence[], info: InferenceModelInfo, side: PaddingSide, padId: number): PaddedBatch {
   const rows = sequences.length;
-  const length = sequences.reduce((max, s) => Math.max(max, s.ids.length), 0);
+  const length = fixedSequenceLength(info) ?? sequences.reduce((max, s) => Math.max(max, s.ids.length), 0);
   const ids = new Array<number>(rows * length).fill(padId);
   const types = new Array<number>(rows * length).fill(0);
   const positions = new Array<number>(rows * length).fill(0);
@@ -68,6 +68,17 @@ export function padBatch(sequences: readonly TokenSequence[], info: InferenceMod
   const values: Record<string, ArrayLike<number>> = { [INPUT_IDS]: ids, [ATTENTION_MASK]: mask, [TOKEN_TYPE_IDS]: types, [POSITION_IDS]: positions };
   const inputs = info.inputs.filter((spec) => KNOWN_INPUTS.has(spec.name)).map((spec) => integerTensor(spec, [rows, length], values[spec.name]));
   return { inputs, mask, rows, length };
+}
+
+/**
+ * The sequence length a model compiled for one (an Ascend .om exported with a static sequence
+ * dimension, e.g. ATC `--input_shape=input_ids:-1,128`) takes: every batch is padded to it. The
+ * NPU backend pads the rows to the model's batch gears itself. Undefined when any length works.
+ */
+export function fixedSequenceLength(info: InferenceModelInfo): number | undefined {
+  const shape = info.inputs.find((s) => s.name === INPUT_IDS)?.shape;
+  const last = shape?.[shape.length - 1];
+  return last !== undefined && last > 0 ? last : undefined;
 }
 
 function integerTensor(spec: TensorSpec, shape: readonly number[], values: ArrayLike<number>): Tensor {
