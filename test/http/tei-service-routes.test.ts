@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_JSON_BODY_LIMIT } from '../../src/server/json-body-parser.js';
 import { DEFAULT_TEXT_LIMITS, TextModel } from '../../src/text/text-model.js';
 import { expectTeiError, post, teiApp } from '../helpers/tei-app.js';
 import { fakeForward, textModelFor } from '../helpers/text-model-fixture.js';
@@ -148,7 +149,7 @@ describe('failures', () => {
     }
   });
 
-  it('an unexpected fault is a 500 that does not tell its message; a body of another type keeps fastify’s 415', async () => {
+  it('an unexpected fault is a 500 that does not tell its message; a body of another type is 415, one over the limit 413', async () => {
     const faulty: TextModel = Object.assign(Object.create(embedder) as TextModel, { embed: async () => Promise.reject(new Error('secret at /srv/key')) });
     const app = await teiApp([faulty]);
     try {
@@ -158,6 +159,8 @@ describe('failures', () => {
       expect(res.body).not.toContain('secret');
       const text = await app.inject({ method: 'POST', url: '/embed', headers: { 'content-type': 'text/plain' }, payload: 'hello' });
       expectTeiError(text, 415, 'Validation');
+      const huge = await post(app, '/embed', { inputs: 'a'.repeat(DEFAULT_JSON_BODY_LIMIT + 1) });
+      expectTeiError(huge, 413, 'Validation', new RegExp(String(DEFAULT_JSON_BODY_LIMIT)));
     } finally {
       await app.close();
     }

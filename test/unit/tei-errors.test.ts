@@ -45,6 +45,7 @@ describe('teiError', () => {
     expect(fault.fault).toBe(true);
     expect(fault.body.error).not.toContain('hunter2');
     expect(fault.body.error_type).toBe('Backend');
+    expect(teiError(new Error('db password is hunter2'), { ...options, exposeErrors: true }).body.error).toBe('db password is hunter2');
   });
 
   it('a server that cannot serve (draining) is 503 Unhealthy', () => {

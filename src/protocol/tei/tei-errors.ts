@@ -42,8 +42,8 @@ export function teiError(err: unknown, options: ErrorAnswerOptions): { status: n
   // Unreadable JSON (the server's parser answers it as a 422 detail list) is a request-shape problem.
   if (err instanceof RequestValidationError) return { status: 422, body: { error: err.message, error_type: 'Validation' }, fault: false };
   // fastify's own refusals (body too large, wrong media type) keep their status; a fault answers a
-  // generic message, never the error's own, which may hold internals.
-  const answer = toHttpError(err, { ...options, exposeErrors: false });
+  // generic message unless errors are exposed (`serve-fn dev`): the error's own may hold internals.
+  const answer = toHttpError(err, options);
   const message = 'error' in answer.body ? answer.body.error : 'Invalid request';
   if (answer.status < 500) return { status: answer.status, body: { error: message, error_type: 'Validation' }, fault: false };
   // A server shutting down or without a running instance is TEI's "Unhealthy", its one 503.
@@ -51,9 +51,10 @@ export function teiError(err: unknown, options: ErrorAnswerOptions): { status: n
 }
 
 /** The TEI scope's error handler: every error becomes TEI's body, logged as the server logs its own. */
-export function installTeiErrorHandling(scope: FastifyInstance): void {
+export function installTeiErrorHandling(scope: FastifyInstance, options: { readonly exposeErrors: boolean; readonly bodyLimit?: number }): void {
   scope.setErrorHandler((err, request, reply) => {
-    const answer = teiError(err, { bodyLimit: request.routeOptions.bodyLimit ?? scope.initialConfig.bodyLimit ?? 0, contentType: request.headers['content-type'], exposeErrors: false, requestId: request.id });
+    const bodyLimit = options.bodyLimit ?? request.routeOptions.bodyLimit ?? scope.initialConfig.bodyLimit ?? 0;
+    const answer = teiError(err, { bodyLimit, contentType: request.headers['content-type'], exposeErrors: options.exposeErrors, requestId: request.id });
     logFailure(request, err, { status: answer.status, body: { error: answer.body.error, code: codeOf(err) }, fault: answer.fault });
     return reply.code(answer.status).type('application/json').send(JSON.stringify(answer.body));
   });

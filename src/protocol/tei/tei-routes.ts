@@ -29,6 +29,10 @@ export interface TeiRoutesOptions {
   readonly models: TextModelSet;
   /** What /info answers as `version` (TEI's own router version there): serve-fn's version. */
   readonly serverVersion: string;
+  /** Whether a server fault's body carries its message (`serve-fn dev`); default false. */
+  readonly exposeErrors?: boolean;
+  /** The JSON body limit, named when a larger body is refused; default the route's. */
+  readonly bodyLimit?: number;
 }
 
 type Handler = (body: TeiBody, model: TextModel, reply: FastifyReply) => Promise<unknown>;
@@ -115,7 +119,7 @@ export async function teiRoutes(app: FastifyInstance, opts: TeiRoutesOptions): P
   // Bodies are read by tei-fields.ts; the schemas are the routes' documentation.
   app.setValidatorCompiler(() => () => true);
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
-  installTeiErrorHandling(app);
+  installTeiErrorHandling(app, { exposeErrors: opts.exposeErrors ?? false, bodyLimit: opts.bodyLimit });
   // TEI's bodies are JSON (axum's Json extractor answers anything else 415), where fastify would
   // hand a text/plain body over as a string.
   app.addHook('preValidation', async (request) => {
