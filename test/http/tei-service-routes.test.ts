@@ -111,6 +111,10 @@ describe('several models', () => {
     try {
       const rerank = await post(app, '/rerank', { query: 'q', texts: ['a'] });
       expect(rerank.statusCode, rerank.body).toBe(200);
+      // TEI's /predict serves a reranker too: with no classifier, the one reranker answers it.
+      const predict = await post(app, '/predict', { inputs: ['q', 'a'] });
+      expect(predict.statusCode, predict.body).toBe(200);
+      expect((predict.json() as { label: string }[]).map((l) => l.label)).toEqual(reranker.info.labels);
       const picked = await post(app, '/embed', { inputs: 'a', model: 'second-embedder' });
       expect(picked.statusCode, picked.body).toBe(200);
       expect(picked.json()).toEqual([Array.from((await named.embed(['a'])).values[0])]);

@@ -109,6 +109,12 @@ function teiInputs(body: TeiBody): TextInput[] {
   return parseTextInputs(required(body, 'inputs'), { field: 'inputs', allowEmptyString: true });
 }
 
+/** TEI's /predict serves rerankers as well as classifiers: with no classifier served, the one reranker answers it. */
+function pick(models: TextModelSet, need: TextNeed, name: string | undefined): TextModel {
+  if (need !== 'classify' || name !== undefined || models.all().some((model) => model.info.task === 'classify')) return models.pick(need, name);
+  return models.pick('rerank');
+}
+
 /**
  * Hugging Face Text Embeddings Inference's HTTP API (TEI v1.9: router/src/http/server.rs, docs/openapi.json)
  * over the served text models, as an encapsulated plugin: its error handler answers TEI's
@@ -133,7 +139,7 @@ export async function teiRoutes(app: FastifyInstance, opts: TeiRoutesOptions): P
   const post = (url: string, schema: FastifySchema, task: TextNeed, handler: Handler): void => {
     app.post(url, { schema }, async (request, reply) => {
       const body = teiBody(request.body);
-      return handler(body, models.pick(task, optionalString(body, 'model')), reply);
+      return handler(body, pick(models, task, optionalString(body, 'model')), reply);
     });
   };
   post('/embed', TEI_SCHEMAS.embed, 'embed', embed);
