@@ -31,6 +31,7 @@ import { TextMetrics } from '../text/text-metrics.js';
 import { TextModelSet } from '../text/text-model-set.js';
 import type { TextModel } from '../text/text-model.js';
 import { openAiRoutes } from '../protocol/openai/openai-routes.js';
+import { teiRoutes } from '../protocol/tei/tei-routes.js';
 import { rerankRoutes } from '../protocol/rerank/rerank-routes.js';
 import { endpointRoutes } from './endpoint-routes.js';
 import { installErrorHandling } from './error-handler.js';
@@ -317,6 +318,7 @@ export class ServeFnServer {
     await socketRoutes(app, { runtimes: this.runtimes, state: this.state, schemas, maxPayload: this.bodyLimit });
     if (this.textModels.all().length > 0) {
       const text = { models: this.textModels, exposeErrors, bodyLimit: this.jsonBodyLimit };
+      await app.register(teiRoutes, { ...text, serverVersion: SERVER_IDENTITY.serverVersion });
       await app.register(openAiRoutes, text);
       await app.register(rerankRoutes, text);
     }

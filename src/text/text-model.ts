@@ -48,6 +48,8 @@ export interface TextModelOptions {
   readonly metrics?: TextMetrics;
   /** Where the forward pass runs (TEI's x-compute-type): 'cpu', 'gpu', 'npu'. */
   readonly computeType: string;
+  /** The forward model's float type, as TEI's /info `model_dtype` names it; float32 unless said. */
+  readonly dtype?: 'float32' | 'float16';
 }
 
 export interface TruncateOptions {
@@ -101,6 +103,7 @@ export interface TextModelInfo {
   readonly prompts: Readonly<Record<string, string>>;
   readonly limits: TextLimits;
   readonly computeType: string;
+  readonly dtype: 'float32' | 'float16';
 }
 
 /** The operations, with the tasks each runs on (TEI's: /predict serves classifiers and rerankers alike). */
@@ -142,7 +145,7 @@ export class TextModel {
     const { spec, options } = this;
     return {
       name: spec.name, modelId: spec.modelId, task: spec.task, pooling: spec.pooling, dimensions: this.batches.width, labels: spec.labels,
-      maxInputLength: spec.maxInputLength, prompts: spec.prompts, limits: options.limits, computeType: options.computeType,
+      maxInputLength: spec.maxInputLength, prompts: spec.prompts, limits: options.limits, computeType: options.computeType, dtype: options.dtype ?? 'float32',
     };
   }
 
@@ -191,7 +194,7 @@ export class TextModel {
   /** One score per text, in the texts' order: the (query, text) pair's logit, through a sigmoid unless rawScores. */
   async rerank(query: string, texts: readonly string[], options: TruncateOptions & { readonly rawScores?: boolean } = {}): Promise<TextAnswer<number>> {
     if (texts.length === 0) throw createError('SF_ERR_TEXT_EMPTY', '`texts`');
-    const answer = await this.run('rerank', 'predict', texts.map((text) => this.encodePair(query, text, options)), 'logits', characterCount(texts) + query.length * texts.length);
+    const answer = await this.run('rerank', 'predict', texts.map((text) => this.encodePair(query, text, options)), 'logits', characterCount(texts) + codePoints(query) * texts.length);
     return { ...answer, values: (answer.values as Float32Array[]).map((logits) => (options.rawScores ? logits[0] : sigmoid(logits[0]))) };
   }
 
@@ -358,7 +361,14 @@ function idsEncoding(ids: readonly number[], untruncatedLength: number): TextEnc
   };
 }
 
-/** TEI's x-compute-characters: the characters of the texts (token-id inputs count none). */
+/** TEI's x-compute-characters: the characters (code points, as Rust counts chars) of the texts; token-id inputs count none. */
 function characterCount(inputs: readonly (TextInput | readonly string[])[]): number {
-  return inputs.reduce<number>((sum, input) => sum + (typeof input === 'string' ? input.length : 0), 0);
+  return inputs.reduce<number>((sum, input) => sum + (typeof input === 'string' ? codePoints(input) : 0), 0);
+}
+
+function codePoints(text: string): number {
+  let count = text.length;
+  // Each surrogate pair is two UTF-16 units but one character.
+  for (let i = 0; i < text.length; i++) if ((text.charCodeAt(i) & 0xfc00) === 0xd800) count--;
+  return count;
 }

@@ -39,8 +39,8 @@ function labels(names: readonly string[]): ClassifierLabels {
 
 /**
  * What TEI's /info says of `model`. serve-fn reads a local folder, so there is no Hub revision
- * (`model_sha` null) and no build sha or Docker label; `version` is serve-fn's. The weights run in
- * ONNX Runtime as exported, float32 for the exports serve-fn reads.
+ * (`model_sha` null) and no build sha or Docker label; `version` is serve-fn's. The dtype is the
+ * served file's: float16 for `--dtype float16` (model_fp16.onnx), else float32.
  */
 export function teiInfo(model: TextModel, version: string): TeiInfo {
   const { info } = model;
@@ -50,7 +50,7 @@ export function teiInfo(model: TextModel, version: string): TeiInfo {
   return {
     model_id: info.modelId,
     model_sha: null,
-    model_dtype: 'float32',
+    model_dtype: info.dtype,
     served_model_name: info.name,
     model_type: modelType,
     max_concurrent_requests: limits.maxConcurrentRequests,
