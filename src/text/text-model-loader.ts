@@ -99,10 +99,8 @@ export async function loadClassTextModel(def: ModelDefinition, forward: Inferenc
 }
 
 function specOf(folder: TextModelFolder, names: Pick<TextModelSpec, 'name' | 'modelId' | 'defaultPromptName'>): TextModelSpec {
-  return {
-    ...names,
-    task: folder.task, pooling: folder.pooling, maxInputLength: folder.maxInputLength, prompts: folder.prompts, labels: folder.labels,
-  };
+  const { task, pooling, maxInputLength, prompts, labels, hiddenSize } = folder;
+  return { ...names, task, pooling, maxInputLength, prompts, labels, ...(hiddenSize === undefined ? {} : { dimensions: hiddenSize }) };
 }
 
 function halfPrecisionFile(folder: TextModelFolder): string {

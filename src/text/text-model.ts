@@ -39,6 +39,8 @@ export interface TextModelSpec {
   readonly defaultPromptName?: string;
   /** id2label, in id order. */
   readonly labels: readonly string[];
+  /** The embedding width, when known before the first forward pass (config.json's hidden_size). */
+  readonly dimensions?: number;
 }
 
 export interface TextModelOptions {
@@ -135,6 +137,7 @@ export class TextModel {
       pooling: spec.pooling, padId: tokenizer.padId, maxBatchTokens: limits.maxBatchTokens, maxBatchRequests: limits.maxBatchRequests,
       instanceCount: options.instanceCount, metrics: options.metrics,
     });
+    if (spec.task === 'embed') this.batches.width = spec.dimensions;
     const fixed = this.batches.fixedLength;
     // A model compiled for one sequence length takes nothing longer.
     this.spec = fixed !== undefined && fixed < spec.maxInputLength ? { ...spec, maxInputLength: fixed } : spec;
