@@ -108,6 +108,9 @@ describe('Qwen3 byte-level BPE', () => {
       expect([...encoding.ids]).toEqual([...qwenReference.encode(first), ...qwenReference.encode(second)]);
       expect([...encoding.typeIds]).toEqual(expected.getTypeIds());
       expect([...encoding.sequenceIds]).toEqual(expected.getSequenceIds());
+      const cut = await qwen.encodePair(first, second, { maxLength: 6 });
+      expect([...cut.typeIds]).toEqual([...cut.sequenceIds]);
+      expect(cut.ids.length).toBe(Math.min(6, encoding.ids.length));
     }
   });
 });
@@ -205,6 +208,12 @@ describe('byte offsets', () => {
       if (tokens[index] === '[UNK]') return expect(original).toMatch(/^\S+$/u);
       expect(bertLowercase(original)).toBe(tokens[index]!.replace(/^##/, ''));
     });
+  });
+
+  it('an encoding survives a structured clone (postMessage to an instance thread) with its offsets', async () => {
+    const encoding = await wordPiece.encodePair('how do I bake bread', '你好');
+    const copy = structuredClone(encoding);
+    expect(copy).toEqual({ ids: encoding.ids, typeIds: encoding.typeIds, special: encoding.special, sequenceIds: encoding.sequenceIds, untruncatedLength: encoding.untruncatedLength, offsets: encoding.offsets });
   });
 
   it("a pair's second text has offsets into itself", async () => {
