@@ -97,29 +97,29 @@ export class TextTokenizer {
   }
 
   /**
-   * Texts that fit are encoded in one library call. A text too long is encoded again without
-   * special tokens, cut here, then given its special tokens by the library's post-processor: the
-   * steps of HF's `TokenizerImpl::encode`, but the cut reads this call's options instead of the
-   * shared tokenizer's truncation setting, so concurrent encodes with different limits cannot see
-   * each other's.
+   * Each text is encoded without special tokens, cut here, then given its special tokens by the
+   * library's post-processor: the steps of HF's `TokenizerImpl::encode`, but the cut reads this
+   * call's options instead of the shared tokenizer's truncation setting, so concurrent encodes with
+   * different limits cannot see each other's. (Encoding whole texts first and again only when too
+   * long cost more on bench/text/tokenizers.ts's corpus, where many texts are cut.)
    */
   private async encodeTexts(first: string, second: string | undefined, options: EncodeOptions): Promise<TextEncoding> {
     const addSpecialTokens = options.addSpecialTokens ?? true;
     const texts: [string, string?] = second === undefined ? [first] : [first, second];
-    const whole = await this.encodeNative(first, second ?? null, addSpecialTokens);
-    const untruncatedLength = whole.getLength();
-    if (options.maxLength === undefined || untruncatedLength <= options.maxLength) return encodedTexts(whole, texts, untruncatedLength);
-    const bare = await Promise.all(texts.map((text) => this.encodeNative(text!, null, false)));
+    const bare = await Promise.all(texts.map((text) => this.encodeBare(text!)));
     const specials = addSpecialTokens ? this.specialTokenCount(second !== undefined) : 0;
-    const kept = keptLengths(bare.map((encoding) => encoding.getLength()), Math.max(0, options.maxLength - specials));
-    const direction = options.direction ?? 'right';
-    bare.forEach((encoding, index) => encoding.truncate(kept[index]!, 0, direction));
+    const untruncatedLength = bare.reduce((sum, encoding) => sum + encoding.getLength(), specials);
+    if (options.maxLength !== undefined && untruncatedLength > options.maxLength) {
+      const kept = keptLengths(bare.map((encoding) => encoding.getLength()), Math.max(0, options.maxLength - specials));
+      const direction = options.direction ?? 'right';
+      bare.forEach((encoding, index) => encoding.truncate(kept[index]!, 0, direction));
+    }
     return encodedTexts(this.native.postProcess(bare[0]!, bare[1] ?? null, addSpecialTokens), texts, untruncatedLength);
   }
 
-  private async encodeNative(text: string, pair: string | null, addSpecialTokens: boolean): Promise<Encoding> {
+  private async encodeBare(text: string): Promise<Encoding> {
     try {
-      return await this.native.encode(text, pair, { addSpecialTokens });
+      return await this.native.encode(text, null, { addSpecialTokens: false });
     } catch (cause) {
       throw createError('SF_ERR_TOKENIZATION_FAILED', (cause as Error).message, { cause });
     }
@@ -155,9 +155,9 @@ function keptLengths(lengths: readonly number[], budget: number): number[] {
  */
 function encodedTexts(encoding: Encoding, texts: readonly [string, string?], untruncatedLength: number): TextEncoding {
   const special = new Uint8Array(encoding.getSpecialTokensMask());
-  // After a cut, postProcess of a pair loses the first text's sequence ids (the binding answers null
-  // for them, 0.23.2; truncating clears an encoding's sequence ranges), while the second's and the
-  // special mask are right: every token neither special nor from the second text is from the first.
+  // postProcess of a pair encoded text by text loses the first text's sequence ids (the binding
+  // answers null for them, 0.23.2), while the second's and the special mask are right: every token
+  // that is neither special nor from the second text is from the first.
   const sequenceIds = texts.length === 1
     ? Int8Array.from(special, (isSpecial) => (isSpecial === 1 ? -1 : 0))
     : Int8Array.from(encoding.getSequenceIds(), (id, index) => (special[index] === 1 ? -1 : (id ?? 0)));
