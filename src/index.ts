@@ -1,10 +1,10 @@
 import 'reflect-metadata';
 
-export { Model, Endpoint, Batch, Instances, WebSocketEndpoint, Tensors } from './decorators/index.js';
+export { Model, Endpoint, Batch, Instances, WebSocketEndpoint, Tensors, TextModel } from './decorators/index.js';
 // Model classes are resolved by serve-fn's own tsyringe; a second copy installed by the user has its
 // own container and type records, which serve-fn never sees, so users import these from here.
 export { container, inject, injectable, singleton, registry, Lifecycle, type DependencyContainer, type InjectionToken } from 'tsyringe';
-export type { ModelOptions, EndpointOptions, InstancesOptions, HttpMethod, StreamFormat, WebSocketEndpointOptions, TensorsOptions, TensorDeclaration } from './metadata/records.js';
+export type { ModelOptions, EndpointOptions, InstancesOptions, HttpMethod, StreamFormat, WebSocketEndpointOptions, TensorsOptions, TensorDeclaration, TextModelDeclaration, TextTaskName } from './metadata/records.js';
 export type { ModelContext, RequestInfo, SocketContext } from './definition/model-context.js';
 export type { ModelDefinition, EndpointDefinition, SocketEndpointDefinition } from './definition/model-definition.js';
 export { buildDefinitions } from './definition/definition-builder.js';

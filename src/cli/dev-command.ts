@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { relative } from 'node:path';
+import { relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { watch } from 'chokidar';
-import { findEntry, findRepository } from './entry-discovery.js';
+import { findEntry, findRepository, findTextModelFolders } from './entry-discovery.js';
 import { assertPortFree } from './port-in-use.js';
 
 export interface DevOptions {
@@ -10,6 +10,8 @@ export interface DevOptions {
   readonly port: number;
   readonly bodyLimit?: number;
   readonly jsonBodyLimit?: number;
+  /** Text model flags, passed on to `start` as given. */
+  readonly textArgs?: readonly string[];
 }
 
 const BIN = fileURLToPath(new URL('../../bin/serve-fn.js', import.meta.url));
@@ -25,8 +27,9 @@ export const STANDBY_GO = 'serve-fn:go';
  * costs only the user's module, the workers and `initialize`, not Node's start and our imports.
  */
 export async function devCommand(entryPath: string | undefined, options: DevOptions): Promise<void> {
-  const repository = findRepository(entryPath);
-  const entry = repository ? { file: repository, root: repository } : findEntry(entryPath);
+  // A folder served as it is (a Triton repository, text model folders) is both what start serves and what is watched.
+  const folder = findRepository(entryPath) ?? (findTextModelFolders(entryPath) && resolve(entryPath ?? '.'));
+  const entry = folder ? { file: folder, root: folder } : findEntry(entryPath);
   let child: ChildProcess | undefined;
   let standby: ChildProcess | undefined;
   let restartTimer: NodeJS.Timeout | undefined;
@@ -35,7 +38,7 @@ export async function devCommand(entryPath: string | undefined, options: DevOpti
 
   const spawnServer = (): ChildProcess => {
     const limits = [...(options.bodyLimit ? ['--body-limit', String(options.bodyLimit)] : []), ...(options.jsonBodyLimit ? ['--json-body-limit', String(options.jsonBodyLimit)] : [])];
-    const args = [BIN, 'start', entry.file, '--dev', '--standby', '--host', options.host, '--port', String(options.port), ...limits];
+    const args = [BIN, 'start', entry.file, '--dev', '--standby', '--host', options.host, '--port', String(options.port), ...limits, ...(options.textArgs ?? [])];
     const proc = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     proc.on('exit', (code, signal) => {
       if (child === proc) child = undefined;

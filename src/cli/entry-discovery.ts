@@ -1,10 +1,11 @@
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { exportedModelClasses } from '../definition/definition-builder.js';
 import type { ModelClass } from '../definition/model-definition.js';
 import { createError } from '../errors/index.js';
 import { isModelRepository } from '../model-repository/repository-scan.js';
+import { isTextModelFolder } from '../text/model-folder.js';
 import type { RepositoryServeOptions, ServeOptions } from '../server/serve-fn-server.js';
 
 export const FOLDER_ENTRIES = ['serve-fn.config.ts', 'serve-fn.config.js', 'index.ts', 'index.js'];
@@ -44,8 +45,32 @@ export async function loadModels(entry: DiscoveredEntry): Promise<ModelClass[]> 
   return found;
 }
 
-/** What `start`, `dev` and `openapi` serve at `path`: a Triton model repository folder, or an entry module's models. */
-export async function modelsToServe(path: string | undefined, repository: Omit<RepositoryServeOptions, 'root'> = {}): Promise<Pick<ServeOptions, 'models' | 'moduleUrl' | 'repository'>> {
+/**
+ * Text model folders to serve at `path`: the folder itself when it is a sentence-transformers /
+ * optimum export, or its subfolders that are (a parent folder of models); undefined otherwise.
+ */
+export function findTextModelFolders(path = '.'): string[] | undefined {
+  const target = resolve(path);
+  if (!existsSync(target) || !statSync(target).isDirectory() || FOLDER_ENTRIES.some((name) => existsSync(join(target, name)))) return undefined;
+  if (isTextModelFolder(target)) return [target];
+  const children = readdirSync(target, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => join(target, d.name)).filter(isTextModelFolder).sort();
+  return children.length > 0 ? children : undefined;
+}
+
+/**
+ * What `start`, `dev` and `openapi` serve at `paths`: text model folders (one or several, or parent
+ * folders of them), a Triton model repository folder, or an entry module's models. Only text
+ * folders come several at a time.
+ */
+export async function modelsToServe(paths: string | readonly string[] | undefined, repository: Omit<RepositoryServeOptions, 'root'> = {}): Promise<Pick<ServeOptions, 'models' | 'moduleUrl' | 'repository' | 'textFolders'>> {
+  const all = paths === undefined ? ['.'] : typeof paths === 'string' ? [paths] : paths.length === 0 ? ['.'] : paths;
+  const textFolders = all.map((p) => findTextModelFolders(p));
+  if (textFolders.every((found) => found !== undefined)) return { models: [], textFolders: textFolders.flat() };
+  if (all.length > 1) {
+    const other = all.find((_, i) => textFolders[i] === undefined)!;
+    throw createError('SF_ERR_ENTRY_NOT_FOUND', `${other} (several paths are served only when each is a text model folder, or a folder of them)`);
+  }
+  const path = all[0];
   const root = findRepository(path);
   if (root) return { models: [], repository: { ...repository, root } };
   const entry = findEntry(path);

@@ -6,6 +6,7 @@ import { doctorCommand } from './doctor-command.js';
 import { DEFAULT_SERVE_FN_SPEC, TEMPLATE_NAMES, newCommand } from './new-command.js';
 import { openapiCommand } from './openapi-command.js';
 import { startCommand } from './start-command.js';
+import { textFlagArgs, textFlagOptions, textServeOptions, type TextFlags } from './text-flags.js';
 
 function port(value: string): number {
   const n = Number(value);
@@ -30,7 +31,7 @@ interface BodyLimitFlags {
   jsonBodyLimit?: number;
 }
 
-interface StartFlags extends BodyLimitFlags {
+interface StartFlags extends BodyLimitFlags, TextFlags {
   host: string;
   port: number;
   gracePeriod: number;
@@ -60,18 +61,18 @@ export function buildProgram(): Command {
     .version(SERVER_IDENTITY.serverVersion, '-V, --version', 'print the serve-fn version')
     .showHelpAfterError();
 
-  bodyLimitOptions(
+  textFlagOptions(bodyLimitOptions(
     program
       .command('dev')
       .description('serve with reload on file change, pretty logs, on 127.0.0.1')
-      .argument('[entry]', 'model file, folder with serve-fn.config.ts / index.ts, or Triton model repository', '.')
+      .argument('[entry]', 'model file, folder with serve-fn.config.ts / index.ts, Triton model repository, or text model folder', '.')
       .option('--host <host>', 'address to bind', '127.0.0.1')
       .option('--port <port>', 'port to listen on (env SERVE_FN_PORT)', port, defaultPort),
-  ).action((entry: string, opts: { host: string; port: number } & BodyLimitFlags) => devCommand(entry, opts));
+  )).action((entry: string, opts: { host: string; port: number } & BodyLimitFlags & TextFlags) => devCommand(entry, { ...opts, textArgs: textFlagArgs(opts) }));
 
-  bodyLimitOptions(program.command('start'))
+  textFlagOptions(bodyLimitOptions(program.command('start')))
     .description('serve for production: JSON logs, no reload, on 0.0.0.0')
-    .argument('[entry]', 'model file, folder with serve-fn.config.ts / index.ts, or Triton model repository', '.')
+    .argument('[entry...]', 'model file, folder with serve-fn.config.ts / index.ts, Triton model repository, or text model folders (several, or a folder of them)')
     .option('--host <host>', 'address to bind', process.env.SERVE_FN_HOST ?? '0.0.0.0')
     .option('--port <port>', 'port to listen on (env SERVE_FN_PORT)', port, defaultPort)
     .option('--grpc-port <port>', 'port of the KServe v2 gRPC service (env SERVE_FN_GRPC_PORT)', port, defaultGrpcPort)
@@ -83,8 +84,8 @@ export function buildProgram(): Command {
     .addOption(new Option('--model-control-mode <mode>', 'Triton repository: load all at start (none), on request (explicit), or rescan (poll)').choices(['none', 'explicit', 'poll']).default('none'))
     .option('--load-model <name>', 'Triton repository, explicit mode: a model to load at start (repeatable; * loads all)', (name: string, all: string[]) => [...all, name], [])
     .option('--repository-poll-secs <seconds>', 'Triton repository, poll mode: seconds between rescans', positiveInt, 15)
-    .action(async (entry: string, opts: StartFlags) => {
-      await startCommand(entry, {
+    .action(async (entries: string[], opts: StartFlags) => {
+      await startCommand(entries, {
         host: opts.host,
         port: opts.port,
         dev: opts.dev,
@@ -95,6 +96,7 @@ export function buildProgram(): Command {
         standby: opts.standby,
         grpc: opts.grpc && !opts.dev ? { port: opts.grpcPort } : undefined,
         repository: { controlMode: opts.modelControlMode, startupModels: opts.loadModel, pollIntervalMs: opts.repositoryPollSecs * 1000 },
+        text: textServeOptions(opts),
       });
     });
 

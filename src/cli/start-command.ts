@@ -4,6 +4,7 @@ import { createError } from '../errors/index.js';
 import { ServeFnServer, type RepositoryServeOptions } from '../server/serve-fn-server.js';
 import { securityOptionsFromEnv, tlsOptionsFromEnv } from '../server/security-env.js';
 import { START_INSTANCE_NICENESS } from '../runtime/thread-priority.js';
+import type { TextServeOptions } from '../text/text-model-loader.js';
 import { STANDBY_GO } from './dev-command.js';
 import { modelsToServe } from './entry-discovery.js';
 import { assertPortFree } from './port-in-use.js';
@@ -25,6 +26,8 @@ export interface StartOptions {
   readonly grpc?: { readonly port: number };
   /** How a Triton model repository given as the entry is served. */
   readonly repository?: Omit<RepositoryServeOptions, 'root'>;
+  /** TEI's flags, for text model folders and @TextModel classes. */
+  readonly text?: TextServeOptions;
 }
 
 function waitForGo(): Promise<void> {
@@ -48,17 +51,17 @@ function loggerFor(dev: boolean): FastifyServerOptions['logger'] {
   return { level, stream: pretty({ translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname,reqId', sync: true }) };
 }
 
-async function serverFor(entryPath: string | undefined, options: StartOptions): Promise<ServeFnServer> {
+async function serverFor(entryPaths: string | readonly string[] | undefined, options: StartOptions): Promise<ServeFnServer> {
   const logger = loggerFor(options.dev);
   // Instances read it when they start (thread-priority.ts); dev keeps the library's default of 0.
   if (!options.dev && !process.env.SERVE_FN_INSTANCE_NICENESS) process.env.SERVE_FN_INSTANCE_NICENESS = String(START_INSTANCE_NICENESS);
   const security = securityOptionsFromEnv(process.env);
   const tls = tlsOptionsFromEnv(process.env);
-  return new ServeFnServer({ ...(await modelsToServe(entryPath, options.repository)), logger, bodyLimit: options.bodyLimit, jsonBodyLimit: options.jsonBodyLimit, exposeErrors: options.dev, grpc: options.grpc, security, tls });
+  return new ServeFnServer({ ...(await modelsToServe(entryPaths, options.repository)), text: options.text, logger, bodyLimit: options.bodyLimit, jsonBodyLimit: options.jsonBodyLimit, exposeErrors: options.dev, grpc: options.grpc, security, tls });
 }
 
 /** `serve-fn start` (and the child process of `serve-fn dev`): initialise, listen, drain on signals. */
-export async function startCommand(entryPath: string | undefined, options: StartOptions): Promise<ServeFnServer> {
+export async function startCommand(entryPaths: string | readonly string[] | undefined, options: StartOptions): Promise<ServeFnServer> {
   if (options.standby) await waitForGo();
   await assertPortFree(options.host, options.port, '--port');
   if (options.grpc) await assertPortFree(options.host, options.grpc.port, '--grpc-port');
@@ -74,7 +77,7 @@ export async function startCommand(entryPath: string | undefined, options: Start
   process.on('SIGINT', () => onSignal('SIGINT'));
   process.on('SIGTERM', () => onSignal('SIGTERM'));
 
-  server = await serverFor(entryPath, options);
+  server = await serverFor(entryPaths, options);
   if (requested) shutdown(server, requested, options.gracePeriodMs, delayMs);
   else await server.start();
   // A signal before or during the start: close() waits for the start and finalises; it exits the process.
@@ -93,12 +96,19 @@ function announce(server: ServeFnServer, address: string, dev: boolean): void {
     for (const socket of def.sockets) lines.push(`  WebSocket   ${socketBase}${socket.path}  (${def.name}.${socket.methodName})`);
   }
   for (const { info } of server.repository?.models() ?? []) lines.push(`  model       ${info.name} version ${info.version} (${info.platform})`);
+  for (const { info } of server.texts) lines.push(`  text model  ${info.name} (${info.task}, max ${info.maxInputLength} tokens): ${TEXT_ROUTES[info.task]}, POST ${base}/v2/models/${info.name}/infer`);
   if (dev) process.stdout.write(`${lines.join('\n')}\n`);
   else {
     const endpoints = server.definitions.flatMap((d) => [...d.endpoints.map((e) => `${e.httpMethod} ${e.path}`), ...d.sockets.map((s) => `WebSocket ${s.path}`)]);
-    server.app.log.info({ address, grpcPort: server.grpcPort, endpoints }, 'serve-fn ready');
+    const textModels = server.texts.map(({ info }) => ({ name: info.name, task: info.task }));
+    server.app.log.info({ address, grpcPort: server.grpcPort, endpoints, ...(textModels.length > 0 ? { textModels } : {}) }, 'serve-fn ready');
   }
 }
+
+/** The routes a text model answers, by task, for the banner (TEI's first, then OpenAI's and Cohere's). */
+const TEXT_ROUTES: Readonly<Record<string, string>> = {
+  embed: 'POST /embed, /v1/embeddings', rerank: 'POST /rerank, /v1/rerank, /v2/rerank', classify: 'POST /predict, /classify', sparse: 'POST /embed_sparse',
+};
 
 /** How long SIGTERM keeps serving with readiness 503, as a Kubernetes preStop sleep would (--shutdown-delay, SERVE_FN_SHUTDOWN_DELAY_MS). */
 const DEFAULT_SHUTDOWN_DELAY_MS = 5000;

@@ -4,3 +4,4 @@ export { Batch } from './batch.decorator.js';
 export { Instances } from './instances.decorator.js';
 export { WebSocketEndpoint } from './websocket-endpoint.decorator.js';
 export { Tensors } from './tensors.decorator.js';
+export { TextModel } from './text-model.decorator.js';

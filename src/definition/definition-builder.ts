@@ -1,6 +1,7 @@
 import { types } from 'node:util';
 import { createError } from '../errors/index.js';
-import { readBatches, readEndpoints, readInstances, readModel, readTensors, readWebSocketEndpoints } from '../metadata/reflection.js';
+import { readBatches, readEndpoints, readInstances, readModel, readTensors, readTextModel, readWebSocketEndpoints } from '../metadata/reflection.js';
+import { buildTextModel, impliedTextTensors } from './text-model-builder.js';
 import type { BatchRecord, EndpointRecord, HttpMethod, StreamFormat } from '../metadata/records.js';
 import { normalizeBatchPolicy } from '../runtime/batch-policy.js';
 import { requireDtoRules } from './dto-rules.js';
@@ -63,7 +64,9 @@ export function buildDefinition(target: ModelClass): ModelDefinition {
   const batches = new Map(readBatches(target).map((b) => [b.method, b]));
   const endpointRecords = readEndpoints(target);
   const socketRecords = readWebSocketEndpoints(target);
-  const tensorsRecord = readTensors(target);
+  const textRecord = readTextModel(target);
+  const text = textRecord && buildTextModel(target, textRecord);
+  const tensorsRecord = readTensors(target) ?? (text && impliedTextTensors(text));
   for (const method of batches.keys()) {
     if (tensorsRecord && method === EXECUTE_METHOD) continue;
     if (!endpointRecords.some((e) => e.method === method) && !socketRecords.some((s) => s.method === method)) {
@@ -94,6 +97,7 @@ export function buildDefinition(target: ModelClass): ModelDefinition {
     endpoints: Object.freeze(endpoints),
     sockets: Object.freeze(sockets),
     ...(tensors ? { tensors } : {}),
+    ...(text ? { text } : {}),
     hooks: Object.freeze({
       initialize: typeof prototype.initialize === 'function',
       finalize: typeof prototype.finalize === 'function',

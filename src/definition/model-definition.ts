@@ -1,5 +1,5 @@
 import type { BatchPolicy } from '../runtime/batch-policy.js';
-import type { DtoClass, HttpMethod, StreamFormat } from '../metadata/records.js';
+import type { DtoClass, HttpMethod, StreamFormat, TextModelDeclaration } from '../metadata/records.js';
 import type { ConfigTensor } from '../inference/tensor-model-plan.js';
 
 /** Frozen, checked descriptions of served models, built once at start-up from decorator records. */
@@ -71,7 +71,9 @@ export interface ModelDefinition {
   readonly endpoints: readonly EndpointDefinition[];
   /** @WebSocketEndpoint methods, each called once per connection. */
   readonly sockets: readonly SocketEndpointDefinition[];
-  /** Present when the class declares @Tensors. */
+  /** Present when the class declares @Tensors, or @TextModel (which implies one). */
   readonly tensors?: TensorInterfaceDefinition;
+  /** Present when the class declares @TextModel: its execute runs a text model's forward pass. */
+  readonly text?: TextModelDeclaration;
   readonly hooks: { readonly initialize: boolean; readonly finalize: boolean };
 }

@@ -1,16 +1,20 @@
 import { createError } from '../errors/index.js';
-import type { DecoratedModel } from './decorated-model.js';
 import type { InferenceModel, LoadRequest, ModelRepository, RepositoryIndexEntry } from './inference-model.js';
 
+/** A model the server serves on its own, outside the repository: a @Model class, or a text model. */
+export interface ServerModel extends InferenceModel {
+  indexEntry(): RepositoryIndexEntry;
+}
+
 /**
- * Every model the server serves, as the inference protocols (HTTP /v2 and gRPC) look them up: the
- * decorated `@Model` classes beside the model repository's models. A decorated model's name hides
- * a repository model of the same name, as it does for ctx.infer. Loading and unloading stay the
- * repository's; a decorated model lives as long as the server.
+ * Every model the server serves, as the inference protocols (HTTP /v2 and gRPC) look them up: its
+ * own models (`@Model` classes, text models) beside the model repository's. An own model's name
+ * hides a repository model of the same name, as it does for ctx.infer. Loading and unloading stay
+ * the repository's; an own model lives as long as the server.
  */
 export class ModelCatalogue implements ModelRepository {
   constructor(
-    private readonly decorated: readonly DecoratedModel[],
+    private readonly own: readonly ServerModel[],
     private readonly repository: ModelRepository,
   ) {}
 
@@ -20,15 +24,15 @@ export class ModelCatalogue implements ModelRepository {
 
   models(name?: string): readonly InferenceModel[] {
     if (name !== undefined) {
-      const own = this.decoratedNamed(name);
+      const own = this.ownNamed(name);
       return own.length > 0 ? own : this.repository.models(name);
     }
-    const names = new Set(this.decorated.map((m) => m.info.name));
-    return byName([...this.decorated, ...this.repository.models().filter((m) => !names.has(m.info.name))], (m) => m.info.name);
+    const names = new Set(this.own.map((m) => m.info.name));
+    return byName([...this.own, ...this.repository.models().filter((m) => !names.has(m.info.name))], (m) => m.info.name);
   }
 
   get(name: string, version?: string): InferenceModel {
-    const own = this.decoratedNamed(name);
+    const own = this.ownNamed(name);
     if (own.length === 0) return this.repository.get(name, version);
     if (version === undefined) return own[own.length - 1];
     const found = own.find((m) => m.info.version === version);
@@ -37,28 +41,28 @@ export class ModelCatalogue implements ModelRepository {
   }
 
   async index(options: { readyOnly?: boolean } = {}): Promise<readonly RepositoryIndexEntry[]> {
-    const names = new Set(this.decorated.map((m) => m.info.name));
-    const own = this.decorated.map((m) => m.indexEntry());
+    const names = new Set(this.own.map((m) => m.info.name));
+    const own = this.own.map((m) => m.indexEntry());
     const entries = byName([...own, ...(await this.repository.index()).filter((e) => !names.has(e.name))], (e) => e.name);
     return options.readyOnly ? entries.filter((e) => e.state === 'READY') : entries;
   }
 
   async load(name: string, request?: LoadRequest): Promise<void> {
-    this.refuseDecorated(name);
+    this.refuseOwn(name);
     await this.repository.load(name, request);
   }
 
   async unload(name: string): Promise<void> {
-    this.refuseDecorated(name);
+    this.refuseOwn(name);
     await this.repository.unload(name);
   }
 
-  private decoratedNamed(name: string): readonly DecoratedModel[] {
-    return this.decorated.filter((m) => m.info.name === name);
+  private ownNamed(name: string): readonly ServerModel[] {
+    return this.own.filter((m) => m.info.name === name);
   }
 
-  private refuseDecorated(name: string): void {
-    if (this.decoratedNamed(name).length > 0) throw createError('SF_ERR_MODEL_NOT_IN_REPOSITORY', name);
+  private refuseOwn(name: string): void {
+    if (this.ownNamed(name).length > 0) throw createError('SF_ERR_MODEL_NOT_IN_REPOSITORY', name);
   }
 }
 

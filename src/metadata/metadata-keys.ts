@@ -13,3 +13,4 @@ export const TENSORS_KEY = 'serve-fn:tensors';
 /** TypeScript's own keys, emitted by tsc/SWC with emitDecoratorMetadata. */
 export const DESIGN_PARAMTYPES_KEY = 'design:paramtypes';
 export const DESIGN_TYPE_KEY = 'design:type';
+export const TEXT_MODEL_KEY = 'serve-fn:text-model';

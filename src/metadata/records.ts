@@ -129,3 +129,37 @@ export interface TensorsOptions {
 export interface TensorsRecord {
   readonly options: TensorsOptions;
 }
+
+/** The tasks a text model serves (TEI's model types; `sparse` is SPLADE). */
+export type TextTaskName = 'embed' | 'rerank' | 'classify' | 'sparse';
+
+/** @TextModel: what serve-fn needs to tokenize, batch, pool and score for a class that runs the forward pass. */
+export interface TextModelDeclaration {
+  readonly task: TextTaskName;
+  /**
+   * A sentence-transformers / optimum export folder, relative to the model's module file: its
+   * tokenizer.json, pooling, normalisation, length limit, prompts and labels are read from it (the
+   * options below override them); its model file is left to the class.
+   */
+  readonly folder?: string;
+  /** tokenizer.json, relative to the module file; default `<folder>/tokenizer.json`. */
+  readonly tokenizer?: string;
+  readonly pooling?: 'cls' | 'mean' | 'max' | 'last-token' | 'weighted-mean' | 'splade';
+  readonly maxInputLength?: number;
+  readonly prompts?: Readonly<Record<string, string>>;
+  readonly defaultPromptName?: string;
+  /** id2label in id order, for classifiers. */
+  readonly labels?: readonly string[];
+  /** An embedder whose forward pass pools itself returns `sentence_embedding` [rows, width] instead of `last_hidden_state`. */
+  readonly pooledOutput?: boolean;
+  /** TEI's batching and admission limits for this model (defaults: TEI's, or the server's flags). */
+  readonly maxBatchTokens?: number;
+  readonly maxBatchRequests?: number;
+  readonly maxClientBatchSize?: number;
+  readonly maxConcurrentRequests?: number;
+  readonly autoTruncate?: boolean;
+}
+
+export interface TextModelRecord {
+  readonly options: TextModelDeclaration;
+}

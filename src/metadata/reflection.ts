@@ -1,6 +1,6 @@
 import 'reflect-metadata';
-import { BATCH_KEY, DESIGN_PARAMTYPES_KEY, DESIGN_TYPE_KEY, ENDPOINTS_KEY, INSTANCES_KEY, MODEL_OPTIONS_KEY, SOCKETS_KEY, TENSORS_KEY } from './metadata-keys.js';
-import type { BatchRecord, EndpointRecord, InstancesRecord, ModelRecord, TensorsRecord, WebSocketEndpointRecord } from './records.js';
+import { BATCH_KEY, DESIGN_PARAMTYPES_KEY, DESIGN_TYPE_KEY, ENDPOINTS_KEY, INSTANCES_KEY, MODEL_OPTIONS_KEY, SOCKETS_KEY, TENSORS_KEY, TEXT_MODEL_KEY } from './metadata-keys.js';
+import type { BatchRecord, EndpointRecord, InstancesRecord, ModelRecord, TensorsRecord, TextModelRecord, WebSocketEndpointRecord } from './records.js';
 
 /** The only file that touches `Reflect`: decorators write through it, the definition builder reads. */
 
@@ -73,6 +73,15 @@ export function recordTensors(target: Target, record: TensorsRecord): void {
 /** Inherited, as `execute` is: a subclass serves its parent's tensor interface unless it declares its own. */
 export function readTensors(target: Target): TensorsRecord | undefined {
   return Reflect.getMetadata(TENSORS_KEY, target) as TensorsRecord | undefined;
+}
+
+export function recordTextModel(target: Target, record: TextModelRecord): void {
+  Reflect.defineMetadata(TEXT_MODEL_KEY, record, target);
+}
+
+/** Inherited with the tensor interface it implies. */
+export function readTextModel(target: Target): TextModelRecord | undefined {
+  return Reflect.getMetadata(TEXT_MODEL_KEY, target) as TextModelRecord | undefined;
 }
 
 /** Declared type of a property as emitted by the compiler; undefined when metadata was not emitted. */

@@ -28,6 +28,13 @@ export interface BatcherHooks<T, R> {
    * ignored), for entries run one after another.
    */
   execute(batch: readonly BatchEntry<T>[], answer: (index: number, result: R | Error) => void): Promise<ReadonlyArray<R | Error>>;
+  /**
+   * A padded budget per batch beside maxBatchSize, as TEI's `--max-batch-tokens`: a batch of n
+   * requests costs n × its largest request's cost (every row is padded to the longest), and closes
+   * before the request that would take it over `limit`. A request over the budget on its own still
+   * runs, alone.
+   */
+  readonly budget?: { readonly limit: number; cost(payload: T): number };
 }
 
 export interface SubmitOptions {
@@ -100,6 +107,22 @@ export class DynamicBatcher<T, R> {
   }
 
   submit(payload: T, options: SubmitOptions = {}): Promise<R> {
+    const promise = this.enqueue(payload, options);
+    this.pump();
+    return promise;
+  }
+
+  /**
+   * Queues several requests before any batch is formed, so requests that arrive together (one
+   * client batch split into one request per text) can share a batch instead of the first leaving alone.
+   */
+  submitAll(payloads: readonly T[], options: SubmitOptions = {}): Promise<R>[] {
+    const promises = payloads.map((payload) => this.enqueue(payload, options));
+    this.pump();
+    return promises;
+  }
+
+  private enqueue(payload: T, options: SubmitOptions): Promise<R> {
     if (this.draining) return Promise.reject(createError('SF_ERR_DRAINING'));
     let levelNumber: number;
     let level: Request<T, R>['level'];
@@ -138,7 +161,6 @@ export class DynamicBatcher<T, R> {
         request.detachSignal = () => signal.removeEventListener('abort', onAbort);
       }
     });
-    this.pump();
     return promise;
   }
 
@@ -204,23 +226,47 @@ export class DynamicBatcher<T, R> {
    * through the HTTP thread. A smaller batch keeps waiting here, where later requests can join it.
    */
   private queueBehindBusyInstances(): void {
-    const { maxBatchSize } = this.policy;
-    let behind = this.queues.size >= maxBatchSize ? (this.hooks.queueBehindInstances?.() ?? 0) : 0;
+    let behind = this.fullBatchSize() > 0 ? (this.hooks.queueBehindInstances?.() ?? 0) : 0;
     while (behind > 0) {
       if (this.timeoutsPossible) this.expireCandidates(this.clock.now());
-      if (this.queues.size < maxBatchSize) return;
-      this.launch(this.take(maxBatchSize));
+      const size = this.fullBatchSize();
+      if (size === 0) return;
+      this.launch(this.take(size));
       behind--;
     }
+  }
+
+  /** The size of the next batch when waiting cannot grow it (it holds maxBatchSize requests, or its budget is spent), else 0. */
+  private fullBatchSize(): number {
+    const { maxBatchSize } = this.policy;
+    const size = this.withinBudget(Math.min(this.queues.size, maxBatchSize));
+    return this.queues.size >= maxBatchSize || size < this.queues.size ? size : 0;
+  }
+
+  /** How many of the next `count` requests fit the budget together (at least one: a request alone always runs). */
+  private withinBudget(count: number): number {
+    const budget = this.hooks.budget;
+    if (budget === undefined) return count;
+    let taken = 0;
+    let largest = 0;
+    for (const request of this.queues.peek()) {
+      if (taken === count) break;
+      const widest = Math.max(largest, budget.cost(request.entry.payload));
+      if (taken > 0 && widest * (taken + 1) > budget.limit) break;
+      largest = widest;
+      taken++;
+    }
+    return taken;
   }
 
   /** Triton's GetDynamicBatch rules; 0 means wait, with the timer armed for the queue delay. */
   private readyBatchSize(now: number): number {
     const { maxBatchSize, preferredBatchSizes, maxQueueDelayUs } = this.policy;
-    const fits = Math.min(this.queues.size, maxBatchSize);
+    const fits = this.withinBudget(Math.min(this.queues.size, maxBatchSize));
     const preferred = largestPreferred(preferredBatchSizes, fits);
     if (preferred > 0) return preferred;
-    if (this.queues.size >= maxBatchSize || maxQueueDelayUs === 0 || this.draining) return fits;
+    const budgetSpent = fits < Math.min(this.queues.size, maxBatchSize);
+    if (this.queues.size >= maxBatchSize || budgetSpent || maxQueueDelayUs === 0 || this.draining) return fits;
     const dueAtUs = this.queues.oldestEnqueuedAtUs() + maxQueueDelayUs;
     if (now >= dueAtUs) return fits;
     this.armBatchTimer(dueAtUs, now);

@@ -75,6 +75,11 @@ export class PriorityQueues<Q extends QueuedItem<Q>> {
     return batch;
   }
 
+  /** The waiting requests in batch order, left where they are. */
+  *peek(): Iterable<Q> {
+    for (const queue of this.inBatchOrder()) yield* queue;
+  }
+
   oldestEnqueuedAtUs(): number {
     let oldest = Infinity;
     for (const level of this.levels) {

@@ -23,6 +23,16 @@ import type { RestartPolicy } from '../runtime/instance-pool.js';
 import type { InstanceFactory } from '../runtime/model-instance.js';
 import { ModelRuntime } from '../runtime/model-runtime.js';
 import { WorkerInstance } from '../runtime/worker-instance.js';
+import type { ServedModel } from '../inference/served-model.js';
+import type { ServerModel } from '../inference/model-catalogue.js';
+import { TextInferenceModel } from '../text/text-inference-model.js';
+import { loadClassTextModel, loadFolderTextModel, type TextServeOptions } from '../text/text-model-loader.js';
+import { TextMetrics } from '../text/text-metrics.js';
+import { TextModelSet } from '../text/text-model-set.js';
+import type { TextModel } from '../text/text-model.js';
+import { openAiRoutes } from '../protocol/openai/openai-routes.js';
+import { teiRoutes } from '../protocol/tei/tei-routes.js';
+import { rerankRoutes } from '../protocol/rerank/rerank-routes.js';
 import { endpointRoutes } from './endpoint-routes.js';
 import { installErrorHandling } from './error-handler.js';
 import { healthRoutes } from './health-routes.js';
@@ -62,6 +72,10 @@ export interface ServeOptions {
   readonly tls?: TlsFiles;
   /** Serve the inference protocol over gRPC too (KServe's GRPCInferenceService); off unless given. */
   readonly grpc?: { readonly port: number; readonly host?: string };
+  /** Text model folders (sentence-transformers / optimum exports) served with no code. */
+  readonly textFolders?: readonly string[];
+  /** TEI's flags for every text model: limits, task, pooling, dtype, prompt and served name. */
+  readonly text?: TextServeOptions;
 }
 
 /** How the server names itself in KServe server metadata, over HTTP and gRPC alike. */
@@ -86,6 +100,10 @@ export class ServeFnServer {
   /** What the KServe protocols (HTTP and gRPC) serve: the decorated models beside the repository's; built by prepare(). */
   private catalogue!: ModelCatalogue;
   private runtimes: ModelRuntime[] = [];
+  /** Every text model (from folders and @TextModel classes), as the text protocols pick them. */
+  private textModels = new TextModelSet([]);
+  /** The folders' forward models, loaded by start() and unloaded by close(). */
+  private textForwards: ServedModel[] = [];
   private readonly bodyLimit: number;
   private readonly jsonBodyLimit: number;
   private grpc?: GrpcServerHandle;
@@ -126,10 +144,12 @@ export class ServeFnServer {
       (def) => new ModelRuntime(def, { factory: this.factoryFor(def), recorder: this.recorder, log, restartPolicy: this.options.restartPolicy }),
     );
     const notServing = (): string | undefined => (this.state.ready ? undefined : this.state.phase);
-    this.catalogue = new ModelCatalogue(
-      this.runtimes.map((runtime) => new DecoratedModel(runtime, { notServing })),
-      this.repository ?? new EmptyModelRepository(),
-    );
+    const own: ServerModel[] = this.runtimes.map((runtime) => new DecoratedModel(runtime, { notServing }));
+    const texts = await this.loadTextModels(own as DecoratedModel[]);
+    this.textModels = new TextModelSet(texts.map((t) => t.text));
+    // A @TextModel class is served to /v2 as its texts-in interface, in place of its token tensors.
+    const textNames = new Set(texts.map((t) => t.info.name));
+    this.catalogue = new ModelCatalogue([...own.filter((m) => !textNames.has(m.info.name)), ...texts], this.repository ?? new EmptyModelRepository());
     await this.buildRoutes();
   }
 
@@ -146,10 +166,10 @@ export class ServeFnServer {
 
   private async startInstances(): Promise<void> {
     await this.prepare();
-    const started = await Promise.allSettled([...this.runtimes.map((r) => r.start()), this.repository?.start()]);
+    const started = await Promise.allSettled([...this.runtimes.map((r) => r.start()), ...this.textForwards.map((f) => f.load()), this.repository?.start()]);
     const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failed) {
-      await Promise.allSettled([...this.runtimes.map((r) => r.stop()), this.repository?.close()]);
+      await Promise.allSettled([...this.runtimes.map((r) => r.stop()), ...this.textForwards.map((f) => f.unload()), this.repository?.close()]);
       throw failed.reason;
     }
     // close() during the start has already moved the phase on; the server must not turn ready.
@@ -177,6 +197,11 @@ export class ServeFnServer {
       });
     }
     return address;
+  }
+
+  /** The text models served (from folders and @TextModel classes); built by prepare(). */
+  get texts(): readonly TextModel[] {
+    return this.textModels.all();
   }
 
   /** The gRPC port bound by listen(), when gRPC is on. */
@@ -208,7 +233,9 @@ export class ServeFnServer {
     // fastify cannot close a server whose listen() is still binding.
     await this.listening?.catch(() => undefined);
     const deadline = options.streamTimeoutMs === undefined ? undefined : Date.now() + options.streamTimeoutMs;
-    await Promise.all(this.runtimes.map((r) => r.drain(options.streamTimeoutMs)));
+    // Text models first: their queued texts still need the instances the runtimes drain.
+    await Promise.all(this.textModels.all().map((t) => t.drain()));
+    await Promise.all([...this.runtimes.map((r) => r.drain(options.streamTimeoutMs)), ...this.textForwards.map((f) => f.unload())]);
     // After the decorated models, whose in-flight requests may still call repository models.
     await this.repository?.close({ streamTimeoutMs: deadline === undefined ? undefined : Math.max(0, deadline - Date.now()) });
     await Promise.all([this.app.close(), this.grpc?.close()]);
@@ -242,6 +269,29 @@ export class ServeFnServer {
     return runtime.submit(endpoint.methodName, { payload, info: { params: {}, query: {}, headers: {} } });
   }
 
+  /** The text models: one per folder given, and one per @TextModel class over its tensor interface. */
+  private async loadTextModels(decorated: readonly DecoratedModel[]): Promise<TextInferenceModel[]> {
+    const options = this.options.text ?? {};
+    const metrics = new TextMetrics(this.recorder.registry);
+    const log = (level: 'info' | 'warn' | 'error', message: string): void => this.app.log[level](message);
+    const builder = {
+      recorder: this.recorder, log, restartPolicy: this.options.restartPolicy,
+      infer: (model: string, input: unknown, opts: InferOptions) => this.infer(model, input, opts),
+      resolve: (name: string, version?: string) => this.catalogue.get(name, version),
+    };
+    const folders = this.options.textFolders ?? [];
+    if (options.servedModelName !== undefined && folders.length > 1) throw createError('SF_ERR_TEXT_MODEL_FOLDER_INVALID', folders.join(', '), '--served-model-name names one model; several folders are served under their own names');
+    const fromFolders = [];
+    for (const dir of folders) fromFolders.push(await loadFolderTextModel(dir, options, builder, metrics));
+    this.textForwards = fromFolders.map((f) => f.forward);
+    const modelDir = this.options.moduleUrl ? dirname(fileURLToPath(this.options.moduleUrl)) : process.cwd();
+    const fromClasses = [];
+    for (const model of decorated) {
+      if (model.runtime.definition.text) fromClasses.push(await loadClassTextModel(model.runtime.definition, model, modelDir, options, metrics));
+    }
+    return [...fromFolders.map((f) => f.text), ...fromClasses].map((text) => new TextInferenceModel(text));
+  }
+
   private async buildRoutes(): Promise<void> {
     const app = this.app;
     // Node closes the socket after an answer that says so: a keep-alive client then opens a new
@@ -266,6 +316,12 @@ export class ServeFnServer {
     await app.register(endpointRoutes, { runtimes: this.runtimes, state: this.state, schemas, jsonBodyLimit: this.jsonBodyLimit, bodyLimit: this.bodyLimit, exposeErrors });
     // On the root app, not as an encapsulated plugin, so @fastify/websocket's injectWS is on `app`.
     await socketRoutes(app, { runtimes: this.runtimes, state: this.state, schemas, maxPayload: this.bodyLimit });
+    if (this.textModels.all().length > 0) {
+      const text = { models: this.textModels, exposeErrors, bodyLimit: this.jsonBodyLimit };
+      await app.register(teiRoutes, { ...text, serverVersion: SERVER_IDENTITY.serverVersion });
+      await app.register(openAiRoutes, text);
+      await app.register(rerankRoutes, text);
+    }
     await app.register(kserveProtocol, {
       ...SERVER_IDENTITY,
       repository: this.catalogue,
@@ -284,6 +340,8 @@ export class ServeFnServer {
    */
   private unavailableModel(): string | undefined {
     const lost = this.runtimes.find((r) => !r.available);
+    const text = this.textModels.all().find((t) => !t.ready());
+    if (text) return `text model '${text.info.name}' is not ready`;
     if (lost) return `model '${lost.definition.name}' version ${lost.definition.version} has no running instance`;
     const down = this.repository?.models().find((m) => !m.ready());
     return down && `model '${down.info.name}' version ${down.info.version} is not ready`;

@@ -24,7 +24,7 @@ interface Tracked {
   error?: unknown;
 }
 
-function setup(input: BatchPolicyInput, idle = 1) {
+function setup(input: BatchPolicyInput, idle = 1, budget?: BatcherHooks<string, string>['budget']) {
   const clock = new FakeClock();
   const state = { idle };
   const batches: SentBatch[] = [];
@@ -37,6 +37,7 @@ function setup(input: BatchPolicyInput, idle = 1) {
         batches.push({ atUs: clock.now(), payloads: entries.map((e) => e.payload), entries, resolve: resolve as (results: unknown) => void, reject, answer });
       });
     },
+    budget,
   };
   const batcher = new DynamicBatcher<string, string>(OWNER, normalizeBatchPolicy(input, OWNER), hooks, clock);
 
@@ -328,6 +329,43 @@ describe('DynamicBatcher: batch formation', () => {
     expect(h.batches.every((b) => b.payloads.length === 8)).toBe(true);
     expect(h.batches.flatMap((b) => b.payloads)).toEqual(Array.from({ length: 1000 }, (_, i) => `r${2 * i + 1}`));
     expect(h.clock.armed).toBe(0);
+  });
+});
+
+describe('DynamicBatcher: a padded budget (TEI --max-batch-tokens)', () => {
+  /** Each payload costs its length, as a text costs its tokens. */
+  const byLength = (limit: number): BatcherHooks<string, string>['budget'] => ({ limit, cost: (payload) => payload.length });
+
+  it('closes a batch before the request that would take rows × longest over the limit, and sends it without waiting', async () => {
+    const h = setup({ maxBatchSize: 10, maxQueueDelayUs: 1000 }, 1, byLength(12));
+    // 1+1+1+6 = 9 tokens, but padded to the longest the four cost 6 × 4 = 24.
+    submitAll(h, ['a', 'b', 'c', 'dddddd', 'e']);
+    expect(h.sent()).toEqual([{ at: 0, payloads: ['a', 'b', 'c'] }]);
+    await h.finish(0);
+    // 6 × 2 = 12 fits: 'dddddd' and 'e' go together once the delay has passed, as a batch that is not full.
+    expect(h.batches).toHaveLength(1);
+    await h.clock.advance(1000);
+    expect(h.sent()[1]).toEqual({ at: 1000, payloads: ['dddddd', 'e'] });
+  });
+
+  it('sends a request over the limit on its own, at once', async () => {
+    const h = setup({ maxBatchSize: 10, maxQueueDelayUs: 1000 }, 1, byLength(4));
+    submitAll(h, ['xxxxxxxx', 'y']);
+    expect(h.sent()).toEqual([{ at: 0, payloads: ['xxxxxxxx'] }]);
+  });
+
+  it('batches requests queued together by submitAll, where one submit at a time would send the first alone', async () => {
+    const h = setup({ maxBatchSize: 10, maxQueueDelayUs: 0 }, 1, byLength(100));
+    const results = h.batcher.submitAll(['a', 'b', 'c']);
+    expect(h.sent()).toEqual([{ at: 0, payloads: ['a', 'b', 'c'] }]);
+    await h.complete(0);
+    expect(await Promise.all(results)).toEqual(['A', 'B', 'C']);
+  });
+
+  it('still closes at maxBatchSize when the budget is not spent', async () => {
+    const h = setup({ maxBatchSize: 2, maxQueueDelayUs: 1000 }, 1, byLength(100));
+    submitAll(h, ['a', 'b', 'c']);
+    expect(h.sent()).toEqual([{ at: 0, payloads: ['a', 'b'] }]);
   });
 });
 

@@ -1,0 +1,61 @@
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import type { TextServeOptions } from '../text/text-model-loader.js';
+
+/** What commander gives for the text flags of `start` and `dev`. */
+export interface TextFlags {
+  task?: TextServeOptions['task'];
+  pooling?: TextServeOptions['pooling'];
+  maxBatchTokens?: number;
+  maxBatchRequests?: number;
+  maxClientBatchSize?: number;
+  maxConcurrentRequests?: number;
+  autoTruncate?: boolean;
+  dtype?: TextServeOptions['dtype'];
+  promptName?: string;
+  servedModelName?: string;
+}
+
+function count(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive integer');
+  return n;
+}
+
+function bool(value: string): boolean {
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  throw new InvalidArgumentError("expected 'true' or 'false'");
+}
+
+/**
+ * TEI's flags for text model folders, with TEI's names and environment variables
+ * (text-embeddings-inference docs/source/en/cli_arguments.md), so a TEI deployment's arguments and
+ * env carry over; --task has no TEI counterpart (TEI reads the model type only from the folder).
+ */
+const TEXT_OPTIONS: readonly (readonly [Option, keyof TextFlags, 'count' | 'bool' | 'text'])[] = [
+  [new Option('--task <task>', 'text folders: what to serve, overriding what the folder says').choices(['embed', 'rerank', 'classify', 'sparse']).env('SERVE_FN_TASK'), 'task', 'text'],
+  [new Option('--pooling <mode>', 'text folders: pooling, overriding 1_Pooling/config.json').choices(['cls', 'mean', 'max', 'last-token', 'weighted-mean', 'splade']).env('POOLING'), 'pooling', 'text'],
+  [new Option('--max-batch-tokens <n>', 'text models: padded tokens per forward batch (default 16384)').argParser(count).env('MAX_BATCH_TOKENS'), 'maxBatchTokens', 'count'],
+  [new Option('--max-batch-requests <n>', 'text models: rows per forward batch (default: no limit but the tokens)').argParser(count).env('MAX_BATCH_REQUESTS'), 'maxBatchRequests', 'count'],
+  [new Option('--max-client-batch-size <n>', 'text models: inputs per request (default 32)').argParser(count).env('MAX_CLIENT_BATCH_SIZE'), 'maxClientBatchSize', 'count'],
+  [new Option('--max-concurrent-requests <n>', 'text models: inputs admitted at once before 429 (default 512)').argParser(count).env('MAX_CONCURRENT_REQUESTS'), 'maxConcurrentRequests', 'count'],
+  [new Option('--auto-truncate <bool>', 'text models: cut inputs over the model limit unless a request says otherwise (default true)').argParser(bool).env('AUTO_TRUNCATE'), 'autoTruncate', 'bool'],
+  [new Option('--dtype <dtype>', 'text folders: float16 serves onnx/model_fp16.onnx').choices(['float32', 'float16']).env('DTYPE'), 'dtype', 'text'],
+  [new Option('--prompt-name <name>', 'text models: the prompt (config_sentence_transformers.json) for requests that name none').env('DEFAULT_PROMPT_NAME'), 'promptName', 'text'],
+  [new Option('--served-model-name <name>', 'text folders: the model name clients use (one folder only)').env('SERVED_MODEL_NAME'), 'servedModelName', 'text'],
+];
+
+export function textFlagOptions(command: Command): Command {
+  for (const [option] of TEXT_OPTIONS) command.addOption(option);
+  return command;
+}
+
+export function textServeOptions(flags: TextFlags): TextServeOptions {
+  const limits = Object.fromEntries((['maxBatchTokens', 'maxBatchRequests', 'maxClientBatchSize', 'maxConcurrentRequests', 'autoTruncate'] as const).filter((k) => flags[k] !== undefined).map((k) => [k, flags[k]]));
+  return { task: flags.task, pooling: flags.pooling, limits, dtype: flags.dtype, promptName: flags.promptName, servedModelName: flags.servedModelName };
+}
+
+/** The flags again as arguments, for the `start` process `dev` runs. */
+export function textFlagArgs(flags: TextFlags): string[] {
+  return TEXT_OPTIONS.flatMap(([option, key]) => (flags[key] === undefined ? [] : [option.long!, String(flags[key])]));
+}

@@ -1,0 +1,103 @@
+import type { FastifyInstance, FastifySchema } from 'fastify';
+import type { TextModel } from '../../text/text-model.js';
+import type { TextModelSet } from '../../text/text-model-set.js';
+import { setTextAnswerHeaders } from '../text-answer-headers.js';
+import { embeddingsResponse, readEmbeddingsRequest } from './openai-embeddings.js';
+import { errorResponses, installOpenAiErrorHandling } from './openai-errors.js';
+import { requestBody } from './request-fields.js';
+
+export interface TextRoutesOptions {
+  readonly models: TextModelSet;
+  /** Whether a server fault's body carries its message (`serve-fn dev`); default false. */
+  readonly exposeErrors?: boolean;
+  /** The server's body limit, named when fastify refuses a larger body; default fastify's 1 MiB. */
+  readonly bodyLimit?: number;
+}
+
+export const OPENAI_TAG = 'OpenAI-compatible embeddings';
+
+const EMBEDDINGS_BODY = {
+  type: 'object',
+  properties: {
+    input: {
+      description: 'A text, an array of texts, an array of token ids, or an array of token-id arrays',
+      anyOf: [
+        { type: 'string' },
+        { type: 'array', items: { type: 'string' } },
+        { type: 'array', items: { type: 'integer' } },
+        { type: 'array', items: { type: 'array', items: { type: 'integer' } } },
+      ],
+    },
+    model: { type: 'string' },
+    encoding_format: { type: 'string', enum: ['float', 'base64'], default: 'float' },
+    dimensions: { type: 'integer', minimum: 1, description: 'Keep the first N values (Matryoshka) and re-normalise' },
+    user: { type: 'string' },
+  },
+  required: ['input'],
+  example: { input: 'What is Deep Learning?', model: 'my-embedder' },
+};
+
+const EMBEDDINGS_RESPONSE = {
+  type: 'object',
+  properties: {
+    object: { type: 'string' },
+    data: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { object: { type: 'string' }, embedding: { anyOf: [{ type: 'array', items: { type: 'number' } }, { type: 'string' }] }, index: { type: 'integer' } },
+      },
+    },
+    model: { type: 'string' },
+    usage: { type: 'object', properties: { prompt_tokens: { type: 'integer' }, total_tokens: { type: 'integer' } } },
+  },
+};
+
+const MODEL_SCHEMA = {
+  type: 'object',
+  properties: { id: { type: 'string' }, object: { type: 'string' }, created: { type: 'integer' }, owned_by: { type: 'string' } },
+};
+
+function doc(summary: string, parts: { body?: object; response: object }): FastifySchema {
+  return { summary, tags: [OPENAI_TAG], ...(parts.body ? { body: parts.body } : {}), response: { 200: { description: 'Successful Response', ...parts.response }, ...errorResponses('openai') } };
+}
+
+/** OpenAI's Model object; serve-fn knows no creation date for a model, so `created` is when the routes started. */
+function modelObject(model: TextModel, created: number) {
+  return { id: model.info.name, object: 'model' as const, created, owned_by: 'serve-fn' };
+}
+
+/**
+ * The OpenAI embeddings API (platform.openai.com/docs/api-reference/embeddings and /models) over the
+ * served text models: POST /v1/embeddings (and /embeddings, which TEI also serves for clients whose
+ * base URL has no /v1), GET /v1/models and /v1/models/{model}.
+ */
+export async function openAiRoutes(app: FastifyInstance, opts: TextRoutesOptions): Promise<void> {
+  const { models } = opts;
+  const created = Math.floor(Date.now() / 1000);
+  // The schemas document; bodies are read by hand so errors keep OpenAI's shape, and answers are
+  // written as they are built (a response schema would drop fields it does not list).
+  app.setValidatorCompiler(() => () => true);
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  installOpenAiErrorHandling(app, { flavour: 'openai', exposeErrors: opts.exposeErrors ?? false, bodyLimit: opts.bodyLimit ?? 1_048_576 });
+
+  const embeddingsSchema = doc('Create embeddings (OpenAI)', { body: EMBEDDINGS_BODY, response: EMBEDDINGS_RESPONSE });
+  for (const path of ['/v1/embeddings', '/embeddings']) {
+    app.post(path, { schema: embeddingsSchema }, async (request, reply) => {
+      const body = readEmbeddingsRequest(requestBody(request.body));
+      const model = models.pick('embed', body.model);
+      const answer = await model.embed(body.inputs, { dimensions: body.dimensions });
+      // TEI puts its x-compute-* headers on its OpenAI route too.
+      setTextAnswerHeaders(reply, answer, model.info.computeType);
+      return embeddingsResponse(answer, model.info.name, body.encodingFormat);
+    });
+  }
+
+  app.get('/v1/models', { schema: doc('List models (OpenAI)', { response: { type: 'object', properties: { object: { type: 'string' }, data: { type: 'array', items: MODEL_SCHEMA } } } }) }, async () => ({
+    object: 'list' as const,
+    data: models.all().map((model) => modelObject(model, created)),
+  }));
+  app.get<{ Params: { model: string } }>('/v1/models/:model', { schema: doc('Retrieve a model (OpenAI)', { response: MODEL_SCHEMA }) }, async (request) =>
+    modelObject(models.pick('any', request.params.model), created),
+  );
+}

@@ -1,0 +1,21 @@
+import type { FastifyReply } from 'fastify';
+import type { TextAnswer } from '../text/text-model.js';
+
+/**
+ * The headers TEI puts on every inference answer (router/src/http/server.rs): times in ms and
+ * counts, so clients and proxies written for TEI read them from serve-fn too. `x-compute-type`
+ * names where the forward pass ran; TEI's constant "gpu+optimized" would be untrue on a CPU.
+ */
+export function setTextAnswerHeaders(reply: FastifyReply, answer: TextAnswer<unknown>, computeType: string): void {
+  const { timings } = answer;
+  reply.headers({
+    'x-compute-type': computeType,
+    'x-compute-time': String(Math.round(timings.totalMs)),
+    'x-compute-characters': String(answer.characters),
+    'x-compute-tokens': String(answer.promptTokens),
+    'x-total-time': String(Math.round(timings.totalMs)),
+    'x-tokenization-time': String(Math.round(timings.tokenizationMs)),
+    'x-queue-time': String(Math.round(timings.queueMs)),
+    'x-inference-time': String(Math.round(timings.inferenceMs)),
+  });
+}

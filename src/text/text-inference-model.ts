@@ -1,0 +1,141 @@
+import { createError } from '../errors/index.js';
+import type { InferenceModelInfo, InferRequest, InferResponse, RepositoryIndexEntry } from '../inference/inference-model.js';
+import type { ServerModel } from '../inference/model-catalogue.js';
+import { validateInferRequest } from '../inference/request-validation.js';
+import { createTensor } from '../tensor/tensor-factory.js';
+import type { Tensor, TensorSpec } from '../tensor/tensor.js';
+import type { TextTask } from './model-folder.js';
+import type { TextModel } from './text-model.js';
+
+/** Serve-fn's own platform: Triton has none for a tokenizing text model. */
+const TEXT_PLATFORM = 'serve-fn';
+
+const TEXT: TensorSpec = { name: 'text', datatype: 'BYTES', shape: [-1] };
+const TEXT_PAIR: TensorSpec = { name: 'text_pair', datatype: 'BYTES', shape: [-1], optional: true };
+const QUERY: TensorSpec = { name: 'query', datatype: 'BYTES', shape: [1] };
+
+/** Each task's tensors: UTF-8 texts in, FP32 out (the KServe v2 datatypes Triton clients send and read). */
+const INTERFACES = {
+  embed: { inputs: [TEXT], outputs: [{ name: 'embedding', datatype: 'FP32', shape: [-1, -1] }] },
+  sparse: { inputs: [TEXT], outputs: [{ name: 'embedding', datatype: 'FP32', shape: [-1, -1] }] },
+  classify: { inputs: [TEXT, TEXT_PAIR], outputs: [{ name: 'scores', datatype: 'FP32', shape: [-1, -1] }] },
+  rerank: { inputs: [QUERY, TEXT], outputs: [{ name: 'score', datatype: 'FP32', shape: [-1] }] },
+} as const satisfies Record<TextTask, { inputs: TensorSpec[]; outputs: TensorSpec[] }>;
+
+/**
+ * A text model as a KServe v2 model, on HTTP and gRPC, so Triton clients and ensembles can call
+ * it: a BYTES tensor of texts in, FP32 out, run by the same TextModel as the text protocols.
+ * Request parameters carry the options (`truncate`, `truncation_direction`, `normalize`,
+ * `dimensions`, `prompt_name`, `raw_scores`). A sparse model answers dense vocabulary-wide rows.
+ */
+export class TextInferenceModel implements ServerModel {
+  readonly info: InferenceModelInfo;
+
+  constructor(readonly text: TextModel) {
+    const { name, task, labels } = text.info;
+    const { inputs, outputs } = INTERFACES[task] as { inputs: readonly TensorSpec[]; outputs: readonly TensorSpec[] };
+    const tensorConfig = (t: TensorSpec) => ({ name: t.name, data_type: `TYPE_${t.datatype === 'BYTES' ? 'STRING' : t.datatype}`, dims: [...t.shape], ...(t.optional ? { optional: true } : {}) });
+    this.info = {
+      name, version: '1', platform: TEXT_PLATFORM, inputs, outputs, maxBatchSize: 0, decoupled: false,
+      config: {
+        name, platform: TEXT_PLATFORM, backend: TEXT_PLATFORM, max_batch_size: 0, input: inputs.map(tensorConfig), output: outputs.map(tensorConfig),
+        parameters: { task: { string_value: task }, ...(labels.length > 0 ? { labels: { string_value: labels.join(',') } } : {}) },
+      },
+    };
+  }
+
+  ready(): boolean {
+    return this.text.ready();
+  }
+
+  indexEntry(): RepositoryIndexEntry {
+    const { name, version } = this.info;
+    return this.ready() ? { name, version, state: 'READY' } : { name, version, state: 'UNAVAILABLE', reason: 'its forward model is not ready' };
+  }
+
+  async infer(request: InferRequest): Promise<InferResponse> {
+    const { wire } = validateInferRequest(this.info, request);
+    const p = wire.parameters;
+    const texts = (name: string): string[] | undefined => {
+      const tensor = wire.inputs.find((t) => t.name === name);
+      return tensor && (tensor.data as Uint8Array[]).map((bytes, i) => utf8(bytes, name, i));
+    };
+    const truncation = { truncate: flag(p.truncate, 'truncate'), truncationDirection: direction(p.truncation_direction) };
+    const model = this.text;
+    let output: Tensor | undefined;
+    switch (model.info.task) {
+      case 'embed': {
+        const answer = await model.embed(texts('text')!, { ...truncation, normalize: flag(p.normalize, 'normalize'), dimensions: whole(p.dimensions, 'dimensions'), promptName: word(p.prompt_name, 'prompt_name') });
+        output = rowsTensor('embedding', answer.values);
+        break;
+      }
+      case 'sparse': {
+        const answer = await model.embedSparse(texts('text')!, { ...truncation, promptName: word(p.prompt_name, 'prompt_name') });
+        const width = model.tokenizer.vocabSize;
+        output = rowsTensor('embedding', answer.values.map((entries) => {
+          const row = new Float32Array(width);
+          for (const { index, value } of entries) row[index] = value;
+          return row;
+        }));
+        break;
+      }
+      case 'classify': {
+        const first = texts('text')!;
+        const second = texts('text_pair');
+        if (second && second.length !== first.length) throw createError('SF_ERR_BAD_REQUEST', `'text_pair' has ${second.length} texts for ${first.length} in 'text'`);
+        const answer = await model.predict(first.map((t, i) => (second ? [t, second[i]] as const : t)), { ...truncation, rawScores: flag(p.raw_scores, 'raw_scores') });
+        // predict sorts each row by score; the tensor keeps id2label's order.
+        const labels = model.info.labels;
+        output = rowsTensor('scores', answer.values.map((scored) => Float32Array.from(labels.length > 0 ? labels : scored.map((s) => s.label), (label) => scored.find((s) => s.label === label)?.score ?? 0)));
+        break;
+      }
+      case 'rerank': {
+        const answer = await model.rerank(texts('query')![0], texts('text')!, { ...truncation, rawScores: flag(p.raw_scores, 'raw_scores') });
+        output = createTensor('score', 'FP32', [answer.values.length], Float32Array.from(answer.values));
+        break;
+      }
+    }
+    if (output === undefined) throw createError('SF_ERR_UNSUPPORTED', `task '${model.info.task}' has no KServe v2 interface`);
+    const wanted = wire.outputs;
+    return { modelName: this.info.name, modelVersion: this.info.version, id: request.id, outputs: wanted.length === 0 || wanted.includes(output.name) ? [output] : [] };
+  }
+}
+
+function rowsTensor(name: string, rows: readonly Float32Array[]): Tensor {
+  const width = rows[0]?.length ?? 0;
+  const data = new Float32Array(rows.length * width);
+  rows.forEach((row, i) => data.set(row, i * width));
+  return createTensor(name, 'FP32', [rows.length, width], data);
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+function utf8(bytes: Uint8Array, name: string, index: number): string {
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    throw createError('SF_ERR_TENSOR_DATA', name, `element ${index} is not valid UTF-8 text.`);
+  }
+}
+
+function flag(value: unknown, name: string): boolean | undefined {
+  if (value === undefined || typeof value === 'boolean') return value;
+  throw createError('SF_ERR_BAD_REQUEST', `parameter '${name}' must be a boolean`);
+}
+
+function whole(value: unknown, name: string): number | undefined {
+  if (value === undefined || (typeof value === 'number' && Number.isInteger(value))) return value;
+  throw createError('SF_ERR_BAD_REQUEST', `parameter '${name}' must be an integer`);
+}
+
+function word(value: unknown, name: string): string | undefined {
+  if (value === undefined || typeof value === 'string') return value;
+  throw createError('SF_ERR_BAD_REQUEST', `parameter '${name}' must be a string`);
+}
+
+function direction(value: unknown): 'left' | 'right' | undefined {
+  if (value === undefined) return undefined;
+  const lower = typeof value === 'string' ? value.toLowerCase() : value;
+  if (lower === 'left' || lower === 'right') return lower;
+  throw createError('SF_ERR_BAD_REQUEST', "parameter 'truncation_direction' must be 'left' or 'right'");
+}

@@ -1,0 +1,91 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+
+/** Which of TEI's metric families a request counts in beside `te_request_*`: embeddings, or classifier / reranker scores. */
+export type TextMetricFamily = 'embed' | 'predict';
+
+/** TEI's `te_request_failure{err}` reasons that serve-fn can meet. */
+export type TextFailure = 'validation' | 'batch_size' | 'overloaded' | 'tokenization' | 'inference' | 'model_type';
+
+export interface TextRequestTimes {
+  readonly totalMs: number;
+  readonly tokenizationMs: number;
+  readonly queueMs: number;
+  readonly inferenceMs: number;
+}
+
+/** TEI's duration buckets (router/src/prometheus.rs): 35 steps growing ×1.5 from 15 µs, in seconds. */
+const DURATION_BUCKETS = Array.from({ length: 35 }, (_, i) => 1.5e-5 * 1.5 ** i);
+/** TEI's buckets for lengths and batch sizes: powers of two. */
+const SIZE_BUCKETS = Array.from({ length: 20 }, (_, i) => 2 ** i);
+
+/**
+ * TEI's Prometheus metrics (`te_*`), registered beside serve-fn's `nv_*` ones so dashboards built
+ * for TEI keep working. TEI serves one model and labels none; serve-fn may serve several, so each
+ * series carries `model` too. One instance per registry, shared by every text model.
+ */
+export class TextMetrics {
+  private readonly requests: Counter<'model' | 'method'>;
+  private readonly successes: Counter<'model' | 'method'>;
+  private readonly failures: Counter<'model' | 'err'>;
+  private readonly familyCounts: Record<TextMetricFamily, { count: Counter<'model'>; success: Counter<'model'> }>;
+  private readonly durations: Record<'request' | TextMetricFamily, Record<keyof TextRequestTimes, Histogram<'model'>>>;
+  private readonly inputLength: Histogram<'model'>;
+  private readonly batchSize: Histogram<'model'>;
+  private readonly batchTokens: Histogram<'model'>;
+  private readonly queueSize: Gauge<'model'>;
+
+  constructor(registry: Registry) {
+    const registers = [registry];
+    const counter = <L extends string>(name: string, help: string, labelNames: L[]) => new Counter<L>({ name, help, labelNames, registers });
+    const histogram = (name: string, help: string, buckets: number[]) => new Histogram<'model'>({ name, help, labelNames: ['model'], buckets, registers });
+    this.requests = counter('te_request_count', 'Inference requests received, by single or batch input', ['model', 'method']);
+    this.successes = counter('te_request_success', 'Inference requests answered', ['model', 'method']);
+    this.failures = counter('te_request_failure', 'Inference requests failed, by reason', ['model', 'err']);
+    const family = (name: TextMetricFamily) => ({
+      count: counter(`te_${name}_count`, `${name} requests received`, ['model']),
+      success: counter(`te_${name}_success`, `${name} requests answered`, ['model']),
+    });
+    this.familyCounts = { embed: family('embed'), predict: family('predict') };
+    const durations = (prefix: string) => ({
+      totalMs: histogram(`te_${prefix}_duration`, `${prefix} duration in seconds`, DURATION_BUCKETS),
+      tokenizationMs: histogram(`te_${prefix}_tokenization_duration`, `${prefix} tokenization duration in seconds`, DURATION_BUCKETS),
+      queueMs: histogram(`te_${prefix}_queue_duration`, `${prefix} queue duration in seconds`, DURATION_BUCKETS),
+      inferenceMs: histogram(`te_${prefix}_inference_duration`, `${prefix} inference duration in seconds`, DURATION_BUCKETS),
+    });
+    this.durations = { request: durations('request'), embed: durations('embed'), predict: durations('predict') };
+    this.inputLength = histogram('te_request_input_length', 'Tokens per input', SIZE_BUCKETS);
+    this.batchSize = histogram('te_batch_next_size', 'Inputs per forward batch', SIZE_BUCKETS);
+    this.batchTokens = histogram('te_batch_next_tokens', 'Padded tokens per forward batch', SIZE_BUCKETS);
+    this.queueSize = new Gauge<'model'>({ name: 'te_queue_size', help: 'Inputs waiting for a forward batch', labelNames: ['model'], registers });
+  }
+
+  received(model: string, family: TextMetricFamily, inputs: number): void {
+    this.requests.inc({ model, method: inputs > 1 ? 'batch' : 'single' });
+    this.familyCounts[family].count.inc({ model });
+  }
+
+  answered(model: string, family: TextMetricFamily, inputs: number, times: TextRequestTimes): void {
+    this.successes.inc({ model, method: inputs > 1 ? 'batch' : 'single' });
+    this.familyCounts[family].success.inc({ model });
+    for (const scope of ['request', family] as const) {
+      for (const key of Object.keys(times) as (keyof TextRequestTimes)[]) this.durations[scope][key].observe({ model }, times[key] / 1000);
+    }
+  }
+
+  failed(model: string, err: TextFailure): void {
+    this.failures.inc({ model, err });
+  }
+
+  tokenized(model: string, tokens: number): void {
+    this.inputLength.observe({ model }, tokens);
+  }
+
+  batched(model: string, rows: number, paddedTokens: number): void {
+    this.batchSize.observe({ model }, rows);
+    this.batchTokens.observe({ model }, paddedTokens);
+  }
+
+  queued(model: string, size: number): void {
+    this.queueSize.set({ model }, size);
+  }
+}

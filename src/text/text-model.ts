@@ -1,0 +1,374 @@
+import { createError, ServeFnError } from '../errors/index.js';
+import type { InferenceModel } from '../inference/inference-model.js';
+import { ForwardBatcher, type QueuedSequence, type Row, type SparseValue, type Want } from './forward-batches.js';
+import type { TextTask } from './model-folder.js';
+import { l2Normalize, sigmoid, softmax, type PoolingMode } from './pooling.js';
+import type { TextInput } from './text-inputs.js';
+import type { TextFailure, TextMetricFamily, TextMetrics } from './text-metrics.js';
+import type { TextEncoding, TextTokenizer } from './tokenizer.js';
+
+export type { TextInput } from './text-inputs.js';
+export type { SparseValue } from './forward-batches.js';
+
+/** TEI's batching and admission knobs, named as its flags are (docs/source/en/cli_arguments.md). */
+export interface TextLimits {
+  /** --max-batch-tokens: padded tokens (rows × longest) per forward batch. */
+  readonly maxBatchTokens: number;
+  /** --max-batch-requests: rows per forward batch; unset = the token budget alone decides. */
+  readonly maxBatchRequests?: number;
+  /** --max-client-batch-size: inputs per request. */
+  readonly maxClientBatchSize: number;
+  /** --max-concurrent-requests: inputs admitted at once; each input of a request takes one. */
+  readonly maxConcurrentRequests: number;
+  /** --auto-truncate: what a request that says nothing about truncation gets. */
+  readonly autoTruncate: boolean;
+}
+
+export const DEFAULT_TEXT_LIMITS: TextLimits = Object.freeze({ maxBatchTokens: 16384, maxClientBatchSize: 32, maxConcurrentRequests: 512, autoTruncate: true });
+
+/** What the model is: read from its folder (model-folder.ts) or from its class's @TextModel. */
+export interface TextModelSpec {
+  /** The served name (--served-model-name, or the folder's or @Model's name). */
+  readonly name: string;
+  /** Where it came from: the folder's path or the class's name (TEI's `model_id`). */
+  readonly modelId: string;
+  readonly task: TextTask;
+  readonly pooling: PoolingMode;
+  readonly maxInputLength: number;
+  readonly prompts: Readonly<Record<string, string>>;
+  readonly defaultPromptName?: string;
+  /** id2label, in id order. */
+  readonly labels: readonly string[];
+}
+
+export interface TextModelOptions {
+  readonly limits: TextLimits;
+  /** Instances of the forward model: how many forward batches may run at once. */
+  readonly instanceCount: number;
+  readonly metrics?: TextMetrics;
+  /** Where the forward pass runs (TEI's x-compute-type): 'cpu', 'gpu', 'npu'. */
+  readonly computeType: string;
+  /** The forward model's float type, as TEI's /info `model_dtype` names it; float32 unless said. */
+  readonly dtype?: 'float32' | 'float16';
+}
+
+export interface TruncateOptions {
+  /** Cut inputs over the model's limit instead of refusing them; default: limits.autoTruncate. */
+  readonly truncate?: boolean;
+  readonly truncationDirection?: 'left' | 'right';
+}
+export interface PromptOptions {
+  /** A key of the model's prompts (sentence-transformers), prepended to each text. */
+  readonly promptName?: string;
+}
+export interface EmbedOptions extends TruncateOptions, PromptOptions {
+  /** L2-normalise; default true, as TEI's `normalize`. */
+  readonly normalize?: boolean;
+  /** Matryoshka: keep the first `dimensions` values (then normalise). */
+  readonly dimensions?: number;
+}
+export interface TextTimings {
+  readonly tokenizationMs: number;
+  readonly queueMs: number;
+  readonly inferenceMs: number;
+  readonly totalMs: number;
+}
+export interface TextAnswer<T> {
+  readonly values: T[];
+  /** Tokens fed to the model, special tokens included (OpenAI's usage.prompt_tokens). */
+  readonly promptTokens: number;
+  readonly characters: number;
+  readonly timings: TextTimings;
+}
+export interface ScoredLabel {
+  readonly score: number;
+  readonly label: string;
+}
+export interface TokenInfo {
+  readonly id: number;
+  readonly text: string;
+  readonly special: boolean;
+  readonly start: number | null;
+  readonly stop: number | null;
+}
+export interface TextModelInfo {
+  readonly name: string;
+  readonly modelId: string;
+  readonly task: TextTask;
+  readonly pooling: PoolingMode;
+  /** Embedding width, once a forward pass has shown it. */
+  readonly dimensions?: number;
+  readonly labels: readonly string[];
+  readonly maxInputLength: number;
+  readonly prompts: Readonly<Record<string, string>>;
+  readonly limits: TextLimits;
+  readonly computeType: string;
+  readonly dtype: 'float32' | 'float16';
+}
+
+/** The operations, with the tasks each runs on (TEI's: /predict serves classifiers and rerankers alike). */
+const TASKS: Readonly<Record<string, readonly TextTask[]>> = {
+  embed: ['embed'], embed_all: ['embed'], similarity: ['embed'], embed_sparse: ['sparse'], predict: ['classify', 'rerank'], rerank: ['rerank'],
+};
+const TASK_NOUN: Readonly<Record<string, string>> = { embed: 'embedding', embed_all: 'embedding', similarity: 'embedding', embed_sparse: 'sparse embedding (SPLADE)', predict: 'classifier', rerank: 're-ranker' };
+
+/**
+ * A text model served the way TEI serves one: texts are tokenized here, each input queued on its
+ * own, forward batches formed by the dynamic batcher under a padded token budget, padded to their
+ * longest row, run on the forward model's instances (an ONNX or OM file, or a @TextModel class),
+ * and pooled, normalised or scored here. A client batch is split across forward batches and
+ * answered in its order. The protocols (TEI, OpenAI, Cohere/Jina/vLLM, KServe v2) call this.
+ */
+export class TextModel {
+  readonly spec: TextModelSpec;
+  private readonly batches: ForwardBatcher;
+  private admitted = 0;
+
+  constructor(
+    spec: TextModelSpec,
+    readonly tokenizer: TextTokenizer,
+    forward: InferenceModel,
+    private readonly options: TextModelOptions,
+  ) {
+    const { limits } = options;
+    this.batches = new ForwardBatcher(spec.name, forward, {
+      pooling: spec.pooling, padId: tokenizer.padId, maxBatchTokens: limits.maxBatchTokens, maxBatchRequests: limits.maxBatchRequests,
+      instanceCount: options.instanceCount, metrics: options.metrics,
+    });
+    const fixed = this.batches.fixedLength;
+    // A model compiled for one sequence length takes nothing longer.
+    this.spec = fixed !== undefined && fixed < spec.maxInputLength ? { ...spec, maxInputLength: fixed } : spec;
+    if (spec.defaultPromptName !== undefined) this.promptFor(spec.defaultPromptName);
+  }
+
+  get info(): TextModelInfo {
+    const { spec, options } = this;
+    return {
+      name: spec.name, modelId: spec.modelId, task: spec.task, pooling: spec.pooling, dimensions: this.batches.width, labels: spec.labels,
+      maxInputLength: spec.maxInputLength, prompts: spec.prompts, limits: options.limits, computeType: options.computeType, dtype: options.dtype ?? 'float32',
+    };
+  }
+
+  ready(): boolean {
+    return this.batches.ready();
+  }
+
+  async embed(inputs: readonly TextInput[], options: EmbedOptions = {}): Promise<TextAnswer<Float32Array>> {
+    const { dimensions } = options;
+    if (dimensions !== undefined && (!Number.isInteger(dimensions) || dimensions < 1 || dimensions > (this.batches.width ?? Infinity))) throw this.badDimensions(dimensions);
+    const answer = await this.run('embed', 'embed', inputs.map((input) => this.encodeInput(input, options)), 'pooled', characterCount(inputs));
+    const values = (answer.values as Float32Array[]).map((vector) => {
+      if (dimensions !== undefined && dimensions > vector.length) throw this.badDimensions(dimensions);
+      const kept = dimensions === undefined ? vector : vector.slice(0, dimensions);
+      return options.normalize ?? true ? l2Normalize(kept) : kept;
+    });
+    return { ...answer, values };
+  }
+
+  /** TEI's rule: `dimensions` keeps a prefix of the embedding, so it is 1 to the model's width. */
+  private badDimensions(dimensions: number): ServeFnError {
+    const known = this.batches.width;
+    const width = known === undefined ? '' : ` (the model's embeddings have ${known})`;
+    return createError('SF_ERR_TEXT_VALIDATION', `\`dimensions\` must be a whole number from 1 to the embedding size${width}, got ${dimensions}`);
+  }
+
+  async embedAll(inputs: readonly TextInput[], options: TruncateOptions & PromptOptions = {}): Promise<TextAnswer<Float32Array[]>> {
+    return this.run('embed_all', 'embed', inputs.map((input) => this.encodeInput(input, options)), 'tokens', characterCount(inputs)) as Promise<TextAnswer<Float32Array[]>>;
+  }
+
+  async embedSparse(inputs: readonly TextInput[], options: TruncateOptions & PromptOptions = {}): Promise<TextAnswer<SparseValue[]>> {
+    return this.run('embed_sparse', 'embed', inputs.map((input) => this.encodeInput(input, options)), 'sparse', characterCount(inputs)) as Promise<TextAnswer<SparseValue[]>>;
+  }
+
+  /** One text or a pair per input; each input's labels sorted by score, highest first. */
+  async predict(inputs: readonly (string | readonly [string, string])[], options: TruncateOptions & { readonly rawScores?: boolean } = {}): Promise<TextAnswer<ScoredLabel[]>> {
+    const encodings = inputs.map((input) => (typeof input === 'string' ? this.encodeInput(input, options) : this.encodePair(input[0], input[1], options)));
+    const answer = await this.run('predict', 'predict', encodings, 'logits', characterCount(inputs.flat()));
+    const values = (answer.values as Float32Array[]).map((logits) => {
+      const scores = options.rawScores ? logits : logits.length === 1 ? logits.map(sigmoid) : softmax(logits);
+      return Array.from(scores, (score, i) => ({ score, label: this.spec.labels[i] ?? `LABEL_${i}` })).sort((a, b) => b.score - a.score);
+    });
+    return { ...answer, values };
+  }
+
+  /** One score per text, in the texts' order: the (query, text) pair's logit, through a sigmoid unless rawScores. */
+  async rerank(query: string, texts: readonly string[], options: TruncateOptions & { readonly rawScores?: boolean } = {}): Promise<TextAnswer<number>> {
+    if (texts.length === 0) throw createError('SF_ERR_TEXT_EMPTY', '`texts`');
+    const answer = await this.run('rerank', 'predict', texts.map((text) => this.encodePair(query, text, options)), 'logits', characterCount(texts) + codePoints(query) * texts.length);
+    return { ...answer, values: (answer.values as Float32Array[]).map((logits) => (options.rawScores ? logits[0] : sigmoid(logits[0]))) };
+  }
+
+  /** Cosine similarity of `source` with each sentence (TEI's /similarity). */
+  async similarity(source: string, sentences: readonly string[], options: TruncateOptions & PromptOptions = {}): Promise<TextAnswer<number>> {
+    if (sentences.length === 0) throw createError('SF_ERR_TEXT_EMPTY', '`sentences`');
+    const answer = await this.embed([source, ...sentences], { ...options, normalize: true });
+    const [first, ...rest] = answer.values;
+    return { ...answer, values: rest.map((v) => v.reduce((sum, x, i) => sum + x * first[i], 0)) };
+  }
+
+  /** Tokens with the original substring and UTF-8 byte offsets (null for special tokens), as TEI's /tokenize. */
+  async tokenize(inputs: readonly string[], options: PromptOptions & { readonly addSpecialTokens?: boolean } = {}): Promise<TokenInfo[][]> {
+    this.checkClientBatch(inputs.length);
+    return Promise.all(inputs.map(async (input) => {
+      const text = this.withPrompt(input, options.promptName);
+      const encoding = await this.tokenizer.encode(text, { addSpecialTokens: options.addSpecialTokens ?? true });
+      const bytes = Buffer.from(text, 'utf8');
+      return Array.from(encoding.ids, (id, i) => {
+        const offsets = encoding.offsets[i];
+        const special = encoding.special[i] === 1;
+        return offsets === null
+          ? { id, text: this.tokenizer.idToToken(id) ?? '', special, start: null, stop: null }
+          : { id, text: bytes.subarray(offsets[0], offsets[1]).toString('utf8'), special, start: offsets[0], stop: offsets[1] };
+      });
+    }));
+  }
+
+  async decode(ids: readonly (readonly number[])[], skipSpecialTokens: boolean): Promise<string[]> {
+    this.checkClientBatch(ids.length);
+    for (const sequence of ids) this.checkIds(sequence);
+    return Promise.all(ids.map((sequence) => this.tokenizer.decode(sequence, skipSpecialTokens)));
+  }
+
+  /** Stops taking inputs; resolves once every queued and running forward batch has ended. */
+  drain(): Promise<void> {
+    return this.batches.drain();
+  }
+
+  /**
+   * Admits, tokenizes, queues and gathers one request. Admission is TEI's: too many inputs for one
+   * request is 413, and every input takes one of maxConcurrentRequests permits without waiting,
+   * so a server at its limit answers 429 at once instead of queueing without bound.
+   */
+  private async run(operation: string, family: TextMetricFamily, encodings: readonly Promise<TextEncoding>[], want: Want, characters: number): Promise<TextAnswer<Row>> {
+    const started = performance.now();
+    const { metrics } = this.options;
+    const name = this.spec.name;
+    const failed = (err: TextFailure) => metrics?.failed(name, err);
+    if (!TASKS[operation].includes(this.spec.task)) {
+      failed('model_type');
+      throw createError('SF_ERR_TEXT_WRONG_TASK', name, TASK_NOUN[operation]);
+    }
+    if (encodings.length === 0) throw createError('SF_ERR_TEXT_EMPTY', '`inputs`');
+    encodings.forEach((e) => e.catch(() => undefined));
+    try {
+      this.checkClientBatch(encodings.length);
+    } catch (err) {
+      failed('batch_size');
+      throw err;
+    }
+    if (this.admitted + encodings.length > this.options.limits.maxConcurrentRequests) {
+      failed('overloaded');
+      throw createError('SF_ERR_TEXT_OVERLOADED');
+    }
+    metrics?.received(name, family, encodings.length);
+    this.admitted += encodings.length;
+    try {
+      let sequences: QueuedSequence[];
+      try {
+        sequences = (await Promise.all(encodings)).map((encoding) => ({ ids: encoding.ids, typeIds: encoding.typeIds, want }));
+      } catch (err) {
+        failed((err as ServeFnError).code === 'SF_ERR_TOKENIZATION_FAILED' ? 'tokenization' : 'validation');
+        throw err;
+      }
+      const tokenizationMs = performance.now() - started;
+      for (const s of sequences) metrics?.tokenized(name, s.ids.length);
+      const results = await Promise.all(this.batches.submitAll(sequences));
+      const timings = {
+        tokenizationMs,
+        queueMs: Math.max(...results.map((r) => r.queueMs)),
+        inferenceMs: Math.max(...results.map((r) => r.inferenceMs)),
+        totalMs: performance.now() - started,
+      };
+      metrics?.answered(name, family, encodings.length, timings);
+      return { values: results.map((r) => r.row), promptTokens: sequences.reduce((sum, s) => sum + s.ids.length, 0), characters, timings };
+    } catch (err) {
+      if ((err as ServeFnError).code === 'SF_ERR_TEXT_BACKEND') failed('inference');
+      throw err;
+    } finally {
+      this.admitted -= encodings.length;
+    }
+  }
+
+  /**
+   * Texts are tokenized with the model's special tokens, and cut by the tokenizer when truncation
+   * is on (the special tokens stay); token ids are used as given and cut here. With truncation
+   * off, an input over the model's limit is refused.
+   */
+  private async encodeInput(input: TextInput, options: TruncateOptions & PromptOptions): Promise<TextEncoding> {
+    const max = this.spec.maxInputLength;
+    const cut = options.truncate ?? this.options.limits.autoTruncate;
+    const direction = options.truncationDirection ?? 'right';
+    if (typeof input !== 'string') {
+      this.checkIds(input);
+      if (input.length > max && !cut) throw createError('SF_ERR_TEXT_TOO_LONG', max, input.length);
+      const kept = input.length <= max ? input : direction === 'right' ? input.slice(0, max) : input.slice(input.length - max);
+      return idsEncoding(kept, input.length);
+    }
+    const text = this.withPrompt(input, options.promptName ?? this.spec.defaultPromptName);
+    return this.encoded(() => this.tokenizer.encode(text, cut ? { maxLength: max, direction } : {}));
+  }
+
+  /** A pair is cut LongestFirst by the tokenizer when truncation is on, as TEI's /rerank and /predict do. */
+  private encodePair(first: string, second: string, options: TruncateOptions): Promise<TextEncoding> {
+    const cut = options.truncate ?? this.options.limits.autoTruncate;
+    const direction = options.truncationDirection ?? 'right';
+    return this.encoded(() => this.tokenizer.encodePair(first, second, cut ? { maxLength: this.spec.maxInputLength, direction } : {}));
+  }
+
+  /** Runs the tokenizer: its failure is the request's (422 Tokenizer), and an uncut encoding over the limit is refused. */
+  private async encoded(encode: () => Promise<TextEncoding>): Promise<TextEncoding> {
+    let encoding: TextEncoding;
+    try {
+      encoding = await encode();
+    } catch (err) {
+      if (err instanceof ServeFnError) throw err;
+      throw createError('SF_ERR_TOKENIZATION_FAILED', (err as Error)?.message ?? String(err), { cause: err });
+    }
+    if (encoding.ids.length > this.spec.maxInputLength) throw createError('SF_ERR_TEXT_TOO_LONG', this.spec.maxInputLength, encoding.untruncatedLength);
+    return encoding;
+  }
+
+  private checkIds(ids: readonly number[]): void {
+    const vocab = this.tokenizer.vocabSize;
+    const bad = ids.find((id) => id >= vocab);
+    if (bad !== undefined) throw createError('SF_ERR_TEXT_VALIDATION', `token id ${bad} is outside the vocabulary (0..${vocab - 1})`);
+  }
+
+  private checkClientBatch(count: number): void {
+    const max = this.options.limits.maxClientBatchSize;
+    if (count > max) throw createError('SF_ERR_TEXT_BATCH_TOO_LARGE', count, max);
+  }
+
+  private withPrompt(text: string, promptName: string | undefined): string {
+    return promptName === undefined ? text : this.promptFor(promptName) + text;
+  }
+
+  private promptFor(promptName: string): string {
+    const prompt = this.spec.prompts[promptName];
+    if (prompt === undefined) {
+      const known = Object.keys(this.spec.prompts);
+      throw createError('SF_ERR_TEXT_VALIDATION', `prompt_name '${promptName}' is not one of the model's prompts (${known.join(', ') || 'it has none'})`);
+    }
+    return prompt;
+  }
+}
+
+/** Token ids as an encoding: no special tokens added, no offsets. */
+function idsEncoding(ids: readonly number[], untruncatedLength: number): TextEncoding {
+  return {
+    ids: Uint32Array.from(ids), typeIds: new Uint32Array(ids.length), offsets: ids.map(() => null), special: new Uint8Array(ids.length),
+    sequenceIds: new Int8Array(ids.length), untruncatedLength,
+  };
+}
+
+/** TEI's x-compute-characters: the characters (code points, as Rust counts chars) of the texts; token-id inputs count none. */
+function characterCount(inputs: readonly (TextInput | readonly string[])[]): number {
+  return inputs.reduce<number>((sum, input) => sum + (typeof input === 'string' ? codePoints(input) : 0), 0);
+}
+
+function codePoints(text: string): number {
+  let count = text.length;
+  // Each surrogate pair is two UTF-16 units but one character.
+  for (let i = 0; i < text.length; i++) if ((text.charCodeAt(i) & 0xfc00) === 0xd800) count--;
+  return count;
+}
