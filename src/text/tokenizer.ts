@@ -101,7 +101,8 @@ export class TextTokenizer {
    * library's post-processor: the steps of HF's `TokenizerImpl::encode`, but the cut reads this
    * call's options instead of the shared tokenizer's truncation setting, so concurrent encodes with
    * different limits cannot see each other's. (Encoding whole texts first and again only when too
-   * long cost more on bench/text/tokenizers.ts's corpus, where many texts are cut.)
+   * long cost more on bench/text/tokenizers.ts's corpus, where many texts are cut.) A maxLength
+   * at or below the special-token count leaves only the special tokens.
    */
   private async encodeTexts(first: string, second: string | undefined, options: EncodeOptions): Promise<TextEncoding> {
     const addSpecialTokens = options.addSpecialTokens ?? true;
