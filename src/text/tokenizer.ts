@@ -98,25 +98,27 @@ export class TextTokenizer {
 
   /**
    * Each text is encoded without special tokens, cut here, then given its special tokens by the
-   * library's post-processor: the same three steps as HF's `TokenizerImpl::encode`, but the cut
-   * reads this call's options instead of the shared tokenizer's truncation setting, so concurrent
-   * encodes with different limits cannot see each other's.
+   * library's post-processor: the steps of HF's `TokenizerImpl::encode`, but the cut reads this
+   * call's options instead of the shared tokenizer's truncation setting, so concurrent encodes with
+   * different limits cannot see each other's. (Encoding whole texts first and again only when too
+   * long cost more on bench/text/tokenizers.ts's corpus, where many texts are cut.) A maxLength
+   * at or below the special-token count leaves only the special tokens.
    */
   private async encodeTexts(first: string, second: string | undefined, options: EncodeOptions): Promise<TextEncoding> {
     const addSpecialTokens = options.addSpecialTokens ?? true;
-    const raw = await Promise.all([first, ...(second === undefined ? [] : [second])].map((text) => this.encodeRaw(text)));
+    const texts: [string, string?] = second === undefined ? [first] : [first, second];
+    const bare = await Promise.all(texts.map((text) => this.encodeBare(text!)));
     const specials = addSpecialTokens ? this.specialTokenCount(second !== undefined) : 0;
-    const untruncatedLength = raw.reduce((sum, encoding) => sum + encoding.getLength(), specials);
+    const untruncatedLength = bare.reduce((sum, encoding) => sum + encoding.getLength(), specials);
     if (options.maxLength !== undefined && untruncatedLength > options.maxLength) {
-      const kept = keptLengths(raw.map((encoding) => encoding.getLength()), Math.max(0, options.maxLength - specials));
+      const kept = keptLengths(bare.map((encoding) => encoding.getLength()), Math.max(0, options.maxLength - specials));
       const direction = options.direction ?? 'right';
-      raw.forEach((encoding, index) => encoding.truncate(kept[index]!, 0, direction));
+      bare.forEach((encoding, index) => encoding.truncate(kept[index]!, 0, direction));
     }
-    const done = this.native.postProcess(raw[0]!, raw[1] ?? null, addSpecialTokens);
-    return new EncodedTexts(done, second === undefined ? [first] : [first, second], untruncatedLength);
+    return encodedTexts(this.native.postProcess(bare[0]!, bare[1] ?? null, addSpecialTokens), texts, untruncatedLength);
   }
 
-  private async encodeRaw(text: string): Promise<Encoding> {
+  private async encodeBare(text: string): Promise<Encoding> {
     try {
       return await this.native.encode(text, null, { addSpecialTokens: false });
     } catch (cause) {
@@ -126,9 +128,12 @@ export class TextTokenizer {
 }
 
 /**
- * HF tokenizers' TruncationStrategy::LongestFirst for a budget of content tokens: a lone text keeps
- * `budget`; of a pair, the shorter text stays whole when the longer one can take the rest, else both
- * get half (the second text the odd one).
+ * HF tokenizers' TruncationStrategy::LongestFirst (`truncate_encodings`, tokenizers/src/utils/
+ * truncation.rs) for a budget of content tokens: a lone text keeps `budget`; of a pair, the shorter
+ * text stays whole when the longer one can take the rest, else both get half, the longer one the odd
+ * token. The binding's own truncation (0.23.2) first stops tokenizing each text at max_length tokens
+ * and only then compares lengths, so for a text longer than that its pair cut can differ; this
+ * follows the strategy on the texts' real lengths.
  */
 function keptLengths(lengths: readonly number[], budget: number): number[] {
   if (lengths.length === 1) return [budget];
@@ -144,44 +149,41 @@ function keptLengths(lengths: readonly number[], budget: number): number[] {
 }
 
 /**
- * One encode's answer. Offsets are read from the library only when asked for: they cost as much as
- * all the other arrays together (bench/text/tokenizers.ts) and only /tokenize needs them.
+ * One encode's answer, a plain object. Offsets are read from the library only when asked for: they
+ * cost as much as all the other arrays together (bench/text/tokenizers.ts) and only /tokenize needs
+ * them. The getter is an own enumerable property, so a structured clone (postMessage to an instance
+ * thread) reads it and carries plain offsets; the library's encoding stays in this closure.
  */
-class EncodedTexts implements TextEncoding {
-  readonly ids: Uint32Array;
-  readonly typeIds: Uint32Array;
-  readonly special: Uint8Array;
-  readonly sequenceIds: Int8Array;
-  private byteOffsets?: ReadonlyArray<readonly [number, number] | null>;
+function encodedTexts(encoding: Encoding, texts: readonly [string, string?], untruncatedLength: number): TextEncoding {
+  const special = new Uint8Array(encoding.getSpecialTokensMask());
+  // postProcess of a pair encoded text by text loses the first text's sequence ids (the binding
+  // answers null for them, 0.23.2), while the second's and the special mask are right: every token
+  // that is neither special nor from the second text is from the first.
+  const sequenceIds = texts.length === 1
+    ? Int8Array.from(special, (isSpecial) => (isSpecial === 1 ? -1 : 0))
+    : Int8Array.from(encoding.getSequenceIds(), (id, index) => (special[index] === 1 ? -1 : (id ?? 0)));
+  let offsets: ReadonlyArray<readonly [number, number] | null> | undefined;
+  return {
+    ids: new Uint32Array(encoding.getIds()),
+    typeIds: new Uint32Array(encoding.getTypeIds()),
+    special,
+    sequenceIds,
+    untruncatedLength,
+    get offsets() {
+      offsets ??= byteOffsets(encoding, texts, sequenceIds);
+      return offsets;
+    },
+  };
+}
 
-  constructor(
-    private readonly encoding: Encoding,
-    private readonly texts: readonly [string, string?],
-    readonly untruncatedLength: number,
-  ) {
-    this.ids = new Uint32Array(encoding.getIds());
-    this.typeIds = new Uint32Array(encoding.getTypeIds());
-    this.special = new Uint8Array(encoding.getSpecialTokensMask());
-    // postProcess of a pair encoded text by text loses the first text's sequence ids (the binding
-    // answers null for them, 0.23.2), while the second's and the special mask are right: every
-    // token that is neither special nor from the second text is from the first.
-    this.sequenceIds = texts.length === 1
-      ? Int8Array.from(this.special, (isSpecial) => (isSpecial === 1 ? -1 : 0))
-      : Int8Array.from(encoding.getSequenceIds(), (id, index) => (this.special[index] === 1 ? -1 : (id ?? 0)));
-  }
-
-  get offsets(): ReadonlyArray<readonly [number, number] | null> {
-    if (this.byteOffsets === undefined) {
-      const tables = this.texts.map((text) => byteOffsetTable(text!));
-      this.byteOffsets = this.encoding.getOffsets().map(([start, stop], index) => {
-        const sequence = this.sequenceIds[index]!;
-        if (sequence < 0) return null;
-        const table = tables[sequence];
-        return table === undefined ? [start!, stop!] : [table[start!]!, table[stop!]!];
-      });
-    }
-    return this.byteOffsets;
-  }
+function byteOffsets(encoding: Encoding, texts: readonly [string, string?], sequenceIds: Int8Array): (readonly [number, number] | null)[] {
+  const tables = texts.map((text) => byteOffsetTable(text!));
+  return encoding.getOffsets().map(([start, stop], index) => {
+    const sequence = sequenceIds[index]!;
+    if (sequence < 0) return null;
+    const table = tables[sequence];
+    return table === undefined ? [start!, stop!] : [table[start!]!, table[stop!]!];
+  });
 }
 
 /**

@@ -108,6 +108,9 @@ describe('Qwen3 byte-level BPE', () => {
       expect([...encoding.ids]).toEqual([...qwenReference.encode(first), ...qwenReference.encode(second)]);
       expect([...encoding.typeIds]).toEqual(expected.getTypeIds());
       expect([...encoding.sequenceIds]).toEqual(expected.getSequenceIds());
+      const cut = await qwen.encodePair(first, second, { maxLength: 6 });
+      expect([...cut.typeIds]).toEqual([...cut.sequenceIds]);
+      expect(cut.ids.length).toBe(Math.min(6, encoding.ids.length));
     }
   });
 });
@@ -207,6 +210,12 @@ describe('byte offsets', () => {
     });
   });
 
+  it('an encoding survives a structured clone (postMessage to an instance thread) with its offsets', async () => {
+    const encoding = await wordPiece.encodePair('how do I bake bread', '你好');
+    const copy = structuredClone(encoding);
+    expect(copy).toEqual({ ids: encoding.ids, typeIds: encoding.typeIds, special: encoding.special, sequenceIds: encoding.sequenceIds, untruncatedLength: encoding.untruncatedLength, offsets: encoding.offsets });
+  });
+
   it("a pair's second text has offsets into itself", async () => {
     const [first, second] = ['how do I bake bread', '你好，世界 bread'];
     const encoding = await wordPiece.encodePair(first, second);
@@ -220,7 +229,7 @@ describe('truncation', () => {
 
   it.each(['right', 'left'] as const)('cuts a BERT input from the %s and keeps [CLS] and [SEP]', async (direction) => {
     const content = wordPieceReference.encode(long, undefined, false).ids;
-    for (const maxLength of [3, 7, 12, content.length + 1]) {
+    for (const maxLength of [2, 3, 7, 12, content.length + 1]) {
       const encoding = await wordPiece.encode(long, { maxLength, direction });
       expect([...encoding.ids]).toEqual([wordPieceReference.id('[CLS]'), ...cut(content, maxLength - 2, direction), wordPieceReference.id('[SEP]')]);
       expect(encoding.untruncatedLength).toBe(content.length + 2);
