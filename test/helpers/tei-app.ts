@@ -4,7 +4,7 @@ import { teiRoutes } from '../../src/protocol/tei/tei-routes.js';
 import { DEFAULT_JSON_BODY_LIMIT, installJsonBodyParser } from '../../src/server/json-body-parser.js';
 import { registerOpenApi } from '../../src/server/openapi-plugin.js';
 import type { TextModel } from '../../src/text/text-model.js';
-import { textModelSetOf } from './text-model-fixture.js';
+import { textModelFor, textModelSetOf } from './text-model-fixture.js';
 
 /** A bare app with the server's JSON parser (so unreadable JSON arrives as it does in serve-fn) and the TEI routes. */
 export async function teiApp(models: TextModel[], withDocs = false): Promise<FastifyInstance> {
@@ -14,6 +14,13 @@ export async function teiApp(models: TextModel[], withDocs = false): Promise<Fas
   await app.register(teiRoutes, { models: textModelSetOf(models), serverVersion: '1.2.3' });
   await app.ready();
   return app;
+}
+
+/** One model of each task (the embedder mean-pooled, so every token of an input shows in its vector), each behind its own TEI app. */
+export async function teiAppsByTask() {
+  const [embedder, classifier, reranker, splade] = await Promise.all([textModelFor('embed', { pooling: 'mean' }), textModelFor('classify'), textModelFor('rerank'), textModelFor('sparse')]);
+  const [embedApp, classifyApp, rerankApp, sparseApp] = await Promise.all([teiApp([embedder]), teiApp([classifier]), teiApp([reranker]), teiApp([splade])]);
+  return { embedder, classifier, reranker, splade, embedApp, classifyApp, rerankApp, sparseApp };
 }
 
 export const post = (app: FastifyInstance, url: string, payload: unknown): Promise<LightMyRequestResponse> => app.inject({ method: 'POST', url, payload: payload as object });

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TextModel } from '../../src/text/text-model.js';
-import { cosine, expectTeiError, norm, post, teiApp } from '../helpers/tei-app.js';
+import { cosine, expectTeiError, norm, post, teiApp, teiAppsByTask } from '../helpers/tei-app.js';
 import { textModelFor } from '../helpers/text-model-fixture.js';
 
 const softmax = (xs: readonly number[]): number[] => {
@@ -28,9 +28,7 @@ let sparseApp: FastifyInstance;
 let smallBatchApp: FastifyInstance;
 
 beforeAll(async () => {
-  // Mean pooling, so every token of an input shows in its embedding (a [CLS] vector would be the same for every text).
-  [embedder, classifier, reranker, splade] = await Promise.all([textModelFor('embed', { pooling: 'mean' }), textModelFor('classify'), textModelFor('rerank'), textModelFor('sparse')]);
-  [embedApp, classifyApp, rerankApp, sparseApp] = await Promise.all([teiApp([embedder]), teiApp([classifier]), teiApp([reranker]), teiApp([splade])]);
+  ({ embedder, classifier, reranker, splade, embedApp, classifyApp, rerankApp, sparseApp } = await teiAppsByTask());
   smallBatchApp = await teiApp([await textModelFor('embed', { pooling: 'mean', limits: { maxClientBatchSize: 2 } })]);
 });
 

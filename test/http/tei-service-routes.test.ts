@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_JSON_BODY_LIMIT } from '../../src/server/json-body-parser.js';
 import { DEFAULT_TEXT_LIMITS, TextModel } from '../../src/text/text-model.js';
-import { expectTeiError, post, teiApp } from '../helpers/tei-app.js';
+import { expectTeiError, post, teiApp, teiAppsByTask } from '../helpers/tei-app.js';
 import { fakeForward, textModelFor } from '../helpers/text-model-fixture.js';
 
 /** The TEI routes around the inference ones: POST / by task, /info, the health checks, model choice, failures and the docs. */
@@ -16,8 +16,7 @@ let rerankApp: FastifyInstance;
 let sparseApp: FastifyInstance;
 
 beforeAll(async () => {
-  [embedder, classifier, reranker, splade] = await Promise.all([textModelFor('embed', { pooling: 'mean' }), textModelFor('classify'), textModelFor('rerank'), textModelFor('sparse')]);
-  [embedApp, classifyApp, rerankApp, sparseApp] = await Promise.all([teiApp([embedder]), teiApp([classifier]), teiApp([reranker]), teiApp([splade])]);
+  ({ embedder, classifier, reranker, splade, embedApp, classifyApp, rerankApp, sparseApp } = await teiAppsByTask());
 });
 
 afterAll(async () => {
