@@ -138,7 +138,7 @@ export const ERROR_CATALOGUE = {
   SF_ERR_TEXT_TOO_LONG: spec(422, 'Input validation error: `inputs` must have less than %s tokens. Given: %s'),
   SF_ERR_TEXT_OVERLOADED: spec(429, 'Model is overloaded'),
   SF_ERR_TEXT_WRONG_TASK: spec(424, "model '%s' is not a %s model"),
-  SF_ERR_TEXT_BACKEND: spec(424, "Model '%s' failed to run its forward pass: %s"),
+  SF_ERR_TEXT_BACKEND: spec(424, "Model '%s' failed to run its forward pass; the server log has the error."),
   SF_ERR_TEXT_MODEL_UNKNOWN: spec(404, "Text model '%s' is not served here (served: %s)"),
   SF_ERR_TEXT_MODEL_AMBIGUOUS: spec(422, "Several text models can %s (%s): name one in the request's `model` field"),
   SF_ERR_TOKENIZER_INVALID: spec(500, 'Tokenizer %s could not be used: %s'),

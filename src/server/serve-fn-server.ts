@@ -23,12 +23,9 @@ import type { RestartPolicy } from '../runtime/instance-pool.js';
 import type { InstanceFactory } from '../runtime/model-instance.js';
 import { ModelRuntime } from '../runtime/model-runtime.js';
 import { WorkerInstance } from '../runtime/worker-instance.js';
-import type { ServedModel } from '../inference/served-model.js';
-import type { ServerModel } from '../inference/model-catalogue.js';
-import { TextInferenceModel } from '../text/text-inference-model.js';
-import { loadClassTextModel, loadFolderTextModel, type TextServeOptions } from '../text/text-model-loader.js';
-import { TextMetrics } from '../text/text-metrics.js';
-import { TextModelSet } from '../text/text-model-set.js';
+import type { TextServeOptions } from '../text/text-model-loader.js';
+import { ServerTextModels } from '../text/server-text-models.js';
+import type { VersionBuilderContext } from '../model-repository/model-version-builder.js';
 import type { TextModel } from '../text/text-model.js';
 import { openAiRoutes } from '../protocol/openai/openai-routes.js';
 import { teiRoutes } from '../protocol/tei/tei-routes.js';
@@ -100,13 +97,12 @@ export class ServeFnServer {
   /** What the KServe protocols (HTTP and gRPC) serve: the decorated models beside the repository's; built by prepare(). */
   private catalogue!: ModelCatalogue;
   private runtimes: ModelRuntime[] = [];
-  /** Every text model (from folders and @TextModel classes), as the text protocols pick them. */
-  private textModels = new TextModelSet([]);
-  /** The folders' forward models, loaded by start() and unloaded by close(). */
-  private textForwards: ServedModel[] = [];
+  /** Every text model (from folders and @TextModel classes); built by prepare(). */
+  private textModels = ServerTextModels.none;
   private readonly bodyLimit: number;
   private readonly jsonBodyLimit: number;
   private grpc?: GrpcServerHandle;
+  private preparing?: Promise<void>;
   private startup?: Promise<void>;
   private listening?: Promise<string>;
   /** The clients' shared-memory regions, one set for HTTP and gRPC as in Triton. */
@@ -125,31 +121,29 @@ export class ServeFnServer {
       forceCloseConnections: 'idle',
       ...securityServerOptions(options.security ?? {}, options.tls),
     });
-    this.repository = options.repository && new FolderModelRepository({
-      ...options.repository,
-      recorder: this.recorder,
-      log: (level, message) => this.app.log[level](message),
-      infer: (model, input, opts) => this.infer(model, input, opts),
-      // Ensemble steps see the models ctx.infer sees: a decorated class's tensor interface too.
-      resolve: (name, version) => this.catalogue.get(name, version),
-      restartPolicy: options.restartPolicy,
-    });
+    this.repository = options.repository && new FolderModelRepository({ ...options.repository, ...this.repositoryContext() });
   }
 
   /** Builds runtimes and routes without starting any instance (enough for the OpenAPI document). */
-  async prepare(): Promise<void> {
-    if (this.runtimes.length > 0) return;
+  prepare(): Promise<void> {
+    this.preparing ??= this.buildModelsAndRoutes();
+    return this.preparing;
+  }
+
+  private async buildModelsAndRoutes(): Promise<void> {
     const log = (level: 'info' | 'warn' | 'error', message: string): void => this.app.log[level](message);
     this.runtimes = this.definitions.map(
       (def) => new ModelRuntime(def, { factory: this.factoryFor(def), recorder: this.recorder, log, restartPolicy: this.options.restartPolicy }),
     );
     const notServing = (): string | undefined => (this.state.ready ? undefined : this.state.phase);
-    const own: ServerModel[] = this.runtimes.map((runtime) => new DecoratedModel(runtime, { notServing }));
-    const texts = await this.loadTextModels(own as DecoratedModel[]);
-    this.textModels = new TextModelSet(texts.map((t) => t.text));
+    const decorated = this.runtimes.map((runtime) => new DecoratedModel(runtime, { notServing }));
+    this.textModels = await ServerTextModels.load({
+      folders: this.options.textFolders ?? [], options: this.options.text ?? {}, decorated, modelDir: this.modelDir,
+      builder: this.repositoryContext(), registry: this.recorder.registry, log: (message, err) => this.app.log.error({ err }, message),
+    });
     // A @TextModel class is served to /v2 as its texts-in interface, in place of its token tensors.
-    const textNames = new Set(texts.map((t) => t.info.name));
-    this.catalogue = new ModelCatalogue([...own.filter((m) => !textNames.has(m.info.name)), ...texts], this.repository ?? new EmptyModelRepository());
+    const own = decorated.filter((m) => !this.textModels.classNames.has(m.info.name));
+    this.catalogue = new ModelCatalogue([...own, ...this.textModels.views], this.repository ?? new EmptyModelRepository());
     await this.buildRoutes();
   }
 
@@ -166,10 +160,10 @@ export class ServeFnServer {
 
   private async startInstances(): Promise<void> {
     await this.prepare();
-    const started = await Promise.allSettled([...this.runtimes.map((r) => r.start()), ...this.textForwards.map((f) => f.load()), this.repository?.start()]);
+    const started = await Promise.allSettled([...this.runtimes.map((r) => r.start()), this.textModels.start(), this.repository?.start()]);
     const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failed) {
-      await Promise.allSettled([...this.runtimes.map((r) => r.stop()), ...this.textForwards.map((f) => f.unload()), this.repository?.close()]);
+      await Promise.allSettled([...this.runtimes.map((r) => r.stop()), this.textModels.stop(), this.repository?.close()]);
       throw failed.reason;
     }
     // close() during the start has already moved the phase on; the server must not turn ready.
@@ -201,7 +195,7 @@ export class ServeFnServer {
 
   /** The text models served (from folders and @TextModel classes); built by prepare(). */
   get texts(): readonly TextModel[] {
-    return this.textModels.all();
+    return this.textModels.set.all();
   }
 
   /** The gRPC port bound by listen(), when gRPC is on. */
@@ -234,8 +228,8 @@ export class ServeFnServer {
     await this.listening?.catch(() => undefined);
     const deadline = options.streamTimeoutMs === undefined ? undefined : Date.now() + options.streamTimeoutMs;
     // Text models first: their queued texts still need the instances the runtimes drain.
-    await Promise.all(this.textModels.all().map((t) => t.drain()));
-    await Promise.all([...this.runtimes.map((r) => r.drain(options.streamTimeoutMs)), ...this.textForwards.map((f) => f.unload())]);
+    await this.textModels.drain(deadline);
+    await Promise.all([...this.runtimes.map((r) => r.drain(options.streamTimeoutMs)), this.textModels.stop()]);
     // After the decorated models, whose in-flight requests may still call repository models.
     await this.repository?.close({ streamTimeoutMs: deadline === undefined ? undefined : Math.max(0, deadline - Date.now()) });
     await Promise.all([this.app.close(), this.grpc?.close()]);
@@ -269,27 +263,16 @@ export class ServeFnServer {
     return runtime.submit(endpoint.methodName, { payload, info: { params: {}, query: {}, headers: {} } });
   }
 
-  /** The text models: one per folder given, and one per @TextModel class over its tensor interface. */
-  private async loadTextModels(decorated: readonly DecoratedModel[]): Promise<TextInferenceModel[]> {
-    const options = this.options.text ?? {};
-    const metrics = new TextMetrics(this.recorder.registry);
-    const log = (level: 'info' | 'warn' | 'error', message: string): void => this.app.log[level](message);
-    const builder = {
-      recorder: this.recorder, log, restartPolicy: this.options.restartPolicy,
-      infer: (model: string, input: unknown, opts: InferOptions) => this.infer(model, input, opts),
-      resolve: (name: string, version?: string) => this.catalogue.get(name, version),
+  /** How the repository builds model versions; text folders' forward models are built the same way. */
+  private repositoryContext(): VersionBuilderContext {
+    return {
+      recorder: this.recorder,
+      log: (level, message) => this.app.log[level](message),
+      infer: (model, input, opts) => this.infer(model, input, opts),
+      // Ensemble steps see the models ctx.infer sees: a decorated class's tensor interface too.
+      resolve: (name, version) => this.catalogue.get(name, version),
+      restartPolicy: this.options.restartPolicy,
     };
-    const folders = this.options.textFolders ?? [];
-    if (options.servedModelName !== undefined && folders.length > 1) throw createError('SF_ERR_TEXT_MODEL_FOLDER_INVALID', folders.join(', '), '--served-model-name names one model; several folders are served under their own names');
-    const fromFolders = [];
-    for (const dir of folders) fromFolders.push(await loadFolderTextModel(dir, options, builder, metrics));
-    this.textForwards = fromFolders.map((f) => f.forward);
-    const modelDir = this.options.moduleUrl ? dirname(fileURLToPath(this.options.moduleUrl)) : process.cwd();
-    const fromClasses = [];
-    for (const model of decorated) {
-      if (model.runtime.definition.text) fromClasses.push(await loadClassTextModel(model.runtime.definition, model, modelDir, options, metrics));
-    }
-    return [...fromFolders.map((f) => f.text), ...fromClasses].map((text) => new TextInferenceModel(text));
   }
 
   private async buildRoutes(): Promise<void> {
@@ -316,12 +299,7 @@ export class ServeFnServer {
     await app.register(endpointRoutes, { runtimes: this.runtimes, state: this.state, schemas, jsonBodyLimit: this.jsonBodyLimit, bodyLimit: this.bodyLimit, exposeErrors });
     // On the root app, not as an encapsulated plugin, so @fastify/websocket's injectWS is on `app`.
     await socketRoutes(app, { runtimes: this.runtimes, state: this.state, schemas, maxPayload: this.bodyLimit });
-    if (this.textModels.all().length > 0) {
-      const text = { models: this.textModels, exposeErrors, bodyLimit: this.jsonBodyLimit };
-      await app.register(teiRoutes, { ...text, serverVersion: SERVER_IDENTITY.serverVersion });
-      await app.register(openAiRoutes, text);
-      await app.register(rerankRoutes, text);
-    }
+    if (this.textModels.set.all().length > 0) await this.textRoutes(exposeErrors);
     await app.register(kserveProtocol, {
       ...SERVER_IDENTITY,
       repository: this.catalogue,
@@ -334,17 +312,38 @@ export class ServeFnServer {
     await app.ready();
   }
 
+  /** The text protocols' routes; one an @Endpoint took already is refused naming both, not with fastify's bare error. */
+  private async textRoutes(exposeErrors: boolean): Promise<void> {
+    const text = { models: this.textModels.set, exposeErrors, bodyLimit: this.jsonBodyLimit };
+    try {
+      await this.app.register(teiRoutes, { ...text, serverVersion: SERVER_IDENTITY.serverVersion });
+      await this.app.register(openAiRoutes, text);
+      await this.app.register(rerankRoutes, text);
+    } catch (err) {
+      const taken = (err as { code?: string }).code === 'FST_ERR_DUPLICATED_ROUTE' ? /'(\w+)'.*'([^']+)'/.exec((err as Error).message) : null;
+      if (!taken) throw err;
+      const [, method, path] = taken;
+      const owner = this.definitions.flatMap((d) => d.endpoints).find((e) => e.path === path && e.httpMethod === method);
+      throw createError('SF_ERR_ENDPOINT_DUPLICATE', method, path, owner?.id ?? 'an endpoint', 'the text model routes (TEI, OpenAI, Cohere/Jina/vLLM)', { cause: err });
+    }
+  }
+
   /**
    * A model that cannot serve now, for readiness: a decorated model with every instance past its
    * restart limit, or a loaded repository version that is not ready (Triton's strict readiness).
    */
   private unavailableModel(): string | undefined {
     const lost = this.runtimes.find((r) => !r.available);
-    const text = this.textModels.all().find((t) => !t.ready());
-    if (text) return `text model '${text.info.name}' is not ready`;
+    const text = this.textModels.notReady();
+    if (text) return text;
     if (lost) return `model '${lost.definition.name}' version ${lost.definition.version} has no running instance`;
     const down = this.repository?.models().find((m) => !m.ready());
     return down && `model '${down.info.name}' version ${down.info.version} is not ready`;
+  }
+
+  /** The folder of the models' module, where their relative paths start (the working folder without one). */
+  private get modelDir(): string {
+    return this.options.moduleUrl ? dirname(fileURLToPath(this.options.moduleUrl)) : process.cwd();
   }
 
   private factoryFor(def: ModelDefinition): InstanceFactory {
@@ -352,7 +351,7 @@ export class ServeFnServer {
     if (!def.instances.inline && !moduleUrl) {
       throw createError('SF_ERR_INSTANCES_INVALID', def.className, "run in worker threads, which import the model's module: pass moduleUrl, or use { inline: true }");
     }
-    const modelDir = moduleUrl ? dirname(fileURLToPath(moduleUrl)) : process.cwd();
+    const modelDir = this.modelDir;
     return (index, events) => {
       const context = contextFor(def, index, modelDir);
       const infer = (model: string, input: unknown, opts: InferOptions): Promise<unknown> => this.infer(model, input, opts);

@@ -110,16 +110,16 @@ function integerTensor(spec: TensorSpec, shape: readonly number[], values: Array
 }
 
 /** A float output as FP32 numbers, with its shape: an FP16 or BF16 export (`--dtype float16`) is widened here. */
-function floatOutput(outputs: readonly Tensor[], name: string, modelName: string): { data: Float32Array; shape: readonly number[] } {
+function floatOutput(outputs: readonly Tensor[], name: string): { data: Float32Array; shape: readonly number[] } {
   const tensor = outputs.find((t) => t.name === name);
-  if (!tensor) throw createError('SF_ERR_TEXT_BACKEND', modelName, `the forward pass returned no '${name}' (it returned ${outputs.map((t) => t.name).join(', ') || 'nothing'})`);
+  if (!tensor) throw new Error(`the forward pass returned no '${name}' (it returned ${outputs.map((t) => t.name).join(', ') || 'nothing'})`);
   if (tensor.data instanceof Float32Array) return { data: tensor.data, shape: tensor.shape };
   if (tensor.data instanceof Float64Array) return { data: Float32Array.from(tensor.data), shape: tensor.shape };
   if (tensor.datatype === 'FP16' || tensor.datatype === 'BF16') {
     const widen = tensor.datatype === 'FP16' ? fp16BitsToNumber : bf16BitsToNumber;
     return { data: Float32Array.from(tensor.data as Uint16Array, widen), shape: tensor.shape };
   }
-  throw createError('SF_ERR_TEXT_BACKEND', modelName, `'${name}' is ${tensor.datatype}; a text model's outputs are FP32, FP16 or BF16`);
+  throw new Error(`'${name}' is ${tensor.datatype}; a text model's outputs are FP32, FP16 or BF16`);
 }
 
 export interface ForwardBatcherOptions {
@@ -130,6 +130,8 @@ export interface ForwardBatcherOptions {
   /** Instances of the forward model: how many forward batches may run at once. */
   readonly instanceCount: number;
   readonly metrics?: TextMetrics;
+  /** Where a failed forward pass is reported, with its error. */
+  readonly log?: (message: string, err: unknown) => void;
 }
 
 /**
@@ -189,6 +191,7 @@ export class ForwardBatcher {
   private async runBatch(batch: readonly BatchEntry<QueuedSequence>[]): Promise<SequenceResult[]> {
     const dispatchedUs = performance.now() * 1000;
     const sequences = batch.map((entry) => entry.payload);
+    this.options.metrics?.queued(this.name, this.batcher.pendingCount);
     const padded = padBatch(sequences, this.forward.info, this.padding, this.options.padId);
     this.options.metrics?.batched(this.name, padded.rows, padded.rows * padded.length);
     this.running++;
@@ -198,9 +201,11 @@ export class ForwardBatcher {
       const rows = this.rowsOf(response.outputs, padded.mask, padded.length, sequences);
       return rows.map((row, i) => ({ row, inferenceMs, queueMs: Math.max(0, dispatchedUs - batch[i].enqueuedAtUs) / 1000 }));
     } catch (err) {
-      // A server going down (503) stays what it is; anything else is the backend's failure (TEI's 424).
-      if (err instanceof ServeFnError && (err.statusCode === 503 || err.code === 'SF_ERR_TEXT_BACKEND')) throw err;
-      throw createError('SF_ERR_TEXT_BACKEND', this.name, (err as Error)?.message ?? String(err), { cause: err });
+      // A server going down (503) stays what it is; anything else is the backend's failure (TEI's
+      // 424), logged here with its cause, and answered without it: it may carry the model's internals.
+      if (err instanceof ServeFnError && err.statusCode === 503) throw err;
+      this.options.log?.(`text model '${this.name}': the forward pass of ${sequences.length} inputs failed`, err);
+      throw createError('SF_ERR_TEXT_BACKEND', this.name, { cause: err });
     } finally {
       this.running--;
       this.batcher.notifyIdle();
@@ -209,7 +214,6 @@ export class ForwardBatcher {
 
   /** Each sequence's row of what it asked for, read from the forward model's outputs. */
   private rowsOf(outputs: readonly Tensor[], mask: Uint8Array, length: number, sequences: readonly QueuedSequence[]): Row[] {
-    const name = this.name;
     const rows = sequences.length;
     const names = new Set(outputs.map((t) => t.name));
     const cache = new Map<Want, Row[]>();
@@ -218,14 +222,14 @@ export class ForwardBatcher {
       if (cached) return cached;
       let made: Row[];
       if (want === 'logits' || (want === 'pooled' && names.has('sentence_embedding'))) {
-        const { data, shape } = floatOutput(outputs, want === 'logits' ? 'logits' : 'sentence_embedding', name);
+        const { data, shape } = floatOutput(outputs, want === 'logits' ? 'logits' : 'sentence_embedding');
         const width = data.length / rows;
-        if (shape.length !== 2 || shape[0] !== rows) throw createError('SF_ERR_TEXT_BACKEND', name, `expected a [${rows}, width] output, got [${shape.join(', ')}]`);
+        if (shape.length !== 2 || shape[0] !== rows) throw new Error(`expected a [${rows}, width] output, got [${shape.join(', ')}]`);
         made = Array.from({ length: rows }, (_, r) => data.slice(r * width, (r + 1) * width));
       } else {
         const output = want === 'sparse' ? 'logits' : 'last_hidden_state';
-        const { data, shape } = floatOutput(outputs, output, name);
-        if (shape.length !== 3 || shape[0] !== rows || shape[1] !== length) throw createError('SF_ERR_TEXT_BACKEND', name, `expected '${output}' of shape [${rows}, ${length}, width], got [${shape.join(', ')}]`);
+        const { data, shape } = floatOutput(outputs, output);
+        if (shape.length !== 3 || shape[0] !== rows || shape[1] !== length) throw new Error(`expected '${output}' of shape [${rows}, ${length}, width], got [${shape.join(', ')}]`);
         const dims = [rows, length, shape[2]] as const;
         made = want === 'sparse' ? spladeRows(data, dims, mask) : want === 'pooled' ? poolRows(data, dims, mask, this.options.pooling) : tokenRows(data, dims, mask);
       }

@@ -31,12 +31,15 @@ const INTERFACES = {
 export class TextInferenceModel implements ServerModel {
   readonly info: InferenceModelInfo;
 
-  constructor(readonly text: TextModel) {
+  constructor(
+    readonly text: TextModel,
+    version: string,
+  ) {
     const { name, task, labels } = text.info;
     const { inputs, outputs } = INTERFACES[task] as { inputs: readonly TensorSpec[]; outputs: readonly TensorSpec[] };
     const tensorConfig = (t: TensorSpec) => ({ name: t.name, data_type: `TYPE_${t.datatype === 'BYTES' ? 'STRING' : t.datatype}`, dims: [...t.shape], ...(t.optional ? { optional: true } : {}) });
     this.info = {
-      name, version: '1', platform: TEXT_PLATFORM, inputs, outputs, maxBatchSize: 0, decoupled: false,
+      name, version, platform: TEXT_PLATFORM, inputs, outputs, maxBatchSize: 0, decoupled: false,
       config: {
         name, platform: TEXT_PLATFORM, backend: TEXT_PLATFORM, max_batch_size: 0, input: inputs.map(tensorConfig), output: outputs.map(tensorConfig),
         parameters: { task: { string_value: task }, ...(labels.length > 0 ? { labels: { string_value: labels.join(',') } } : {}) },
@@ -62,7 +65,7 @@ export class TextInferenceModel implements ServerModel {
     };
     const truncation = { truncate: flag(p.truncate, 'truncate'), truncationDirection: direction(p.truncation_direction) };
     const model = this.text;
-    let output: Tensor | undefined;
+    let output: Tensor;
     switch (model.info.task) {
       case 'embed': {
         const answer = await model.embed(texts('text')!, { ...truncation, normalize: flag(p.normalize, 'normalize'), dimensions: whole(p.dimensions, 'dimensions'), promptName: word(p.prompt_name, 'prompt_name') });
@@ -95,7 +98,6 @@ export class TextInferenceModel implements ServerModel {
         break;
       }
     }
-    if (output === undefined) throw createError('SF_ERR_UNSUPPORTED', `task '${model.info.task}' has no KServe v2 interface`);
     const wanted = wire.outputs;
     return { modelName: this.info.name, modelVersion: this.info.version, id: request.id, outputs: wanted.length === 0 || wanted.includes(output.name) ? [output] : [] };
   }

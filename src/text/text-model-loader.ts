@@ -11,8 +11,7 @@ import { buildModelVersions, type VersionBuilderContext } from '../model-reposit
 import { pathInside } from '../model-repository/repository-scan.js';
 import { readTextModelFolder, type TextModelFolder, type TextTask } from './model-folder.js';
 import type { PoolingMode } from './pooling.js';
-import type { TextMetrics } from './text-metrics.js';
-import { DEFAULT_TEXT_LIMITS, TextModel, type TextLimits, type TextModelSpec } from './text-model.js';
+import { DEFAULT_TEXT_LIMITS, TextModel, type TextLimits, type TextModelOptions, type TextModelSpec } from './text-model.js';
 import { TextTokenizer } from './tokenizer.js';
 
 /** The server-wide text flags, named as TEI's (`serve-fn start <folder> --max-batch-tokens ...`). */
@@ -29,6 +28,9 @@ export interface TextServeOptions {
   readonly servedModelName?: string;
 }
 
+/** What the server gives every text model: one set of te_* metrics, and its log. */
+export type TextEngineServices = Pick<TextModelOptions, 'metrics' | 'log'>;
+
 export interface LoadedTextModel {
   readonly text: TextModel;
   /** The forward model the server loads and unloads: the folder's ONNX or OM file on its own instances. */
@@ -42,7 +44,7 @@ export interface LoadedTextModel {
  * TextModel forms the batches. One instance, with ONNX Runtime's intra-op threads on every core,
  * as TEI runs its ORT backend.
  */
-export async function loadFolderTextModel(dir: string, options: TextServeOptions, builder: VersionBuilderContext, metrics: TextMetrics): Promise<LoadedTextModel> {
+export async function loadFolderTextModel(dir: string, options: TextServeOptions, builder: VersionBuilderContext, engine: TextEngineServices): Promise<LoadedTextModel> {
   const folder = readTextModelFolder(dir, { task: options.task, pooling: options.pooling });
   const name = options.servedModelName ?? folder.name;
   const modelFile = options.dtype === 'float16' ? halfPrecisionFile(folder) : folder.modelFile;
@@ -61,7 +63,7 @@ export async function loadFolderTextModel(dir: string, options: TextServeOptions
   const [forward] = await buildModelVersions(source, builder);
   const tokenizer = await TextTokenizer.fromFile(folder.tokenizerFile);
   const spec = specOf(folder, { name, modelId: folder.dir, defaultPromptName: options.promptName ?? folder.defaultPromptName });
-  const text = new TextModel(spec, tokenizer, forward, { limits, instanceCount: 1, metrics, computeType: kind === 'npu_om' ? 'npu' : 'cpu', dtype: options.dtype });
+  const text = new TextModel(spec, tokenizer, forward, { ...engine, limits, instanceCount: 1, computeType: kind === 'npu_om' ? 'npu' : 'cpu', dtype: options.dtype });
   return { text, forward };
 }
 
@@ -69,7 +71,7 @@ export async function loadFolderTextModel(dir: string, options: TextServeOptions
  * A @TextModel class: its folder or tokenizer read from beside its module, and its tensor
  * interface (a DecoratedModel) as the forward model, on the class's own instances.
  */
-export async function loadClassTextModel(def: ModelDefinition, forward: InferenceModel, modelDir: string, options: TextServeOptions, metrics: TextMetrics): Promise<TextModel> {
+export async function loadClassTextModel(def: ModelDefinition, forward: InferenceModel, modelDir: string, options: TextServeOptions, engine: TextEngineServices): Promise<TextModel> {
   const declared = def.text!;
   const inside = (path: string, what: string): string => {
     const resolved = pathInside(modelDir, path);
@@ -95,7 +97,7 @@ export async function loadClassTextModel(def: ModelDefinition, forward: Inferenc
     maxConcurrentRequests: declared.maxConcurrentRequests, autoTruncate: declared.autoTruncate,
   }).filter(([, v]) => v !== undefined));
   const limits = { ...DEFAULT_TEXT_LIMITS, ...options.limits, ...own };
-  return new TextModel(spec, tokenizer, forward, { limits, instanceCount: def.instances.count, metrics, computeType: def.instances.kind });
+  return new TextModel(spec, tokenizer, forward, { ...engine, limits, instanceCount: def.instances.count, computeType: def.instances.kind });
 }
 
 function specOf(folder: TextModelFolder, names: Pick<TextModelSpec, 'name' | 'modelId' | 'defaultPromptName'>): TextModelSpec {

@@ -52,6 +52,8 @@ export interface TextModelOptions {
   readonly computeType: string;
   /** The forward model's float type, as TEI's /info `model_dtype` names it; float32 unless said. */
   readonly dtype?: 'float32' | 'float16';
+  /** Where a failed forward pass is reported, with its error (the answer carries only its code). */
+  readonly log?: (message: string, err: unknown) => void;
 }
 
 export interface TruncateOptions {
@@ -135,7 +137,7 @@ export class TextModel {
     const { limits } = options;
     this.batches = new ForwardBatcher(spec.name, forward, {
       pooling: spec.pooling, padId: tokenizer.padId, maxBatchTokens: limits.maxBatchTokens, maxBatchRequests: limits.maxBatchRequests,
-      instanceCount: options.instanceCount, metrics: options.metrics,
+      instanceCount: options.instanceCount, metrics: options.metrics, log: options.log,
     });
     if (spec.task === 'embed') this.batches.width = spec.dimensions;
     const fixed = this.batches.fixedLength;
@@ -159,7 +161,7 @@ export class TextModel {
   async embed(inputs: readonly TextInput[], options: EmbedOptions = {}): Promise<TextAnswer<Float32Array>> {
     const { dimensions } = options;
     if (dimensions !== undefined && (!Number.isInteger(dimensions) || dimensions < 1 || dimensions > (this.batches.width ?? Infinity))) throw this.badDimensions(dimensions);
-    const answer = await this.run('embed', 'embed', inputs.map((input) => this.encodeInput(input, options)), 'pooled', characterCount(inputs));
+    const answer = await this.run('embed', 'embed', inputs, (input) => this.encodeInput(input, options), 'pooled', characterCount(inputs));
     const values = (answer.values as Float32Array[]).map((vector) => {
       if (dimensions !== undefined && dimensions > vector.length) throw this.badDimensions(dimensions);
       const kept = dimensions === undefined ? vector : vector.slice(0, dimensions);
@@ -176,17 +178,17 @@ export class TextModel {
   }
 
   async embedAll(inputs: readonly TextInput[], options: TruncateOptions & PromptOptions = {}): Promise<TextAnswer<Float32Array[]>> {
-    return this.run('embed_all', 'embed', inputs.map((input) => this.encodeInput(input, options)), 'tokens', characterCount(inputs)) as Promise<TextAnswer<Float32Array[]>>;
+    return this.run('embed_all', 'embed', inputs, (input) => this.encodeInput(input, options), 'tokens', characterCount(inputs)) as Promise<TextAnswer<Float32Array[]>>;
   }
 
   async embedSparse(inputs: readonly TextInput[], options: TruncateOptions & PromptOptions = {}): Promise<TextAnswer<SparseValue[]>> {
-    return this.run('embed_sparse', 'embed', inputs.map((input) => this.encodeInput(input, options)), 'sparse', characterCount(inputs)) as Promise<TextAnswer<SparseValue[]>>;
+    return this.run('embed_sparse', 'embed', inputs, (input) => this.encodeInput(input, options), 'sparse', characterCount(inputs)) as Promise<TextAnswer<SparseValue[]>>;
   }
 
   /** One text or a pair per input; each input's labels sorted by score, highest first. */
   async predict(inputs: readonly (string | readonly [string, string])[], options: TruncateOptions & { readonly rawScores?: boolean } = {}): Promise<TextAnswer<ScoredLabel[]>> {
-    const encodings = inputs.map((input) => (typeof input === 'string' ? this.encodeInput(input, options) : this.encodePair(input[0], input[1], options)));
-    const answer = await this.run('predict', 'predict', encodings, 'logits', characterCount(inputs.flat()));
+    const encode = (input: string | readonly [string, string]) => (typeof input === 'string' ? this.encodeInput(input, options) : this.encodePair(input[0], input[1], options));
+    const answer = await this.run('predict', 'predict', inputs, encode, 'logits', characterCount(inputs.flat()));
     const values = (answer.values as Float32Array[]).map((logits) => {
       const scores = options.rawScores ? logits : logits.length === 1 ? logits.map(sigmoid) : softmax(logits);
       return Array.from(scores, (score, i) => ({ score, label: this.spec.labels[i] ?? `LABEL_${i}` })).sort((a, b) => b.score - a.score);
@@ -197,7 +199,7 @@ export class TextModel {
   /** One score per text, in the texts' order: the (query, text) pair's logit, through a sigmoid unless rawScores. */
   async rerank(query: string, texts: readonly string[], options: TruncateOptions & { readonly rawScores?: boolean } = {}): Promise<TextAnswer<number>> {
     if (texts.length === 0) throw createError('SF_ERR_TEXT_EMPTY', '`texts`');
-    const answer = await this.run('rerank', 'predict', texts.map((text) => this.encodePair(query, text, options)), 'logits', characterCount(texts) + codePoints(query) * texts.length);
+    const answer = await this.run('rerank', 'predict', texts, (text) => this.encodePair(query, text, options), 'logits', characterCount(texts) + codePoints(query) * texts.length);
     return { ...answer, values: (answer.values as Float32Array[]).map((logits) => (options.rawScores ? logits[0] : sigmoid(logits[0]))) };
   }
 
@@ -213,7 +215,8 @@ export class TextModel {
   async tokenize(inputs: readonly string[], options: PromptOptions & { readonly addSpecialTokens?: boolean } = {}): Promise<TokenInfo[][]> {
     this.checkClientBatch(inputs.length);
     return Promise.all(inputs.map(async (input) => {
-      const text = this.withPrompt(input, options.promptName);
+      // The prompt /embed would add, so the tokens shown are the tokens embedded.
+      const text = this.withPrompt(input, options.promptName ?? this.spec.defaultPromptName);
       const encoding = await this.tokenizer.encode(text, { addSpecialTokens: options.addSpecialTokens ?? true });
       const bytes = Buffer.from(text, 'utf8');
       return Array.from(encoding.ids, (id, i) => {
@@ -238,11 +241,12 @@ export class TextModel {
   }
 
   /**
-   * Admits, tokenizes, queues and gathers one request. Admission is TEI's: too many inputs for one
-   * request is 413, and every input takes one of maxConcurrentRequests permits without waiting,
-   * so a server at its limit answers 429 at once instead of queueing without bound.
+   * Admits, tokenizes, queues and gathers one request. Admission is TEI's, and comes before any
+   * tokenizing: too many inputs for one request is 413, and every input takes one of
+   * maxConcurrentRequests permits without waiting, so a server at its limit answers 429 at once
+   * instead of queueing (or tokenizing) without bound.
    */
-  private async run(operation: string, family: TextMetricFamily, encodings: readonly Promise<TextEncoding>[], want: Want, characters: number): Promise<TextAnswer<Row>> {
+  private async run<I>(operation: string, family: TextMetricFamily, inputs: readonly I[], encode: (input: I) => Promise<TextEncoding>, want: Want, characters: number): Promise<TextAnswer<Row>> {
     const started = performance.now();
     const { metrics } = this.options;
     const name = this.spec.name;
@@ -251,24 +255,24 @@ export class TextModel {
       failed('model_type');
       throw createError('SF_ERR_TEXT_WRONG_TASK', name, TASK_NOUN[operation]);
     }
-    if (encodings.length === 0) throw createError('SF_ERR_TEXT_EMPTY', '`inputs`');
-    encodings.forEach((e) => e.catch(() => undefined));
+    if (inputs.length === 0) throw createError('SF_ERR_TEXT_EMPTY', '`inputs`');
     try {
-      this.checkClientBatch(encodings.length);
+      this.checkClientBatch(inputs.length);
     } catch (err) {
       failed('batch_size');
       throw err;
     }
-    if (this.admitted + encodings.length > this.options.limits.maxConcurrentRequests) {
+    if (this.admitted + inputs.length > this.options.limits.maxConcurrentRequests) {
       failed('overloaded');
       throw createError('SF_ERR_TEXT_OVERLOADED');
     }
-    metrics?.received(name, family, encodings.length);
-    this.admitted += encodings.length;
+    metrics?.received(name, family, inputs.length);
+    this.admitted += inputs.length;
     try {
       let sequences: QueuedSequence[];
       try {
-        sequences = (await Promise.all(encodings)).map((encoding) => ({ ids: encoding.ids, typeIds: encoding.typeIds, want }));
+        // Promise.all handles every rejection, so a second bad input is not an unhandled one.
+        sequences = (await Promise.all(inputs.map(encode))).map((encoding) => ({ ids: encoding.ids, typeIds: encoding.typeIds, want }));
       } catch (err) {
         failed((err as ServeFnError).code === 'SF_ERR_TOKENIZATION_FAILED' ? 'tokenization' : 'validation');
         throw err;
@@ -282,13 +286,13 @@ export class TextModel {
         inferenceMs: Math.max(...results.map((r) => r.inferenceMs)),
         totalMs: performance.now() - started,
       };
-      metrics?.answered(name, family, encodings.length, timings);
+      metrics?.answered(name, family, inputs.length, timings);
       return { values: results.map((r) => r.row), promptTokens: sequences.reduce((sum, s) => sum + s.ids.length, 0), characters, timings };
     } catch (err) {
       if ((err as ServeFnError).code === 'SF_ERR_TEXT_BACKEND') failed('inference');
       throw err;
     } finally {
-      this.admitted -= encodings.length;
+      this.admitted -= inputs.length;
     }
   }
 

@@ -139,13 +139,18 @@ describe('failures', () => {
     }
   });
 
-  it('a forward pass that fails is 424 Backend, and the server keeps serving', async () => {
+  it('a forward pass that fails is 424 Backend, logged with its error but answered without it, and the server keeps serving', async () => {
     const forward = fakeForward('embed', embedder.tokenizer.vocabSize);
-    const failing = { ...forward, infer: async () => Promise.reject(new Error('device lost')) };
-    const broken = new TextModel({ ...embedder.spec, name: 'broken' }, embedder.tokenizer, failing, { limits: DEFAULT_TEXT_LIMITS, instanceCount: 1, computeType: 'cpu' });
+    const lost = new Error('device lost');
+    const failing = { ...forward, infer: async () => Promise.reject(lost) };
+    const logged: unknown[] = [];
+    const broken = new TextModel({ ...embedder.spec, name: 'broken' }, embedder.tokenizer, failing, { limits: DEFAULT_TEXT_LIMITS, instanceCount: 1, computeType: 'cpu', log: (_message, err) => logged.push(err) });
     const app = await teiApp([broken]);
     try {
-      expectTeiError(await post(app, '/embed', { inputs: 'a' }), 424, 'Backend', /device lost/);
+      const res = await post(app, '/embed', { inputs: 'a' });
+      expectTeiError(res, 424, 'Backend', /^Model 'broken' failed to run its forward pass; the server log has the error\.$/);
+      expect(res.body).not.toContain('device lost');
+      expect(logged).toEqual([lost]);
       expect((await post(app, '/tokenize', { inputs: 'a' })).statusCode).toBe(200);
     } finally {
       await app.close();

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BackendSession } from '../../src/backends/backend.js';
-import { Instances, Model, TextModel } from '../../src/decorators/index.js';
+import { Endpoint, Instances, Model, TextModel } from '../../src/decorators/index.js';
 import type { ModelContext } from '../../src/definition/model-context.js';
 import type { ExecuteRequest, ExecuteResponse } from '../../src/inference/tensor-model-api.js';
 import { ServeFnServer } from '../../src/server/serve-fn-server.js';
@@ -170,4 +170,53 @@ describe('a @TextModel class', () => {
     expect(res.statusCode).toBe(200);
     expectRowsClose(res.json().outputs[0].data, await referenceEmbeddings('bge-tiny', TEXTS, 'mean', bertHidden));
   });
+});
+
+/** A class with an endpoint of its own, for the clash with TEI's /predict. */
+@Model({ name: 'sentiment' })
+@Instances(1, { inline: true })
+class SentimentEndpoint {
+  @Endpoint('/predict')
+  predict(): { ok: boolean } {
+    return { ok: true };
+  }
+}
+
+/** The same embedder class at version 2, to check its text view keeps the class's version. */
+@Model({ name: 'bge-class-v2', version: '2' })
+@Instances(1, { inline: true })
+@TextModel({ task: 'embed', folder: 'bge-tiny' })
+class BgeEmbedderV2 extends BgeEmbedder {}
+
+describe('text models beside the rest of a server', () => {
+  const moduleUrl = () => pathToFileURL(join(root, 'index.ts')).href;
+
+  it('prepares once: prepare() for the OpenAPI document, then start(), builds every text model once', async () => {
+    const server = new ServeFnServer({ models: [], textFolders: [join(root, 'bge-tiny')], collectProcessMetrics: false });
+    try {
+      await server.prepare();
+      await server.start();
+      expect((await server.app.inject({ method: 'POST', url: '/embed', payload: { inputs: 'paris' } })).statusCode).toBe(200);
+    } finally {
+      await server.close();
+    }
+  }, 60_000);
+
+  it("refuses an @Endpoint on a text route's path, naming both, and two models of one name", async () => {
+    const clash = new ServeFnServer({ models: [SentimentEndpoint], moduleUrl: moduleUrl(), textFolders: [join(root, 'rerank-tiny')], collectProcessMetrics: false });
+    await expect(clash.prepare()).rejects.toMatchObject({ code: 'SF_ERR_ENDPOINT_DUPLICATE', message: expect.stringContaining('SentimentEndpoint.predict') });
+    const twice = new ServeFnServer({ models: [], textFolders: [join(root, 'bge-tiny'), join(root, 'bge-tiny')], collectProcessMetrics: false });
+    await expect(twice.prepare()).rejects.toMatchObject({ code: 'SF_ERR_TEXT_MODEL_FOLDER_INVALID', message: expect.stringContaining("two models would be served as 'bge-tiny'") });
+  }, 60_000);
+
+  it("serves a @TextModel class's text view under the class's version", async () => {
+    const server = new ServeFnServer({ models: [BgeEmbedderV2], moduleUrl: moduleUrl(), collectProcessMetrics: false });
+    try {
+      await server.start();
+      const res = await server.app.inject({ method: 'POST', url: '/v2/models/bge-class-v2/versions/2/infer', payload: { inputs: [textTensor('text', ['paris'])] } });
+      expect([res.statusCode, res.json().model_version]).toEqual([200, '2']);
+    } finally {
+      await server.close();
+    }
+  }, 60_000);
 });

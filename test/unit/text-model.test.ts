@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ServeFnError } from '../../src/errors/index.js';
 import type { InferenceModel } from '../../src/inference/inference-model.js';
 import { DEFAULT_TEXT_LIMITS, TextModel } from '../../src/text/text-model.js';
@@ -131,6 +131,15 @@ describe('TextModel: limits and truncation', () => {
     expect(log.batches[0].ids[1].at(-1)).toBe(SEP);
     expectClose(answer.values[0], await referenceEmbedding('the fox', 'mean'));
     expect(model.info.maxInputLength).toBe(12);
+  });
+
+  it('refuses before tokenizing: a request over the client batch size, or for another task, starts no encode', async () => {
+    const model = await textModelFor('rerank', { limits: { maxClientBatchSize: 2 } });
+    const encode = vi.spyOn(model.tokenizer, 'encode');
+    expect((await rejection(model.predict(['a', 'b', 'c']))).code).toBe('SF_ERR_TEXT_BATCH_TOO_LARGE');
+    // A bad input to a model of the wrong task: one clear 424, and no encode left to reject unhandled.
+    expect((await rejection(model.embed([[99_999_999], 'x'], { promptName: 'nope' }))).code).toBe('SF_ERR_TEXT_WRONG_TASK');
+    expect(encode).not.toHaveBeenCalled();
   });
 
   it('answers 413 over the client batch size and 400 for no inputs', async () => {

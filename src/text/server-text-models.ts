@@ -1,0 +1,99 @@
+import type { Registry } from 'prom-client';
+import { createError } from '../errors/index.js';
+import type { DecoratedModel } from '../inference/decorated-model.js';
+import type { ServedModel } from '../inference/served-model.js';
+import type { VersionBuilderContext } from '../model-repository/model-version-builder.js';
+import { TextInferenceModel } from './text-inference-model.js';
+import { TextMetrics } from './text-metrics.js';
+import { loadClassTextModel, loadFolderTextModel, type TextServeOptions } from './text-model-loader.js';
+import { TextModelSet } from './text-model-set.js';
+
+export interface ServerTextModelsOptions {
+  /** Model folders served with no code. */
+  readonly folders: readonly string[];
+  readonly options: TextServeOptions;
+  /** The server's @Model classes; those with @TextModel become text models over their tensor interface. */
+  readonly decorated: readonly DecoratedModel[];
+  /** Where @TextModel paths are resolved: the folder of the models' module. */
+  readonly modelDir: string;
+  /** How the folders' forward models are built and served, as repository models are. */
+  readonly builder: VersionBuilderContext;
+  readonly registry: Registry;
+  /** Where failed forward passes are reported. */
+  readonly log: (message: string, err: unknown) => void;
+}
+
+/**
+ * The text models one server serves: one per model folder and one per @TextModel class, what the
+ * text protocols pick from (`set`), their KServe v2 views for the catalogue (`views`), and the
+ * folders' forward models, which start and stop with the server.
+ */
+export class ServerTextModels {
+  private constructor(
+    readonly set: TextModelSet,
+    readonly views: readonly TextInferenceModel[],
+    /** The @TextModel classes, whose names their text views take on /v2. */
+    readonly classNames: ReadonlySet<string>,
+    private readonly forwards: readonly ServedModel[],
+  ) {}
+
+  static readonly none = new ServerTextModels(new TextModelSet([]), [], new Set(), []);
+
+  /** Throws SF_ERR_TEXT_MODEL_FOLDER_INVALID when two models would share a name, which would leave one unreachable. */
+  static async load(opts: ServerTextModelsOptions): Promise<ServerTextModels> {
+    const { folders, options, decorated } = opts;
+    const classes = decorated.filter((m) => m.runtime.definition.text);
+    if (folders.length === 0 && classes.length === 0) return ServerTextModels.none;
+    if (options.servedModelName !== undefined && folders.length > 1) throw createError('SF_ERR_TEXT_MODEL_FOLDER_INVALID', folders.join(', '), '--served-model-name names one model; several folders are served under their own names');
+    const engine = { metrics: new TextMetrics(opts.registry), log: opts.log };
+    const fromFolders = [];
+    for (const dir of folders) fromFolders.push(await loadFolderTextModel(dir, options, opts.builder, engine));
+    const views = fromFolders.map((f) => new TextInferenceModel(f.text, '1'));
+    for (const model of classes) {
+      const def = model.runtime.definition;
+      views.push(new TextInferenceModel(await loadClassTextModel(def, model, opts.modelDir, options, engine), def.version));
+    }
+    const classNames = new Set(classes.map((m) => m.info.name));
+    refuseDuplicateNames(views.map((v) => v.info.name), new Set(decorated.map((m) => m.info.name).filter((name) => !classNames.has(name))));
+    return new ServerTextModels(new TextModelSet(views.map((v) => v.text)), views, classNames, fromFolders.map((f) => f.forward));
+  }
+
+  /** Loads the folders' forward models (instances, warmup); a @TextModel class starts with its runtime. */
+  async start(): Promise<void> {
+    await Promise.all(this.forwards.map((f) => f.load()));
+  }
+
+  /**
+   * Stops taking texts and waits for queued and running forward batches, at most until `deadline`
+   * (ms since the epoch), after which what still runs is left to the forward models' own drain.
+   */
+  async drain(deadline?: number): Promise<void> {
+    const drained = Promise.all(this.set.all().map((t) => t.drain()));
+    if (deadline === undefined) {
+      await drained;
+      return;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([drained, new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))))]);
+    clearTimeout(timer);
+  }
+
+  /** Unloads the folders' forward models, once their in-flight batches are done. */
+  async stop(): Promise<void> {
+    await Promise.allSettled(this.forwards.map((f) => f.unload()));
+  }
+
+  /** Why a text model cannot serve now (its forward model is not ready), or undefined. */
+  notReady(): string | undefined {
+    const down = this.set.all().find((t) => !t.ready());
+    return down && `text model '${down.info.name}' is not ready`;
+  }
+}
+
+function refuseDuplicateNames(textNames: readonly string[], otherNames: ReadonlySet<string>): void {
+  const seen = new Set(otherNames);
+  for (const name of textNames) {
+    if (seen.has(name)) throw createError('SF_ERR_TEXT_MODEL_FOLDER_INVALID', name, `two models would be served as '${name}': rename a folder (or give --served-model-name) or the @Model`);
+    seen.add(name);
+  }
+}
