@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import type { TextAnswer } from '../text/text-model.js';
+import type { TextAnswer } from '../text/text-engine.js';
 
 /**
  * The headers TEI puts on every inference answer (router/src/http/server.rs): times in ms and

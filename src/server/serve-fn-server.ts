@@ -26,7 +26,7 @@ import { WorkerInstance } from '../runtime/worker-instance.js';
 import type { TextServeOptions } from '../text/text-model-loader.js';
 import { ServerTextModels } from '../text/server-text-models.js';
 import type { VersionBuilderContext } from '../model-repository/model-version-builder.js';
-import type { TextModel } from '../text/text-model.js';
+import type { TextEngine } from '../text/text-engine.js';
 import { openAiRoutes } from '../protocol/openai/openai-routes.js';
 import { teiRoutes } from '../protocol/tei/tei-routes.js';
 import { rerankRoutes } from '../protocol/rerank/rerank-routes.js';
@@ -194,7 +194,7 @@ export class ServeFnServer {
   }
 
   /** The text models served (from folders and @TextModel classes); built by prepare(). */
-  get texts(): readonly TextModel[] {
+  get texts(): readonly TextEngine[] {
     return this.textModels.set.all();
   }
 

@@ -1,5 +1,5 @@
 import type { TextTaskName } from '../metadata/records.js';
-import type { TextModelSpec } from './text-model.js';
+import type { TextModelSpec } from './text-engine.js';
 /**
  * Reads what a Hugging Face model folder, as sentence-transformers and optimum export it, says
  * about its model: which task it serves, how token vectors are pooled, the input length limit and

@@ -5,7 +5,7 @@ import { validateInferRequest } from '../inference/request-validation.js';
 import { createTensor } from '../tensor/tensor-factory.js';
 import type { Tensor, TensorSpec } from '../tensor/tensor.js';
 import type { TextTask } from './model-folder.js';
-import type { TextModel } from './text-model.js';
+import type { TextEngine } from './text-engine.js';
 
 /** Serve-fn's own platform: Triton has none for a tokenizing text model. */
 const TEXT_PLATFORM = 'serve-fn';
@@ -24,7 +24,7 @@ const INTERFACES = {
 
 /**
  * A text model as a KServe v2 model, on HTTP and gRPC, so Triton clients and ensembles can call
- * it: a BYTES tensor of texts in, FP32 out, run by the same TextModel as the text protocols.
+ * it: a BYTES tensor of texts in, FP32 out, run by the same TextEngine as the text protocols.
  * Request parameters carry the options (`truncate`, `truncation_direction`, `normalize`,
  * `dimensions`, `prompt_name`, `raw_scores`). A sparse model answers dense vocabulary-wide rows.
  */
@@ -32,7 +32,7 @@ export class TextInferenceModel implements ServerModel {
   readonly info: InferenceModelInfo;
 
   constructor(
-    readonly text: TextModel,
+    readonly text: TextEngine,
     version: string,
   ) {
     const { name, task, labels } = text.info;

@@ -11,7 +11,7 @@ import { buildModelVersions, type VersionBuilderContext } from '../model-reposit
 import { pathInside } from '../model-repository/repository-scan.js';
 import { readTextModelFolder, type TextModelFolder, type TextTask } from './model-folder.js';
 import type { PoolingMode } from './pooling.js';
-import { DEFAULT_TEXT_LIMITS, TextModel, type TextLimits, type TextModelOptions, type TextModelSpec } from './text-model.js';
+import { DEFAULT_TEXT_LIMITS, TextEngine, type TextLimits, type TextModelOptions, type TextModelSpec } from './text-engine.js';
 import { TextTokenizer } from './tokenizer.js';
 
 /** The server-wide text flags, named as TEI's (`serve-fn start <folder> --max-batch-tokens ...`). */
@@ -32,7 +32,7 @@ export interface TextServeOptions {
 export type TextEngineServices = Pick<TextModelOptions, 'metrics' | 'log'>;
 
 export interface LoadedTextModel {
-  readonly text: TextModel;
+  readonly text: TextEngine;
   /** The forward model the server loads and unloads: the folder's ONNX or OM file on its own instances. */
   readonly forward: ServedModel;
 }
@@ -41,7 +41,7 @@ export interface LoadedTextModel {
  * A no-code text model: a sentence-transformers / optimum export folder, its tokenizer loaded here
  * and its model file served as a repository model is (config-only ONNX or OM, worker-thread
  * instances, nv_* statistics under the served name), with no batch scheduler of its own: the
- * TextModel forms the batches. One instance, with ONNX Runtime's intra-op threads on every core,
+ * TextEngine forms the batches. One instance, with ONNX Runtime's intra-op threads on every core,
  * as TEI runs its ORT backend.
  */
 export async function loadFolderTextModel(dir: string, options: TextServeOptions, builder: VersionBuilderContext, engine: TextEngineServices): Promise<LoadedTextModel> {
@@ -54,7 +54,7 @@ export async function loadFolderTextModel(dir: string, options: TextServeOptions
     name,
     backend: kind === 'onnx' ? 'onnxruntime' : 'npu_om',
     ...(kind === 'onnx' ? { platform: 'onnxruntime_onnx' } : {}),
-    // A cap on rows per forward pass, not a scheduler: the TextModel's batches arrive whole.
+    // A cap on rows per forward pass, not a scheduler: the TextEngine's batches arrive whole.
     max_batch_size: limits.maxBatchRequests ?? limits.maxBatchTokens,
     instance_group: [{ count: 1, kind: 'KIND_CPU' }],
     parameters: kind === 'onnx' ? { intra_op_thread_count: { string_value: String(availableParallelism()) } } : {},
@@ -63,7 +63,7 @@ export async function loadFolderTextModel(dir: string, options: TextServeOptions
   const [forward] = await buildModelVersions(source, builder);
   const tokenizer = await TextTokenizer.fromFile(folder.tokenizerFile);
   const spec = specOf(folder, { name, modelId: folder.dir, defaultPromptName: options.promptName ?? folder.defaultPromptName });
-  const text = new TextModel(spec, tokenizer, forward, { ...engine, limits, instanceCount: 1, computeType: kind === 'npu_om' ? 'npu' : 'cpu', dtype: options.dtype });
+  const text = new TextEngine(spec, tokenizer, forward, { ...engine, limits, instanceCount: 1, computeType: kind === 'npu_om' ? 'npu' : 'cpu', dtype: options.dtype });
   return { text, forward };
 }
 
@@ -71,7 +71,7 @@ export async function loadFolderTextModel(dir: string, options: TextServeOptions
  * A @TextModel class: its folder or tokenizer read from beside its module, and its tensor
  * interface (a DecoratedModel) as the forward model, on the class's own instances.
  */
-export async function loadClassTextModel(def: ModelDefinition, forward: InferenceModel, modelDir: string, options: TextServeOptions, engine: TextEngineServices): Promise<TextModel> {
+export async function loadClassTextModel(def: ModelDefinition, forward: InferenceModel, modelDir: string, options: TextServeOptions, engine: TextEngineServices): Promise<TextEngine> {
   const declared = def.text!;
   const inside = (path: string, what: string): string => {
     const resolved = pathInside(modelDir, path);
@@ -97,7 +97,7 @@ export async function loadClassTextModel(def: ModelDefinition, forward: Inferenc
     maxConcurrentRequests: declared.maxConcurrentRequests, autoTruncate: declared.autoTruncate,
   }).filter(([, v]) => v !== undefined));
   const limits = { ...DEFAULT_TEXT_LIMITS, ...options.limits, ...own };
-  return new TextModel(spec, tokenizer, forward, { ...engine, limits, instanceCount: def.instances.count, computeType: def.instances.kind });
+  return new TextEngine(spec, tokenizer, forward, { ...engine, limits, instanceCount: def.instances.count, computeType: def.instances.kind });
 }
 
 function specOf(folder: TextModelFolder, names: Pick<TextModelSpec, 'name' | 'modelId' | 'defaultPromptName'>): TextModelSpec {

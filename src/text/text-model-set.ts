@@ -1,6 +1,6 @@
 import { createError } from '../errors/index.js';
 import type { TextTask } from './model-folder.js';
-import type { TextModel } from './text-model.js';
+import type { TextEngine } from './text-engine.js';
 
 /** What an operation needs of a model, for picking one: a task, or 'any' (tokenize, decode, info). */
 export type TextNeed = TextTask | 'any';
@@ -11,14 +11,14 @@ export type TextNeed = TextTask | 'any';
  * model gets the only one able to serve it.
  */
 export class TextModelSet {
-  constructor(private readonly models: readonly TextModel[]) {}
+  constructor(private readonly models: readonly TextEngine[]) {}
 
-  all(): readonly TextModel[] {
+  all(): readonly TextEngine[] {
     return this.models;
   }
 
   /** Throws SF_ERR_TEXT_MODEL_UNKNOWN for a name not served, SF_ERR_TEXT_MODEL_AMBIGUOUS when several fit and none is named. */
-  pick(need: TextNeed, name?: string): TextModel {
+  pick(need: TextNeed, name?: string): TextEngine {
     const served = this.models.map((m) => m.info.name).join(', ') || 'none';
     if (name !== undefined && name !== '') {
       const named = this.models.find((m) => m.info.name === name);

@@ -3,11 +3,11 @@ import { expect } from 'vitest';
 import { teiRoutes } from '../../src/protocol/tei/tei-routes.js';
 import { DEFAULT_JSON_BODY_LIMIT, installJsonBodyParser } from '../../src/server/json-body-parser.js';
 import { registerOpenApi } from '../../src/server/openapi-plugin.js';
-import type { TextModel } from '../../src/text/text-model.js';
+import type { TextEngine } from '../../src/text/text-engine.js';
 import { textModelFor, textModelSetOf } from './text-model-fixture.js';
 
 /** A bare app with the server's JSON parser (so unreadable JSON arrives as it does in serve-fn) and the TEI routes. */
-export async function teiApp(models: TextModel[], withDocs = false): Promise<FastifyInstance> {
+export async function teiApp(models: TextEngine[], withDocs = false): Promise<FastifyInstance> {
   const app = Fastify();
   installJsonBodyParser(app, DEFAULT_JSON_BODY_LIMIT);
   if (withDocs) await registerOpenApi(app, {}, { title: 'tei', version: '1' });

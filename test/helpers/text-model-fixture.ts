@@ -4,7 +4,7 @@ import { createTensor } from '../../src/tensor/tensor-factory.js';
 import type { Tensor } from '../../src/tensor/tensor.js';
 import type { TextTask } from '../../src/text/model-folder.js';
 import type { PoolingMode } from '../../src/text/pooling.js';
-import { DEFAULT_TEXT_LIMITS, TextModel, type TextLimits, type TextModelSpec } from '../../src/text/text-model.js';
+import { DEFAULT_TEXT_LIMITS, TextEngine, type TextLimits, type TextModelSpec } from '../../src/text/text-engine.js';
 import { TextModelSet } from '../../src/text/text-model-set.js';
 import { TextTokenizer } from '../../src/text/tokenizer.js';
 
@@ -103,8 +103,8 @@ export interface TextModelOverrides {
   readonly instanceCount?: number;
 }
 
-/** A real TextModel (real tokenizer, batcher, pooling) over the fake forward pass. */
-export async function textModelFor(task: TextTask, overrides: TextModelOverrides = {}): Promise<TextModel> {
+/** A real TextEngine (real tokenizer, batcher, pooling) over the fake forward pass. */
+export async function textModelFor(task: TextTask, overrides: TextModelOverrides = {}): Promise<TextEngine> {
   const tokenizer = await TextTokenizer.fromFile(WORDPIECE_TOKENIZER);
   const spec: TextModelSpec = {
     name: overrides.name ?? `tiny-${task}`,
@@ -115,13 +115,13 @@ export async function textModelFor(task: TextTask, overrides: TextModelOverrides
     prompts: overrides.prompts ?? { query: 'query: ', passage: 'passage: ' },
     labels: task === 'classify' ? CLASSIFIER_LABELS : task === 'rerank' ? ['LABEL_0'] : [],
   };
-  return new TextModel(spec, tokenizer, fakeForward(task, tokenizer.vocabSize, overrides.log), {
+  return new TextEngine(spec, tokenizer, fakeForward(task, tokenizer.vocabSize, overrides.log), {
     limits: { ...DEFAULT_TEXT_LIMITS, ...overrides.limits },
     instanceCount: overrides.instanceCount ?? 1,
     computeType: 'cpu',
   });
 }
 
-export function textModelSetOf(models: readonly TextModel[]): TextModelSet {
+export function textModelSetOf(models: readonly TextEngine[]): TextModelSet {
   return new TextModelSet(models);
 }

@@ -3,12 +3,12 @@ import { CohereClient, CohereClientV2, CohereError } from 'cohere-ai';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rerankRoutes } from '../../src/protocol/rerank/rerank-routes.js';
-import type { TextModel } from '../../src/text/text-model.js';
+import type { TextEngine } from '../../src/text/text-engine.js';
 import { textModelFor, textModelSetOf } from '../helpers/text-model-fixture.js';
 
 /** The official cohere-ai SDK (v1 CohereClient and v2 CohereClientV2), unchanged, pointed at serve-fn. */
-let reranker: TextModel;
-let embedder: TextModel;
+let reranker: TextEngine;
+let embedder: TextEngine;
 let app: FastifyInstance;
 let v1: CohereClient;
 let v2: CohereClientV2;

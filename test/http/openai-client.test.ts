@@ -3,11 +3,11 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import OpenAI, { APIError, NotFoundError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openAiRoutes } from '../../src/protocol/openai/openai-routes.js';
-import type { TextModel } from '../../src/text/text-model.js';
+import type { TextEngine } from '../../src/text/text-engine.js';
 import { textModelFor, textModelSetOf } from '../helpers/text-model-fixture.js';
 
 /** The official openai-node SDK, unchanged, pointed at serve-fn: what it sends by default and how it reads answers and errors. */
-let embedder: TextModel;
+let embedder: TextEngine;
 let app: FastifyInstance;
 let client: OpenAI;
 /** The bodies the SDK sent, as the server parsed them. */

@@ -2,12 +2,12 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createError } from '../../src/errors/index.js';
 import { openAiRoutes } from '../../src/protocol/openai/openai-routes.js';
-import type { TextModel } from '../../src/text/text-model.js';
+import type { TextEngine } from '../../src/text/text-engine.js';
 import { textModelFor, textModelSetOf } from '../helpers/text-model-fixture.js';
 
-let embedder: TextModel;
-let small: TextModel;
-let reranker: TextModel;
+let embedder: TextEngine;
+let small: TextEngine;
+let reranker: TextEngine;
 let app: FastifyInstance;
 
 beforeAll(async () => {

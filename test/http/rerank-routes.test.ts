@@ -1,13 +1,13 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { rerankRoutes } from '../../src/protocol/rerank/rerank-routes.js';
-import type { TextModel } from '../../src/text/text-model.js';
+import type { TextEngine } from '../../src/text/text-engine.js';
 import { textModelFor, textModelSetOf } from '../helpers/text-model-fixture.js';
 
-let reranker: TextModel;
-let classifier: TextModel;
-let embedder: TextModel;
-let plainEmbedder: TextModel;
+let reranker: TextEngine;
+let classifier: TextEngine;
+let embedder: TextEngine;
+let plainEmbedder: TextEngine;
 let app: FastifyInstance;
 
 const QUERY = 'what is deep learning';

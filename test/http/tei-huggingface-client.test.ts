@@ -1,7 +1,7 @@
 import { featureExtraction, InferenceClient, InferenceClientProviderApiError, InferenceClientProviderOutputError, sentenceSimilarity, textClassification } from '@huggingface/inference';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TextModel } from '../../src/text/text-model.js';
+import type { TextEngine } from '../../src/text/text-engine.js';
 import { cosine, norm, teiApp } from '../helpers/tei-app.js';
 import { textModelFor } from '../helpers/text-model-fixture.js';
 
@@ -10,13 +10,13 @@ import { textModelFor } from '../helpers/text-model-fixture.js';
  * `endpointUrl` the client POSTs its task's JSON body (`{inputs, ...parameters}`) to that URL as it
  * is, with no route of its own added (its hf-inference helper's makeUrl), and checks the answer's shape.
  */
-async function listening(model: TextModel): Promise<{ app: FastifyInstance; base: string }> {
+async function listening(model: TextEngine): Promise<{ app: FastifyInstance; base: string }> {
   const app = await teiApp([model]);
   return { app, base: await app.listen({ host: '127.0.0.1', port: 0 }) };
 }
 
-let embedder: TextModel;
-let classifier: TextModel;
+let embedder: TextEngine;
+let classifier: TextEngine;
 let embedServer: { app: FastifyInstance; base: string };
 let classifyServer: { app: FastifyInstance; base: string };
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TextModel } from '../../src/text/text-model.js';
+import type { TextEngine } from '../../src/text/text-engine.js';
 import { cosine, expectTeiError, norm, post, teiApp, teiAppsByTask } from '../helpers/tei-app.js';
 import { textModelFor } from '../helpers/text-model-fixture.js';
 
@@ -17,10 +17,10 @@ const words = (count: number, word: string): string => Array.from({ length: coun
 type Label = { score: number; label: string };
 type Token = { id: number; text: string; special: boolean; start: number | null; stop: number | null };
 
-let embedder: TextModel;
-let classifier: TextModel;
-let reranker: TextModel;
-let splade: TextModel;
+let embedder: TextEngine;
+let classifier: TextEngine;
+let reranker: TextEngine;
+let splade: TextEngine;
 let embedApp: FastifyInstance;
 let classifyApp: FastifyInstance;
 let rerankApp: FastifyInstance;

@@ -1,15 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_JSON_BODY_LIMIT } from '../../src/server/json-body-parser.js';
-import { DEFAULT_TEXT_LIMITS, TextModel } from '../../src/text/text-model.js';
+import { DEFAULT_TEXT_LIMITS, TextEngine } from '../../src/text/text-engine.js';
 import { expectTeiError, post, teiApp, teiAppsByTask } from '../helpers/tei-app.js';
 import { fakeForward, textModelFor } from '../helpers/text-model-fixture.js';
 
 /** The TEI routes around the inference ones: POST / by task, /info, the health checks, model choice, failures and the docs. */
-let embedder: TextModel;
-let classifier: TextModel;
-let reranker: TextModel;
-let splade: TextModel;
+let embedder: TextEngine;
+let classifier: TextEngine;
+let reranker: TextEngine;
+let splade: TextEngine;
 let embedApp: FastifyInstance;
 let classifyApp: FastifyInstance;
 let rerankApp: FastifyInstance;
@@ -90,7 +90,7 @@ describe('GET /info, /health, /ping, /', () => {
       expect(res.statusCode, url).toBe(200);
       expect(res.body).toBe('');
     }
-    const down: TextModel = Object.assign(Object.create(embedder) as TextModel, { ready: () => false });
+    const down: TextEngine = Object.assign(Object.create(embedder) as TextEngine, { ready: () => false });
     const app = await teiApp([down]);
     try {
       for (const url of ['/health', '/ping', '/']) {
@@ -144,7 +144,7 @@ describe('failures', () => {
     const lost = new Error('device lost');
     const failing = { ...forward, infer: async () => Promise.reject(lost) };
     const logged: unknown[] = [];
-    const broken = new TextModel({ ...embedder.spec, name: 'broken' }, embedder.tokenizer, failing, { limits: DEFAULT_TEXT_LIMITS, instanceCount: 1, computeType: 'cpu', log: (_message, err) => logged.push(err) });
+    const broken = new TextEngine({ ...embedder.spec, name: 'broken' }, embedder.tokenizer, failing, { limits: DEFAULT_TEXT_LIMITS, instanceCount: 1, computeType: 'cpu', log: (_message, err) => logged.push(err) });
     const app = await teiApp([broken]);
     try {
       const res = await post(app, '/embed', { inputs: 'a' });
@@ -158,7 +158,7 @@ describe('failures', () => {
   });
 
   it('an unexpected fault is a 500 that does not tell its message; a body of another type is 415, one over the limit 413', async () => {
-    const faulty: TextModel = Object.assign(Object.create(embedder) as TextModel, { embed: async () => Promise.reject(new Error('secret at /srv/key')) });
+    const faulty: TextEngine = Object.assign(Object.create(embedder) as TextEngine, { embed: async () => Promise.reject(new Error('secret at /srv/key')) });
     const app = await teiApp([faulty]);
     try {
       const res = await post(app, '/embed', { inputs: 'a' });

@@ -1,5 +1,5 @@
 import { parseTextInputs, type TextInput } from '../../text/text-inputs.js';
-import type { TextAnswer } from '../../text/text-model.js';
+import type { TextAnswer } from '../../text/text-engine.js';
 import { aboutField, FieldError } from './openai-errors.js';
 import { optionalInteger, optionalString, type Body } from './request-fields.js';
 

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifySchema } from 'fastify';
-import type { TextModel } from '../../text/text-model.js';
+import type { TextEngine } from '../../text/text-engine.js';
 import type { TextModelSet } from '../../text/text-model-set.js';
 import { setTextAnswerHeaders } from '../text-answer-headers.js';
 import { embeddingsResponse, readEmbeddingsRequest } from './openai-embeddings.js';
@@ -63,7 +63,7 @@ function doc(summary: string, parts: { body?: object; response: object }): Fasti
 }
 
 /** OpenAI's Model object; serve-fn knows no creation date for a model, so `created` is when the routes started. */
-function modelObject(model: TextModel, created: number) {
+function modelObject(model: TextEngine, created: number) {
   return { id: model.info.name, object: 'model' as const, created, owned_by: 'serve-fn' };
 }
 

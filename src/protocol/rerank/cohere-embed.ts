@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { EmbedOptions, TextAnswer, TextModel } from '../../text/text-model.js';
+import type { EmbedOptions, TextAnswer, TextEngine } from '../../text/text-engine.js';
 import { float32Base64 } from '../openai/openai-embeddings.js';
 import { FieldError } from '../openai/openai-errors.js';
 import { optionalInteger, optionalString, type Body } from '../openai/request-fields.js';
@@ -64,7 +64,7 @@ export function readCohereEmbedRequest(body: Body): CohereEmbedRequest {
  * with no prompts at all takes any `input_type` and embeds the texts as they are: the cohere-ai v2
  * SDK always sends one, so refusing it would leave such models unusable from Cohere's own client.
  */
-export function promptName(model: TextModel, inputType: string | undefined): string | undefined {
+export function promptName(model: TextEngine, inputType: string | undefined): string | undefined {
   return Object.keys(model.info.prompts).length === 0 ? undefined : inputType;
 }
 

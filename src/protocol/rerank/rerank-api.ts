@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { TextAnswer } from '../../text/text-model.js';
+import type { TextAnswer } from '../../text/text-engine.js';
 import { FieldError } from '../openai/openai-errors.js';
 import { optionalBoolean, optionalInteger, optionalString, requiredString, type Body } from '../openai/request-fields.js';
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createError } from '../../errors/index.js';
 import { parseTextInputs } from '../../text/text-inputs.js';
-import type { ScoredLabel, TextAnswer, TextModel } from '../../text/text-model.js';
+import type { ScoredLabel, TextAnswer, TextEngine } from '../../text/text-engine.js';
 import { aboutField, FieldError } from '../openai/openai-errors.js';
 import { optionalBoolean, type Body } from '../openai/request-fields.js';
 
@@ -53,10 +53,10 @@ export function rawScores(body: Body): boolean {
 
 /**
  * One score per pair, in the pairs' order. Pairs are grouped by their first text so that each
- * distinct query is one TextModel.rerank call; the client batch limit applies to the pairs together,
+ * distinct query is one TextEngine.rerank call; the client batch limit applies to the pairs together,
  * as it would to one call.
  */
-export async function scorePairs(model: TextModel, pairs: readonly ScorePair[], raw: boolean): Promise<{ scores: number[]; promptTokens: number }> {
+export async function scorePairs(model: TextEngine, pairs: readonly ScorePair[], raw: boolean): Promise<{ scores: number[]; promptTokens: number }> {
   const { maxClientBatchSize } = model.info.limits;
   if (pairs.length > maxClientBatchSize) throw createError('SF_ERR_TEXT_BATCH_TOO_LARGE', pairs.length, maxClientBatchSize);
   const byQuery = new Map<string, number[]>();
@@ -90,7 +90,7 @@ export function scoreResponse(scores: readonly number[], promptTokens: number, m
   };
 }
 
-/** vLLM's classify `input` (a text or a list of texts); token ids are refused, as TextModel.predict takes texts. */
+/** vLLM's classify `input` (a text or a list of texts); token ids are refused, as TextEngine.predict takes texts. */
 export function readClassifyInputs(body: Body): string[] {
   const inputs = aboutField('input', () => parseTextInputs(body.input, { field: 'input', allowEmptyString: false }));
   return inputs.map((input, i) => {

@@ -1,5 +1,5 @@
 import type { PoolingMode } from '../../text/pooling.js';
-import type { TextModel } from '../../text/text-model.js';
+import type { TextEngine } from '../../text/text-engine.js';
 
 /** TEI's `Info` (router/src/lib.rs), the body of GET /info. */
 export interface TeiInfo {
@@ -42,7 +42,7 @@ function labels(names: readonly string[]): ClassifierLabels {
  * (`model_sha` null) and no build sha or Docker label; `version` is serve-fn's. The dtype is the
  * served file's: float16 for `--dtype float16` (model_fp16.onnx), else float32.
  */
-export function teiInfo(model: TextModel, version: string): TeiInfo {
+export function teiInfo(model: TextEngine, version: string): TeiInfo {
   const { info } = model;
   const { limits } = info;
   const modelType =

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifySchema } from 'fastify';
 import { createError } from '../../errors/index.js';
 import type { TextTask } from '../../text/model-folder.js';
 import { parseTextInputs, type TextInput } from '../../text/text-inputs.js';
-import type { TextModel } from '../../text/text-model.js';
+import type { TextEngine } from '../../text/text-engine.js';
 import type { TextModelSet, TextNeed } from '../../text/text-model-set.js';
 import { setTextAnswerHeaders } from '../text-answer-headers.js';
 import { installTeiErrorHandling } from './tei-errors.js';
@@ -35,7 +35,7 @@ export interface TeiRoutesOptions {
   readonly bodyLimit?: number;
 }
 
-type Handler = (body: TeiBody, model: TextModel, reply: FastifyReply) => Promise<unknown>;
+type Handler = (body: TeiBody, model: TextEngine, reply: FastifyReply) => Promise<unknown>;
 
 const embed: Handler = async (body, model, reply) => {
   const inputs = teiInputs(body);
@@ -110,7 +110,7 @@ function teiInputs(body: TeiBody): TextInput[] {
 }
 
 /** TEI's /predict serves rerankers as well as classifiers: with no classifier served, the one reranker answers it. */
-function pick(models: TextModelSet, need: TextNeed, name: string | undefined): TextModel {
+function pick(models: TextModelSet, need: TextNeed, name: string | undefined): TextEngine {
   if (need !== 'classify' || name !== undefined || models.all().some((model) => model.info.task === 'classify')) return models.pick(need, name);
   return models.pick('rerank');
 }

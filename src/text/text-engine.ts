@@ -123,7 +123,7 @@ const TASK_NOUN: Readonly<Record<string, string>> = { embed: 'embedding', embed_
  * and pooled, normalised or scored here. A client batch is split across forward batches and
  * answered in its order. The protocols (TEI, OpenAI, Cohere/Jina/vLLM, KServe v2) call this.
  */
-export class TextModel {
+export class TextEngine {
   readonly spec: TextModelSpec;
   private readonly batches: ForwardBatcher;
   private admitted = 0;

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { ServeFnError } from '../../src/errors/index.js';
 import type { InferenceModel } from '../../src/inference/inference-model.js';
-import { DEFAULT_TEXT_LIMITS, TextModel } from '../../src/text/text-model.js';
+import { DEFAULT_TEXT_LIMITS, TextEngine } from '../../src/text/text-engine.js';
 import { TextTokenizer } from '../../src/text/tokenizer.js';
 import { CLASSIFIER_LABELS, fakeForward, HIDDEN, hiddenOf, tableValue, textModelFor, WORDPIECE_TOKENIZER, type ForwardLog } from '../helpers/text-model-fixture.js';
 
@@ -42,7 +42,7 @@ function heldForward(inner: InferenceModel): { model: InferenceModel; release: (
   };
 }
 
-describe('TextModel: embeddings', () => {
+describe('TextEngine: embeddings', () => {
   it('pools CLS and L2-normalises, as computed by hand from the same forward pass', async () => {
     const model = await textModelFor('embed');
     const answer = await model.embed(['The quick brown fox', 'what is deep learning?']);
@@ -100,7 +100,7 @@ describe('TextModel: embeddings', () => {
   });
 });
 
-describe('TextModel: limits and truncation', () => {
+describe('TextEngine: limits and truncation', () => {
   const long = 'the quick brown fox jumps over the lazy dog '.repeat(6);
 
   it('refuses an input over the model limit when truncation is off, and cuts it keeping [CLS] and [SEP] when on', async () => {
@@ -125,7 +125,7 @@ describe('TextModel: limits and truncation', () => {
     const inner = fakeForward('embed', tokenizer.vocabSize, log);
     const compiled = { ...inner, info: { ...inner.info, inputs: inner.info.inputs.map((spec) => ({ ...spec, shape: [-1, 12] })) } };
     const spec = { name: 'static', modelId: 'test', task: 'embed' as const, pooling: 'mean' as const, maxInputLength: 32, prompts: {}, labels: [] };
-    const model = new TextModel(spec, tokenizer, compiled, { limits: DEFAULT_TEXT_LIMITS, instanceCount: 1, computeType: 'npu' });
+    const model = new TextEngine(spec, tokenizer, compiled, { limits: DEFAULT_TEXT_LIMITS, instanceCount: 1, computeType: 'npu' });
     const answer = await model.embed(['the fox', long]);
     expect(log.batches[0]).toMatchObject({ rows: 2, length: 12 });
     expect(log.batches[0].ids[1].at(-1)).toBe(SEP);
@@ -162,7 +162,7 @@ describe('TextModel: limits and truncation', () => {
     const tokenizer = await TextTokenizer.fromFile(WORDPIECE_TOKENIZER);
     const held = heldForward(fakeForward('embed', tokenizer.vocabSize));
     const spec = { name: 'held', modelId: 'test', task: 'embed' as const, pooling: 'cls' as const, maxInputLength: 32, prompts: {}, labels: [] };
-    const model = new TextModel(spec, tokenizer, held.model, { limits: { ...DEFAULT_TEXT_LIMITS, maxConcurrentRequests: 3 }, instanceCount: 1, computeType: 'cpu' });
+    const model = new TextEngine(spec, tokenizer, held.model, { limits: { ...DEFAULT_TEXT_LIMITS, maxConcurrentRequests: 3 }, instanceCount: 1, computeType: 'cpu' });
     const first = model.embed(['a', 'b']);
     await expect.poll(held.started).toBe(1);
     expect(await rejection(model.embed(['c', 'd']))).toMatchObject({ code: 'SF_ERR_TEXT_OVERLOADED', statusCode: 429 });
@@ -179,17 +179,17 @@ describe('TextModel: limits and truncation', () => {
     const inner = fakeForward('embed', tokenizer.vocabSize);
     const spec = { name: 'failing', modelId: 'test', task: 'embed' as const, pooling: 'cls' as const, maxInputLength: 32, prompts: {}, labels: [] };
     const boom = new Error('session.run exploded');
-    const failing = new TextModel(spec, tokenizer, { ...inner, infer: async () => { throw boom; } }, { limits: DEFAULT_TEXT_LIMITS, instanceCount: 1, computeType: 'cpu' });
+    const failing = new TextEngine(spec, tokenizer, { ...inner, infer: async () => { throw boom; } }, { limits: DEFAULT_TEXT_LIMITS, instanceCount: 1, computeType: 'cpu' });
     const err = await rejection(failing.embed(['a']));
     expect(err).toMatchObject({ code: 'SF_ERR_TEXT_BACKEND', statusCode: 424 });
     expect(err.cause).toBe(boom);
     const { createError } = await import('../../src/errors/index.js');
-    const draining = new TextModel(spec, tokenizer, { ...inner, infer: async () => { throw createError('SF_ERR_DRAINING'); } }, { limits: DEFAULT_TEXT_LIMITS, instanceCount: 1, computeType: 'cpu' });
+    const draining = new TextEngine(spec, tokenizer, { ...inner, infer: async () => { throw createError('SF_ERR_DRAINING'); } }, { limits: DEFAULT_TEXT_LIMITS, instanceCount: 1, computeType: 'cpu' });
     expect((await rejection(draining.embed(['a']))).statusCode).toBe(503);
   });
 });
 
-describe('TextModel: classifiers and rerankers', () => {
+describe('TextEngine: classifiers and rerankers', () => {
   /** The fake classifier's logits for one sequence of (id, typeId), by hand. */
   function referenceLogits(ids: number[], types: number[], width: number): number[] {
     return Array.from({ length: width }, (_, k) => {
@@ -236,7 +236,7 @@ describe('TextModel: classifiers and rerankers', () => {
   });
 });
 
-describe('TextModel: tokenize, decode, sparse and similarity', () => {
+describe('TextEngine: tokenize, decode, sparse and similarity', () => {
   it('tokenizes with the original substrings and UTF-8 byte offsets, null for special tokens', async () => {
     const model = await textModelFor('embed');
     const text = 'Deep 学习';
