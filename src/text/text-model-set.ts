@@ -8,7 +8,8 @@ export type TextNeed = TextTask | 'any';
 /**
  * The text models a server serves, as the text protocols look them up. TEI serves one model and
  * its routes name none; OpenAI, Cohere and vLLM requests carry `model`. A request that names no
- * model gets the only one able to serve it.
+ * model gets the only one able to serve it; one naming a model not served gets 404, unless the
+ * server has one model only.
  */
 export class TextModelSet {
   constructor(private readonly models: readonly TextEngine[]) {}
@@ -22,8 +23,11 @@ export class TextModelSet {
     const served = this.models.map((m) => m.info.name).join(', ') || 'none';
     if (name !== undefined && name !== '') {
       const named = this.models.find((m) => m.info.name === name);
-      if (!named) throw createError('SF_ERR_TEXT_MODEL_UNKNOWN', name, served);
-      return named;
+      if (named) return named;
+      // TEI serves one model and reads no `model` (its OpenAI route only warns), so clients written
+      // for it name whatever they like (`text-embedding-3-small`); a server of one model answers them too.
+      if (this.models.length === 1) return this.models[0];
+      throw createError('SF_ERR_TEXT_MODEL_UNKNOWN', name, served);
     }
     const fitting = this.models.filter((m) => need === 'any' || m.info.task === need);
     if (fitting.length === 1) return fitting[0];

@@ -19,7 +19,8 @@ beforeAll(async () => {
   app.addHook('preHandler', async (request) => {
     sent.push(request.body as Record<string, unknown>);
   });
-  await app.register(openAiRoutes, { models: textModelSetOf([embedder]) });
+  // Two models, so a model name that is not served is refused rather than answered by the only one.
+  await app.register(openAiRoutes, { models: textModelSetOf([embedder, await textModelFor('rerank', { name: 'reranker' })]) });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
   // No retries, so a refused request is seen once.
@@ -67,7 +68,7 @@ describe('openai SDK embeddings.create', () => {
 describe('openai SDK models', () => {
   it('lists and retrieves the served models', async () => {
     const page = await client.models.list();
-    expect(page.data.map((m) => m.id)).toEqual(['embedder']);
+    expect(page.data.map((m) => m.id)).toEqual(['embedder', 'reranker']);
     expect(await client.models.retrieve('embedder')).toMatchObject({ id: 'embedder', object: 'model', owned_by: 'serve-fn' });
   });
 });

@@ -148,6 +148,15 @@ describe('POST /v1/embeddings errors', () => {
     expect(error.message).toContain(`got ${width + 1}`);
   });
 
+  it('answers a model name it does not serve from the only model of a one-model server, as TEI does', async () => {
+    const lone = Fastify();
+    await lone.register(openAiRoutes, { models: textModelSetOf([embedder]) });
+    const res = await lone.inject({ method: 'POST', url: '/v1/embeddings', payload: { input: 'x', model: 'text-embedding-3-small', encoding_format: 'float' } });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data[0].embedding).toEqual(Array.from((await embedder.embed(['x'])).values[0]));
+    await lone.close();
+  });
+
   it('answers an unknown model with 404', async () => {
     const error = await refused({ input: 'x', model: 'nope' }, 404);
     expect(error).toMatchObject({ type: 'invalid_request_error', code: 'SF_ERR_TEXT_MODEL_UNKNOWN' });

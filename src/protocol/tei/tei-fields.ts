@@ -81,22 +81,25 @@ export function stringList(value: unknown, field: string): string[] {
 
 /** /tokenize's `TokenizeInput`: one string or a list of strings (token ids are not accepted there). */
 export function tokenizeInputs(value: unknown): string[] {
-  if (typeof value === 'string') return [value];
   if (Array.isArray(value) && value.length === 0) throw createError('SF_ERR_TEXT_EMPTY', '`inputs`');
-  return stringList(value, 'inputs');
+  const texts = typeof value === 'string' ? [value] : stringList(value, 'inputs');
+  // TEI's tokenizer refuses an empty text (core/src/tokenization.rs, EncodingInput::is_empty).
+  if (texts.includes('')) throw createError('SF_ERR_TEXT_EMPTY', '`inputs`');
+  return texts;
 }
 
 /**
  * /decode's `InputIds`: `[u32]` or `[[u32]]`. serde tries the single form first, so `[]` is one
- * empty id list (decoded to ""), and an empty batch cannot be written.
+ * empty id list, which TEI's tokenizer refuses as it does any empty one ("`input_ids` cannot be empty").
  */
 export function decodeIds(value: unknown): number[][] {
   if (!Array.isArray(value)) throw invalid(`\`ids\` must be an array of token ids or an array of arrays of token ids, got ${describe(value)}`);
-  if (value.every((id) => typeof id === 'number')) return [tokenIds(value, 'ids')];
-  return value.map((row, i) => {
+  const rows = value.every((id) => typeof id === 'number') ? [tokenIds(value, 'ids')] : value.map((row, i) => {
     if (!Array.isArray(row)) throw invalid(`\`ids[${i}]\` must be an array of token ids, got ${describe(row)}`);
     return tokenIds(row, `ids[${i}]`);
   });
+  if (rows.some((row) => row.length === 0)) throw createError('SF_ERR_TEXT_EMPTY', '`input_ids`');
+  return rows;
 }
 
 function tokenIds(row: readonly unknown[], at: string): number[] {

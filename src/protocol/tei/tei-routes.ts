@@ -106,7 +106,7 @@ const ROOT_HANDLERS: Readonly<Record<TextTask, Handler>> = { classify: predict, 
 
 function teiInputs(body: TeiBody): TextInput[] {
   // TEI embeds "" as its special tokens alone.
-  return parseTextInputs(required(body, 'inputs'), { field: 'inputs', allowEmptyString: true });
+  return parseTextInputs(required(body, 'inputs'), { field: 'inputs', allowEmptyString: false });
 }
 
 /** TEI's /predict serves rerankers as well as classifiers: with no classifier served, the one reranker answers it. */
