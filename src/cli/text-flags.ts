@@ -1,4 +1,5 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
+import { POOLING_MODES, TEXT_TASKS } from '../metadata/records.js';
 import type { TextServeOptions } from '../text/text-model-loader.js';
 
 /** What commander gives for the text flags of `start` and `dev`. */
@@ -11,6 +12,7 @@ export interface TextFlags {
   maxConcurrentRequests?: number;
   autoTruncate?: boolean;
   dtype?: TextServeOptions['dtype'];
+  defaultPromptName?: string;
   promptName?: string;
   servedModelName?: string;
 }
@@ -32,17 +34,18 @@ function bool(value: string): boolean {
  * (text-embeddings-inference docs/source/en/cli_arguments.md), so a TEI deployment's arguments and
  * env carry over; --task has no TEI counterpart (TEI reads the model type only from the folder).
  */
-const TEXT_OPTIONS: readonly (readonly [Option, keyof TextFlags, 'count' | 'bool' | 'text'])[] = [
-  [new Option('--task <task>', 'text folders: what to serve, overriding what the folder says').choices(['embed', 'rerank', 'classify', 'sparse']).env('SERVE_FN_TASK'), 'task', 'text'],
-  [new Option('--pooling <mode>', 'text folders: pooling, overriding 1_Pooling/config.json').choices(['cls', 'mean', 'max', 'last-token', 'weighted-mean', 'splade']).env('POOLING'), 'pooling', 'text'],
-  [new Option('--max-batch-tokens <n>', 'text models: padded tokens per forward batch (default 16384)').argParser(count).env('MAX_BATCH_TOKENS'), 'maxBatchTokens', 'count'],
-  [new Option('--max-batch-requests <n>', 'text models: rows per forward batch (default: no limit but the tokens)').argParser(count).env('MAX_BATCH_REQUESTS'), 'maxBatchRequests', 'count'],
-  [new Option('--max-client-batch-size <n>', 'text models: inputs per request (default 32)').argParser(count).env('MAX_CLIENT_BATCH_SIZE'), 'maxClientBatchSize', 'count'],
-  [new Option('--max-concurrent-requests <n>', 'text models: inputs admitted at once before 429 (default 512)').argParser(count).env('MAX_CONCURRENT_REQUESTS'), 'maxConcurrentRequests', 'count'],
-  [new Option('--auto-truncate <bool>', 'text models: cut inputs over the model limit unless a request says otherwise (default true)').argParser(bool).env('AUTO_TRUNCATE'), 'autoTruncate', 'bool'],
-  [new Option('--dtype <dtype>', 'text folders: float16 serves onnx/model_fp16.onnx').choices(['float32', 'float16']).env('DTYPE'), 'dtype', 'text'],
-  [new Option('--prompt-name <name>', 'text models: the prompt (config_sentence_transformers.json) for requests that name none').env('DEFAULT_PROMPT_NAME'), 'promptName', 'text'],
-  [new Option('--served-model-name <name>', 'text folders: the model name clients use (one folder only)').env('SERVED_MODEL_NAME'), 'servedModelName', 'text'],
+const TEXT_OPTIONS: readonly (readonly [Option, keyof TextFlags])[] = [
+  [new Option('--task <task>', 'text folders: what to serve, overriding what the folder says').choices(TEXT_TASKS).env('SERVE_FN_TASK'), 'task'],
+  [new Option('--pooling <mode>', 'text folders: pooling, overriding 1_Pooling/config.json').choices(POOLING_MODES).env('POOLING'), 'pooling'],
+  [new Option('--max-batch-tokens <n>', 'text models: padded tokens per forward batch (default 16384)').argParser(count).env('MAX_BATCH_TOKENS'), 'maxBatchTokens'],
+  [new Option('--max-batch-requests <n>', 'text models: rows per forward batch (default: no limit but the tokens)').argParser(count).env('MAX_BATCH_REQUESTS'), 'maxBatchRequests'],
+  [new Option('--max-client-batch-size <n>', 'text models: inputs per request (default 32)').argParser(count).env('MAX_CLIENT_BATCH_SIZE'), 'maxClientBatchSize'],
+  [new Option('--max-concurrent-requests <n>', 'text models: inputs admitted at once before 429 (default 512)').argParser(count).env('MAX_CONCURRENT_REQUESTS'), 'maxConcurrentRequests'],
+  [new Option('--auto-truncate <bool>', 'text models: cut inputs over the model limit unless a request says otherwise (default true)').argParser(bool).env('AUTO_TRUNCATE'), 'autoTruncate'],
+  [new Option('--dtype <dtype>', 'text folders: float16 serves onnx/model_fp16.onnx').choices(['float32', 'float16']).env('DTYPE'), 'dtype'],
+  [new Option('--default-prompt-name <name>', 'text models: the prompt (config_sentence_transformers.json) for requests that name none').env('DEFAULT_PROMPT_NAME'), 'defaultPromptName'],
+  [new Option('--prompt-name <name>', 'the same as --default-prompt-name'), 'promptName'],
+  [new Option('--served-model-name <name>', 'text folders: the model name clients use (one folder only)').env('SERVED_MODEL_NAME'), 'servedModelName'],
 ];
 
 export function textFlagOptions(command: Command): Command {
@@ -52,7 +55,7 @@ export function textFlagOptions(command: Command): Command {
 
 export function textServeOptions(flags: TextFlags): TextServeOptions {
   const limits = Object.fromEntries((['maxBatchTokens', 'maxBatchRequests', 'maxClientBatchSize', 'maxConcurrentRequests', 'autoTruncate'] as const).filter((k) => flags[k] !== undefined).map((k) => [k, flags[k]]));
-  return { task: flags.task, pooling: flags.pooling, limits, dtype: flags.dtype, promptName: flags.promptName, servedModelName: flags.servedModelName };
+  return { task: flags.task, pooling: flags.pooling, limits, dtype: flags.dtype, promptName: flags.defaultPromptName ?? flags.promptName, servedModelName: flags.servedModelName };
 }
 
 /** The flags again as arguments, for the `start` process `dev` runs. */

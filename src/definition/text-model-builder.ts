@@ -1,9 +1,7 @@
 import { createError } from '../errors/index.js';
-import type { TensorDeclaration, TensorsRecord, TextModelDeclaration, TextModelRecord } from '../metadata/records.js';
+import { POOLING_MODES, TEXT_TASKS, type TensorDeclaration, type TensorsRecord, type TextModelDeclaration, type TextModelRecord } from '../metadata/records.js';
 import type { ModelClass } from './model-definition.js';
 
-const TASKS: readonly string[] = ['embed', 'rerank', 'classify', 'sparse'];
-const POOLING: readonly string[] = ['cls', 'mean', 'max', 'last-token', 'weighted-mean', 'splade'];
 const KNOWN: ReadonlySet<string> = new Set([
   'task', 'folder', 'tokenizer', 'pooling', 'maxInputLength', 'prompts', 'defaultPromptName', 'labels', 'pooledOutput',
   'maxBatchTokens', 'maxBatchRequests', 'maxClientBatchSize', 'maxConcurrentRequests', 'autoTruncate',
@@ -25,8 +23,8 @@ export function buildTextModel(target: ModelClass, record: TextModelRecord): Tex
   const invalid = (why: string) => createError('SF_ERR_TEXT_MODEL_INVALID', target.name, why);
   const options = record.options;
   for (const key of Object.keys(options)) if (!KNOWN.has(key)) throw invalid(`option '${key}' is not known (known: ${[...KNOWN].join(', ')})`);
-  if (!TASKS.includes(options.task)) throw invalid(`task must be one of ${TASKS.join(', ')} (got ${String(options.task)})`);
-  if (options.pooling !== undefined && !POOLING.includes(options.pooling)) throw invalid(`pooling must be one of ${POOLING.join(', ')} (got ${String(options.pooling)})`);
+  if (!(TEXT_TASKS as readonly string[]).includes(options.task)) throw invalid(`task must be one of ${TEXT_TASKS.join(', ')} (got ${String(options.task)})`);
+  if (options.pooling !== undefined && !(POOLING_MODES as readonly string[]).includes(options.pooling)) throw invalid(`pooling must be one of ${POOLING_MODES.join(', ')} (got ${String(options.pooling)})`);
   if (options.folder === undefined && options.tokenizer === undefined) throw invalid('needs a tokenizer: give `folder` (a sentence-transformers export) or `tokenizer` (a tokenizer.json)');
   for (const key of ['maxInputLength', 'maxBatchTokens', 'maxBatchRequests', 'maxClientBatchSize', 'maxConcurrentRequests'] as const) {
     const value = options[key];

@@ -131,7 +131,12 @@ export interface TensorsRecord {
 }
 
 /** The tasks a text model serves (TEI's model types; `sparse` is SPLADE). */
-export type TextTaskName = 'embed' | 'rerank' | 'classify' | 'sparse';
+export const TEXT_TASKS = ['embed', 'rerank', 'classify', 'sparse'] as const;
+export type TextTaskName = (typeof TEXT_TASKS)[number];
+
+/** How token states become one vector: sentence-transformers' pooling modes, and SPLADE's. */
+export const POOLING_MODES = ['cls', 'mean', 'max', 'last-token', 'weighted-mean', 'splade'] as const;
+export type PoolingModeName = (typeof POOLING_MODES)[number];
 
 /** @TextModel: what serve-fn needs to tokenize, batch, pool and score for a class that runs the forward pass. */
 export interface TextModelDeclaration {
@@ -144,7 +149,7 @@ export interface TextModelDeclaration {
   readonly folder?: string;
   /** tokenizer.json, relative to the module file; default `<folder>/tokenizer.json`. */
   readonly tokenizer?: string;
-  readonly pooling?: 'cls' | 'mean' | 'max' | 'last-token' | 'weighted-mean' | 'splade';
+  readonly pooling?: PoolingModeName;
   readonly maxInputLength?: number;
   readonly prompts?: Readonly<Record<string, string>>;
   readonly defaultPromptName?: string;

@@ -1,3 +1,4 @@
+import type { PoolingModeName } from '../metadata/records.js';
 /**
  * Pooling of a transformer's per-token output into one vector per text, and the score functions
  * the text routes apply, as sentence-transformers' Pooling and SpladePooling modules define them
@@ -5,7 +6,7 @@
  * kept in float64 so long inputs lose no precision before the float32 result.
  */
 
-export type PoolingMode = 'cls' | 'mean' | 'max' | 'last-token' | 'weighted-mean' | 'splade';
+export type PoolingMode = PoolingModeName;
 
 /**
  * hidden: [rows, length, width] row-major; mask: [rows, length], 1 = real token. One vector of

@@ -27,8 +27,8 @@ describe('teiError', () => {
     expect([400, 422, 413, 422, 429, 424, 424, 422]).toEqual(cases.map(([err]) => teiError(err, options).status));
   });
 
-  it('a tokenizer failing on one request’s text is 422 Tokenizer, not the start-up 500', () => {
-    const err = createError('SF_ERR_TOKENIZER_INVALID', 'tokenizer.json', 'cannot encode');
+  it('a tokenizer failing on one request’s text is 422 Tokenizer', () => {
+    const err = createError('SF_ERR_TOKENIZATION_FAILED', 'cannot encode');
     expect(teiError(err, options)).toMatchObject({ status: 422, body: { error_type: 'Tokenizer' } });
   });
 

@@ -14,7 +14,7 @@ export interface TextRoutesOptions {
   readonly bodyLimit?: number;
 }
 
-export const OPENAI_TAG = 'OpenAI-compatible embeddings';
+const OPENAI_TAG = 'OpenAI-compatible embeddings';
 
 const EMBEDDINGS_BODY = {
   type: 'object',

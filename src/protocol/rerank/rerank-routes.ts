@@ -7,7 +7,7 @@ import { cohereEmbedResponse, promptName, readCohereEmbedRequest } from './coher
 import { readRerankRequest, rerankResponse } from './rerank-api.js';
 import { classifyResponse, rawScores, readClassifyInputs, readScorePairs, scorePairs, scoreResponse } from './vllm-scoring.js';
 
-export const RERANK_TAG = 'Cohere, Jina and vLLM rerank, embed, score and classify';
+const RERANK_TAG = 'Cohere, Jina and vLLM rerank, embed, score and classify';
 
 const documents = { type: 'array', items: { anyOf: [{ type: 'string' }, { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] }] } };
 const texts = { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] };

@@ -34,8 +34,6 @@ const ERROR_TYPES: Partial<Record<SfErrorCode, TeiErrorType>> = {
 
 export function teiError(err: unknown, options: ErrorAnswerOptions): { status: number; body: TeiErrorBody; fault: boolean } {
   if (err instanceof ServeFnError) {
-    // A tokenizer that fails on one request's text is TEI's 422 "Tokenizer", not the start-up 500.
-    if (err.code === 'SF_ERR_TOKENIZER_INVALID') return { status: 422, body: { error: err.message, error_type: 'Tokenizer' }, fault: false };
     const kind = ERROR_TYPES[err.code];
     if (kind) return { status: err.statusCode, body: { error: err.message, error_type: kind }, fault: false };
   }

@@ -5,7 +5,7 @@ import type { FastifySchema } from 'fastify';
  * They document only: the routes read their bodies with tei-fields.ts, since TEI's untagged inputs
  * are not something a JSON schema validator can tell apart.
  */
-export const TEI_TAG = 'Text Embeddings Inference';
+const TEI_TAG = 'Text Embeddings Inference';
 
 type Schema = Record<string, unknown>;
 
