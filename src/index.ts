@@ -22,3 +22,4 @@ export type {
 } from './inference/inference-model.js';
 export { FolderModelRepository, type FolderModelRepositoryOptions } from './model-repository/folder-model-repository.js';
 export * from './adapters/funasr/index.js';
+export { TextTokenizer, type TextEncoding, type EncodeOptions } from './text/tokenizer.js';

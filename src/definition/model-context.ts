@@ -1,4 +1,5 @@
 import type { BackendSession } from '../backends/backend.js';
+import type { TextTokenizer } from '../text/tokenizer.js';
 
 /**
  * The facts Triton's Python backend passes in `args` (model name and version, instance name, kind
@@ -48,6 +49,12 @@ export interface ModelContext extends ModelContextData {
    * disposed after `finalize`.
    */
   loadModel(path: string, options?: LoadModelOptions): Promise<BackendSession>;
+  /**
+   * Loads a Hugging Face `tokenizer.json` (with its tokenizer_config.json beside it), for a model
+   * that tokenizes text itself; a relative path is taken from `modelDir`. The tokenizer is the one
+   * @TextModel serving uses: HF's Rust tokenizers, UTF-8 byte offsets, per-call truncation.
+   */
+  loadTokenizer(path: string): Promise<TextTokenizer>;
   /**
    * Calls another served model through its queue and batcher (Triton's BLS) and resolves with its
    * result. Calling a model whose every instance is waiting on this call would deadlock.

@@ -2,27 +2,30 @@ import { isAbsolute, join } from 'node:path';
 import type { BackendSession } from '../backends/backend.js';
 import { backendForFile, parseDevice } from '../backends/backend-for-file.js';
 import type { InferOptions, ModelContext, ModelContextData } from '../definition/model-context.js';
+import { TextTokenizer } from '../text/tokenizer.js';
 
 export type InferCall = (model: string, input: unknown, options: InferOptions) => Promise<unknown>;
 
 /**
- * Gives an instance's context its services: loading model files into this thread, and calling
- * other served models. Keeps the sessions it opened so they can be released after `finalize`.
+ * Gives an instance's context its services: loading model files and tokenizers into this thread,
+ * and calling other served models. Keeps the sessions it opened so they can be released after `finalize`.
  */
 export class ContextServices {
   private readonly sessions: BackendSession[] = [];
   readonly context: ModelContext;
 
   constructor(data: ModelContextData, infer: InferCall) {
+    const fileOf = (path: string): string => (isAbsolute(path) ? path : join(data.modelDir, path));
     this.context = {
       ...data,
       loadModel: async (path, options = {}) => {
-        const file = isAbsolute(path) ? path : join(data.modelDir, path);
+        const file = fileOf(path);
         const device = parseDevice(options.device ?? data.deviceKind, data.deviceId);
         const session = await (await backendForFile(file)).load(file, { device, options: options.options });
         this.sessions.push(session);
         return session;
       },
+      loadTokenizer: (path) => TextTokenizer.fromFile(fileOf(path)),
       infer: <R>(model: string, input: unknown, options: InferOptions = {}) => infer(model, input, options) as Promise<R>,
     };
   }

@@ -103,6 +103,7 @@ function context(instanceIndex: number): ModelContext {
   const unused = (): Promise<never> => Promise.reject(new Error('not used by these tests'));
   return {
     loadModel: unused,
+    loadTokenizer: unused,
     infer: unused,
     modelName: 'lifecycle',
     modelVersion: '1',
