@@ -6,6 +6,7 @@
 #
 #   bench/triton-client/run.sh <client checkout> <common checkout>
 #   DECORATED=1 bench/triton-client/run.sh …   (against decorated @Tensors classes instead)
+#   TEXT=1 bench/triton-client/run.sh …        (tritonclient.http and .grpc on text model folders)
 #
 # Needs `npm run build` first, and a python3 ($PYTHON) with grpcio, grpcio-tools, protobuf, numpy,
 # python-rapidjson, geventhttpclient, gevent and packaging (Debian: python3-grpc-tools
@@ -86,6 +87,22 @@ run_example() {
 }
 
 EXAMPLES="$CLIENT/src/python/examples"
+if [ -n "${TEXT:-}" ]; then
+  # The clients on text models served with no code: two model folders of seeded weights (the test
+  # fixtures' writers), texts in as BYTES, embeddings and rerank scores out.
+  rm -rf "$REPOSITORY"
+  node --import ./loader/register.mjs bench/triton-client/build-text-models.ts "$REPOSITORY" || exit 1
+  node bin/serve-fn.js start "$REPOSITORY" --host 127.0.0.1 --port "$HTTP_PORT" --grpc-port "$GRPC_PORT" > "$WORK/server.log" 2>&1 &
+  SERVER=$!
+  for _ in $(seq 1 120); do
+    curl -sf "http://127.0.0.1:$HTTP_PORT/v2/health/ready" > /dev/null && break
+    sleep 0.5
+  done
+  "$PYTHON" bench/triton-client/text_model_client.py "localhost:$HTTP_PORT" "localhost:$GRPC_PORT" bge-tiny rerank-tiny
+  status=$?
+  stop_server
+  exit $status
+fi
 if [ -n "${DECORATED:-}" ]; then
   # The same examples against decorated classes (decorated-models.ts: simple, simple_string and
   # simple_identity with @Tensors interfaces) instead of a repository; the examples of models it

@@ -96,12 +96,19 @@ function announce(server: ServeFnServer, address: string, dev: boolean): void {
     for (const socket of def.sockets) lines.push(`  WebSocket   ${socketBase}${socket.path}  (${def.name}.${socket.methodName})`);
   }
   for (const { info } of server.repository?.models() ?? []) lines.push(`  model       ${info.name} version ${info.version} (${info.platform})`);
+  for (const { info } of server.texts) lines.push(`  text model  ${info.name} (${info.task}, max ${info.maxInputLength} tokens): ${TEXT_ROUTES[info.task]}, POST ${base}/v2/models/${info.name}/infer`);
   if (dev) process.stdout.write(`${lines.join('\n')}\n`);
   else {
     const endpoints = server.definitions.flatMap((d) => [...d.endpoints.map((e) => `${e.httpMethod} ${e.path}`), ...d.sockets.map((s) => `WebSocket ${s.path}`)]);
-    server.app.log.info({ address, grpcPort: server.grpcPort, endpoints }, 'serve-fn ready');
+    const textModels = server.texts.map(({ info }) => ({ name: info.name, task: info.task }));
+    server.app.log.info({ address, grpcPort: server.grpcPort, endpoints, ...(textModels.length > 0 ? { textModels } : {}) }, 'serve-fn ready');
   }
 }
+
+/** The routes a text model answers, by task, for the banner (TEI's first, then OpenAI's and Cohere's). */
+const TEXT_ROUTES: Readonly<Record<string, string>> = {
+  embed: 'POST /embed, /v1/embeddings', rerank: 'POST /rerank, /v1/rerank, /v2/rerank', classify: 'POST /predict, /classify', sparse: 'POST /embed_sparse',
+};
 
 /** How long SIGTERM keeps serving with readiness 503, as a Kubernetes preStop sleep would (--shutdown-delay, SERVE_FN_SHUTDOWN_DELAY_MS). */
 const DEFAULT_SHUTDOWN_DELAY_MS = 5000;

@@ -107,9 +107,7 @@ export class DynamicBatcher<T, R> {
   }
 
   submit(payload: T, options: SubmitOptions = {}): Promise<R> {
-    const promise = this.enqueue(payload, options);
-    this.pump();
-    return promise;
+    return this.submitAll([payload], options)[0];
   }
 
   /**
@@ -246,17 +244,7 @@ export class DynamicBatcher<T, R> {
   /** How many of the next `count` requests fit the budget together (at least one: a request alone always runs). */
   private withinBudget(count: number): number {
     const budget = this.hooks.budget;
-    if (budget === undefined) return count;
-    let taken = 0;
-    let largest = 0;
-    for (const request of this.queues.peek()) {
-      if (taken === count) break;
-      const widest = Math.max(largest, budget.cost(request.entry.payload));
-      if (taken > 0 && widest * (taken + 1) > budget.limit) break;
-      largest = widest;
-      taken++;
-    }
-    return taken;
+    return budget === undefined ? count : this.queues.countPadded(count, budget.limit, (request) => budget.cost(request.entry.payload));
   }
 
   /** Triton's GetDynamicBatch rules; 0 means wait, with the timer armed for the queue delay. */

@@ -75,9 +75,23 @@ export class PriorityQueues<Q extends QueuedItem<Q>> {
     return batch;
   }
 
-  /** The waiting requests in batch order, left where they are. */
-  *peek(): Iterable<Q> {
-    for (const queue of this.inBatchOrder()) yield* queue;
+  /**
+   * How many of the next `count` requests, in batch order, fit `limit` when each costs as much as
+   * the costliest of them (rows padded to the longest); at least one.
+   */
+  countPadded(count: number, limit: number, cost: (item: Q) => number): number {
+    let taken = 0;
+    let widest = 0;
+    for (const queue of this.inBatchOrder()) {
+      for (const item of queue) {
+        if (taken === count) return taken;
+        const next = Math.max(widest, cost(item));
+        if (taken > 0 && next * (taken + 1) > limit) return taken;
+        widest = next;
+        taken++;
+      }
+    }
+    return taken;
   }
 
   oldestEnqueuedAtUs(): number {

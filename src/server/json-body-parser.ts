@@ -42,13 +42,27 @@ export function installJsonBodyParser(app: FastifyInstance, defaultLimit: number
     const encoding = request.headers['content-encoding'];
     const body = await decompressRequestBody(raw, Array.isArray(encoding) ? encoding[0] : encoding, request.routeOptions.bodyLimit ?? defaultLimit);
     if (body.byteLength === 0) throw new RequestValidationError([{ loc: ['body'], msg: 'Field required', type: 'missing', input: null }]);
-    const text = body.toString('utf8');
+    const text = utf8Text(body);
     const value = await new Promise<unknown>((resolve, reject) => {
       secureParse(request, text, (err, parsed) => (err ? reject(describeInvalid(text)) : resolve(parsed)));
     });
     if (jsonDepthExceeds(value)) throw jsonInvalid(createError('SF_ERR_BODY_TOO_DEEP', MAX_JSON_DEPTH).message);
     return value;
   });
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * JSON is UTF-8 (RFC 8259 §8.1). Decoding leniently would turn bad bytes into U+FFFD, and a text
+ * model would then embed a text the client never sent; they are refused instead.
+ */
+function utf8Text(body: Buffer): string {
+  try {
+    return UTF8.decode(body);
+  } catch {
+    throw jsonInvalid('the body is not valid UTF-8');
+  }
 }
 
 /** fastify's parser drops JSON.parse's message; parsing again, on this error path only, recovers it. */

@@ -29,7 +29,9 @@ import { TextInferenceModel } from '../text/text-inference-model.js';
 import { loadClassTextModel, loadFolderTextModel, type TextServeOptions } from '../text/text-model-loader.js';
 import { TextMetrics } from '../text/text-metrics.js';
 import { TextModelSet } from '../text/text-model-set.js';
+import type { TextModel } from '../text/text-model.js';
 import { openAiRoutes } from '../protocol/openai/openai-routes.js';
+import { teiRoutes } from '../protocol/tei/tei-routes.js';
 import { rerankRoutes } from '../protocol/rerank/rerank-routes.js';
 import { endpointRoutes } from './endpoint-routes.js';
 import { installErrorHandling } from './error-handler.js';
@@ -197,6 +199,11 @@ export class ServeFnServer {
     return address;
   }
 
+  /** The text models served (from folders and @TextModel classes); built by prepare(). */
+  get texts(): readonly TextModel[] {
+    return this.textModels.all();
+  }
+
   /** The gRPC port bound by listen(), when gRPC is on. */
   get grpcPort(): number | undefined {
     return this.grpc?.port;
@@ -311,6 +318,7 @@ export class ServeFnServer {
     await socketRoutes(app, { runtimes: this.runtimes, state: this.state, schemas, maxPayload: this.bodyLimit });
     if (this.textModels.all().length > 0) {
       const text = { models: this.textModels, exposeErrors, bodyLimit: this.jsonBodyLimit };
+      await app.register(teiRoutes, { ...text, serverVersion: SERVER_IDENTITY.serverVersion });
       await app.register(openAiRoutes, text);
       await app.register(rerankRoutes, text);
     }

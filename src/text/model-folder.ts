@@ -1,4 +1,5 @@
 import type { TextTaskName } from '../metadata/records.js';
+import type { TextModelSpec } from './text-model.js';
 /**
  * Reads what a Hugging Face model folder, as sentence-transformers and optimum export it, says
  * about its model: which task it serves, how token vectors are pooled, the input length limit and
@@ -15,19 +16,11 @@ import type { PoolingMode } from './pooling.js';
 
 export type TextTask = TextTaskName;
 
-/** What a sentence-transformers / optimum export folder says about its model. */
-export interface TextModelFolder {
+/** What a sentence-transformers / optimum export folder says about its model: the model's spec (named after the folder), and where its files are. */
+export interface TextModelFolder extends Omit<TextModelSpec, 'modelId'> {
   readonly dir: string;
-  readonly name: string;
   readonly modelFile: string;
   readonly tokenizerFile: string;
-  readonly task: TextTask;
-  readonly pooling: PoolingMode;
-  readonly normalize: boolean;
-  readonly maxInputLength: number;
-  readonly prompts: Readonly<Record<string, string>>;
-  readonly defaultPromptName?: string;
-  readonly labels: readonly string[];
   readonly hiddenSize?: number;
   readonly architectures: readonly string[];
   readonly modelType?: string;
@@ -92,7 +85,6 @@ export function readTextModelFolder(dir: string, overrides: FolderOverrides = {}
     tokenizerFile,
     task,
     pooling,
-    normalize: modules.normalize,
     maxInputLength: readMaxInputLength(files, config, modelType),
     prompts,
     ...(defaultPromptName === undefined ? {} : { defaultPromptName }),
@@ -139,16 +131,14 @@ function findModelFile(dir: string): string | undefined {
 interface Modules {
   /** The pooling module's config file, relative to the folder, and whether it is SpladePooling. */
   readonly pooling?: { readonly file: string; readonly splade: boolean };
-  readonly normalize: boolean;
 }
 
 /** modules.json lists the pipeline; without it, sentence-transformers and TEI look for 1_Pooling. */
 function readModules(files: FolderFiles): Modules {
   const list = files.json('modules.json', false);
-  if (list === undefined) return existsSync(join(files.folder, '1_Pooling/config.json')) ? { pooling: { file: '1_Pooling/config.json', splade: false }, normalize: false } : { normalize: false };
+  if (list === undefined) return existsSync(join(files.folder, '1_Pooling/config.json')) ? { pooling: { file: '1_Pooling/config.json', splade: false } } : {};
   if (!Array.isArray(list)) throw files.invalid('modules.json', 'must be a list of modules');
   let pooling: Modules['pooling'];
-  let normalize = false;
   list.forEach((entry: unknown, i) => {
     const where = `module ${i}`;
     if (!isObject(entry) || typeof entry.type !== 'string' || typeof entry.path !== 'string') throw files.invalid('modules.json', `${where} needs a string "type" and "path"`);
@@ -156,14 +146,14 @@ function readModules(files: FolderFiles): Modules {
     if (!KNOWN_MODULES.has(kind)) throw files.invalid('modules.json', `${where} has type ${entry.type}, which is not supported (only ${[...KNOWN_MODULES].join(', ')})`);
     // "" is the folder itself (the Transformer module); any other path must stay inside the folder.
     if (entry.path !== '' && pathInside(files.folder, entry.path) === undefined) throw files.invalid('modules.json', `${where} path "${entry.path}" leads outside the model folder`);
-    if (kind === 'Normalize') normalize = true;
+    // Normalize needs nothing here: TEI's `normalize` is true unless a request says otherwise.
     if (kind === 'Pooling' || kind === 'SpladePooling') {
       if (pooling !== undefined) throw files.invalid('modules.json', `${where} is a second pooling module`);
       if (entry.path === '') throw files.invalid('modules.json', `${where} (${kind}) needs the subfolder holding its config.json as its path`);
       pooling = { file: join(entry.path, 'config.json'), splade: kind === 'SpladePooling' };
     }
   });
-  return pooling === undefined ? { normalize } : { pooling, normalize };
+  return pooling === undefined ? {} : { pooling };
 }
 
 function readPooling(files: FolderFiles, source: string, hiddenSize: number | undefined): PoolingMode {

@@ -61,7 +61,7 @@ export async function loadFolderTextModel(dir: string, options: TextServeOptions
   const [forward] = await buildModelVersions(source, builder);
   const tokenizer = await TextTokenizer.fromFile(folder.tokenizerFile);
   const spec = specOf(folder, { name, modelId: folder.dir, defaultPromptName: options.promptName ?? folder.defaultPromptName });
-  const text = new TextModel(spec, tokenizer, forward, { limits, instanceCount: 1, metrics, computeType: kind === 'npu_om' ? 'npu' : 'cpu' });
+  const text = new TextModel(spec, tokenizer, forward, { limits, instanceCount: 1, metrics, computeType: kind === 'npu_om' ? 'npu' : 'cpu', dtype: options.dtype });
   return { text, forward };
 }
 
@@ -99,10 +99,8 @@ export async function loadClassTextModel(def: ModelDefinition, forward: Inferenc
 }
 
 function specOf(folder: TextModelFolder, names: Pick<TextModelSpec, 'name' | 'modelId' | 'defaultPromptName'>): TextModelSpec {
-  return {
-    ...names,
-    task: folder.task, pooling: folder.pooling, maxInputLength: folder.maxInputLength, prompts: folder.prompts, labels: folder.labels,
-  };
+  const { task, pooling, maxInputLength, prompts, labels, hiddenSize } = folder;
+  return { ...names, task, pooling, maxInputLength, prompts, labels, ...(hiddenSize === undefined ? {} : { dimensions: hiddenSize }) };
 }
 
 function halfPrecisionFile(folder: TextModelFolder): string {

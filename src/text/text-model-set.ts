@@ -30,6 +30,6 @@ export class TextModelSet {
     // With no model for the task, the only model there is answers, so its task error names what it is.
     if (fitting.length === 0 && this.models.length === 1) return this.models[0];
     if (fitting.length === 0) throw createError('SF_ERR_TEXT_MODEL_UNKNOWN', `(any ${need} model)`, served);
-    throw createError('SF_ERR_TEXT_MODEL_AMBIGUOUS', need, fitting.map((m) => m.info.name).join(', '));
+    throw createError('SF_ERR_TEXT_MODEL_AMBIGUOUS', need === 'any' ? 'serve this request' : `serve the task '${need}'`, fitting.map((m) => m.info.name).join(', '));
   }
 }

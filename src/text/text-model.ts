@@ -1,16 +1,14 @@
 import { createError, ServeFnError } from '../errors/index.js';
 import type { InferenceModel } from '../inference/inference-model.js';
-import { normalizeBatchPolicy } from '../runtime/batch-policy.js';
-import { DynamicBatcher, type BatchEntry } from '../runtime/dynamic-batcher.js';
+import { ForwardBatcher, type QueuedSequence, type Row, type SparseValue, type Want } from './forward-batches.js';
 import type { TextTask } from './model-folder.js';
-import { l2Normalize, poolRows, sigmoid, softmax, spladeRows, type PoolingMode } from './pooling.js';
+import { l2Normalize, sigmoid, softmax, type PoolingMode } from './pooling.js';
 import type { TextInput } from './text-inputs.js';
 import type { TextFailure, TextMetricFamily, TextMetrics } from './text-metrics.js';
-import { checkForwardInputs, floatOutput, padBatch, type PaddingSide, type TokenSequence } from './token-batch.js';
-import type { Tensor } from '../tensor/tensor.js';
 import type { TextEncoding, TextTokenizer } from './tokenizer.js';
 
 export type { TextInput } from './text-inputs.js';
+export type { SparseValue } from './forward-batches.js';
 
 /** TEI's batching and admission knobs, named as its flags are (docs/source/en/cli_arguments.md). */
 export interface TextLimits {
@@ -41,6 +39,8 @@ export interface TextModelSpec {
   readonly defaultPromptName?: string;
   /** id2label, in id order. */
   readonly labels: readonly string[];
+  /** The embedding width, when known before the first forward pass (config.json's hidden_size). */
+  readonly dimensions?: number;
 }
 
 export interface TextModelOptions {
@@ -50,6 +50,8 @@ export interface TextModelOptions {
   readonly metrics?: TextMetrics;
   /** Where the forward pass runs (TEI's x-compute-type): 'cpu', 'gpu', 'npu'. */
   readonly computeType: string;
+  /** The forward model's float type, as TEI's /info `model_dtype` names it; float32 unless said. */
+  readonly dtype?: 'float32' | 'float16';
 }
 
 export interface TruncateOptions {
@@ -84,10 +86,6 @@ export interface ScoredLabel {
   readonly score: number;
   readonly label: string;
 }
-export interface SparseValue {
-  readonly index: number;
-  readonly value: number;
-}
 export interface TokenInfo {
   readonly id: number;
   readonly text: string;
@@ -107,19 +105,7 @@ export interface TextModelInfo {
   readonly prompts: Readonly<Record<string, string>>;
   readonly limits: TextLimits;
   readonly computeType: string;
-}
-
-/** What one sequence needs from the forward pass. */
-type Want = 'pooled' | 'tokens' | 'logits' | 'sparse';
-type Row = Float32Array | Float32Array[] | SparseValue[];
-
-interface QueuedSequence extends TokenSequence {
-  readonly want: Want;
-}
-interface SequenceResult {
-  readonly row: Row;
-  readonly queueMs: number;
-  readonly inferenceMs: number;
+  readonly dtype: 'float32' | 'float16';
 }
 
 /** The operations, with the tasks each runs on (TEI's: /predict serves classifiers and rerankers alike). */
@@ -136,48 +122,43 @@ const TASK_NOUN: Readonly<Record<string, string>> = { embed: 'embedding', embed_
  * answered in its order. The protocols (TEI, OpenAI, Cohere/Jina/vLLM, KServe v2) call this.
  */
 export class TextModel {
-  private readonly batcher: DynamicBatcher<QueuedSequence, SequenceResult>;
-  private readonly padding: PaddingSide;
-  private running = 0;
+  readonly spec: TextModelSpec;
+  private readonly batches: ForwardBatcher;
   private admitted = 0;
-  private width: number | undefined;
 
   constructor(
-    readonly spec: TextModelSpec,
+    spec: TextModelSpec,
     readonly tokenizer: TextTokenizer,
-    private readonly forward: InferenceModel,
+    forward: InferenceModel,
     private readonly options: TextModelOptions,
   ) {
-    checkForwardInputs(spec.name, forward.info);
-    if (spec.defaultPromptName !== undefined) this.promptFor(spec.defaultPromptName);
-    this.padding = spec.pooling === 'last-token' ? 'left' : 'right';
-    const { limits, instanceCount } = options;
-    const forwardRows = forward.info.maxBatchSize > 0 ? forward.info.maxBatchSize : Infinity;
-    const maxBatchSize = Math.min(limits.maxBatchRequests ?? limits.maxBatchTokens, forwardRows);
-    this.batcher = new DynamicBatcher(`${spec.name} forward batches`, normalizeBatchPolicy({ maxBatchSize, maxQueueDelayUs: 0 }, spec.name), {
-      idleInstances: () => Math.max(0, instanceCount - this.running),
-      // A full batch waits behind each running one, so an instance never idles between batches.
-      queueBehindInstances: () => Math.max(0, 2 * instanceCount - this.running),
-      execute: (batch) => this.runBatch(batch),
-      budget: { limit: limits.maxBatchTokens, cost: (sequence) => sequence.ids.length },
+    const { limits } = options;
+    this.batches = new ForwardBatcher(spec.name, forward, {
+      pooling: spec.pooling, padId: tokenizer.padId, maxBatchTokens: limits.maxBatchTokens, maxBatchRequests: limits.maxBatchRequests,
+      instanceCount: options.instanceCount, metrics: options.metrics,
     });
+    if (spec.task === 'embed') this.batches.width = spec.dimensions;
+    const fixed = this.batches.fixedLength;
+    // A model compiled for one sequence length takes nothing longer.
+    this.spec = fixed !== undefined && fixed < spec.maxInputLength ? { ...spec, maxInputLength: fixed } : spec;
+    if (spec.defaultPromptName !== undefined) this.promptFor(spec.defaultPromptName);
   }
 
   get info(): TextModelInfo {
     const { spec, options } = this;
     return {
-      name: spec.name, modelId: spec.modelId, task: spec.task, pooling: spec.pooling, dimensions: this.width, labels: spec.labels,
-      maxInputLength: spec.maxInputLength, prompts: spec.prompts, limits: options.limits, computeType: options.computeType,
+      name: spec.name, modelId: spec.modelId, task: spec.task, pooling: spec.pooling, dimensions: this.batches.width, labels: spec.labels,
+      maxInputLength: spec.maxInputLength, prompts: spec.prompts, limits: options.limits, computeType: options.computeType, dtype: options.dtype ?? 'float32',
     };
   }
 
   ready(): boolean {
-    return this.forward.ready();
+    return this.batches.ready();
   }
 
   async embed(inputs: readonly TextInput[], options: EmbedOptions = {}): Promise<TextAnswer<Float32Array>> {
     const { dimensions } = options;
-    if (dimensions !== undefined && (!Number.isInteger(dimensions) || dimensions < 1 || dimensions > (this.width ?? Infinity))) throw this.badDimensions(dimensions);
+    if (dimensions !== undefined && (!Number.isInteger(dimensions) || dimensions < 1 || dimensions > (this.batches.width ?? Infinity))) throw this.badDimensions(dimensions);
     const answer = await this.run('embed', 'embed', inputs.map((input) => this.encodeInput(input, options)), 'pooled', characterCount(inputs));
     const values = (answer.values as Float32Array[]).map((vector) => {
       if (dimensions !== undefined && dimensions > vector.length) throw this.badDimensions(dimensions);
@@ -189,7 +170,8 @@ export class TextModel {
 
   /** TEI's rule: `dimensions` keeps a prefix of the embedding, so it is 1 to the model's width. */
   private badDimensions(dimensions: number): ServeFnError {
-    const width = this.width === undefined ? '' : ` (the model's embeddings have ${this.width})`;
+    const known = this.batches.width;
+    const width = known === undefined ? '' : ` (the model's embeddings have ${known})`;
     return createError('SF_ERR_TEXT_VALIDATION', `\`dimensions\` must be a whole number from 1 to the embedding size${width}, got ${dimensions}`);
   }
 
@@ -215,7 +197,7 @@ export class TextModel {
   /** One score per text, in the texts' order: the (query, text) pair's logit, through a sigmoid unless rawScores. */
   async rerank(query: string, texts: readonly string[], options: TruncateOptions & { readonly rawScores?: boolean } = {}): Promise<TextAnswer<number>> {
     if (texts.length === 0) throw createError('SF_ERR_TEXT_EMPTY', '`texts`');
-    const answer = await this.run('rerank', 'predict', texts.map((text) => this.encodePair(query, text, options)), 'logits', characterCount(texts) + query.length * texts.length);
+    const answer = await this.run('rerank', 'predict', texts.map((text) => this.encodePair(query, text, options)), 'logits', characterCount(texts) + codePoints(query) * texts.length);
     return { ...answer, values: (answer.values as Float32Array[]).map((logits) => (options.rawScores ? logits[0] : sigmoid(logits[0]))) };
   }
 
@@ -252,7 +234,7 @@ export class TextModel {
 
   /** Stops taking inputs; resolves once every queued and running forward batch has ended. */
   drain(): Promise<void> {
-    return this.batcher.drain();
+    return this.batches.drain();
   }
 
   /**
@@ -293,8 +275,7 @@ export class TextModel {
       }
       const tokenizationMs = performance.now() - started;
       for (const s of sequences) metrics?.tokenized(name, s.ids.length);
-      const results = await Promise.all(this.batcher.submitAll(sequences));
-      metrics?.queued(name, this.batcher.pendingCount);
+      const results = await Promise.all(this.batches.submitAll(sequences));
       const timings = {
         tokenizationMs,
         queueMs: Math.max(...results.map((r) => r.queueMs)),
@@ -373,68 +354,6 @@ export class TextModel {
     }
     return prompt;
   }
-
-  /** One forward batch: padded, run on an instance, and cut into one row per sequence. */
-  private async runBatch(batch: readonly BatchEntry<QueuedSequence>[]): Promise<SequenceResult[]> {
-    const dispatchedUs = performance.now() * 1000;
-    const sequences = batch.map((entry) => entry.payload);
-    const padded = padBatch(sequences, this.forward.info, this.padding, this.tokenizer.padId);
-    this.options.metrics?.batched(this.spec.name, padded.rows, padded.rows * padded.length);
-    this.running++;
-    try {
-      const response = await this.forward.infer({ inputs: padded.inputs });
-      const inferenceMs = performance.now() - dispatchedUs / 1000;
-      const rows = this.rowsOf(response.outputs, padded.mask, padded.length, sequences);
-      return rows.map((row, i) => ({ row, inferenceMs, queueMs: Math.max(0, dispatchedUs - batch[i].enqueuedAtUs) / 1000 }));
-    } catch (err) {
-      // A server going down (503) stays what it is; anything else is the backend's failure (TEI's 424).
-      if (err instanceof ServeFnError && (err.statusCode === 503 || err.code === 'SF_ERR_TEXT_BACKEND')) throw err;
-      throw createError('SF_ERR_TEXT_BACKEND', this.spec.name, (err as Error)?.message ?? String(err), { cause: err });
-    } finally {
-      this.running--;
-      this.batcher.notifyIdle();
-    }
-  }
-
-  /** Each sequence's row of what it asked for, read from the forward model's outputs. */
-  private rowsOf(outputs: readonly Tensor[], mask: Uint8Array, length: number, sequences: readonly QueuedSequence[]): Row[] {
-    const name = this.spec.name;
-    const rows = sequences.length;
-    const names = new Set(outputs.map((t) => t.name));
-    const cache = new Map<Want, Row[]>();
-    const rowsFor = (want: Want): Row[] => {
-      const cached = cache.get(want);
-      if (cached) return cached;
-      let made: Row[];
-      if (want === 'logits' || (want === 'pooled' && names.has('sentence_embedding'))) {
-        const { data, shape } = floatOutput(outputs, want === 'logits' ? 'logits' : 'sentence_embedding', name);
-        const width = data.length / rows;
-        if (shape.length !== 2 || shape[0] !== rows) throw createError('SF_ERR_TEXT_BACKEND', name, `expected a [${rows}, width] output, got [${shape.join(', ')}]`);
-        made = Array.from({ length: rows }, (_, r) => data.slice(r * width, (r + 1) * width));
-      } else {
-        const output = want === 'sparse' ? 'logits' : 'last_hidden_state';
-        const { data, shape } = floatOutput(outputs, output, name);
-        if (shape.length !== 3 || shape[0] !== rows || shape[1] !== length) throw createError('SF_ERR_TEXT_BACKEND', name, `expected '${output}' of shape [${rows}, ${length}, width], got [${shape.join(', ')}]`);
-        const dims = [rows, length, shape[2]] as const;
-        made = want === 'sparse' ? spladeRows(data, dims, mask) : want === 'pooled' ? poolRows(data, dims, mask, this.spec.pooling) : tokenRows(data, dims, mask);
-      }
-      cache.set(want, made);
-      return made;
-    };
-    const result = sequences.map((sequence, r) => rowsFor(sequence.want)[r]);
-    const pooled = result.find((row, r) => sequences[r].want === 'pooled') as Float32Array | undefined;
-    if (pooled) this.width = pooled.length;
-    return result;
-  }
-}
-
-/** The hidden state of each real (unpadded) token of each row. */
-function tokenRows(hidden: Float32Array, [rows, length, width]: readonly [number, number, number], mask: Uint8Array): Float32Array[][] {
-  return Array.from({ length: rows }, (_, r) => {
-    const tokens: Float32Array[] = [];
-    for (let t = 0; t < length; t++) if (mask[r * length + t] === 1) tokens.push(hidden.slice((r * length + t) * width, (r * length + t + 1) * width));
-    return tokens;
-  });
 }
 
 /** Token ids as an encoding: no special tokens added, no offsets. */
@@ -445,7 +364,14 @@ function idsEncoding(ids: readonly number[], untruncatedLength: number): TextEnc
   };
 }
 
-/** TEI's x-compute-characters: the characters of the texts (token-id inputs count none). */
+/** TEI's x-compute-characters: the characters (code points, as Rust counts chars) of the texts; token-id inputs count none. */
 function characterCount(inputs: readonly (TextInput | readonly string[])[]): number {
-  return inputs.reduce<number>((sum, input) => sum + (typeof input === 'string' ? input.length : 0), 0);
+  return inputs.reduce<number>((sum, input) => sum + (typeof input === 'string' ? codePoints(input) : 0), 0);
+}
+
+function codePoints(text: string): number {
+  let count = text.length;
+  // Each surrogate pair is two UTF-16 units but one character.
+  for (let i = 0; i < text.length; i++) if ((text.charCodeAt(i) & 0xfc00) === 0xd800) count--;
+  return count;
 }

@@ -1,7 +1,12 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeBertEncoder } from '../fixtures/text/text-model-folders.js';
 import { REPO_ROOT, startCli, type RunningCli } from './cli-harness.js';
+
+const run = promisify(execFile);
 
 /** Runs the README's tutorial as written: its file, its `serve-fn dev` command, its requests and answers. */
 const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
@@ -75,4 +80,50 @@ describe('README tutorial', () => {
     expect(cli.output()).toContain(`${cli.base}/docs`);
     expect(cli.output()).toMatch(new RegExp(`POST\\s+${cli.base}/score`));
   });
+});
+
+/**
+ * The README's text model quick start as written: its command on a folder of that name (seeded
+ * weights in the sentence-transformers layout, since no real weights can be downloaded here), its
+ * curl request, and its openai SDK snippet, run unchanged but for the port.
+ */
+describe('README text model quick start', () => {
+  const workDir = join(REPO_ROOT, 'test', '.tmp', `readme-text-${process.pid}`);
+  const [command] = blockAfter('text-command').map((b) => b.split('\n')[1]);
+  const [curl] = blockAfter('text-request').map((b) => b.split('\n').slice(1).join(' ').trim());
+  const [client] = blockAfter('text-client').map((b) => {
+    const [name, ...code] = b.split('\n');
+    return { name, code: code.join('\n') };
+  });
+  let cli: RunningCli;
+
+  beforeAll(async () => {
+    const folder = command.match(/npx serve-fn start (\S+)/)![1];
+    writeBertEncoder(join(workDir, folder), { pooling: 'cls', normalize: true });
+    cli = await startCli(['start', join(workDir, folder), '--host', '127.0.0.1']);
+    await cli.waitForOutput(/serve-fn ready/, 60_000);
+  }, 90_000);
+
+  afterAll(async () => {
+    await cli?.stop();
+    rmSync(workDir, { recursive: true, force: true });
+  });
+
+  it('embeds with the curl request: one normalised vector per input', async () => {
+    const req = parseCurl(curl);
+    const res = await fetch(cli.base + req.path, { method: 'POST', headers: req.headers, body: req.body });
+    expect(res.status).toBe(200);
+    const vectors = (await res.json()) as number[][];
+    expect(vectors).toHaveLength((JSON.parse(req.body!) as { inputs: string[] }).inputs.length);
+    for (const v of vectors) expect(Math.hypot(...v)).toBeCloseTo(1, 5);
+  });
+
+  it('runs the openai SDK snippet unchanged', async () => {
+    const file = join(workDir, client.name);
+    writeFileSync(file, client.code.replace('http://127.0.0.1:8000', cli.base));
+    const { stdout } = await run(process.execPath, ['--import', join(REPO_ROOT, 'loader/register.mjs'), file]);
+    const [width, tokens] = stdout.trim().split(' ').map(Number);
+    expect(width).toBe(16);
+    expect(tokens).toBeGreaterThan(2);
+  }, 60_000);
 });

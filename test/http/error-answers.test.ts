@@ -150,6 +150,14 @@ describe('JSON bodies of user routes', () => {
     expect((await post('/echo', `{"a":${within}}`)).statusCode).toBe(200);
   });
 
+  it('answers a body that is not UTF-8 with 422 json_invalid instead of reading U+FFFD into it', async () => {
+    const bad = Buffer.concat([Buffer.from('{"text":"caf'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]);
+    const res = await post('/echo', bad);
+    expect(res.statusCode).toBe(422);
+    expect(res.json().detail).toEqual([{ loc: ['body'], msg: 'JSON decode error', type: 'json_invalid', input: {}, ctx: { error: 'the body is not valid UTF-8' } }]);
+    expect((await post('/echo', Buffer.from('{"text":"café 你好"}'))).json()).toEqual({ text: 'café 你好' });
+  });
+
   it('reads a gzip body, and answers an unknown Content-Encoding 415 naming the accepted ones', async () => {
     const gzipped = await post('/echo', gzipSync('{"a":1}'), { 'content-encoding': 'gzip' });
     expect([gzipped.statusCode, gzipped.json()]).toEqual([200, { a: 1 }]);

@@ -106,6 +106,22 @@ describe('text model folders served with no code', () => {
     res.json().outputs[0].data.forEach((score: number, i: number) => expect(score).toBeCloseTo(expected[i], 4));
   });
 
+  it('refuses 10 000 texts, a 50 MB text and bad bytes with 4xx in TEI\'s shape, losing nothing it accepted', async () => {
+    const inFlight = server.app.inject({ method: 'POST', url: '/embed', payload: { model: 'bge-tiny', inputs: TEXTS } });
+    const many = await server.app.inject({ method: 'POST', url: '/embed', payload: { model: 'bge-tiny', inputs: Array.from({ length: 10_000 }, () => 'a') } });
+    expect([many.statusCode, many.json()]).toEqual([413, { error: 'batch size 10000 > maximum allowed batch size 32', error_type: 'Validation' }]);
+    const huge = await server.app.inject({ method: 'POST', url: '/embed', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ model: 'bge-tiny', inputs: 'x'.repeat(50 * 1024 * 1024) }) });
+    expect(huge.statusCode).toBe(413);
+    expect(huge.json().error_type).toBe('Validation');
+    const bytes = await server.app.inject({ method: 'POST', url: '/embed', headers: { 'content-type': 'application/json' }, payload: Buffer.from([0x7b, 0x22, 0x69, 0x6e, 0x70, 0x75, 0x74, 0x73, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]) });
+    expect(bytes.statusCode).toBe(422);
+    const ids = await server.app.inject({ method: 'POST', url: '/embed', payload: { model: 'bge-tiny', inputs: [[2, 99999, 3]] } });
+    expect([ids.statusCode, ids.json().error_type]).toEqual([422, 'Validation']);
+    const accepted = await inFlight;
+    expect(accepted.statusCode).toBe(200);
+    expectRowsClose(accepted.json().flat(), await referenceEmbeddings('bge-tiny', TEXTS, 'mean', bertHidden));
+  });
+
   it('answers bad input with a 400 and keeps serving', async () => {
     const bad = await server.app.inject({ method: 'POST', url: '/v2/models/bge-tiny/infer', payload: { inputs: [textTensor('text', [])] } });
     expect(bad.statusCode).toBe(400);

@@ -82,14 +82,14 @@ describe('readTextModelFolder: layouts', () => {
     const dir = folder('bge-small-zh-v1.5', bgeFiles());
     expect(readTextModelFolder(dir)).toEqual({
       dir, name: 'bge-small-zh-v1.5', modelFile: join(dir, 'onnx/model.onnx'), tokenizerFile: join(dir, 'tokenizer.json'),
-      task: 'embed', pooling: 'cls', normalize: true, maxInputLength: 512, prompts: {}, labels: [],
+      task: 'embed', pooling: 'cls', maxInputLength: 512, prompts: {}, labels: [],
       hiddenSize: 512, architectures: ['BertModel'], modelType: 'bert',
     });
   });
 
   it('reads a Qwen3 last-token embedder with its prompts; the smallest sane length wins', () => {
     const info = readTextModelFolder(folder('qwen3', qwenFiles()));
-    expect(info).toMatchObject({ task: 'embed', pooling: 'last-token', normalize: true, maxInputLength: 8192, modelType: 'qwen3' });
+    expect(info).toMatchObject({ task: 'embed', pooling: 'last-token', maxInputLength: 8192, modelType: 'qwen3' });
     expect(info.modelFile.endsWith('/qwen3/model.onnx')).toBe(true);
     expect(info.prompts).toEqual({ query: 'Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery:', document: '' });
     expect(info.defaultPromptName).toBeUndefined();
@@ -98,7 +98,7 @@ describe('readTextModelFolder: layouts', () => {
 
   it('reads a one-label sequence classifier as a re-ranker, with RoBERTa position offset', () => {
     expect(readTextModelFolder(folder('bge-reranker-base', rerankerFiles()))).toMatchObject({
-      task: 'rerank', pooling: 'cls', normalize: false, maxInputLength: 512, labels: ['LABEL_0'], hiddenSize: 768,
+      task: 'rerank', pooling: 'cls', maxInputLength: 512, labels: ['LABEL_0'], hiddenSize: 768,
     });
   });
 
@@ -108,18 +108,18 @@ describe('readTextModelFolder: layouts', () => {
   });
 
   it('reads a SPLADE MaskedLM with SpladePooling as sparse', () => {
-    expect(readTextModelFolder(folder('splade-v3', spladeFiles()))).toMatchObject({ task: 'sparse', pooling: 'splade', normalize: false });
+    expect(readTextModelFolder(folder('splade-v3', spladeFiles()))).toMatchObject({ task: 'sparse', pooling: 'splade' });
   });
 
   it('takes 1_Pooling/config.json without modules.json, as TEI does, and a pooling override', () => {
     const files = { ...bgeFiles(), 'modules.json': undefined, '1_Pooling/config.json': poolingConfig('pooling_mode_mean_tokens') };
-    expect(readTextModelFolder(folder('m', files))).toMatchObject({ pooling: 'mean', normalize: false });
+    expect(readTextModelFolder(folder('m', files))).toMatchObject({ pooling: 'mean' });
     expect(readTextModelFolder(folder('m', files), { pooling: 'max' }).pooling).toBe('max');
   });
 
   it('follows modules.json to a pooling module in another folder', () => {
     const files = { ...bgeFiles(), 'modules.json': [st(0, 'Transformer'), { ...st(1, 'Pooling'), path: 'pooling/weighted' }], 'pooling/weighted/config.json': poolingConfig('pooling_mode_weightedmean_tokens') };
-    expect(readTextModelFolder(folder('m', files))).toMatchObject({ pooling: 'weighted-mean', normalize: false });
+    expect(readTextModelFolder(folder('m', files))).toMatchObject({ pooling: 'weighted-mean' });
   });
 
   it('makes an old SPLADE export without modules.json sparse when asked for splade pooling', () => {

@@ -119,6 +119,20 @@ describe('TextModel: limits and truncation', () => {
     expect(log.batches[1].ids[0]).toEqual([CLS, ...all.slice(all.length - 15, all.length - 1), SEP]);
   });
 
+  it('pads every batch to the length a model was compiled for (an .om with a static sequence dimension), and cuts to it', async () => {
+    const tokenizer = await TextTokenizer.fromFile(WORDPIECE_TOKENIZER);
+    const log: ForwardLog = { batches: [] };
+    const inner = fakeForward('embed', tokenizer.vocabSize, log);
+    const compiled = { ...inner, info: { ...inner.info, inputs: inner.info.inputs.map((spec) => ({ ...spec, shape: [-1, 12] })) } };
+    const spec = { name: 'static', modelId: 'test', task: 'embed' as const, pooling: 'mean' as const, maxInputLength: 32, prompts: {}, labels: [] };
+    const model = new TextModel(spec, tokenizer, compiled, { limits: DEFAULT_TEXT_LIMITS, instanceCount: 1, computeType: 'npu' });
+    const answer = await model.embed(['the fox', long]);
+    expect(log.batches[0]).toMatchObject({ rows: 2, length: 12 });
+    expect(log.batches[0].ids[1].at(-1)).toBe(SEP);
+    expectClose(answer.values[0], await referenceEmbedding('the fox', 'mean'));
+    expect(model.info.maxInputLength).toBe(12);
+  });
+
   it('answers 413 over the client batch size and 400 for no inputs', async () => {
     const model = await textModelFor('embed', { limits: { maxClientBatchSize: 2 } });
     expect(await rejection(model.embed(['a', 'b', 'c']))).toMatchObject({ code: 'SF_ERR_TEXT_BATCH_TOO_LARGE', statusCode: 413, message: 'batch size 3 > maximum allowed batch size 2' });

@@ -1,0 +1,186 @@
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_JSON_BODY_LIMIT } from '../../src/server/json-body-parser.js';
+import { DEFAULT_TEXT_LIMITS, TextModel } from '../../src/text/text-model.js';
+import { expectTeiError, post, teiApp, teiAppsByTask } from '../helpers/tei-app.js';
+import { fakeForward, textModelFor } from '../helpers/text-model-fixture.js';
+
+/** The TEI routes around the inference ones: POST / by task, /info, the health checks, model choice, failures and the docs. */
+let embedder: TextModel;
+let classifier: TextModel;
+let reranker: TextModel;
+let splade: TextModel;
+let embedApp: FastifyInstance;
+let classifyApp: FastifyInstance;
+let rerankApp: FastifyInstance;
+let sparseApp: FastifyInstance;
+
+beforeAll(async () => {
+  ({ embedder, classifier, reranker, splade, embedApp, classifyApp, rerankApp, sparseApp } = await teiAppsByTask());
+});
+
+afterAll(async () => {
+  await Promise.all([embedApp, classifyApp, rerankApp, sparseApp].map((app) => app?.close()));
+});
+
+describe('POST / and /invocations', () => {
+  it('answer as the route of the model’s task: /embed, /predict, /rerank, /embed_sparse', async () => {
+    const cases: [FastifyInstance, string, object][] = [
+      [embedApp, '/embed', { inputs: ['a', 'b'] }],
+      [classifyApp, '/predict', { inputs: 'I like you' }],
+      [rerankApp, '/rerank', { query: 'q', texts: ['a', 'b'] }],
+      [sparseApp, '/embed_sparse', { inputs: 'deep learning' }],
+    ];
+    for (const [app, route, body] of cases) {
+      const own = await post(app, route, body);
+      expect(own.statusCode, own.body).toBe(200);
+      for (const url of ['/', '/invocations']) {
+        const res = await post(app, url, body);
+        expect(res.statusCode, `${url} as ${route}: ${res.body}`).toBe(200);
+        expect(res.json()).toEqual(own.json());
+      }
+    }
+    expectTeiError(await post(rerankApp, '/', { query: 'q', texts: [] }), 400, 'Empty');
+  });
+});
+
+describe('GET /info, /health, /ping, /', () => {
+  it('/info describes an embedder as TEI does', async () => {
+    const res = await embedApp.inject({ method: 'GET', url: '/info' });
+    expect(res.statusCode).toBe(200);
+    const info = res.json() as Record<string, unknown>;
+    const { info: model } = embedder;
+    expect(info).toMatchObject({
+      model_id: model.modelId,
+      model_sha: null,
+      served_model_name: model.name,
+      model_type: { embedding: { pooling: (model.pooling ?? 'cls').replace('-', '_') } },
+      max_concurrent_requests: model.limits.maxConcurrentRequests,
+      max_input_length: model.maxInputLength,
+      max_batch_tokens: model.limits.maxBatchTokens,
+      max_batch_requests: model.limits.maxBatchRequests ?? null,
+      max_client_batch_size: model.limits.maxClientBatchSize,
+      auto_truncate: model.limits.autoTruncate,
+      version: '1.2.3',
+      sha: null,
+      docker_label: null,
+    });
+    expect(typeof info.model_dtype).toBe('string');
+    expect(Number.isInteger(info.tokenization_workers)).toBe(true);
+  });
+
+  it('/info gives a classifier’s and a reranker’s labels both ways', async () => {
+    for (const [app, model, kind] of [[classifyApp, classifier, 'classifier'], [rerankApp, reranker, 'reranker']] as const) {
+      const info = (await app.inject({ method: 'GET', url: '/info' })).json() as { model_type: Record<string, { id2label: Record<string, string>; label2id: Record<string, number> }> };
+      expect(Object.keys(info.model_type)).toEqual([kind]);
+      const { id2label, label2id } = info.model_type[kind];
+      expect(Object.keys(id2label)).toHaveLength(model.info.labels.length);
+      model.info.labels.forEach((label, id) => {
+        expect(id2label[String(id)]).toBe(label);
+        expect(label2id[label]).toBe(id);
+      });
+    }
+    const sparse = (await sparseApp.inject({ method: 'GET', url: '/info' })).json() as { model_type: unknown };
+    expect(sparse.model_type).toEqual({ embedding: { pooling: 'splade' } });
+  });
+
+  it('/health, /ping and GET / answer 200 with an empty body while every model is ready, 503 Unhealthy otherwise', async () => {
+    for (const url of ['/health', '/ping', '/']) {
+      const res = await embedApp.inject({ method: 'GET', url });
+      expect(res.statusCode, url).toBe(200);
+      expect(res.body).toBe('');
+    }
+    const down: TextModel = Object.assign(Object.create(embedder) as TextModel, { ready: () => false });
+    const app = await teiApp([down]);
+    try {
+      for (const url of ['/health', '/ping', '/']) {
+        const res = await app.inject({ method: 'GET', url });
+        expectTeiError(res, 503, 'Unhealthy', /^unhealthy$/);
+      }
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('several models', () => {
+  it('the `model` field (a serve-fn extension) picks one; each route otherwise takes the one able to do its task', async () => {
+    const named = await textModelFor('embed', { name: 'second-embedder', pooling: 'mean' });
+    const app = await teiApp([embedder, named, reranker]);
+    try {
+      const rerank = await post(app, '/rerank', { query: 'q', texts: ['a'] });
+      expect(rerank.statusCode, rerank.body).toBe(200);
+      // TEI's /predict serves a reranker too: with no classifier, the one reranker answers it.
+      const predict = await post(app, '/predict', { inputs: ['q', 'a'] });
+      expect(predict.statusCode, predict.body).toBe(200);
+      expect((predict.json() as { label: string }[]).map((l) => l.label)).toEqual(reranker.info.labels);
+      const picked = await post(app, '/embed', { inputs: 'a', model: 'second-embedder' });
+      expect(picked.statusCode, picked.body).toBe(200);
+      expect(picked.json()).toEqual([Array.from((await named.embed(['a'])).values[0])]);
+      expectTeiError(await post(app, '/embed', { inputs: 'a' }), 422, 'Validation', /model/);
+      expectTeiError(await post(app, '/embed', { inputs: 'a', model: 'nope' }), 404, 'Validation', /nope/);
+      expectTeiError(await post(app, '/embed', { inputs: 'a', model: 7 }), 422, 'Validation', /model/);
+      const info = await app.inject({ method: 'GET', url: '/info?model=second-embedder' });
+      expect((info.json() as { served_model_name: string }).served_model_name).toBe('second-embedder');
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('failures', () => {
+  it('more inputs in flight than max_concurrent_requests is 429 Overloaded', async () => {
+    const app = await teiApp([await textModelFor('embed', { limits: { maxConcurrentRequests: 1 } })]);
+    try {
+      expectTeiError(await post(app, '/embed', { inputs: ['a', 'b'] }), 429, 'Overloaded', /^Model is overloaded$/);
+      expect((await post(app, '/embed', { inputs: 'a' })).statusCode).toBe(200);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('a forward pass that fails is 424 Backend, and the server keeps serving', async () => {
+    const forward = fakeForward('embed', embedder.tokenizer.vocabSize);
+    const failing = { ...forward, infer: async () => Promise.reject(new Error('device lost')) };
+    const broken = new TextModel({ ...embedder.spec, name: 'broken' }, embedder.tokenizer, failing, { limits: DEFAULT_TEXT_LIMITS, instanceCount: 1, computeType: 'cpu' });
+    const app = await teiApp([broken]);
+    try {
+      expectTeiError(await post(app, '/embed', { inputs: 'a' }), 424, 'Backend', /device lost/);
+      expect((await post(app, '/tokenize', { inputs: 'a' })).statusCode).toBe(200);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('an unexpected fault is a 500 that does not tell its message; a body of another type is 415, one over the limit 413', async () => {
+    const faulty: TextModel = Object.assign(Object.create(embedder) as TextModel, { embed: async () => Promise.reject(new Error('secret at /srv/key')) });
+    const app = await teiApp([faulty]);
+    try {
+      const res = await post(app, '/embed', { inputs: 'a' });
+      expect(res.statusCode).toBe(500);
+      expect(res.json()).toMatchObject({ error_type: 'Backend' });
+      expect(res.body).not.toContain('secret');
+      const text = await app.inject({ method: 'POST', url: '/embed', headers: { 'content-type': 'text/plain' }, payload: 'hello' });
+      expectTeiError(text, 415, 'Validation');
+      const huge = await post(app, '/embed', { inputs: 'a'.repeat(DEFAULT_JSON_BODY_LIMIT + 1) });
+      expectTeiError(huge, 413, 'Validation', new RegExp(String(DEFAULT_JSON_BODY_LIMIT)));
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('OpenAPI', () => {
+  it('documents every TEI route under TEI’s tag', async () => {
+    const app = await teiApp([embedder], true);
+    try {
+      const doc = app.swagger() as { paths: Record<string, Record<string, { tags?: string[] }>> };
+      const routes = ['/embed', '/embed_all', '/embed_sparse', '/predict', '/rerank', '/similarity', '/tokenize', '/decode', '/invocations'];
+      for (const route of routes) expect(doc.paths[route]?.post?.tags, route).toEqual(['Text Embeddings Inference']);
+      for (const route of ['/info', '/health', '/ping']) expect(doc.paths[route]?.get?.tags, route).toEqual(['Text Embeddings Inference']);
+      expect(Object.keys(doc.paths['/'] ?? {}).sort()).toEqual(['get', 'post']);
+    } finally {
+      await app.close();
+    }
+  });
+});
