@@ -22,8 +22,6 @@ export interface TextModelFolder extends Omit<TextModelSpec, 'modelId'> {
   readonly modelFile: string;
   readonly tokenizerFile: string;
   readonly hiddenSize?: number;
-  readonly architectures: readonly string[];
-  readonly modelType?: string;
 }
 
 export interface FolderOverrides { readonly task?: TextTask; readonly pooling?: PoolingMode }
@@ -90,8 +88,6 @@ export function readTextModelFolder(dir: string, overrides: FolderOverrides = {}
     ...(defaultPromptName === undefined ? {} : { defaultPromptName }),
     labels: task === 'classify' || task === 'rerank' ? labels : [],
     ...(hiddenSize === undefined ? {} : { hiddenSize }),
-    architectures,
-    ...(modelType === undefined ? {} : { modelType }),
   };
 }
 

@@ -152,7 +152,7 @@ describe('Dockerfile runtime', () => {
     const command = [...execForm(entrypoint), ...execForm(cmd)];
     expect(command).toEqual(['serve-fn', 'start', '/models']);
     const parsed = await parseStartArguments(command.slice(2));
-    expect(parsed).toMatchObject({ entry: '/models', gracePeriod: 30_000 });
+    expect(parsed).toMatchObject({ entries: ['/models'], gracePeriod: 30_000 });
     expect(runs(runtime()).join('\n')).toContain('ln -s /opt/serve-fn/bin/serve-fn.js /usr/local/bin/serve-fn');
     expect(runs(runtime())[0]).toContain('mkdir -p /models');
     expect(existsSync(new URL('bin/serve-fn.js', root))).toBe(true);

@@ -210,7 +210,7 @@ describe('Deployment, Service and probes', () => {
 
   it('serves the models volume it mounts, as the image user, with settings serve-fn accepts', async () => {
     const args = await parseStartArguments(container.args);
-    const mount = container.volumeMounts.find((m: any) => m.mountPath === args.entry);
+    const mount = container.volumeMounts.find((m: any) => m.mountPath === args.entries[0]);
     expect(mount).toMatchObject({ name: 'models', readOnly: true });
     expect(pod.spec.volumes.map((v: any) => v.name)).toEqual(expect.arrayContaining(container.volumeMounts.map((m: any) => m.name)));
     const dockerfile = DockerfileParser.parse(readFileSync(join(rootDir, 'Dockerfile'), 'utf8'));
@@ -260,7 +260,7 @@ describe('KServe', () => {
 
   it('runs serve-fn on the storage initializer folder with HTTP 8000 first and gRPC 8001, in raw deployment mode', async () => {
     const args = await parseStartArguments(runtimeContainer.args);
-    expect(args.entry).toBe('/mnt/models');
+    expect(args.entries).toEqual(['/mnt/models']);
     expect(runtimeContainer.ports.map((p: any) => [p.name, p.containerPort])).toEqual([
       ['http', 8000],
       ['grpc', 8001],

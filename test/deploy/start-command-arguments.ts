@@ -1,7 +1,7 @@
 import { buildProgram } from '../../src/cli/main.js';
 
 export interface StartArguments {
-  readonly entry: string;
+  readonly entries: readonly string[];
   readonly host: string;
   readonly port: number;
   readonly gracePeriod: number;
@@ -17,8 +17,8 @@ export async function parseStartArguments(args: readonly string[]): Promise<Star
   const start = program.commands.find((command) => command.name() === 'start');
   if (!start) throw new Error('the CLI has no start command');
   let parsed: StartArguments | undefined;
-  start.exitOverride().action((entry: string, options: Omit<StartArguments, 'entry'>) => {
-    parsed = { entry, ...options };
+  start.exitOverride().action((entries: string[], options: Omit<StartArguments, 'entries'>) => {
+    parsed = { entries, ...options };
   });
   await program.parseAsync(['node', 'serve-fn', 'start', ...args]);
   if (!parsed) throw new Error(`serve-fn start ${args.join(' ')} did not reach the command`);

@@ -21,12 +21,12 @@ beforeEach(() => {
 describe('serve-fn start flags', () => {
   it('passes --body-limit, --json-body-limit and --shutdown-delay to the start command', async () => {
     await parse('start', 'models.ts', '--body-limit', '2097152', '--json-body-limit', '65536', '--shutdown-delay', '0');
-    expect(commands.start).toHaveBeenCalledWith('models.ts', expect.objectContaining({ bodyLimit: 2_097_152, jsonBodyLimit: 65_536, shutdownDelayMs: 0 }));
+    expect(commands.start).toHaveBeenCalledWith(['models.ts'], expect.objectContaining({ bodyLimit: 2_097_152, jsonBodyLimit: 65_536, shutdownDelayMs: 0 }));
   });
 
   it('leaves them unset without the flags, so the server defaults and SERVE_FN_SHUTDOWN_DELAY_MS apply', async () => {
     await parse('start', 'models.ts');
-    expect(commands.start).toHaveBeenCalledWith('models.ts', expect.objectContaining({ bodyLimit: undefined, jsonBodyLimit: undefined, shutdownDelayMs: undefined }));
+    expect(commands.start).toHaveBeenCalledWith(['models.ts'], expect.objectContaining({ bodyLimit: undefined, jsonBodyLimit: undefined, shutdownDelayMs: undefined }));
   });
 
   it.each([

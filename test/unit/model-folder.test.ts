@@ -83,13 +83,13 @@ describe('readTextModelFolder: layouts', () => {
     expect(readTextModelFolder(dir)).toEqual({
       dir, name: 'bge-small-zh-v1.5', modelFile: join(dir, 'onnx/model.onnx'), tokenizerFile: join(dir, 'tokenizer.json'),
       task: 'embed', pooling: 'cls', maxInputLength: 512, prompts: {}, labels: [],
-      hiddenSize: 512, architectures: ['BertModel'], modelType: 'bert',
+      hiddenSize: 512,
     });
   });
 
   it('reads a Qwen3 last-token embedder with its prompts; the smallest sane length wins', () => {
     const info = readTextModelFolder(folder('qwen3', qwenFiles()));
-    expect(info).toMatchObject({ task: 'embed', pooling: 'last-token', maxInputLength: 8192, modelType: 'qwen3' });
+    expect(info).toMatchObject({ task: 'embed', pooling: 'last-token', maxInputLength: 8192 });
     expect(info.modelFile.endsWith('/qwen3/model.onnx')).toBe(true);
     expect(info.prompts).toEqual({ query: 'Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery:', document: '' });
     expect(info.defaultPromptName).toBeUndefined();
