@@ -1,10 +1,9 @@
 import { availableParallelism } from 'node:os';
-import * as ort from 'onnxruntime-node';
-import type { InferenceModelInfo } from '../../src/inference/inference-model.js';
-import { normalizeBatchPolicy } from '../../src/runtime/batch-policy.js';
-import { DynamicBatcher, type BatchEntry } from '../../src/runtime/dynamic-batcher.js';
-import { l2Normalize, poolRows } from '../../src/text/pooling.js';
-import { padBatch, type TokenSequence } from '../../src/text/token-batch.js';
+import { OnnxBackend } from '../../src/backends/onnx/onnx-backend.js';
+import type { OnnxSession } from '../../src/backends/onnx/onnx-session.js';
+import type { InferenceModel, InferenceModelInfo, InferRequest, InferResponse } from '../../src/inference/inference-model.js';
+import { ForwardBatcher, type TokenSequence } from '../../src/text/forward-batches.js';
+import { l2Normalize } from '../../src/text/pooling.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
 import type { Tensor } from '../../src/tensor/tensor.js';
 
@@ -24,100 +23,108 @@ export interface BatchRunResult {
 }
 
 /**
- * The served embedder's forward work with no server: the folder's ONNX file in onnxruntime-node in
- * this process, with the intra-op threads `serve-fn start` gives a folder's one instance (every
- * core), fed texts tokenized beforehand, padded by the engine's padBatch, mean-pooled and
- * normalised by its pooling functions, on the batches the engine's DynamicBatcher forms from a full
- * queue under the same policy, run back to back: what one instance can do at best.
+ * The folder's ONNX file run in this process, one batch at a time, by serve-fn's own ONNX Runtime
+ * backend with the intra-op threads `serve-fn start` gives a folder's one instance (every core):
+ * the forward model of a served text model without the worker thread, the queue and HTTP.
  */
-export class InProcessEmbedder {
-  /** The batches this one instance has yet to finish, in order. */
+class InProcessForward implements InferenceModel {
+  readonly info: InferenceModelInfo;
+  /** Rows and padded tokens of the batches run so far. */
+  rows = 0;
+  padded = 0;
+  batches = 0;
+  /** The batches this one instance has yet to finish, in order: a batch queued behind waits here, as on the worker. */
   private queue: Promise<unknown> = Promise.resolve();
 
-  private constructor(
-    private readonly session: ort.InferenceSession,
-    private readonly info: InferenceModelInfo,
-    private readonly padId: number,
-  ) {}
-
-  static async create(modelFile: string, padId: number): Promise<InProcessEmbedder> {
-    const session = await ort.InferenceSession.create(modelFile, { intraOpNumThreads: availableParallelism() });
-    // padBatch reads only the input specs: the graph's [batch, sequence] INT64 token inputs.
-    const inputs = session.inputNames.map((name) => ({ name, datatype: 'INT64' as const, shape: [-1, -1] }));
-    const info: InferenceModelInfo = { name: 'in-process', version: '1', platform: 'onnxruntime_onnx', inputs, outputs: [], maxBatchSize: 0, config: {}, decoupled: false };
-    return new InProcessEmbedder(session, info, padId);
+  constructor(readonly session: OnnxSession) {
+    const { inputs, outputs } = session.metadata();
+    this.info = { name: 'in-process', version: '1', platform: 'onnxruntime_onnx', inputs, outputs, maxBatchSize: 0, config: {}, decoupled: false };
   }
 
-  /** One forward batch, padded to its longest row: one normalised mean-pooled vector per sequence. */
-  async forward(sequences: readonly TokenSequence[]): Promise<Float32Array[]> {
-    const padded = padBatch(sequences, this.info, 'right', this.padId);
-    const hidden = await this.run(padded.inputs);
-    const dims = hidden.dims as [number, number, number];
-    return poolRows(hidden.data as Float32Array, dims, padded.mask, 'mean').map(l2Normalize);
+  ready(): boolean {
+    return true;
+  }
+
+  infer(request: InferRequest): Promise<InferResponse> {
+    const run = this.queue.then(async () => {
+      const [rows, length] = request.inputs[0]!.shape;
+      const outputs = await this.session.run(Object.fromEntries(request.inputs.map((t) => [t.name, t])));
+      this.rows += rows!;
+      this.padded += rows! * length!;
+      this.batches++;
+      return { modelName: this.info.name, modelVersion: this.info.version, outputs: Object.values(outputs) };
+    });
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+}
+
+/**
+ * The served embedder's forward work with no server: texts tokenized beforehand, batched, padded,
+ * run and mean-pooled by the engine's ForwardBatcher (the text model's own batching, with the same
+ * limits, hooks and one instance) over the ONNX file in this process, and normalised as the
+ * text model does.
+ */
+export class InProcessEmbedder {
+  private constructor(private readonly forwardModel: InProcessForward, private readonly padId: number) {}
+
+  static async create(modelFile: string, padId: number): Promise<InProcessEmbedder> {
+    const session = await new OnnxBackend().load(modelFile, { options: { intraOpNumThreads: availableParallelism() } });
+    return new InProcessEmbedder(new InProcessForward(session), padId);
+  }
+
+  private batcher(policy: ForwardBatchPolicy): ForwardBatcher {
+    return new ForwardBatcher('in-process', this.forwardModel, { pooling: 'mean', padId: this.padId, ...policy, instanceCount: 1 });
+  }
+
+  /** Normalised mean-pooled vectors of `sequences`, batched under `policy`. */
+  embed(sequences: readonly TokenSequence[], policy: ForwardBatchPolicy): Promise<Float32Array[]> {
+    return embedOn(this.batcher(policy), sequences);
   }
 
   /** Seconds per forward pass of a static [rows, length] batch (every row padded to `length`), mean of `runs`. */
   async staticBatchSeconds(rows: number, length: number, runs: number): Promise<number> {
-    const inputs = this.info.inputs.map((spec) => createTensor(spec.name, 'INT64', [rows, length], new BigInt64Array(rows * length).fill(spec.name === 'attention_mask' ? 1n : 0n)));
-    await this.run(inputs);
+    const inputs: Record<string, Tensor> = Object.fromEntries(this.forwardModel.info.inputs.map((spec) => [
+      spec.name, createTensor(spec.name, 'INT64', [rows, length], new BigInt64Array(rows * length).fill(spec.name === 'attention_mask' ? 1n : 0n)),
+    ]));
+    await this.forwardModel.session.run(inputs);
     const started = performance.now();
-    for (let i = 0; i < runs; i++) await this.run(inputs);
+    for (let i = 0; i < runs; i++) await this.forwardModel.session.run(inputs);
     return (performance.now() - started) / 1000 / runs;
   }
 
   /**
    * The forward batches `waiting` queued requests give, run back to back for `seconds`: the next
-   * `waiting` texts of `sequences` (in order, round the list) are queued at once on a batcher with
-   * the policy and hooks TextModel gives its own (rows capped by --max-batch-requests, padded
-   * tokens by the budget, no queue delay, one instance), and the next lot once they are answered.
+   * `waiting` texts of `sequences` (in order, round the list) are queued at once, and the next lot
+   * once they are answered.
    */
   async backToBack(sequences: readonly TokenSequence[], policy: ForwardBatchPolicy, waiting: number, seconds: number): Promise<BatchRunResult> {
-    let running = 0;
-    let padded = 0;
-    let rows = 0;
-    let batches = 0;
-    const batcher: DynamicBatcher<TokenSequence, Float32Array> = new DynamicBatcher('in-process', normalizeBatchPolicy({ maxBatchSize: policy.maxBatchRequests ?? policy.maxBatchTokens, maxQueueDelayUs: 0 }, 'in-process'), {
-      idleInstances: () => Math.max(0, 1 - running),
-      queueBehindInstances: () => Math.max(0, 2 - running),
-      budget: { limit: policy.maxBatchTokens, cost: (sequence) => sequence.ids.length },
-      execute: async (batch: readonly BatchEntry<TokenSequence>[]) => {
-        running++;
-        // One instance runs one batch at a time; a batch queued behind waits here, as on the worker.
-        const done = this.queue.then(() => this.forward(batch.map((entry) => entry.payload)));
-        this.queue = done.catch(() => undefined);
-        try {
-          const vectors = await done;
-          padded += Math.max(...batch.map((entry) => entry.payload.ids.length)) * batch.length;
-          rows += batch.length;
-          batches++;
-          return vectors;
-        } finally {
-          running--;
-          batcher.notifyIdle();
-        }
-      },
-    });
+    const forward = this.forwardModel;
+    const [rowsBefore, paddedBefore, batchesBefore] = [forward.rows, forward.padded, forward.batches];
+    const batcher = this.batcher(policy);
     let next = 0;
     let real = 0;
     let answered = 0;
     const started = performance.now();
     while (performance.now() - started < seconds * 1000) {
       const lot = Array.from({ length: waiting }, () => sequences[next++ % sequences.length]!);
-      await Promise.all(batcher.submitAll(lot));
+      await embedOn(batcher, lot);
       real += lot.reduce((sum, sequence) => sum + sequence.ids.length, 0);
       answered += lot.length;
     }
     const elapsedS = (performance.now() - started) / 1000;
-    return { tokensPerS: real / elapsedS, requestsPerS: answered / elapsedS, paddingEfficiency: real / padded, meanRows: rows / batches, seconds: elapsedS };
+    return {
+      tokensPerS: real / elapsedS, requestsPerS: answered / elapsedS, paddingEfficiency: real / (forward.padded - paddedBefore),
+      meanRows: (forward.rows - rowsBefore) / (forward.batches - batchesBefore), seconds: elapsedS,
+    };
   }
 
   release(): Promise<void> {
-    return this.session.release();
+    return this.forwardModel.session.dispose();
   }
+}
 
-  private async run(inputs: readonly Tensor[]): Promise<ort.Tensor> {
-    const feeds = Object.fromEntries(inputs.map((t) => [t.name, new ort.Tensor('int64', t.data as BigInt64Array, [...t.shape])]));
-    const outputs = await this.session.run(feeds);
-    return outputs.last_hidden_state;
-  }
+async function embedOn(batcher: ForwardBatcher, sequences: readonly TokenSequence[]): Promise<Float32Array[]> {
+  const results = await Promise.all(batcher.submitAll(sequences.map((s) => ({ ...s, want: 'pooled' as const }))));
+  return results.map((r) => l2Normalize(r.row as Float32Array));
 }

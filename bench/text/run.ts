@@ -10,7 +10,7 @@ import { writeBertEncoder } from '../../test/fixtures/text/text-model-folders.js
 import { measureCpuShare } from '../batching/cpu-share.js';
 import { startServer, stopServer } from '../lib/load.js';
 import { loadAverage, processCpuMs } from '../lib/process-stats.js';
-import type { TokenSequence } from '../../src/text/token-batch.js';
+import type { TokenSequence } from '../../src/text/forward-batches.js';
 import { InProcessEmbedder, type BatchRunResult, type ForwardBatchPolicy } from './in-process-embedder.js';
 import { LONGEST, mixedTexts, SHORTEST } from './mixed-texts.js';
 
@@ -113,7 +113,7 @@ async function served(base: string, seconds = durationS): Promise<Measured> {
 async function largestDifference(base: string, embedder: InProcessEmbedder): Promise<number> {
   const response = await fetch(`${base}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: folder.name, input: texts[0], encoding_format: 'float' }) });
   const servedVector = ((await response.json()) as { data: { embedding: number[] }[] }).data[0]!.embedding;
-  const [local] = await embedder.forward([sequences[0]!]);
+  const [local] = await embedder.embed([sequences[0]!], { maxBatchTokens: 16384 });
   return Math.max(...servedVector.map((v, i) => Math.abs(v - local![i]!)));
 }
 
