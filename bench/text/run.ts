@@ -4,28 +4,30 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import type { TokenSequence } from '../../src/text/forward-batches.js';
 import { readTextModelFolder } from '../../src/text/model-folder.js';
 import { TextTokenizer } from '../../src/text/tokenizer.js';
 import { writeBertEncoder } from '../../test/fixtures/text/text-model-folders.js';
 import { measureCpuShare } from '../batching/cpu-share.js';
 import { startServer, stopServer } from '../lib/load.js';
 import { loadAverage, processCpuMs } from '../lib/process-stats.js';
-import type { TokenSequence } from '../../src/text/forward-batches.js';
 import { InProcessEmbedder, type BatchRunResult, type ForwardBatchPolicy } from './in-process-embedder.js';
 import { LONGEST, mixedTexts, SHORTEST } from './mixed-texts.js';
 
 /**
  * Issue 15's text benchmark, all in one run on one machine, on a BERT-shaped embedder big enough
- * that its forward pass sets the rate (MiniLM's width: hidden 384, intermediate 1536, 4 layers (BENCH_LAYERS);
- * one attention head, as the fixture graph builder writes, which costs the same multiply-adds as 12
- * heads of 32), served from a no-code folder by `serve-fn start`:
+ * that its forward pass sets the rate (MiniLM's width: hidden 384, intermediate 1536; BENCH_LAYERS
+ * layers, default 4; one attention head, as the fixture graph builder writes, which costs the same
+ * multiply-adds as 12 heads of 32), served from a no-code folder by `serve-fn start`:
  * (1) served on /v1/embeddings, one text a request from 64 keep-alive connections (embed-load.ts, a
  *     second process) vs the same ONNX file run in this process on the batches the same policy forms;
  * (2) TEI's token-budget batching (--max-batch-tokens 16384) vs fixed-size batches of 32
- *     (--max-batch-requests 32 with an unbounded budget), served and in-process, and what a static
- *     [32, 256] batch (every row padded to the longest allowed) costs.
+ *     (--max-batch-requests 32 with an unbounded budget), served and in-process, beside what a static
+ *     [32, 256] batch (every row padded to the longest allowed) costs and what batches of texts of
+ *     about one length would.
  * The texts are a fixed seeded list whose lengths spread evenly over 8–256 tokens. The measurements
- * alternate over BENCH_ROUNDS rounds, so other work on this shared machine lands on all of them.
+ * alternate over BENCH_ROUNDS rounds, so other work on this shared machine lands on all of them, and
+ * each reports the CPU time per token of the process doing the work beside tokens/s.
  */
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const out = join(root, '.bench-out', 'text');
@@ -34,7 +36,10 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const layers = Number(process.env.BENCH_LAYERS ?? 4);
 const connections = 64;
 const fixedRows = 32;
+/** The fixed-size policy's budget: never reached, so only the row count closes a batch. */
 const unbounded = 1 << 30;
+const budgetPolicy: ForwardBatchPolicy = { maxBatchTokens: 16384 };
+const fixedPolicy: ForwardBatchPolicy = { maxBatchTokens: unbounded, maxBatchRequests: fixedRows };
 
 mkdirSync(out, { recursive: true });
 const dir = join(out, `bert-384x${layers}`);
@@ -113,7 +118,7 @@ async function served(base: string, seconds = durationS): Promise<Measured> {
 async function largestDifference(base: string, embedder: InProcessEmbedder): Promise<number> {
   const response = await fetch(`${base}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: folder.name, input: texts[0], encoding_format: 'float' }) });
   const servedVector = ((await response.json()) as { data: { embedding: number[] }[] }).data[0]!.embedding;
-  const [local] = await embedder.embed([sequences[0]!], { maxBatchTokens: 16384 });
+  const [local] = await embedder.embed([sequences[0]!], budgetPolicy);
   return Math.max(...servedVector.map((v, i) => Math.abs(v - local![i]!)));
 }
 
@@ -145,8 +150,6 @@ const x2 = (n: number): string => `${n.toFixed(2)}×`;
 
 const loadBefore = loadAverage();
 const embedder = await InProcessEmbedder.create(folder.modelFile, tokenizer.padId);
-const budgetPolicy: ForwardBatchPolicy = { maxBatchTokens: 16384 };
-const fixedPolicy: ForwardBatchPolicy = { maxBatchTokens: unbounded, maxBatchRequests: fixedRows };
 const kinds = ['in-process, token budget', 'served, token budget', 'served, fixed 32', 'in-process, fixed 32', 'in-process, static [32, 256]', 'in-process, token budget, sorted by length'] as const;
 let difference = Number.NaN;
 const runs: Record<(typeof kinds)[number], Measured[]> = Object.fromEntries(kinds.map((k) => [k, []])) as never;
