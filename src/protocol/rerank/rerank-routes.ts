@@ -1,8 +1,7 @@
 import type { FastifyInstance, FastifySchema } from 'fastify';
-import { setTextAnswerHeaders } from '../text-answer-headers.js';
+import { setTextAnswerHeaders, type TextRoutesOptions } from '../text-routes.js';
 import { errorResponses, installOpenAiErrorHandling } from '../openai/openai-errors.js';
-import type { TextRoutesOptions } from '../openai/openai-routes.js';
-import { optionalString, requestBody } from '../openai/request-fields.js';
+import { optionalString, requestBody } from '../openai/openai-fields.js';
 import { cohereEmbedResponse, promptName, readCohereEmbedRequest } from './cohere-embed.js';
 import { readRerankRequest, rerankResponse } from './rerank-api.js';
 import { classifyResponse, rawScores, readClassifyInputs, readScorePairs, scorePairs, scoreResponse } from './vllm-scoring.js';
