@@ -55,7 +55,7 @@ function doc(summary: string, body: object): FastifySchema {
  * serves it), /score and /v1/score, /classify and /v1/classify (vLLM), over the served text models. TEI's own /rerank is served with the TEI routes.
  * Errors use vLLM's ErrorResponse, the server these routes mirror.
  */
-export async function rerankRoutes(app: FastifyInstance, opts: TextRoutesOptions): Promise<void> {
+export async function cohereVllmRoutes(app: FastifyInstance, opts: TextRoutesOptions): Promise<void> {
   const { models } = opts;
   app.setValidatorCompiler(() => () => true);
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
