@@ -29,7 +29,7 @@ import type { VersionBuilderContext } from '../model-repository/model-version-bu
 import type { TextEngine } from '../text/text-engine.js';
 import { openAiRoutes } from '../protocol/openai/openai-routes.js';
 import { teiRoutes } from '../protocol/tei/tei-routes.js';
-import { rerankRoutes } from '../protocol/rerank/rerank-routes.js';
+import { cohereVllmRoutes } from '../protocol/cohere-vllm/cohere-vllm-routes.js';
 import { endpointRoutes } from './endpoint-routes.js';
 import { installErrorHandling } from './error-handler.js';
 import { healthRoutes } from './health-routes.js';
@@ -318,7 +318,7 @@ export class ServeFnServer {
     try {
       await this.app.register(teiRoutes, { ...text, serverVersion: SERVER_IDENTITY.serverVersion });
       await this.app.register(openAiRoutes, text);
-      await this.app.register(rerankRoutes, text);
+      await this.app.register(cohereVllmRoutes, text);
     } catch (err) {
       const taken = (err as { code?: string }).code === 'FST_ERR_DUPLICATED_ROUTE' ? /'(\w+)'.*'([^']+)'/.exec((err as Error).message) : null;
       if (!taken) throw err;

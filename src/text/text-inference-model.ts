@@ -5,6 +5,7 @@ import { validateInferRequest } from '../inference/request-validation.js';
 import { createTensor } from '../tensor/tensor-factory.js';
 import type { Tensor, TensorSpec } from '../tensor/tensor.js';
 import type { TextTask } from './model-folder.js';
+import { expectedPhrase, fieldReaders, type FieldProblem } from './request-fields.js';
 import type { TextEngine } from './text-engine.js';
 
 /** Serve-fn's own platform: Triton has none for a tokenizing text model. */
@@ -63,17 +64,17 @@ export class TextInferenceModel implements ServerModel {
       const tensor = wire.inputs.find((t) => t.name === name);
       return tensor && (tensor.data as Uint8Array[]).map((bytes, i) => utf8(bytes, name, i));
     };
-    const truncation = { truncate: flag(p.truncate, 'truncate'), truncationDirection: direction(p.truncation_direction) };
+    const truncation = { truncate: parameters.optionalBoolean(p, 'truncate'), truncationDirection: parameters.truncationDirection(p, { anyCase: true }) };
     const model = this.text;
     let output: Tensor;
     switch (model.info.task) {
       case 'embed': {
-        const answer = await model.embed(texts('text')!, { ...truncation, normalize: flag(p.normalize, 'normalize'), dimensions: whole(p.dimensions, 'dimensions'), promptName: word(p.prompt_name, 'prompt_name') });
+        const answer = await model.embed(texts('text')!, { ...truncation, normalize: parameters.optionalBoolean(p, 'normalize'), dimensions: parameters.optionalInteger(p, 'dimensions'), promptName: parameters.optionalString(p, 'prompt_name') });
         output = rowsTensor('embedding', answer.values);
         break;
       }
       case 'sparse': {
-        const answer = await model.embedSparse(texts('text')!, { ...truncation, promptName: word(p.prompt_name, 'prompt_name') });
+        const answer = await model.embedSparse(texts('text')!, { ...truncation, promptName: parameters.optionalString(p, 'prompt_name') });
         const width = model.tokenizer.vocabSize;
         output = rowsTensor('embedding', answer.values.map((entries) => {
           const row = new Float32Array(width);
@@ -86,14 +87,14 @@ export class TextInferenceModel implements ServerModel {
         const first = texts('text')!;
         const second = texts('text_pair');
         if (second && second.length !== first.length) throw createError('SF_ERR_BAD_REQUEST', `'text_pair' has ${second.length} texts for ${first.length} in 'text'`);
-        const answer = await model.predict(first.map((t, i) => (second ? [t, second[i]] as const : t)), { ...truncation, rawScores: flag(p.raw_scores, 'raw_scores') });
+        const answer = await model.predict(first.map((t, i) => (second ? [t, second[i]] as const : t)), { ...truncation, rawScores: parameters.optionalBoolean(p, 'raw_scores') });
         // predict sorts each row by score; the tensor keeps id2label's order.
         const labels = model.info.labels;
         output = rowsTensor('scores', answer.values.map((scored) => Float32Array.from(labels.length > 0 ? labels : scored.map((s) => s.label), (label) => scored.find((s) => s.label === label)?.score ?? 0)));
         break;
       }
       case 'rerank': {
-        const answer = await model.rerank(texts('query')![0], texts('text')!, { ...truncation, rawScores: flag(p.raw_scores, 'raw_scores') });
+        const answer = await model.rerank(texts('query')![0], texts('text')!, { ...truncation, rawScores: parameters.optionalBoolean(p, 'raw_scores') });
         output = createTensor('score', 'FP32', [answer.values.length], Float32Array.from(answer.values));
         break;
       }
@@ -120,24 +121,10 @@ function utf8(bytes: Uint8Array, name: string, index: number): string {
   }
 }
 
-function flag(value: unknown, name: string): boolean | undefined {
-  if (value === undefined || typeof value === 'boolean') return value;
-  throw createError('SF_ERR_BAD_REQUEST', `parameter '${name}' must be a boolean`);
+/** A bad request parameter: the KServe routes' 400 (HTTP) / INVALID_ARGUMENT (gRPC). */
+function parameterError(problem: FieldProblem): Error {
+  const what = 'missing' in problem ? 'is required' : `must be ${expectedPhrase(problem.expected)}`;
+  return createError('SF_ERR_BAD_REQUEST', `parameter '${problem.field}' ${what}`);
 }
 
-function whole(value: unknown, name: string): number | undefined {
-  if (value === undefined || (typeof value === 'number' && Number.isInteger(value))) return value;
-  throw createError('SF_ERR_BAD_REQUEST', `parameter '${name}' must be an integer`);
-}
-
-function word(value: unknown, name: string): string | undefined {
-  if (value === undefined || typeof value === 'string') return value;
-  throw createError('SF_ERR_BAD_REQUEST', `parameter '${name}' must be a string`);
-}
-
-function direction(value: unknown): 'left' | 'right' | undefined {
-  if (value === undefined) return undefined;
-  const lower = typeof value === 'string' ? value.toLowerCase() : value;
-  if (lower === 'left' || lower === 'right') return lower;
-  throw createError('SF_ERR_BAD_REQUEST', "parameter 'truncation_direction' must be 'left' or 'right'");
-}
+const parameters = fieldReaders(parameterError);

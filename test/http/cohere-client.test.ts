@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { CohereClient, CohereClientV2, CohereError } from 'cohere-ai';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rerankRoutes } from '../../src/protocol/rerank/rerank-routes.js';
+import { cohereVllmRoutes } from '../../src/protocol/cohere-vllm/cohere-vllm-routes.js';
 import type { TextEngine } from '../../src/text/text-engine.js';
 import { textModelFor, textModelSetOf } from '../helpers/text-model-fixture.js';
 
@@ -21,7 +21,7 @@ beforeAll(async () => {
   // Prompts named as Cohere's input types, as an E5-style export would name them.
   embedder = await textModelFor('embed', { name: 'embedder', pooling: 'mean', prompts: { search_query: 'query: ', search_document: 'passage: ' } });
   app = Fastify({ logger: false });
-  await app.register(rerankRoutes, { models: textModelSetOf([reranker, embedder]) });
+  await app.register(cohereVllmRoutes, { models: textModelSetOf([reranker, embedder]) });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
   const options = { token: 'test-key', environment: `http://127.0.0.1:${port}`, maxRetries: 0 };

@@ -1,7 +1,6 @@
 import { parseTextInputs, type TextInput } from '../../text/text-inputs.js';
 import type { TextAnswer } from '../../text/text-engine.js';
-import { aboutField, FieldError } from './openai-errors.js';
-import { optionalInteger, optionalString, type Body } from './request-fields.js';
+import { aboutField, FieldError, optionalInteger, optionalString, type Body } from './openai-fields.js';
 
 /** OpenAI's embeddings request (API reference, "Create embeddings"), as read from the body. */
 export interface EmbeddingsRequest {

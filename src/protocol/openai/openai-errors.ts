@@ -1,32 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { ServeFnError, type SfErrorCode } from '../../errors/index.js';
+import type { SfErrorCode } from '../../errors/index.js';
 import { logFailure, toHttpError, type ErrorAnswerOptions, type HttpError } from '../../server/error-handler.js';
-
-/** A request field that is missing or of the wrong type: the route's own 400, naming the field as OpenAI's `param` does. */
-export class FieldError extends ServeFnError {
-  readonly param: string;
-
-  constructor(param: string, message: string, options?: ErrorOptions) {
-    super('SF_ERR_BAD_REQUEST', message, 400, options);
-    this.param = param;
-  }
-}
-
-/**
- * An engine error about one field (parseTextInputs on `input`), re-raised with that field named;
- * the engine's error stays as the cause.
- */
-export function aboutField<T>(param: string, read: () => T): T {
-  try {
-    return read();
-  } catch (err) {
-    if (err instanceof ServeFnError && !(err instanceof FieldError)) {
-      throw Object.assign(new ServeFnError(err.code, err.message, err.statusCode, { cause: err }), { param });
-    }
-    throw err;
-  }
-}
 
 /**
  * How the two families answer errors. Both use the nested body of OpenAI's API reference

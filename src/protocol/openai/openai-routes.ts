@@ -1,18 +1,9 @@
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import type { TextEngine } from '../../text/text-engine.js';
-import type { TextModelSet } from '../../text/text-model-set.js';
-import { setTextAnswerHeaders } from '../text-answer-headers.js';
+import { setTextAnswerHeaders, type TextRoutesOptions } from '../text-routes.js';
 import { embeddingsResponse, readEmbeddingsRequest } from './openai-embeddings.js';
 import { errorResponses, installOpenAiErrorHandling } from './openai-errors.js';
-import { requestBody } from './request-fields.js';
-
-export interface TextRoutesOptions {
-  readonly models: TextModelSet;
-  /** Whether a server fault's body carries its message (`serve-fn dev`); default false. */
-  readonly exposeErrors?: boolean;
-  /** The server's body limit, named when fastify refuses a larger body; default fastify's 1 MiB. */
-  readonly bodyLimit?: number;
-}
+import { requestBody } from './openai-fields.js';
 
 const OPENAI_TAG = 'OpenAI-compatible embeddings';
 

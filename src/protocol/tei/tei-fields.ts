@@ -1,74 +1,39 @@
 import { createError } from '../../errors/index.js';
+import { expectedPhrase, fieldReaders, type FieldProblem, type Fields } from '../../text/request-fields.js';
 
 /**
  * Readers of TEI's request fields (router/src/http/types.rs in huggingface/text-embeddings-inference,
  * docs/openapi.json), written by hand rather than as a JSON schema: TEI's inputs are untagged serde
  * unions (a pair `["a","b"]` and a batch `[["a"],["b"]]` share one field) that a schema validator
  * cannot tell apart, and fastify's ajv coerces types ("true" → true) where serde refuses them.
- * Every reader throws SF_ERR_TEXT_VALIDATION (TEI's 422 "Validation") naming the field.
+ * Every reader throws SF_ERR_TEXT_VALIDATION (TEI's 422 "Validation") naming the field; the plain
+ * fields are read by the text protocols' shared readers (src/text/request-fields.ts) in TEI's wording.
  */
-export type TeiBody = Readonly<Record<string, unknown>>;
+export type TeiBody = Fields;
 
-/** The body as an object; anything else is a shape error, as serde answers a non-object. */
-export function teiBody(value: unknown): TeiBody {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalid('the request body must be a JSON object, got ' + describe(value));
-  return value as TeiBody;
+/** TEI's wording of serde's errors for a bad field. */
+function teiFieldError(problem: FieldProblem): Error {
+  if ('missing' in problem) return invalid(`missing field \`${problem.field}\``);
+  const { field, expected, value } = problem;
+  // serde answers a non-object body as a shape error of the whole body, and names an enum's variants.
+  const subject = expected.kind === 'body' ? 'the request body' : `\`${field}\``;
+  const phrase = expected.kind === 'direction' ? 'one of `Left`, `Right`' : expectedPhrase(expected);
+  return invalid(`${subject} must be ${phrase}, got ${describe(value)}`);
 }
 
-export function required(body: TeiBody, field: string): unknown {
-  if (body[field] === undefined) throw invalid(`missing field \`${field}\``);
-  return body[field];
-}
+const fields = fieldReaders(teiFieldError);
 
-/** `Option<bool>`: null and absent both mean "not set". */
-export function optionalBoolean(body: TeiBody, field: string): boolean | undefined {
-  const value = body[field];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'boolean') throw invalid(`\`${field}\` must be a boolean, got ${describe(value)}`);
-  return value;
-}
-
-/** `bool` with `#[serde(default)]`: absent takes the default, null is refused as serde refuses it. */
-export function booleanOr(body: TeiBody, field: string, fallback: boolean): boolean {
-  const value = body[field];
-  if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') throw invalid(`\`${field}\` must be a boolean, got ${describe(value)}`);
-  return value;
-}
-
-export function optionalString(body: TeiBody, field: string): string | undefined {
-  const value = body[field];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'string') throw invalid(`\`${field}\` must be a string, got ${describe(value)}`);
-  return value;
-}
-
-export function requiredString(body: TeiBody, field: string): string {
-  const value = required(body, field);
-  if (typeof value !== 'string') throw invalid(`\`${field}\` must be a string, got ${describe(value)}`);
-  return value;
-}
+export const { required, optionalBoolean, booleanOr, optionalString, requiredString } = fields;
+export const teiBody = fields.body;
 
 /** `Option<usize>` (TEI's `dimensions`): whether 0 or too wide is the engine's to say. */
 export function optionalCount(body: TeiBody, field: string): number | undefined {
-  const value = body[field];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw invalid(`\`${field}\` must be a non-negative integer, got ${describe(value)}`);
-  return value;
-}
-
-/** TEI's `TruncationDirection`: serde accepts `Left`/`left` and `Right`/`right` only; default right. */
-export function truncationDirection(body: TeiBody): 'left' | 'right' | undefined {
-  const value = body.truncation_direction;
-  if (value === undefined) return undefined;
-  if (value === 'Left' || value === 'left') return 'left';
-  if (value === 'Right' || value === 'right') return 'right';
-  throw invalid(`\`truncation_direction\` must be one of \`Left\`, \`Right\`, got ${describe(value)}`);
+  return fields.optionalInteger(body, field, 0);
 }
 
 /** `truncate` and `truncation_direction`, which every inference route takes. */
 export function truncation(body: TeiBody): { truncate?: boolean; truncationDirection?: 'left' | 'right' } {
-  return { truncate: optionalBoolean(body, 'truncate'), truncationDirection: truncationDirection(body) };
+  return { truncate: optionalBoolean(body, 'truncate'), truncationDirection: fields.truncationDirection(body, { anyCase: false }) };
 }
 
 export function stringList(value: unknown, field: string): string[] {
@@ -146,10 +111,7 @@ export function similarityInputs(value: unknown): { source: string; sentences: s
 
 /** /similarity's optional `parameters` object (`Option<SimilarityParameters>`). */
 export function similarityParameters(body: TeiBody): TeiBody {
-  const value = body.parameters;
-  if (value === undefined || value === null) return {};
-  if (typeof value !== 'object' || Array.isArray(value)) throw invalid(`\`parameters\` must be an object, got ${describe(value)}`);
-  return value as TeiBody;
+  return fields.optionalObject(body, 'parameters') ?? {};
 }
 
 function invalid(detail: string): Error {

@@ -4,7 +4,7 @@ import type { TextTask } from '../../text/model-folder.js';
 import { parseTextInputs, type TextInput } from '../../text/text-inputs.js';
 import type { TextEngine } from '../../text/text-engine.js';
 import type { TextModelSet, TextNeed } from '../../text/text-model-set.js';
-import { setTextAnswerHeaders } from '../text-answer-headers.js';
+import { setTextAnswerHeaders, type TextRoutesOptions } from '../text-routes.js';
 import { installTeiErrorHandling } from './tei-errors.js';
 import {
   booleanOr,
@@ -25,14 +25,9 @@ import {
 import { teiInfo } from './tei-info.js';
 import { TEI_SCHEMAS } from './tei-openapi.js';
 
-export interface TeiRoutesOptions {
-  readonly models: TextModelSet;
+export interface TeiRoutesOptions extends TextRoutesOptions {
   /** What /info answers as `version` (TEI's own router version there): serve-fn's version. */
   readonly serverVersion: string;
-  /** Whether a server fault's body carries its message (`serve-fn dev`); default false. */
-  readonly exposeErrors?: boolean;
-  /** The JSON body limit, named when a larger body is refused; default the route's. */
-  readonly bodyLimit?: number;
 }
 
 type Handler = (body: TeiBody, model: TextEngine, reply: FastifyReply) => Promise<unknown>;

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { TextAnswer } from '../../text/text-engine.js';
-import { FieldError } from '../openai/openai-errors.js';
-import { optionalBoolean, optionalInteger, optionalString, requiredString, type Body } from '../openai/request-fields.js';
+import { FieldError, optionalBoolean, optionalInteger, optionalString, requiredString, type Body } from '../openai/openai-fields.js';
 
 /**
  * The rerank API that Cohere (docs.cohere.com/reference/rerank, v1 and v2), Jina

@@ -1,5 +1,15 @@
 import type { FastifyReply } from 'fastify';
 import type { TextAnswer } from '../text/text-engine.js';
+import type { TextModelSet } from '../text/text-model-set.js';
+
+/** What the text protocols' route plugins (TEI, OpenAI, Cohere/Jina/vLLM) share: their options and the headers on every answer. */
+export interface TextRoutesOptions {
+  readonly models: TextModelSet;
+  /** Whether a server fault's body carries its message (`serve-fn dev`); default false. */
+  readonly exposeErrors?: boolean;
+  /** The server's body limit, named when fastify refuses a larger body; default the route's (fastify's 1 MiB). */
+  readonly bodyLimit?: number;
+}
 
 /**
  * The headers TEI puts on every inference answer (router/src/http/server.rs): times in ms and

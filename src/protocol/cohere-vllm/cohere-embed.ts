@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EmbedOptions, TextAnswer, TextEngine } from '../../text/text-engine.js';
 import { float32Base64 } from '../openai/openai-embeddings.js';
-import { FieldError } from '../openai/openai-errors.js';
-import { optionalInteger, optionalString, type Body } from '../openai/request-fields.js';
+import { FieldError, optionalInteger, optionalString, type Body } from '../openai/openai-fields.js';
 
 /**
  * Cohere's v2 embed API (docs.cohere.com/reference/embed) as vLLM serves it for any embedding model

@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createError } from '../../errors/index.js';
 import { parseTextInputs } from '../../text/text-inputs.js';
 import type { ScoredLabel, TextAnswer, TextEngine } from '../../text/text-engine.js';
-import { aboutField, FieldError } from '../openai/openai-errors.js';
-import { optionalBoolean, type Body } from '../openai/request-fields.js';
+import { aboutField, FieldError, optionalBoolean, type Body } from '../openai/openai-fields.js';
 
 /**
  * vLLM's score and classify APIs (docs.vllm.ai "Pooling models"; the request and response models

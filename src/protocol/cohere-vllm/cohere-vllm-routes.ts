@@ -1,8 +1,7 @@
 import type { FastifyInstance, FastifySchema } from 'fastify';
-import { setTextAnswerHeaders } from '../text-answer-headers.js';
+import { setTextAnswerHeaders, type TextRoutesOptions } from '../text-routes.js';
 import { errorResponses, installOpenAiErrorHandling } from '../openai/openai-errors.js';
-import type { TextRoutesOptions } from '../openai/openai-routes.js';
-import { optionalString, requestBody } from '../openai/request-fields.js';
+import { optionalString, requestBody } from '../openai/openai-fields.js';
 import { cohereEmbedResponse, promptName, readCohereEmbedRequest } from './cohere-embed.js';
 import { readRerankRequest, rerankResponse } from './rerank-api.js';
 import { classifyResponse, rawScores, readClassifyInputs, readScorePairs, scorePairs, scoreResponse } from './vllm-scoring.js';
@@ -56,7 +55,7 @@ function doc(summary: string, body: object): FastifySchema {
  * serves it), /score and /v1/score, /classify and /v1/classify (vLLM), over the served text models. TEI's own /rerank is served with the TEI routes.
  * Errors use vLLM's ErrorResponse, the server these routes mirror.
  */
-export async function rerankRoutes(app: FastifyInstance, opts: TextRoutesOptions): Promise<void> {
+export async function cohereVllmRoutes(app: FastifyInstance, opts: TextRoutesOptions): Promise<void> {
   const { models } = opts;
   app.setValidatorCompiler(() => () => true);
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));

@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { rerankRoutes } from '../../src/protocol/rerank/rerank-routes.js';
+import { cohereVllmRoutes } from '../../src/protocol/cohere-vllm/cohere-vllm-routes.js';
 import type { TextEngine } from '../../src/text/text-engine.js';
 import { textModelFor, textModelSetOf } from '../helpers/text-model-fixture.js';
 
@@ -19,7 +19,7 @@ beforeAll(async () => {
   embedder = await textModelFor('embed', { name: 'embedder', pooling: 'mean' });
   plainEmbedder = await textModelFor('embed', { name: 'plain-embedder', pooling: 'mean', prompts: {} });
   app = Fastify({ logger: false });
-  await app.register(rerankRoutes, { models: textModelSetOf([reranker, classifier, embedder, plainEmbedder]) });
+  await app.register(cohereVllmRoutes, { models: textModelSetOf([reranker, classifier, embedder, plainEmbedder]) });
   await app.ready();
 });
 
@@ -296,7 +296,7 @@ it('documents the routes under their tag in OpenAPI', async () => {
   const swagger = (await import('@fastify/swagger')).default;
   const documented = Fastify({ logger: false });
   await documented.register(swagger, { openapi: { openapi: '3.0.3', info: { title: 't', version: '1' } } });
-  await documented.register(rerankRoutes, { models: textModelSetOf([reranker]) });
+  await documented.register(cohereVllmRoutes, { models: textModelSetOf([reranker]) });
   await documented.ready();
   const spec = documented.swagger() as { paths: Record<string, { post: { tags: string[] } }> };
   await documented.close();
