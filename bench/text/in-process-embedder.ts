@@ -7,10 +7,11 @@ import { l2Normalize } from '../../src/text/pooling.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
 import type { Tensor } from '../../src/tensor/tensor.js';
 
-/** The forward-batch limits of `serve-fn start`'s --max-batch-tokens and --max-batch-requests. */
+/** The forward-batch policy of `serve-fn start`'s --max-batch-tokens, --max-batch-requests and --batch-by-length. */
 export interface ForwardBatchPolicy {
   readonly maxBatchTokens: number;
   readonly maxBatchRequests?: number;
+  readonly batchByLength: boolean;
 }
 
 export interface BatchRunResult {

@@ -4,7 +4,6 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import type { TokenSequence } from '../../src/text/forward-batches.js';
 import { readTextModelFolder } from '../../src/text/model-folder.js';
 import { TextTokenizer } from '../../src/text/tokenizer.js';
 import { writeBertEncoder } from '../../test/fixtures/text/text-model-folders.js';
@@ -21,10 +20,11 @@ import { LONGEST, mixedTexts, SHORTEST } from './mixed-texts.js';
  * multiply-adds as 12 heads of 32), served from a no-code folder by `serve-fn start`:
  * (1) served on /v1/embeddings, one text a request from 64 keep-alive connections (embed-load.ts, a
  *     second process) vs the same ONNX file run in this process on the batches the same policy forms;
- * (2) TEI's token-budget batching (--max-batch-tokens 16384) vs fixed-size batches of 32
- *     (--max-batch-requests 32 with an unbounded budget), served and in-process, beside what a static
- *     [32, 256] batch (every row padded to the longest allowed) costs and what batches of texts of
- *     about one length would.
+ * (2) serve-fn's token-budget batching (--max-batch-tokens 16384, each batch the oldest text and the
+ *     queued texts nearest its length) vs fixed-size batches of 32 first come, first served
+ *     (--max-batch-requests 32 with an unbounded budget, --batch-by-length false), served and
+ *     in-process, beside TEI's policy (the token budget first come, first served) and what a static
+ *     [32, 256] batch (every row padded to the longest allowed) costs.
  * The texts are a fixed seeded list whose lengths spread evenly over 8–256 tokens. The measurements
  * alternate over BENCH_ROUNDS rounds, so other work on this shared machine lands on all of them, and
  * each reports the CPU time per token of the process doing the work beside tokens/s.
@@ -38,8 +38,12 @@ const connections = 64;
 const fixedRows = 32;
 /** The fixed-size policy's budget: never reached, so only the row count closes a batch. */
 const unbounded = 1 << 30;
-const budgetPolicy: ForwardBatchPolicy = { maxBatchTokens: 16384 };
-const fixedPolicy: ForwardBatchPolicy = { maxBatchTokens: unbounded, maxBatchRequests: fixedRows };
+/** serve-fn's default: the token budget, each batch the oldest text and the queued ones nearest its length. */
+const budgetPolicy: ForwardBatchPolicy = { maxBatchTokens: 16384, batchByLength: true };
+/** TEI's: the token budget, first come, first served. */
+const firstComePolicy: ForwardBatchPolicy = { maxBatchTokens: 16384, batchByLength: false };
+/** A plain dynamic batcher's: 32 rows first come, first served. */
+const fixedPolicy: ForwardBatchPolicy = { maxBatchTokens: unbounded, maxBatchRequests: fixedRows, batchByLength: false };
 
 mkdirSync(out, { recursive: true });
 const dir = join(out, `bert-384x${layers}`);
@@ -57,12 +61,6 @@ const sequences = await Promise.all(texts.map(async (text) => {
   const encoding = await tokenizer.encode(text);
   return { ids: encoding.ids, typeIds: encoding.typeIds };
 }));
-/**
- * The same texts, each block of 4 × 64 sorted by length: batches of texts of about one length, so
- * with little padding, while any stretch of the list keeps the whole mix of lengths. What a
- * scheduler that grouped the queue by length could reach; not a policy the server has.
- */
-const byLength = Array.from({ length: Math.ceil(sequences.length / (4 * connections)) }, (_, i) => sequences.slice(i * 4 * connections, (i + 1) * 4 * connections).sort((a, b) => a.ids.length - b.ids.length)).flat();
 const meanLength = lengths.reduce((s, n) => s + n, 0) / lengths.length;
 
 interface Measured {
@@ -122,10 +120,10 @@ async function largestDifference(base: string, embedder: InProcessEmbedder): Pro
   return Math.max(...servedVector.map((v, i) => Math.abs(v - local![i]!)));
 }
 
-async function inProcess(embedder: InProcessEmbedder, policy: ForwardBatchPolicy, texts: readonly TokenSequence[] = sequences): Promise<Measured> {
+async function inProcess(embedder: InProcessEmbedder, policy: ForwardBatchPolicy): Promise<Measured> {
   const cpu = measureCpuShare(servers.map((p) => p.pid!));
   const ownBefore = ownCpuMs();
-  const r: BatchRunResult = await embedder.backToBack(texts, policy, connections, durationS);
+  const r: BatchRunResult = await embedder.backToBack(sequences, policy, connections, durationS);
   return { ...r, othersPct: cpu().othersPct, cpuMsPerKiloToken: ((ownCpuMs() - ownBefore) * 1000) / (r.tokensPerS * r.seconds) };
 }
 
@@ -150,22 +148,27 @@ const x2 = (n: number): string => `${n.toFixed(2)}×`;
 
 const loadBefore = loadAverage();
 const embedder = await InProcessEmbedder.create(folder.modelFile, tokenizer.padId);
-const kinds = ['in-process, token budget', 'served, token budget', 'served, fixed 32', 'in-process, fixed 32', 'in-process, static [32, 256]', 'in-process, token budget, sorted by length'] as const;
+const kinds = [
+  'in-process, token budget by length', 'served, token budget by length (default)', 'served, fixed 32', 'in-process, fixed 32',
+  'served, token budget first come (TEI)', 'in-process, token budget first come', 'in-process, static [32, 256]',
+] as const;
 let difference = Number.NaN;
 const runs: Record<(typeof kinds)[number], Measured[]> = Object.fromEntries(kinds.map((k) => [k, []])) as never;
 try {
   const budget = await startEmbedder(8451, []);
-  const fixed = await startEmbedder(8452, ['--max-batch-requests', String(fixedRows), '--max-batch-tokens', String(unbounded)]);
+  const fixed = await startEmbedder(8452, ['--max-batch-requests', String(fixedRows), '--max-batch-tokens', String(unbounded), '--batch-by-length', 'false']);
+  const firstCome = await startEmbedder(8453, ['--batch-by-length', 'false']);
   difference = await largestDifference(budget, embedder);
-  for (const base of [budget, fixed]) await served(base, 3);
+  for (const base of [budget, fixed, firstCome]) await served(base, 3);
   await embedder.backToBack(sequences, budgetPolicy, connections, 2);
   for (let round = 0; round < rounds; round++) {
-    runs['in-process, token budget'].push(await inProcess(embedder, budgetPolicy));
-    runs['served, token budget'].push(await served(budget));
+    runs['in-process, token budget by length'].push(await inProcess(embedder, budgetPolicy));
+    runs['served, token budget by length (default)'].push(await served(budget));
     runs['served, fixed 32'].push(await served(fixed));
     runs['in-process, fixed 32'].push(await inProcess(embedder, fixedPolicy));
+    runs['served, token budget first come (TEI)'].push(await served(firstCome));
+    runs['in-process, token budget first come'].push(await inProcess(embedder, firstComePolicy));
     runs['in-process, static [32, 256]'].push(await staticBatch(embedder));
-    runs['in-process, token budget, sorted by length'].push(await inProcess(embedder, budgetPolicy, byLength));
   }
 } finally {
   await Promise.all(servers.map(stopServer));
@@ -200,6 +203,8 @@ for (let i = 0; i < rounds; i++) {
 }
 console.log('');
 const cpuPerToken = (kind: (typeof kinds)[number]): number => avg(kind, 'cpuMsPerKiloToken')!;
-console.log(`(1) served / in-process, token budget: ${x2(tokens('served, token budget') / tokens('in-process, token budget'))} (target ≥ 0.9×); by CPU time per token: ${x2(cpuPerToken('in-process, token budget') / cpuPerToken('served, token budget'))}`);
-console.log(`(2) token budget / fixed 32, served: ${x2(tokens('served, token budget') / tokens('served, fixed 32'))} (by CPU time per token ${x2(cpuPerToken('served, fixed 32') / cpuPerToken('served, token budget'))}); in-process: ${x2(tokens('in-process, token budget') / tokens('in-process, fixed 32'))} (by CPU ${x2(cpuPerToken('in-process, fixed 32') / cpuPerToken('in-process, token budget'))}) (target ≥ 1.3×)`);
-console.log(`    in-process, token budget / static [32, 256]: ${x2(tokens('in-process, token budget') / tokens('in-process, static [32, 256]'))}; sorted by length / in arrival order: ${x2(tokens('in-process, token budget, sorted by length') / tokens('in-process, token budget'))}`);
+const ratio = (a: (typeof kinds)[number], b: (typeof kinds)[number]): string => `${x2(tokens(a) / tokens(b))} (by CPU time per token ${x2(cpuPerToken(b) / cpuPerToken(a))})`;
+console.log(`(1) served / in-process, token budget by length: ${ratio('served, token budget by length (default)', 'in-process, token budget by length')} (target ≥ 0.9×)`);
+console.log(`(2) token budget by length / fixed 32, served: ${ratio('served, token budget by length (default)', 'served, fixed 32')}; in-process: ${ratio('in-process, token budget by length', 'in-process, fixed 32')} (target ≥ 1.3×)`);
+console.log(`    token budget first come (TEI's policy) / fixed 32, served: ${ratio('served, token budget first come (TEI)', 'served, fixed 32')}; in-process: ${ratio('in-process, token budget first come', 'in-process, fixed 32')}`);
+console.log(`    in-process, token budget by length / static [32, 256]: ${ratio('in-process, token budget by length', 'in-process, static [32, 256]')}`);

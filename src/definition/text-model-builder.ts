@@ -4,7 +4,7 @@ import type { ModelClass } from './model-definition.js';
 
 const KNOWN: ReadonlySet<string> = new Set([
   'task', 'folder', 'tokenizer', 'pooling', 'maxInputLength', 'prompts', 'defaultPromptName', 'labels', 'pooledOutput',
-  'maxBatchTokens', 'maxBatchRequests', 'maxClientBatchSize', 'maxConcurrentRequests', 'autoTruncate',
+  'maxBatchTokens', 'maxBatchRequests', 'maxClientBatchSize', 'maxConcurrentRequests', 'autoTruncate', 'batchByLength',
 ]);
 
 /** The token inputs a transformer export takes, [rows, length]; token_type_ids and position_ids only for models that use them. */

@@ -163,6 +163,7 @@ export interface TextModelDeclaration {
   readonly maxClientBatchSize?: number;
   readonly maxConcurrentRequests?: number;
   readonly autoTruncate?: boolean;
+  readonly batchByLength?: boolean;
 }
 
 export interface TextModelRecord {

@@ -32,9 +32,12 @@ export interface BatcherHooks<T, R> {
    * A padded budget per batch beside maxBatchSize, as TEI's `--max-batch-tokens`: a batch of n
    * requests costs n × its largest request's cost (every row is padded to the longest), and closes
    * before the request that would take it over `limit`. A request over the budget on its own still
-   * runs, alone.
+   * runs, alone. With `minFill`, a batch is the oldest request and the queued ones nearest its
+   * cost, for as long as at least that share of its padded cost is real (texts of about one length
+   * together, so padding wastes little); the oldest always goes, so none waits for ever. For
+   * batchers without priority levels.
    */
-  readonly budget?: { readonly limit: number; cost(payload: T): number };
+  readonly budget?: { readonly limit: number; readonly minFill?: number; cost(payload: T): number };
 }
 
 export interface SubmitOptions {
@@ -270,7 +273,10 @@ export class DynamicBatcher<T, R> {
   }
 
   private take(size: number): Request<T, R>[] {
-    const batch = this.queues.take(size);
+    const budget = this.hooks.budget;
+    const batch = budget?.minFill !== undefined
+      ? this.queues.takeNearest(this.policy.maxBatchSize, budget.limit, budget.minFill, (request) => budget.cost(request.entry.payload))
+      : this.queues.take(size);
     for (const request of batch) this.stopWaiting(request);
     this.inflight += batch.length;
     return batch;

@@ -94,6 +94,36 @@ export class PriorityQueues<Q extends QueuedItem<Q>> {
     return taken;
   }
 
+  /**
+   * Takes the first request in batch order and, of the others, those whose cost is nearest its own,
+   * while `count` allow, `limit` holds for the batch padded to its costliest (countPadded's rule),
+   * and at least `minFill` of that padded cost is the requests' own.
+   */
+  takeNearest(count: number, limit: number, minFill: number, cost: (item: Q) => number): Q[] {
+    const waiting: { item: Q; cost: number; order: number }[] = [];
+    for (const queue of this.inBatchOrder()) for (const item of queue) waiting.push({ item, cost: cost(item), order: waiting.length });
+    if (waiting.length === 0) return [];
+    const [first, ...others] = waiting;
+    others.sort((a, b) => Math.abs(a.cost - first.cost) - Math.abs(b.cost - first.cost) || a.order - b.order);
+    const chosen = [first];
+    let widest = first.cost;
+    let own = first.cost;
+    for (const candidate of others) {
+      if (chosen.length === count) break;
+      const next = Math.max(widest, candidate.cost);
+      const padded = next * (chosen.length + 1);
+      // Candidates come nearest first, so once one would leave too much padding, the rest would too.
+      if (own + candidate.cost < minFill * padded) break;
+      if (padded > limit) continue;
+      chosen.push(candidate);
+      widest = next;
+      own += candidate.cost;
+    }
+    chosen.sort((a, b) => a.order - b.order);
+    for (const { item } of chosen) this.remove(item);
+    return chosen.map(({ item }) => item);
+  }
+
   oldestEnqueuedAtUs(): number {
     let oldest = Infinity;
     for (const level of this.levels) {

@@ -22,9 +22,14 @@ export interface TextLimits {
   readonly maxConcurrentRequests: number;
   /** --auto-truncate: what a request that says nothing about truncation gets. */
   readonly autoTruncate: boolean;
+  /**
+   * --batch-by-length (serve-fn's; TEI batches first come, first served): a forward batch is the
+   * oldest queued text and those nearest its length, so less of each padded batch is padding.
+   */
+  readonly batchByLength: boolean;
 }
 
-export const DEFAULT_TEXT_LIMITS: TextLimits = Object.freeze({ maxBatchTokens: 16384, maxClientBatchSize: 32, maxConcurrentRequests: 512, autoTruncate: true });
+export const DEFAULT_TEXT_LIMITS: TextLimits = Object.freeze({ maxBatchTokens: 16384, maxClientBatchSize: 32, maxConcurrentRequests: 512, autoTruncate: true, batchByLength: true });
 
 /** What the model is: read from its folder (model-folder.ts) or from its class's @TextModel. */
 export interface TextModelSpec {
@@ -136,7 +141,7 @@ export class TextEngine {
   ) {
     const { limits } = options;
     this.batches = new ForwardBatcher(spec.name, forward, {
-      pooling: spec.pooling, padId: tokenizer.padId, maxBatchTokens: limits.maxBatchTokens, maxBatchRequests: limits.maxBatchRequests,
+      pooling: spec.pooling, padId: tokenizer.padId, maxBatchTokens: limits.maxBatchTokens, maxBatchRequests: limits.maxBatchRequests, batchByLength: limits.batchByLength,
       instanceCount: options.instanceCount, metrics: options.metrics, log: options.log,
     });
     if (spec.task === 'embed') this.batches.width = spec.dimensions;

@@ -94,7 +94,7 @@ export async function loadClassTextModel(def: ModelDefinition, forward: Inferenc
   };
   const own = Object.fromEntries(Object.entries({
     maxBatchTokens: declared.maxBatchTokens, maxBatchRequests: declared.maxBatchRequests, maxClientBatchSize: declared.maxClientBatchSize,
-    maxConcurrentRequests: declared.maxConcurrentRequests, autoTruncate: declared.autoTruncate,
+    maxConcurrentRequests: declared.maxConcurrentRequests, autoTruncate: declared.autoTruncate, batchByLength: declared.batchByLength,
   }).filter(([, v]) => v !== undefined));
   const limits = { ...DEFAULT_TEXT_LIMITS, ...options.limits, ...own };
   return new TextEngine(spec, tokenizer, forward, { ...engine, limits, instanceCount: def.instances.count, computeType: def.instances.kind });

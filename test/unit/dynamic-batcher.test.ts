@@ -334,7 +334,7 @@ describe('DynamicBatcher: batch formation', () => {
 
 describe('DynamicBatcher: a padded budget (TEI --max-batch-tokens)', () => {
   /** Each payload costs its length, as a text costs its tokens. */
-  const byLength = (limit: number): BatcherHooks<string, string>['budget'] => ({ limit, cost: (payload) => payload.length });
+  const byLength = (limit: number): NonNullable<BatcherHooks<string, string>['budget']> => ({ limit, cost: (payload) => payload.length });
 
   it('closes a batch before the request that would take rows × longest over the limit, and sends it without waiting', async () => {
     const h = setup({ maxBatchSize: 10, maxQueueDelayUs: 1000 }, 1, byLength(12));
@@ -360,6 +360,35 @@ describe('DynamicBatcher: a padded budget (TEI --max-batch-tokens)', () => {
     expect(h.sent()).toEqual([{ at: 0, payloads: ['a', 'b', 'c'] }]);
     await h.complete(0);
     expect(await Promise.all(results)).toEqual(['A', 'B', 'C']);
+  });
+
+  it('with minFill, batches the oldest request with the queued ones nearest its cost, then the rest', async () => {
+    const h = setup({ maxBatchSize: 3, maxQueueDelayUs: 0 }, 0, { ...byLength(100), minFill: 0 });
+    submitAll(h, ['aaaa', 'bbbbbbbbbb', 'c', 'ddd', 'eeeeeeeee', 'ff']);
+    await h.free();
+    // The oldest (4) goes with the two nearest it (3, then 2), not with the next two in arrival order.
+    expect(h.sent()[0].payloads).toEqual(['aaaa', 'ddd', 'ff']);
+    await h.finish(0);
+    // Then the oldest left (10), with 9 and 1: nothing waits behind requests that keep arriving near others.
+    expect(h.sent()[1].payloads).toEqual(['bbbbbbbbbb', 'c', 'eeeeeeeee']);
+  });
+
+  it('with minFill, leaves out a near request that would take the batch over the budget, and takes one that fits', async () => {
+    const h = setup({ maxBatchSize: 10, maxQueueDelayUs: 0 }, 0, { ...byLength(12), minFill: 0 });
+    submitAll(h, ['aaaa', 'bbbbbbb', 'cc']);
+    await h.free();
+    // 4 and 7 padded are 14 > 12; 4 and 2 are 8.
+    expect(h.sent()[0].payloads).toEqual(['aaaa', 'cc']);
+  });
+
+  it('with minFill, stops at the first request that would leave less than that share of the batch real, and sends it next', async () => {
+    const h = setup({ maxBatchSize: 10, maxQueueDelayUs: 0 }, 0, { ...byLength(1000), minFill: 0.8 });
+    submitAll(h, ['aaaaaaaaaa', 'dd', 'bbbbbbbbb', 'cccccccc']);
+    await h.free();
+    // 10 + 9 + 8 real of 30 padded is 90 %; adding 2 would make it 29 of 40, 72 %.
+    expect(h.sent()[0].payloads).toEqual(['aaaaaaaaaa', 'bbbbbbbbb', 'cccccccc']);
+    await h.finish(0);
+    expect(h.sent()[1].payloads).toEqual(['dd']);
   });
 
   it('still closes at maxBatchSize when the budget is not spent', async () => {

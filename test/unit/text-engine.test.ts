@@ -62,7 +62,8 @@ describe('TextEngine: embeddings', () => {
 
   it('pads left for last-token pooling, so every row ends on its own last token', async () => {
     const log: ForwardLog = { batches: [] };
-    const model = await textModelFor('embed', { pooling: 'last-token', log });
+    // First come, first served, so the two lengths share one batch and the shorter is padded.
+    const model = await textModelFor('embed', { pooling: 'last-token', log, limits: { batchByLength: false } });
     const answer = await model.embed(['the fox', 'the quick brown fox jumps']);
     expect(log.batches[0].mask[0].slice(0, 3)).toEqual([0, 0, 0]);
     expect(log.batches[0].mask[0].at(-1)).toBe(1);
@@ -146,6 +147,19 @@ describe('TextEngine: limits and truncation', () => {
     const model = await textModelFor('embed', { limits: { maxClientBatchSize: 2 } });
     expect(await rejection(model.embed(['a', 'b', 'c']))).toMatchObject({ code: 'SF_ERR_TEXT_BATCH_TOO_LARGE', statusCode: 413, message: 'batch size 3 > maximum allowed batch size 2' });
     expect(await rejection(model.embed([]))).toMatchObject({ code: 'SF_ERR_TEXT_EMPTY', statusCode: 400 });
+  });
+
+  it('batches by length by default: texts of about one length together, each answered in its place', async () => {
+    const log: ForwardLog = { batches: [] };
+    const model = await textModelFor('embed', { log });
+    const texts = ['the fox', 'the quick brown fox jumps over the lazy dog', 'a dog', 'paris is the capital of france today'];
+    const answer = await model.embed(texts);
+    for (const batch of log.batches) {
+      const lengths = batch.mask.map((row) => row.reduce((a, b) => a + b, 0));
+      expect(lengths.reduce((a, b) => a + b, 0) / (batch.rows * batch.length)).toBeGreaterThanOrEqual(0.8);
+    }
+    expect(log.batches.length).toBeGreaterThan(1);
+    for (const [i, text] of texts.entries()) expectClose(answer.values[i], await referenceEmbedding(text, 'cls'));
   });
 
   it('closes forward batches at the padded token budget, splits a client batch across them, and answers in order', async () => {
