@@ -38,7 +38,8 @@ function registerEndpoint(app: FastifyInstance, runtime: ModelRuntime, endpoint:
     url: endpoint.path,
     schema: routeSchema(model, endpoint, opts.schemas),
     ...(endpoint.consumes === 'json' ? { bodyLimit: Math.min(endpoint.bodyLimit ?? opts.jsonBodyLimit, opts.bodyLimit) } : {}),
-    // class-validator checks requests (for FastAPI-shaped 422s); the JSON Schemas only document them.
+    // readRequest validates (dto-validator: a compiled check, class-validator for the rest and for the
+    // FastAPI-shaped 422s); fastify's own validation would answer 400s of another shape.
     validatorCompiler: () => () => true,
     handler: async (request, reply) => {
       if (!state.ready) throw createError('SF_ERR_DRAINING');
