@@ -4,6 +4,7 @@ import type { EndpointDefinition, ModelDefinition } from '../definition/model-de
 import type { StreamFormat } from '../metadata/records.js';
 import { createError, ServeFnError, statusOf } from '../errors/index.js';
 import type { ModelRuntime } from '../runtime/model-runtime.js';
+import { dtoSchemaCheck } from '../validation/dto-schema-check.js';
 import { disconnectSignal } from './disconnect-signal.js';
 import { logFailure, toHttpError, type ErrorBody, type HttpError } from './error-handler.js';
 import { describeBatching, inlineSchema, type DtoSchemas } from './openapi-plugin.js';
@@ -33,6 +34,8 @@ export async function endpointRoutes(app: FastifyInstance, opts: EndpointRoutesO
 function registerEndpoint(app: FastifyInstance, runtime: ModelRuntime, endpoint: EndpointDefinition, opts: EndpointRoutesOptions): void {
   const model = runtime.definition;
   const { state } = opts;
+  // Compiles each DTO's check (or finds it has none) at start, not on the endpoint's first request.
+  for (const dto of [endpoint.body, endpoint.query, endpoint.params]) if (dto) dtoSchemaCheck(dto);
   app.route({
     method: endpoint.httpMethod,
     url: endpoint.path,
