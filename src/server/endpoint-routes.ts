@@ -4,6 +4,7 @@ import type { EndpointDefinition, ModelDefinition } from '../definition/model-de
 import type { StreamFormat } from '../metadata/records.js';
 import { createError, ServeFnError, statusOf } from '../errors/index.js';
 import type { ModelRuntime } from '../runtime/model-runtime.js';
+import { dtoSchemaCheck } from '../validation/dto-schema-check.js';
 import { disconnectSignal } from './disconnect-signal.js';
 import { logFailure, toHttpError, type ErrorBody, type HttpError } from './error-handler.js';
 import { describeBatching, inlineSchema, type DtoSchemas } from './openapi-plugin.js';
@@ -33,12 +34,15 @@ export async function endpointRoutes(app: FastifyInstance, opts: EndpointRoutesO
 function registerEndpoint(app: FastifyInstance, runtime: ModelRuntime, endpoint: EndpointDefinition, opts: EndpointRoutesOptions): void {
   const model = runtime.definition;
   const { state } = opts;
+  // Compiles each DTO's check (or finds it has none) at start, not on the endpoint's first request.
+  for (const dto of [endpoint.body, endpoint.query, endpoint.params]) if (dto) dtoSchemaCheck(dto);
   app.route({
     method: endpoint.httpMethod,
     url: endpoint.path,
     schema: routeSchema(model, endpoint, opts.schemas),
     ...(endpoint.consumes === 'json' ? { bodyLimit: Math.min(endpoint.bodyLimit ?? opts.jsonBodyLimit, opts.bodyLimit) } : {}),
-    // class-validator checks requests (for FastAPI-shaped 422s); the JSON Schemas only document them.
+    // readRequest validates (dto-validator: a compiled check, class-validator for the rest and for the
+    // FastAPI-shaped 422s); fastify's own validation would answer 400s of another shape.
     validatorCompiler: () => () => true,
     handler: async (request, reply) => {
       if (!state.ready) throw createError('SF_ERR_DRAINING');

@@ -17,6 +17,7 @@ import {
 } from 'class-validator';
 import type { DtoClass } from '../metadata/records.js';
 import { readPropertyType } from '../metadata/reflection.js';
+import { dtoSchemaCheck } from './dto-schema-check.js';
 import { IS_FILE, isUploadedFile } from './uploaded-file.js';
 
 /** One entry of FastAPI's 422 body: `{"detail": [{loc, msg, type, input}]}`. */
@@ -69,6 +70,13 @@ export async function validateDto<T extends object>(
   if (stringValues) {
     parseBooleans(dto, plain as Record<string, unknown>, instance as Record<string, unknown>);
     keepUploadedFiles(plain as Record<string, unknown>, instance as Record<string, unknown>);
+  }
+  // The compiled check accepts only what class-validator accepts; what it rejects, class-validator
+  // reads again and reports. Removing the undeclared keys is what `whitelist` would have done.
+  const check = dtoSchemaCheck(dto);
+  if (check?.(instance)) {
+    for (const key of Object.keys(instance)) if (!check.declared.has(key)) delete (instance as Record<string, unknown>)[key];
+    return instance;
   }
   const options = { whitelist: true, forbidUnknownValues: false };
   const errors = needsAsyncValidation(dto) ? await validate(instance, options) : validateSync(instance, options);
