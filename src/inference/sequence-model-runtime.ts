@@ -1,7 +1,7 @@
 import { createError } from '../errors/index.js';
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';
 import { systemClock, type Clock } from '../runtime/clock.js';
-import type { SubmitOptions } from '../runtime/dynamic-batcher.js';
+import type { CancelSignal, SubmitOptions } from '../runtime/dynamic-batcher.js';
 import { InstanceEngine, type QueuedTensorRequest } from '../runtime/instance-engine.js';
 import type { Acquired, PoolEvents, RestartPolicy } from '../runtime/instance-pool.js';
 import { LinkedQueue, type Link } from '../runtime/linked-queue.js';
@@ -146,7 +146,7 @@ export class SequenceModelRuntime implements TensorRuntime {
     };
   }
 
-  private enqueue(queued: QueuedTensorRequest, route: SequenceRoute, signal: AbortSignal | undefined): Promise<TensorWireResult> {
+  private enqueue(queued: QueuedTensorRequest, route: SequenceRoute, signal: CancelSignal | undefined): Promise<TensorWireResult> {
     if (signal?.aborted) return Promise.reject(createError('SF_ERR_CANCELLED'));
     return new Promise((resolve, reject) => {
       const lane = this.lanes[route.lane];

@@ -25,21 +25,34 @@ export interface InferenceRecorderOptions {
 
 type ModelLabel = 'model' | 'version';
 
+/**
+ * The per-request figures of one model version as plain sums. prom-client hashes and checks the
+ * labels on every inc(), a child from labels() included, which cost ~10 label look-ups per request;
+ * the counters below read these sums in their `collect()`, which prom-client runs at each scrape
+ * (https://github.com/siimon/prom-client#usage, "collect").
+ */
+interface ModelTotals {
+  readonly labels: { readonly model: string; readonly version: string };
+  success: number;
+  requestUs: number;
+  queueUs: number;
+  computeInputUs: number;
+  computeInferUs: number;
+  computeOutputUs: number;
+  inferences: number;
+  executions: number;
+  pending: number;
+}
+
 /** Records each inference event once and feeds both Prometheus and the statistics, so the two agree. */
 export class InferenceRecorder {
   readonly registry: Registry;
   private readonly store = new ModelStatisticsStore();
+  private readonly totals = new Map<string, Map<string, ModelTotals>>();
+  /** In registration order, the order the label sets appear in /metrics. */
+  private readonly totalsInOrder: ModelTotals[] = [];
   private readonly now: () => number;
-  private readonly success: Counter<ModelLabel>;
   private readonly failure: Counter<ModelLabel | 'reason'>;
-  private readonly inferences: Counter<ModelLabel>;
-  private readonly executions: Counter<ModelLabel>;
-  private readonly requestDuration: Counter<ModelLabel>;
-  private readonly queueDuration: Counter<ModelLabel>;
-  private readonly computeInputDuration: Counter<ModelLabel>;
-  private readonly computeInferDuration: Counter<ModelLabel>;
-  private readonly computeOutputDuration: Counter<ModelLabel>;
-  private readonly pending: Gauge<ModelLabel>;
   private readonly batchSize: Histogram<ModelLabel>;
   private readonly restarts: Counter<ModelLabel | 'instance'>;
 
@@ -47,28 +60,42 @@ export class InferenceRecorder {
     this.registry = options.registry ?? new Registry();
     this.now = options.now ?? Date.now;
     const registers = [this.registry];
-    const counter = (name: string, help: string): Counter<ModelLabel> =>
-      new Counter({ name, help, labelNames: ['model', 'version'], registers });
+    const totals = this.totalsInOrder;
+    const counter = (name: string, help: string, read: (t: ModelTotals) => number): Counter<ModelLabel> =>
+      new Counter({
+        name,
+        help,
+        labelNames: ['model', 'version'],
+        registers,
+        collect(this: Counter<ModelLabel>) {
+          this.reset();
+          for (const t of totals) this.inc(t.labels, read(t));
+        },
+      });
 
-    this.success = counter('nv_inference_request_success', 'Number of successful inference requests, all batch sizes');
+    counter('nv_inference_request_success', 'Number of successful inference requests, all batch sizes', (t) => t.success);
     this.failure = new Counter({
       name: 'nv_inference_request_failure',
       help: 'Number of failed inference requests, all batch sizes, by reason (REJECTED, CANCELED, BACKEND, OTHER)',
       labelNames: ['model', 'version', 'reason'],
       registers,
     });
-    this.inferences = counter('nv_inference_count', 'Number of inferences performed: each batch element counts');
-    this.executions = counter('nv_inference_exec_count', 'Number of model executions performed: each batch counts once');
-    this.requestDuration = counter('nv_inference_request_duration_us', 'Cumulative end-to-end duration of successful inference requests in microseconds');
-    this.queueDuration = counter('nv_inference_queue_duration_us', 'Cumulative time successful requests waited in the queue in microseconds');
-    this.computeInputDuration = counter('nv_inference_compute_input_duration_us', 'Cumulative compute input duration of successful requests in microseconds');
-    this.computeInferDuration = counter('nv_inference_compute_infer_duration_us', 'Cumulative compute inference duration of successful requests in microseconds');
-    this.computeOutputDuration = counter('nv_inference_compute_output_duration_us', 'Cumulative compute output duration of successful requests in microseconds');
-    this.pending = new Gauge({
+    counter('nv_inference_count', 'Number of inferences performed: each batch element counts', (t) => t.inferences);
+    counter('nv_inference_exec_count', 'Number of model executions performed: each batch counts once', (t) => t.executions);
+    counter('nv_inference_request_duration_us', 'Cumulative end-to-end duration of successful inference requests in microseconds', (t) => t.requestUs);
+    counter('nv_inference_queue_duration_us', 'Cumulative time successful requests waited in the queue in microseconds', (t) => t.queueUs);
+    counter('nv_inference_compute_input_duration_us', 'Cumulative compute input duration of successful requests in microseconds', (t) => t.computeInputUs);
+    counter('nv_inference_compute_infer_duration_us', 'Cumulative compute inference duration of successful requests in microseconds', (t) => t.computeInferUs);
+    counter('nv_inference_compute_output_duration_us', 'Cumulative compute output duration of successful requests in microseconds', (t) => t.computeOutputUs);
+    new Gauge({
       name: 'nv_inference_pending_request_count',
       help: 'Instantaneous number of requests accepted and awaiting execution',
       labelNames: ['model', 'version'],
       registers,
+      collect(this: Gauge<ModelLabel>) {
+        this.reset();
+        for (const t of totals) this.set(t.labels, t.pending);
+      },
     });
     this.batchSize = new Histogram({
       name: 'serve_fn_batch_size',
@@ -91,36 +118,34 @@ export class InferenceRecorder {
    * request, as Triton lists every loaded model. Registering twice keeps the values.
    */
   registerModel(model: string, version: string): void {
-    if (!this.store.register(model, version)) return;
+    this.totalsOf(model, version);
+  }
+
+  private totalsOf(model: string, version: string): ModelTotals {
+    const known = this.totals.get(model)?.get(version);
+    if (known) return known;
+    this.store.register(model, version);
     const labels = { model, version };
-    for (const c of [
-      this.success,
-      this.inferences,
-      this.executions,
-      this.requestDuration,
-      this.queueDuration,
-      this.computeInputDuration,
-      this.computeInferDuration,
-      this.computeOutputDuration,
-    ]) {
-      c.inc(labels, 0);
-    }
+    const totals: ModelTotals = { labels, success: 0, requestUs: 0, queueUs: 0, computeInputUs: 0, computeInferUs: 0, computeOutputUs: 0, inferences: 0, executions: 0, pending: 0 };
+    let versions = this.totals.get(model);
+    if (!versions) this.totals.set(model, (versions = new Map()));
+    versions.set(version, totals);
+    this.totalsInOrder.push(totals);
     for (const reason of FAILURE_REASONS) this.failure.inc({ model, version, reason }, 0);
-    this.pending.inc(labels, 0);
     this.batchSize.zero(labels);
+    return totals;
   }
 
   /** A request answered successfully; its times are its own, not divided among its batch. */
   requestSucceeded(model: string, version: string, t: RequestTimings): void {
     assertDurations(t);
-    this.registerModel(model, version);
-    const labels = { model, version };
-    this.success.inc(labels);
-    this.requestDuration.inc(labels, t.requestUs);
-    this.queueDuration.inc(labels, t.queueUs);
-    this.computeInputDuration.inc(labels, t.computeInputUs);
-    this.computeInferDuration.inc(labels, t.computeInferUs);
-    this.computeOutputDuration.inc(labels, t.computeOutputUs);
+    const totals = this.totalsOf(model, version);
+    totals.success += 1;
+    totals.requestUs += t.requestUs;
+    totals.queueUs += t.queueUs;
+    totals.computeInputUs += t.computeInputUs;
+    totals.computeInferUs += t.computeInferUs;
+    totals.computeOutputUs += t.computeOutputUs;
     this.store.recordSuccess(model, version, t, this.now());
   }
 
@@ -145,19 +170,17 @@ export class InferenceRecorder {
       throw new RangeError(`Batch size must be an integer >= 1, got ${batchSize}.`);
     }
     assertDurations(t);
-    this.registerModel(model, version);
-    const labels = { model, version };
-    this.executions.inc(labels);
-    this.inferences.inc(labels, batchSize);
-    this.batchSize.observe(labels, batchSize);
+    const totals = this.totalsOf(model, version);
+    totals.executions += 1;
+    totals.inferences += batchSize;
+    this.batchSize.observe(totals.labels, batchSize);
     this.store.recordBatch(model, version, batchSize, t, this.now());
   }
 
   /** Requests entered (+n) or left (-n) the model's queue and running executions. */
   pendingChanged(model: string, version: string, delta: number): void {
     if (!Number.isInteger(delta)) throw new RangeError(`Pending delta must be an integer, got ${delta}.`);
-    this.registerModel(model, version);
-    this.pending.inc({ model, version }, delta);
+    this.totalsOf(model, version).pending += delta;
   }
 
   instanceRestarted(model: string, version: string, instance: number): void {

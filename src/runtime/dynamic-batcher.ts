@@ -46,7 +46,17 @@ export interface SubmitOptions {
   /** Queue timeout in µs; honoured only where the level allows overrides, and only below its default (if any). */
   timeoutUs?: number;
   /** Aborting removes the request while it is still queued; once dispatched it has no effect. */
-  signal?: AbortSignal;
+  signal?: CancelSignal;
+}
+
+/**
+ * What the batcher uses of an AbortSignal, so that a caller can pass a cheaper watch (the HTTP
+ * routes' disconnectSignal) where building an AbortController per request would be wasted.
+ */
+export interface CancelSignal {
+  readonly aborted: boolean;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
 }
 
 type Outcome<R> = { readonly ok: true; readonly value: R } | { readonly ok: false; readonly error: unknown };

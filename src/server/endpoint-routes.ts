@@ -48,7 +48,7 @@ function registerEndpoint(app: FastifyInstance, runtime: ModelRuntime, endpoint:
       if (!state.ready) throw createError('SF_ERR_DRAINING');
       const wire = await readRequest(endpoint, request);
       const disconnect = disconnectSignal(reply);
-      const options = { signal: disconnect.signal, ...scheduling(request.headers) };
+      const options = { signal: disconnect, ...scheduling(request.headers) };
       const queue = async <T>(submit: () => Promise<T>): Promise<T> => {
         try {
           return await submit();
@@ -60,7 +60,7 @@ function registerEndpoint(app: FastifyInstance, runtime: ModelRuntime, endpoint:
       };
       if (endpoint.stream) {
         const channel = await queue(() => runtime.openStream(endpoint.methodName, wire, options));
-        if (disconnect.signal.aborted) {
+        if (disconnect.aborted) {
           channel.cancel();
           throw createError('SF_ERR_CANCELLED');
         }

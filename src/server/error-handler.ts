@@ -140,12 +140,19 @@ function sendJson(reply: FastifyReply, status: number, body: unknown): FastifyRe
 export interface ErrorHandlingOptions {
   readonly bodyLimit: number;
   readonly exposeErrors: boolean;
+  /** Whether answers now say `Connection: close` (a server draining before it stops). */
+  readonly closingConnections?: () => boolean;
 }
 
 export function installErrorHandling(app: FastifyInstance, options: ErrorHandlingOptions): void {
-  // Every answer names its request, so a client can quote it and the log line be found.
-  app.addHook('onRequest', async (request, reply) => {
+  const closing = options.closingConnections;
+  // Every answer names its request, so a client can quote it and the log line be found. One hook
+  // for every header each answer gets, and a callback one: fastify runs an async hook through a
+  // promise per request (https://fastify.dev/docs/latest/Reference/Hooks/#onrequest).
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header(REQUEST_ID_HEADER, request.id);
+    if (closing?.()) reply.header('connection', 'close');
+    done();
   });
   app.setErrorHandler((err, request, reply) => {
     const answer = toHttpError(err, {

@@ -1,4 +1,4 @@
-import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
+import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
 
 /**
  * One access-log line per request, as uvicorn writes it: method, path, status and duration. Fastify's
@@ -12,8 +12,16 @@ export class AccessLogController extends LogController {
   override routeNotFound(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    // Below info (`start --log-level warn`) the line would be built for nothing on every request;
+    // pino's isLevelEnabled (https://getpino.io/#/docs/api?id=islevelenabled) says so up front.
+    if (!error && !infoEnabled(reply.log)) return;
     const line = `${request.method} ${request.url} ${reply.statusCode} ${reply.elapsedTime.toFixed(1)} ms`;
     if (error) reply.log.error({ err: error }, line);
     else reply.log.info(line);
   }
+}
+
+/** fastify's logger type leaves isLevelEnabled out; a logger without it (not pino) always gets the line. */
+function infoEnabled(log: FastifyBaseLogger & { isLevelEnabled?: (level: string) => boolean }): boolean {
+  return log.isLevelEnabled?.('info') ?? true;
 }

@@ -277,13 +277,14 @@ export class ServeFnServer {
 
   private async buildRoutes(): Promise<void> {
     const app = this.app;
-    // Node closes the socket after an answer that says so: a keep-alive client then opens a new
-    // connection (to another replica) for its next request, rather than racing the socket's close.
-    app.addHook('onRequest', async (_request, reply) => {
-      if (this.state.phase === 'terminating' || this.state.phase === 'draining') reply.header('connection', 'close');
-    });
     const exposeErrors = this.options.exposeErrors ?? false;
-    installErrorHandling(app, { bodyLimit: this.bodyLimit, exposeErrors });
+    installErrorHandling(app, {
+      bodyLimit: this.bodyLimit,
+      exposeErrors,
+      // Node closes the socket after an answer that says so: a keep-alive client then opens a new
+      // connection (to another replica) for its next request, rather than racing the socket's close.
+      closingConnections: () => this.state.phase === 'terminating' || this.state.phase === 'draining',
+    });
     installJsonBodyParser(app, this.jsonBodyLimit);
     await securityPlugin(app, this.options.security ?? {});
     await app.register(multipart, { limits: { fileSize: this.bodyLimit, fieldSize: this.bodyLimit } });

@@ -129,6 +129,23 @@ describe('InferenceRecorder', () => {
     expect(valueOf(await scrape(r), 'nv_inference_pending_request_count', mv)).toBe(0);
   });
 
+  it('reads the running sums at every scrape, listing model versions in the order they were registered', async () => {
+    const r = quietRecorder();
+    r.registerModel('b', '2');
+    r.registerModel('a', '1');
+    r.registerModel('b', '1');
+    r.requestSucceeded('a', '1', { ...request, requestUs: 0.1 });
+    const first = await scrape(r);
+    expect(valueOf(first, 'nv_inference_request_success', { model: 'a', version: '1' })).toBe(1);
+    r.requestSucceeded('a', '1', { ...request, requestUs: 0.2 });
+    r.requestSucceeded('b', '1', request);
+    const second = await scrape(r);
+    expect(valueOf(second, 'nv_inference_request_success', { model: 'a', version: '1' })).toBe(2);
+    expect(valueOf(second, 'nv_inference_request_duration_us', { model: 'a', version: '1' })).toBe(0.1 + 0.2);
+    expect(valueOf(second, 'nv_inference_request_success', { model: 'b', version: '1' })).toBe(1);
+    expect(second.filter((x) => x.name === 'nv_inference_request_success').map((x) => `${x.labels.model}/${x.labels.version}`)).toEqual(['b/2', 'a/1', 'b/1']);
+  });
+
   it('counts instance restarts per instance', async () => {
     const r = quietRecorder();
     r.instanceRestarted('m', '1', 0);
