@@ -23,6 +23,8 @@ export async function teiAppsByTask() {
   return { embedder, classifier, reranker, splade, embedApp, classifyApp, rerankApp, sparseApp };
 }
 
+export type TeiAppsByTask = Awaited<ReturnType<typeof teiAppsByTask>>;
+
 export const post = (app: FastifyInstance, url: string, payload: unknown): Promise<LightMyRequestResponse> => app.inject({ method: 'POST', url, payload: payload as object });
 
 /** A TEI error body, `{error, error_type}` and nothing else, with this status. */

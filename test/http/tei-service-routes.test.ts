@@ -2,34 +2,27 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_JSON_BODY_LIMIT } from '../../src/server/json-body-parser.js';
 import { DEFAULT_TEXT_LIMITS, TextEngine } from '../../src/text/text-engine.js';
-import { expectTeiError, post, teiApp, teiAppsByTask } from '../helpers/tei-app.js';
+import { expectTeiError, post, teiApp, teiAppsByTask, type TeiAppsByTask } from '../helpers/tei-app.js';
 import { fakeForward, textModelFor } from '../helpers/text-model-fixture.js';
 
 /** The TEI routes around the inference ones: POST / by task, /info, the health checks, model choice, failures and the docs. */
-let embedder: TextEngine;
-let classifier: TextEngine;
-let reranker: TextEngine;
-let splade: TextEngine;
-let embedApp: FastifyInstance;
-let classifyApp: FastifyInstance;
-let rerankApp: FastifyInstance;
-let sparseApp: FastifyInstance;
+let tei: TeiAppsByTask;
 
 beforeAll(async () => {
-  ({ embedder, classifier, reranker, splade, embedApp, classifyApp, rerankApp, sparseApp } = await teiAppsByTask());
+  tei = await teiAppsByTask();
 });
 
 afterAll(async () => {
-  await Promise.all([embedApp, classifyApp, rerankApp, sparseApp].map((app) => app?.close()));
+  await Promise.all([tei.embedApp, tei.classifyApp, tei.rerankApp, tei.sparseApp].map((app) => app?.close()));
 });
 
 describe('POST / and /invocations', () => {
   it('answer as the route of the model’s task: /embed, /predict, /rerank, /embed_sparse', async () => {
     const cases: [FastifyInstance, string, object][] = [
-      [embedApp, '/embed', { inputs: ['a', 'b'] }],
-      [classifyApp, '/predict', { inputs: 'I like you' }],
-      [rerankApp, '/rerank', { query: 'q', texts: ['a', 'b'] }],
-      [sparseApp, '/embed_sparse', { inputs: 'deep learning' }],
+      [tei.embedApp, '/embed', { inputs: ['a', 'b'] }],
+      [tei.classifyApp, '/predict', { inputs: 'I like you' }],
+      [tei.rerankApp, '/rerank', { query: 'q', texts: ['a', 'b'] }],
+      [tei.sparseApp, '/embed_sparse', { inputs: 'deep learning' }],
     ];
     for (const [app, route, body] of cases) {
       const own = await post(app, route, body);
@@ -40,16 +33,16 @@ describe('POST / and /invocations', () => {
         expect(res.json()).toEqual(own.json());
       }
     }
-    expectTeiError(await post(rerankApp, '/', { query: 'q', texts: [] }), 400, 'Empty');
+    expectTeiError(await post(tei.rerankApp, '/', { query: 'q', texts: [] }), 400, 'Empty');
   });
 });
 
 describe('GET /info, /health, /ping, /', () => {
   it('/info describes an embedder as TEI does', async () => {
-    const res = await embedApp.inject({ method: 'GET', url: '/info' });
+    const res = await tei.embedApp.inject({ method: 'GET', url: '/info' });
     expect(res.statusCode).toBe(200);
     const info = res.json() as Record<string, unknown>;
-    const { info: model } = embedder;
+    const { info: model } = tei.embedder;
     expect(info).toMatchObject({
       model_id: model.modelId,
       model_sha: null,
@@ -70,7 +63,7 @@ describe('GET /info, /health, /ping, /', () => {
   });
 
   it('/info gives a classifier’s and a reranker’s labels both ways', async () => {
-    for (const [app, model, kind] of [[classifyApp, classifier, 'classifier'], [rerankApp, reranker, 'reranker']] as const) {
+    for (const [app, model, kind] of [[tei.classifyApp, tei.classifier, 'classifier'], [tei.rerankApp, tei.reranker, 'reranker']] as const) {
       const info = (await app.inject({ method: 'GET', url: '/info' })).json() as { model_type: Record<string, { id2label: Record<string, string>; label2id: Record<string, number> }> };
       expect(Object.keys(info.model_type)).toEqual([kind]);
       const { id2label, label2id } = info.model_type[kind];
@@ -80,17 +73,17 @@ describe('GET /info, /health, /ping, /', () => {
         expect(label2id[label]).toBe(id);
       });
     }
-    const sparse = (await sparseApp.inject({ method: 'GET', url: '/info' })).json() as { model_type: unknown };
+    const sparse = (await tei.sparseApp.inject({ method: 'GET', url: '/info' })).json() as { model_type: unknown };
     expect(sparse.model_type).toEqual({ embedding: { pooling: 'splade' } });
   });
 
   it('/health, /ping and GET / answer 200 with an empty body while every model is ready, 503 Unhealthy otherwise', async () => {
     for (const url of ['/health', '/ping', '/']) {
-      const res = await embedApp.inject({ method: 'GET', url });
+      const res = await tei.embedApp.inject({ method: 'GET', url });
       expect(res.statusCode, url).toBe(200);
       expect(res.body).toBe('');
     }
-    const down: TextEngine = Object.assign(Object.create(embedder) as TextEngine, { ready: () => false });
+    const down: TextEngine = Object.assign(Object.create(tei.embedder) as TextEngine, { ready: () => false });
     const app = await teiApp([down]);
     try {
       for (const url of ['/health', '/ping', '/']) {
@@ -106,14 +99,14 @@ describe('GET /info, /health, /ping, /', () => {
 describe('several models', () => {
   it('the `model` field (a serve-fn extension) picks one; each route otherwise takes the one able to do its task', async () => {
     const named = await textModelFor('embed', { name: 'second-embedder', pooling: 'mean' });
-    const app = await teiApp([embedder, named, reranker]);
+    const app = await teiApp([tei.embedder, named, tei.reranker]);
     try {
       const rerank = await post(app, '/rerank', { query: 'q', texts: ['a'] });
       expect(rerank.statusCode, rerank.body).toBe(200);
-      // TEI's /predict serves a reranker too: with no classifier, the one reranker answers it.
+      // TEI's /predict serves a tei.reranker too: with no tei.classifier, the one tei.reranker answers it.
       const predict = await post(app, '/predict', { inputs: ['q', 'a'] });
       expect(predict.statusCode, predict.body).toBe(200);
-      expect((predict.json() as { label: string }[]).map((l) => l.label)).toEqual(reranker.info.labels);
+      expect((predict.json() as { label: string }[]).map((l) => l.label)).toEqual(tei.reranker.info.labels);
       const picked = await post(app, '/embed', { inputs: 'a', model: 'second-embedder' });
       expect(picked.statusCode, picked.body).toBe(200);
       expect(picked.json()).toEqual([Array.from((await named.embed(['a'])).values[0])]);
@@ -140,11 +133,11 @@ describe('failures', () => {
   });
 
   it('a forward pass that fails is 424 Backend, logged with its error but answered without it, and the server keeps serving', async () => {
-    const forward = fakeForward('embed', embedder.tokenizer.vocabSize);
+    const forward = fakeForward('embed', tei.embedder.tokenizer.vocabSize);
     const lost = new Error('device lost');
     const failing = { ...forward, infer: async () => Promise.reject(lost) };
     const logged: unknown[] = [];
-    const broken = new TextEngine({ ...embedder.spec, name: 'broken' }, embedder.tokenizer, failing, { limits: DEFAULT_TEXT_LIMITS, instanceCount: 1, computeType: 'cpu', log: (_message, err) => logged.push(err) });
+    const broken = new TextEngine({ ...tei.embedder.spec, name: 'broken' }, tei.embedder.tokenizer, failing, { limits: DEFAULT_TEXT_LIMITS, instanceCount: 1, computeType: 'cpu', log: (_message, err) => logged.push(err) });
     const app = await teiApp([broken]);
     try {
       const res = await post(app, '/embed', { inputs: 'a' });
@@ -158,7 +151,7 @@ describe('failures', () => {
   });
 
   it('an unexpected fault is a 500 that does not tell its message; a body of another type is 415, one over the limit 413', async () => {
-    const faulty: TextEngine = Object.assign(Object.create(embedder) as TextEngine, { embed: async () => Promise.reject(new Error('secret at /srv/key')) });
+    const faulty: TextEngine = Object.assign(Object.create(tei.embedder) as TextEngine, { embed: async () => Promise.reject(new Error('secret at /srv/key')) });
     const app = await teiApp([faulty]);
     try {
       const res = await post(app, '/embed', { inputs: 'a' });
@@ -177,7 +170,7 @@ describe('failures', () => {
 
 describe('OpenAPI', () => {
   it('documents every TEI route under TEI’s tag', async () => {
-    const app = await teiApp([embedder], true);
+    const app = await teiApp([tei.embedder], true);
     try {
       const doc = app.swagger() as { paths: Record<string, Record<string, { tags?: string[] }>> };
       const routes = ['/embed', '/embed_all', '/embed_sparse', '/predict', '/rerank', '/similarity', '/tokenize', '/decode', '/invocations'];
