@@ -1,6 +1,7 @@
 import { inspect } from 'node:util';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { SERVER_IDENTITY } from '../server/serve-fn-server.js';
+import { batchGears, convertCommand, existingFile, flagConflict, irOption } from './convert-command.js';
 import { devCommand } from './dev-command.js';
 import { doctorCommand } from './doctor-command.js';
 import { DEFAULT_SERVE_FN_SPEC, TEMPLATE_NAMES, newCommand } from './new-command.js';
@@ -43,6 +44,16 @@ interface StartFlags extends BodyLimitFlags, TextFlags {
   repositoryPollSecs: number;
   grpc: boolean;
   grpcPort: number;
+}
+
+interface ConvertFlags {
+  socVersion: string;
+  output: string;
+  inputShape?: string;
+  dynamicBatchSize?: string;
+  precisionMode?: string;
+  precisionModeV2?: string;
+  option?: Record<string, string>;
 }
 
 const defaultPort = process.env.SERVE_FN_PORT ? port(process.env.SERVE_FN_PORT) : 8000;
@@ -111,6 +122,23 @@ export function buildProgram(): Command {
     .description('report the backends found: ONNX Runtime and its providers, AscendCL and NPU devices')
     .option('--json', 'print the report as JSON', false)
     .action((opts: { json: boolean }) => doctorCommand(opts));
+
+  program
+    .command('convert')
+    .description("compile an ONNX model into an Ascend .om, as CANN's ATC does, through the graph engine (needs the GE build of the native addon)")
+    .argument('<model>', 'the ONNX model file', existingFile)
+    .requiredOption('--soc-version <soc>', 'the Ascend SoC to compile for, as ATC --soc_version (e.g. Ascend310P3; npu-smi info names it)')
+    .requiredOption('-o, --output <file>', 'the .om file to write (GE adds .om where the name lacks it, as ATC --output does)')
+    .option('--input-shape <shapes>', 'as ATC --input_shape: "name:d0,d1,...;name2:...", with -1 for the batch of --dynamic-batch-size')
+    .option('--dynamic-batch-size <sizes>', 'as ATC --dynamic_batch_size: the batch gears, e.g. "1,4,8"', batchGears)
+    .addOption(new Option('--precision-mode <mode>', 'as ATC --precision_mode, e.g. force_fp16 (ATC\'s inference default), force_fp32, allow_mix_precision').conflicts('precisionModeV2'))
+    .option('--precision-mode-v2 <mode>', 'as ATC --precision_mode_v2: fp16, origin (serve-fn\'s default when neither is given), mixed_float16...')
+    .option('--option <key=value>', 'another ge::ir_option of aclgrphBuildModel, e.g. ge.exec.op_precision_mode=high_precision (repeatable)', irOption)
+    .action(async function (this: Command, model: string, opts: ConvertFlags) {
+      const conflict = flagConflict(opts);
+      if (conflict !== undefined) this.error(`error: ${conflict}`);
+      await convertCommand(model, { ...opts, options: opts.option });
+    });
 
   program
     .command('new')
