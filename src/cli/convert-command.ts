@@ -5,6 +5,7 @@ import { loadNpuBinding, type NpuNativeBinding } from '../backends/npu/native-bi
 import { fromNativeError } from '../backends/npu/npu-errors.js';
 import { resolveLibraryPath } from '../backends/npu/npu-library.js';
 import { createError } from '../errors/index.js';
+import { GE_BUILD_HINT } from './doctor-npu.js';
 
 /**
  * `serve-fn convert`: ONNX → Ascend `.om`, the job of CANN's ATC (`atc --framework=5`), done through
@@ -98,16 +99,11 @@ export function convertBuildOptions(options: ConvertOptions): Record<string, str
   return { ...build, ...options.options };
 }
 
-/** Where the addon cannot convert, why, and how to build one that can. */
-const NO_GE =
-  'this build of the native addon has no GE (serve_fn_npu_ge.node is built only against a CANN toolkit), so it cannot convert ONNX models. ' +
-  'Source CANN\'s set_env.sh (it sets ASCEND_HOME_PATH) or set SERVE_FN_CANN_HOME to the toolkit, then run `npm run build:native` (docs/npu.md, "Building the GE addon")';
-
 /** Converts one ONNX file; resolves to the .om GE wrote. */
 export async function convertModel(model: string, options: ConvertOptions): Promise<string> {
   const loaded = options.binding ? { binding: options.binding } : loadNpuBinding();
   if ('reason' in loaded) throw createError('SF_ERR_NPU_UNAVAILABLE', loaded.reason);
-  if (!loaded.binding.convertGeModel) throw createError('SF_ERR_NPU_UNAVAILABLE', NO_GE);
+  if (!loaded.binding.convertGeModel) throw createError('SF_ERR_NPU_UNAVAILABLE', `${GE_BUILD_HINT}; serve-fn convert needs it`);
   // ATC hands --input_shape to the ONNX parser as well, so the parsed graph already has the gear dimension.
   const parserOptions: Record<string, string> = options.inputShape === undefined ? {} : { [IR_OPTION.inputShape]: options.inputShape };
   try {

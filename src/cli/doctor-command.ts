@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { SERVER_IDENTITY } from '../server/serve-fn-server.js';
-import { describeNpu, type NpuDoctorReport } from './doctor-npu.js';
+import { describeGe, describeNpu, type GeDoctorReport, type NpuDoctorReport } from './doctor-npu.js';
 
 export interface OnnxRuntimeReport {
   readonly available: boolean;
@@ -14,6 +14,7 @@ export interface DoctorReport {
   readonly node: string;
   readonly onnxruntime: OnnxRuntimeReport;
   readonly npu: NpuDoctorReport;
+  readonly ge: GeDoctorReport;
 }
 
 async function describeOnnxRuntime(): Promise<OnnxRuntimeReport> {
@@ -28,7 +29,7 @@ async function describeOnnxRuntime(): Promise<OnnxRuntimeReport> {
 
 export async function collectDoctorReport(): Promise<DoctorReport> {
   const [onnxruntime, npu] = await Promise.all([describeOnnxRuntime(), describeNpu()]);
-  return { serveFn: SERVER_IDENTITY.serverVersion, node: process.version, onnxruntime, npu };
+  return { serveFn: SERVER_IDENTITY.serverVersion, node: process.version, onnxruntime, npu, ge: describeGe() };
 }
 
 /** `serve-fn doctor`: which backends this machine can run, and why not where it cannot. */
@@ -51,6 +52,13 @@ export async function doctorCommand(options: { json: boolean }): Promise<void> {
     for (const d of npu.devices ?? []) lines.push(`  npu:${d.id}  memory ${(d.memoryFree / 2 ** 30).toFixed(1)} GiB free of ${(d.memoryTotal / 2 ** 30).toFixed(1)} GiB`);
   } else {
     lines.push(`Ascend NPU: not available (${npu.reason})`);
+  }
+  const { ge } = report;
+  if (ge.available) {
+    const libraries = ge.libraries!.length > 0 ? ge.libraries!.join(', ') : 'not listed (no /proc/self/maps)';
+    lines.push(`Ascend GE: available; built against ${ge.cannHome} (${ge.headers} headers); libraries in use: ${libraries}`);
+  } else {
+    lines.push(`Ascend GE: not available (${ge.reason})`);
   }
   process.stdout.write(`${lines.join('\n')}\n`);
 }

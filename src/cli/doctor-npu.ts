@@ -1,6 +1,8 @@
+import { readFileSync } from 'node:fs';
+import { basename } from 'node:path';
+import { loadNpuBinding, type NpuNativeBinding } from '../backends/npu/native-binding.js';
 import { fromNativeError } from '../backends/npu/npu-errors.js';
 import { accessNpu, resolveLibraryPath } from '../backends/npu/npu-library.js';
-import type { NpuNativeBinding } from '../backends/npu/native-binding.js';
 import { createError } from '../errors/index.js';
 
 export interface NpuDeviceReport {
@@ -43,4 +45,53 @@ export async function describeNpu(options: DescribeNpuOptions = {}): Promise<Npu
     const error = fromNativeError(err, (message) => createError('SF_ERR_NPU_UNAVAILABLE', message));
     return { available: false, reason: error.message, libraryPath: access.libraryFile };
   }
+}
+
+/** The CANN libraries the GE build of the addon links (docs/npu.md, "Building the GE addon"). */
+export const GE_LIBRARIES = ['libgraph.so', 'libge_runner.so', 'libfmk_onnx_parser.so', 'libge_compiler.so'] as const;
+
+/** Why an addon without GE has none, and how to build the one that has it. */
+export const GE_BUILD_HINT =
+  'the native addon was built without CANN, so it has no GE (graph engine) route: serve_fn_npu_ge.node is built only against a CANN toolkit. ' +
+  "Source CANN's set_env.sh (it sets ASCEND_HOME_PATH) or set SERVE_FN_CANN_HOME to the toolkit, then run `npm run build:native` (docs/npu.md, \"Building the GE addon\")";
+
+export interface GeDoctorReport {
+  readonly available: boolean;
+  readonly reason?: string;
+  /** The CANN toolkit the addon was built against. */
+  readonly cannHome?: string;
+  /** The CANN headers its GE declarations match, e.g. "CANN 8.5.0". */
+  readonly headers?: string;
+  /** The GE libraries as the dynamic loader mapped them into this process (a CANN other than cannHome shows here). */
+  readonly libraries?: readonly string[];
+}
+
+export interface DescribeGeOptions {
+  /** A binding to use instead of the built addon (tests). */
+  readonly binding?: NpuNativeBinding;
+  /** The files mapped into this process; default: those /proc/self/maps lists. */
+  readonly mappedFiles?: () => readonly string[];
+}
+
+function processMappedFiles(): string[] {
+  let maps: string;
+  try {
+    maps = readFileSync('/proc/self/maps', 'utf8');
+  } catch {
+    return [];
+  }
+  // Each line: address perms offset dev inode [path]; the path is the sixth field and may hold spaces.
+  const files = maps.split('\n').map((line) => line.split(/\s+/).slice(5).join(' ')).filter((path) => path.startsWith('/'));
+  return [...new Set(files)];
+}
+
+/** What `serve-fn doctor` prints about the GE route: the CANN it was built against and the libraries in use, or why there is none. */
+export function describeGe(options: DescribeGeOptions = {}): GeDoctorReport {
+  const loaded = options.binding ? { binding: options.binding } : loadNpuBinding();
+  if ('reason' in loaded) return { available: false, reason: loaded.reason };
+  if (!loaded.binding.geInfo) return { available: false, reason: GE_BUILD_HINT };
+  const { cannHome, headers } = loaded.binding.geInfo();
+  const mapped = (options.mappedFiles ?? processMappedFiles)();
+  const libraries = GE_LIBRARIES.flatMap((name) => mapped.filter((file) => basename(file) === name || basename(file).startsWith(`${name}.`)));
+  return { available: true, cannHome, headers, libraries };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { NativeDeviceReport, NpuNativeBinding } from '../../src/backends/npu/native-binding.js';
-import { describeNpu } from '../../src/cli/doctor-npu.js';
+import { GE_BUILD_HINT, describeGe, describeNpu } from '../../src/cli/doctor-npu.js';
 
 function binding(devices: Promise<NativeDeviceReport>, found = true): NpuNativeBinding {
   return {
@@ -51,5 +51,37 @@ describe('describeNpu', () => {
       reason: 'aclInit failed with ACL error 500004: driver not loaded',
       libraryPath: '/cann/lib64/libascendcl.so',
     });
+  });
+});
+
+describe('describeGe', () => {
+  const geBinding = (info: { cannHome: string; headers: string }): NpuNativeBinding => ({ ...binding(Promise.resolve(REPORT)), geInfo: () => info });
+
+  it('reports the CANN home and headers the addon was built against, and the GE libraries this process mapped', () => {
+    const mapped = [
+      '/usr/lib/x86_64-linux-gnu/libc.so.6',
+      '/opt/cann/lib64/libgraph.so',
+      '/opt/cann/lib64/libge_runner.so',
+      '/opt/cann/lib64/libfmk_onnx_parser.so',
+      '/opt/cann/lib64/libge_compiler.so',
+      '/opt/cann/lib64/libascendcl.so',
+    ];
+    expect(describeGe({ binding: geBinding({ cannHome: '/opt/cann', headers: 'CANN 8.5.0' }), mappedFiles: () => mapped })).toEqual({
+      available: true,
+      cannHome: '/opt/cann',
+      headers: 'CANN 8.5.0',
+      libraries: mapped.slice(1, 5),
+    });
+  });
+
+  it('lists only the GE libraries it finds mapped', () => {
+    const report = describeGe({ binding: geBinding({ cannHome: '/a', headers: 'CANN 8.5.0' }), mappedFiles: () => ['/b/lib64/libgraph.so', '/b/lib64/libgraph_base.so'] });
+    expect(report).toMatchObject({ available: true, cannHome: '/a', libraries: ['/b/lib64/libgraph.so'] });
+  });
+
+  it('says an addon without GE was built without CANN, and how to build the GE one', () => {
+    const report = describeGe({ binding: binding(Promise.resolve(REPORT)) });
+    expect(report).toEqual({ available: false, reason: GE_BUILD_HINT });
+    expect(report.reason).toMatch(/built without CANN.*serve_fn_npu_ge\.node.*SERVE_FN_CANN_HOME.*npm run build:native/);
   });
 });
