@@ -1,12 +1,5 @@
 import { createError, type ServeFnError } from '../../errors/index.js';
-import type { NativeAclErrorFields } from './native-binding.js';
-
-/** What the addon adds to an Error raised by a failed GE call (GEGetErrorMsgV2's text in geMessage). */
-interface NativeGeErrorFields {
-  readonly geFunction: string;
-  readonly geStatus: number;
-  readonly geMessage: string;
-}
+import type { NativeAclErrorFields, NativeGeErrorFields } from './native-binding.js';
 
 function isNativeAclError(err: unknown): err is Error & NativeAclErrorFields {
   const fields = err as Partial<NativeAclErrorFields> | null;
