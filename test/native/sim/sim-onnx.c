@@ -122,6 +122,7 @@ static int bind_runtime(char *err, size_t err_len) {
     return 0;
   }
   const OrtApiBase *base = get_api_base();
+  /* ONNX Runtime 1.N serves OrtApi versions 1..N, so release 1.8 is the oldest with version 8. */
   const char *version = base->GetVersionString();
   unsigned major = 0, minor = 0;
   if (!version || sscanf(version, "%u.%u", &major, &minor) != 2 || major != 1 || minor < SIM_ORT_API_VERSION) {
