@@ -191,7 +191,17 @@ void RunLifecycle(const char *onnx, const char *not_onnx) {
     fp16.LoadGraph(1, {}, stream);
     std::vector<gert::Tensor> fp16_outputs;
     Print("execute-fp16-session", fp16.ExecuteGraphWithStreamAsync(1, stream, inputs, fp16_outputs));
-    PrintValues("fp16-output-values", fp16_outputs.empty() ? std::vector<float>() : ReadBack(fp16_outputs[0]));
+    std::vector<float> fp16_values = fp16_outputs.empty() ? std::vector<float>() : ReadBack(fp16_outputs[0]);
+    PrintValues("fp16-output-values", fp16_values);
+    Print("add-graph-unsimulated-precision", session.AddGraph(3, graph, {{"ge.exec.precision_mode_v2", "mixed_float16"}}));
+    Print("add-graph-fp16", session.AddGraph(3, graph, {{"ge.exec.precision_mode_v2", "fp16"}}));
+    session.CompileGraph(3);
+    session.LoadGraph(3, {}, stream);
+    std::vector<gert::Tensor> graph_fp16_outputs;
+    session.ExecuteGraphWithStreamAsync(3, stream, inputs, graph_fp16_outputs);
+    Print("graph-fp16-in-origin-session-equals-fp16-session",
+          !graph_fp16_outputs.empty() && ReadBack(graph_fp16_outputs[0]) == fp16_values);
+    Print("remove-fp16-graph", session.RemoveGraph(3));
   }
 
   Print("remove-unknown-graph", session.RemoveGraph(7));
