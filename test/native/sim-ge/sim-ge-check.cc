@@ -204,6 +204,22 @@ void RunLifecycle(const char *onnx, const char *not_onnx) {
     Print("remove-fp16-graph", session.RemoveGraph(3));
   }
 
+  {
+    ge::Session bad_device(Options{{"ge.session_device_id", "one"}});
+    Print("session-bad-device-id-refused", bad_device.GetSessionId() == 0 && ErrorContains("ge.session_device_id 'one' is not a device id"));
+    ge::Session on_one(Options{{"ge.session_device_id", "1"}});
+    on_one.AddGraph(1, graph);
+    on_one.CompileGraph(1);
+    Print("load-from-thread-on-other-device", on_one.LoadGraph(1, {}, stream));
+    aclrtSetDevice(1);
+    void *stream_one = nullptr;
+    aclrtCreateStream(&stream_one);
+    Print("load-on-session-device", on_one.LoadGraph(1, {}, stream_one));
+    std::vector<gert::Tensor> one_outputs;
+    Print("execute-input-on-other-device", on_one.ExecuteGraphWithStreamAsync(1, stream_one, inputs, one_outputs));
+    aclrtDestroyStream(stream_one);
+    aclrtSetDevice(0);
+  }
   Print("remove-unknown-graph", session.RemoveGraph(7));
   Print("remove-graph", session.RemoveGraph(2));
   Print("graphs-added-after-remove", Counter(kGe, "graphs_added"));
