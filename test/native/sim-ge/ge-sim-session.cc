@@ -1,8 +1,9 @@
 /*
  * libge_runner.so, process and session calls of hicann/ge 8.5.0 inc/external/ge/ge_api.h: GEInitialize,
  * GEFinalize, GEGetErrorMsgV2, and ge::Session's construction, AddGraph, RemoveGraph and CompileGraph.
- * The order GE documents (docs/graph_engine_api: GEInitialize after aclInit and aclrtSetDevice, sessions
- * between GEInitialize and GEFinalize) is enforced; misuse gets a status and a GEGetErrorMsgV2 text.
+ * The order serve-fn follows is enforced: aclInit and aclrtSetDevice before GEInitialize (stricter than
+ * GE's GEInitialize page, which only forbids initialising twice), sessions between GEInitialize and
+ * GEFinalize. Misuse gets a status and a GEGetErrorMsgV2 text.
  */
 #include <cstdio>
 
