@@ -64,13 +64,19 @@ typedef struct aclDataBuffer {
 } aclDataBuffer;
 
 /* ---- Test model format (README.md) ---- */
+#define SIM_OM_MAGIC "SFSIMOM1"
+#define SIM_OM_HEADER_SIZE 32
+#define SIM_OM_VERSION_OPS 1  /* ops 1..4 with their tensors and weights */
+#define SIM_OM_VERSION_ONNX 2 /* op 5 around an ONNX graph */
+#define SIM_OM_FLAG_FP16_COMPUTE 1u
 #define SIM_MAX_DIMS 8
 #define SIM_MAX_INPUTS 4
 #define SIM_MAX_OUTPUTS 2
 #define SIM_MAX_GEARS 16
 #define SIM_NAME_LEN 64
+#define SIM_MAX_DATASET_BUFFERS 16
 
-enum sim_op { SIM_OP_ADD = 1, SIM_OP_MUL = 2, SIM_OP_RELU = 3, SIM_OP_MATMUL = 4 };
+enum sim_op { SIM_OP_ADD = 1, SIM_OP_MUL = 2, SIM_OP_RELU = 3, SIM_OP_MATMUL = 4, SIM_OP_ONNX = 5 };
 
 struct sim_tensor {
   char name[SIM_NAME_LEN];
@@ -95,8 +101,6 @@ struct aclmdlDesc {
   struct sim_model_def def; /* weights stay NULL: a description carries no data */
 };
 
-#define SIM_MAX_DATASET_BUFFERS 16
-
 struct aclmdlDataset {
   size_t count;
   aclDataBuffer *buffers[SIM_MAX_DATASET_BUFFERS];
@@ -106,7 +110,6 @@ struct aclmdlDataset {
 int sim_internal_parse_model(const uint8_t *image, size_t size, struct sim_model_def *def, char *err, size_t err_len);
 /* Elements of a tensor with -1 (the batch dimension) replaced by batch. */
 uint64_t sim_internal_elements(const struct sim_tensor *t, uint64_t batch);
-size_t sim_internal_dtype_size(int32_t dtype);
 void sim_internal_run_op(const struct sim_model_def *def, uint64_t batch, void *const *inputs, void *const *outputs);
 
 /* ---- Loaded models (model half: sim-model.c, sim-execute.c) ---- */
@@ -163,6 +166,8 @@ SIM_API aclError sim_internal_check_stream(const char *fn, aclrtStream stream);
 /* Bytes of device memory from ptr to the end of its allocation on `device`; 0 when not device memory. */
 SIM_API size_t sim_internal_device_span(const void *ptr, int32_t device);
 SIM_API uint64_t sim_internal_now_ns(void);
+/* Bytes of one element of an aclDataType; 0 for a type the simulation does not know (sim-onnx.c). */
+SIM_API size_t sim_internal_dtype_size(int32_t dtype);
 SIM_API uint32_t sim_internal_execute_delay_ms(void);
 
 #endif

@@ -24,8 +24,6 @@ static int take(struct reader *r, void *out, size_t n) {
   return 1;
 }
 
-size_t sim_internal_dtype_size(int32_t dtype) { return dtype == ACL_FLOAT || dtype == ACL_INT32 ? 4 : dtype == ACL_INT64 ? 8 : 0; }
-
 uint64_t sim_internal_elements(const struct sim_tensor *t, uint64_t batch) {
   uint64_t n = 1;
   for (uint32_t i = 0; i < t->dim_count; i++) n *= t->dims[i] < 0 ? batch : (uint64_t)t->dims[i];
