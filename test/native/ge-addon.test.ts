@@ -181,6 +181,18 @@ describe.skipIf(REAL_HARDWARE)('GE route of the addon (simulated CANN)', () => {
     expect(resources()).toEqual(nothingHeld);
   });
 
+  it('puts the sessions, streams and buffers of a model on its device (ge.session_device_id)', async () => {
+    const [zero, one] = await Promise.all([ge.loadGeModel(options({ slots: 2 })), ge.loadGeModel(options({ slots: 2, deviceId: 1 }))]);
+    for (const model of [zero, one]) {
+      for (let slot = 0; slot < 2; slot++) {
+        const [y] = await model.execute(slot, [tensor(input(slot + 20))], slot ? GE_OUTPUTS : CALLER_OUTPUTS);
+        expect(Array.from(new Float32Array(y!.data))).toEqual((await reference(input(slot + 20))).y);
+      }
+    }
+    await Promise.all([zero.unload(), one.unload()]);
+    expect(resources()).toEqual(nothingHeld);
+  });
+
   it('lets GE allocate the outputs when one has no dims, and clears them after the copy', async () => {
     const model = await ge.loadGeModel(options({ slots: 2 }));
     for (const [slot, outputs] of [[1, GE_OUTPUTS], [0, [{ dataType: FP32, dims: [4, 2] }, { dataType: FP32 }]], [1, []]] as const) {
