@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 /**
  * Builds the simulated AscendCL (test/native/sim) into test/native/build with gcc: the classic
  * single libascendcl.so, the CANN 9 split pair libacl_rt.so + libacl_mdl.so, the counters reader
- * addon and the misuse-check program. Idempotent and cheap when nothing changed (a content stamp),
+ * addon, the ONNX runner's test addon and the misuse-check program. Idempotent and cheap when nothing changed (a content stamp),
  * and safe when several vitest workers call it at once (a lock directory, outputs renamed in).
  */
 
@@ -20,16 +20,23 @@ export interface SimBuild {
   /** The split half that carries the counters (sim_* exports). */
   readonly splitRuntimeLibrary: string;
   readonly countersAddon: string;
+  /** Node addon that drives the ONNX runner (sim-onnx.h) of a library file given to it. */
+  readonly onnxAddon: string;
   readonly misuseCheck: string;
+  /** The ONNX Runtime the simulated ONNX runner binds: $SIM_ORT_LIBRARY (set to onnxruntime-node's when unset). */
+  readonly ortLibrary: string;
 }
 
 const HERE = dirname(fileURLToPath(import.meta.url));
+const REPOSITORY = resolve(HERE, '..', '..');
 const SOURCES = join(HERE, 'sim');
 const BUILD = join(HERE, 'build');
-const RUNTIME_SOURCES = ['sim-core.c', 'sim-device.c', 'sim-memory.c'];
-const MODEL_SOURCES = ['sim-model.c', 'sim-model-desc.c', 'sim-model-file.c', 'sim-ops.c', 'sim-execute.c'];
+const RUNTIME_SOURCES = ['sim-core.c', 'sim-device.c', 'sim-memory.c', 'sim-onnx.c', 'sim-om-encode.c'];
+const MODEL_SOURCES = ['sim-model.c', 'sim-model-desc.c', 'sim-model-file.c', 'sim-model-onnx.c', 'sim-ops.c', 'sim-execute.c'];
 const C_FLAGS = ['-std=c11', '-O2', '-Wall', '-Wextra', '-Werror', '-fPIC', '-pthread'];
 const LIBRARY_FLAGS = [...C_FLAGS, '-shared', '-fvisibility=hidden', '-Wl,--no-undefined'];
+/* The ONNX runner binds ONNX Runtime with dlopen, and rounds with libm. */
+const LIBRARY_LIBS = ['-ldl', '-lm'];
 const LOCK_STALE_MS = 120_000;
 
 const OUTPUTS = {
@@ -37,6 +44,7 @@ const OUTPUTS = {
   splitRuntimeLibrary: 'split/libacl_rt.so',
   splitModelLibrary: 'split/libacl_mdl.so',
   countersAddon: 'sim-counters.node',
+  onnxAddon: 'sim-onnx.node',
   misuseCheck: 'sim-misuse-check',
 } as const;
 
@@ -56,6 +64,18 @@ function sourceStamp(): string {
   return hash.digest('hex');
 }
 
+/**
+ * The libonnxruntime.so.1 that onnxruntime-node ships (bin/napi-v6/linux/<arch>/), which the tests
+ * also compare against. The C side only reads SIM_ORT_LIBRARY, so the library never guesses paths.
+ */
+export function onnxRuntimeLibrary(): string {
+  const arch = process.arch === 'x64' ? 'x64' : process.arch === 'arm64' ? 'arm64' : undefined;
+  if (!arch) throw new Error(`onnxruntime-node ships no Linux library for ${process.arch}`);
+  const file = join(REPOSITORY, 'node_modules', 'onnxruntime-node', 'bin', 'napi-v6', 'linux', arch, 'libonnxruntime.so.1');
+  if (!existsSync(file)) throw new Error(`${file} is missing: the simulated ONNX runner needs onnxruntime-node's ONNX Runtime`);
+  return file;
+}
+
 function result(): SimBuild {
   return {
     fullDir: join(BUILD, 'ascendcl'),
@@ -63,7 +83,9 @@ function result(): SimBuild {
     splitDir: join(BUILD, 'split'),
     splitRuntimeLibrary: join(BUILD, OUTPUTS.splitRuntimeLibrary),
     countersAddon: join(BUILD, OUTPUTS.countersAddon),
+    onnxAddon: join(BUILD, OUTPUTS.onnxAddon),
     misuseCheck: join(BUILD, OUTPUTS.misuseCheck),
+    ortLibrary: process.env.SIM_ORT_LIBRARY as string,
   };
 }
 
@@ -88,13 +110,15 @@ function gcc(args: readonly string[]): void {
 function compile(tmp: string): void {
   const src = (files: readonly string[]) => files.map((f) => join(SOURCES, f));
   for (const dir of ['ascendcl', 'split']) mkdirSync(join(tmp, dir), { recursive: true });
-  gcc([...LIBRARY_FLAGS, '-Wl,-soname,libascendcl.so', '-o', join(tmp, OUTPUTS.fullLibrary), ...src([...RUNTIME_SOURCES, ...MODEL_SOURCES])]);
-  gcc([...LIBRARY_FLAGS, '-Wl,-soname,libacl_rt.so', '-o', join(tmp, OUTPUTS.splitRuntimeLibrary), ...src(RUNTIME_SOURCES)]);
+  gcc([...LIBRARY_FLAGS, '-Wl,-soname,libascendcl.so', '-o', join(tmp, OUTPUTS.fullLibrary), ...src([...RUNTIME_SOURCES, ...MODEL_SOURCES]), ...LIBRARY_LIBS]);
+  gcc([...LIBRARY_FLAGS, '-Wl,-soname,libacl_rt.so', '-o', join(tmp, OUTPUTS.splitRuntimeLibrary), ...src(RUNTIME_SOURCES), ...LIBRARY_LIBS]);
   gcc([
     ...LIBRARY_FLAGS, '-Wl,-soname,libacl_mdl.so', '-Wl,-rpath,$ORIGIN', '-o', join(tmp, OUTPUTS.splitModelLibrary),
     ...src(MODEL_SOURCES), `-L${join(tmp, 'split')}`, '-l:libacl_rt.so',
   ]);
-  gcc([...C_FLAGS, '-shared', `-I${nodeIncludeDir()}`, '-o', join(tmp, OUTPUTS.countersAddon), join(SOURCES, 'sim-counters-addon.c'), '-ldl']);
+  for (const [output, source] of [[OUTPUTS.countersAddon, 'sim-counters-addon.c'], [OUTPUTS.onnxAddon, 'sim-onnx-addon.c']]) {
+    gcc([...C_FLAGS, '-shared', `-I${nodeIncludeDir()}`, '-o', join(tmp, output), join(SOURCES, source), '-ldl']);
+  }
   gcc([
     ...C_FLAGS, '-o', join(tmp, OUTPUTS.misuseCheck), join(SOURCES, 'sim-misuse-check.c'),
     `-L${join(tmp, 'ascendcl')}`, '-l:libascendcl.so', '-Wl,-rpath,$ORIGIN/ascendcl',
@@ -126,8 +150,12 @@ function withLock(fn: () => void): void {
   }
 }
 
-/** Builds what is missing or stale and returns where everything is. */
+/**
+ * Builds what is missing or stale and returns where everything is. Sets SIM_ORT_LIBRARY to
+ * onnxRuntimeLibrary() when it is unset, so this process, its workers and its children find it.
+ */
 export function buildSimulatedAcl(): SimBuild {
+  process.env.SIM_ORT_LIBRARY ||= onnxRuntimeLibrary();
   const stamp = sourceStamp();
   if (upToDate(stamp)) return result();
   withLock(() => {
