@@ -183,7 +183,7 @@ function load(): NpuBindingLoad {
   const tried: string[] = [];
   for (const file of addonFiles()) {
     if (!existsSync(file)) {
-      tried.push(`${file} (not built)`);
+      tried.push(`${file} (${process.env.SERVE_FN_NPU_ADDON ? 'named by SERVE_FN_NPU_ADDON; no such file' : 'not built'})`);
       continue;
     }
     try {
