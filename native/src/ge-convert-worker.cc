@@ -15,15 +15,23 @@
 
 namespace {
 
-// Options aclgrphBuildInitialize takes and aclgrphBuildModel does not: metadef 8.5.0
-// inc/external/ge_common/ge_api_types.h, ir_option::global_options minus
-// ir_option::ir_builder_suppported_options, by their key strings. The rest go to BuildModel.
-const std::set<std::string> &GlobalOnlyKeys() {
+// The options aclgrphBuildModel accepts, by their key strings: metadef 8.5.0
+// inc/external/ge_common/ge_api_types.h, ir_option::ir_builder_suppported_options (GE refuses a
+// build option outside it, compiler/api/aclgrph/ge_ir_build.cc). Every other option, soc version
+// included, is a global one for aclgrphBuildInitialize.
+const std::set<std::string> &BuildModelKeys() {
   static const auto *keys = new std::set<std::string>{
-      "ge.socVersion",       "ge.engineType",          "ge.aicoreNum",          "ge.virtual_type",
-      "ge.bufferOptimize",   "ge.enableCompressWeight", "compress_weight_conf",  "ge.enableSparseMatrixWeight",
-      "ge.fusionSwitchFile", "ge.enableSmallChannel",   "ge.opSelectImplmode",   "ge.optypelistForImplmode",
-      "ge.deterministic",    "ge.compressionOptimizeConf"};
+      "ac_parallel_enable", "ge.INPUT_NODES_SET_FP16", "ge.autoTuneMode", "ge.build_inner_model", "ge.customizeDtypes",
+      "ge.debugDir", "ge.distributed_cluster_build", "ge.dynamicBatchSize", "ge.dynamicDims", "ge.dynamicImageSize",
+      "ge.enableGraphParallel", "ge.exec.allow_hf32", "ge.exec.disableReuseMemory", "ge.exec.exclude_engines",
+      "ge.exec.modify_mixlist", "ge.exec.op_precision_mode", "ge.exec.precision_mode", "ge.exec.precision_mode_v2",
+      "ge.exec.tuneDeviceIds", "ge.exportCompileStat", "ge.externalWeight", "ge.graphMaxParallelModelNum",
+      "ge.graphParallelOptionPath", "ge.inputHintShape", "ge.insertOpFile", "ge.mdl_bank_path", "ge.offline_model_relation",
+      "ge.oo.constantFolding", "ge.oo.deadCodeElimination", "ge.oo.level", "ge.opDebugLevel", "ge.op_bank_path",
+      "ge.op_bank_update", "ge.op_compiler_cache_dir", "ge.op_compiler_cache_mode", "ge.optimizationSwitch",
+      "ge.outputDatatype", "ge.outputNodeName", "ge.performance_mode", "ge.quant_dumpable",
+      "ge.shape_generalized_build_mode", "ge.tiling_schedule_optimize", "input_format", "input_shape",
+      "input_shape_range", "log", "op_debug_config", "op_debug_option", "op_name_map"};
   return *keys;
 }
 
@@ -74,7 +82,7 @@ NpuStatus GeConvertWorker::Build() {
   ge::Options global;
   ge::Options build;
   for (const auto &entry : request_.buildOptions) {
-    ge::Options &target = GlobalOnlyKeys().count(entry.first) ? global : build;
+    ge::Options &target = BuildModelKeys().count(entry.first) ? build : global;
     target[ge::AscendString(entry.first.c_str())] = ge::AscendString(entry.second.c_str());
   }
   std::lock_guard<std::mutex> lock(BuildMutex());

@@ -38,6 +38,8 @@ std::shared_ptr<SimGraph> LoadedGraph(const char *function, uint64_t session_id,
     *status = sim_ge_fail(static_cast<ge::Status>(acl), function, "stream %p is not a live stream of the calling thread's context", stream);
     return nullptr;
   }
+  /* GE's LoadGraph page allows another stream once the load stream is synchronised; this AscendCL keeps
+   * no record of synchronisations, so the simulation holds every execute to the load stream. */
   if (stream != found->second->stream) {
     *status = sim_ge_fail(ACL_ERROR_GE_PARAM_INVALID, function, "stream %p is not the stream %p graph %u was loaded on", stream,
                           found->second->stream, graph_id);

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,8 @@ struct SimGraph {
   std::vector<ge::SimTensorSpec> inputs; /* the parsed inputs with ge.inputShape applied */
   /* ge.dynamicDims: each gear gives the values of the inputs' -1 dims, in order; empty when none. */
   std::vector<std::vector<int64_t>> gears;
+  /* Graph-scoped ge.exec.precision_mode(_v2), which wins over the session's; unset when absent. */
+  std::optional<bool> fp16;
   sim_onnx *compiled = nullptr;
   bool loaded = false;
   void *stream = nullptr;

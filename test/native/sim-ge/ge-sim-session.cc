@@ -1,8 +1,9 @@
 /*
  * libge_runner.so, process and session calls of hicann/ge 8.5.0 inc/external/ge/ge_api.h: GEInitialize,
  * GEFinalize, GEGetErrorMsgV2, and ge::Session's construction, AddGraph, RemoveGraph and CompileGraph.
- * The order GE documents (docs/graph_engine_api: GEInitialize after aclInit and aclrtSetDevice, sessions
- * between GEInitialize and GEFinalize) is enforced; misuse gets a status and a GEGetErrorMsgV2 text.
+ * The order serve-fn follows is enforced: aclInit and aclrtSetDevice before GEInitialize (stricter than
+ * GE's GEInitialize page, which only forbids initialising twice), sessions between GEInitialize and
+ * GEFinalize. Misuse gets a status and a GEGetErrorMsgV2 text.
  */
 #include <cstdio>
 
@@ -60,7 +61,7 @@ static bool ParseDevice(const std::string *text, int32_t *device) {
   return true;
 }
 
-/* ge.inputShape, ge.dynamicDims and ge.dynamicNodeType of AddGraph (GE option keys, ge_api_types.h). */
+/* ge.inputShape, ge.dynamicDims, ge.dynamicNodeType and the precision keys of AddGraph (GE option keys, ge_api_types.h). */
 static uint32_t ApplyGraphOptions(const char *function, const Options &options, SimGraph *graph) {
   std::string shape, dims, node_type, err;
   bool has_shape = Lookup(options, "ge.inputShape", &shape);
@@ -68,6 +69,16 @@ static uint32_t ApplyGraphOptions(const char *function, const Options &options, 
   bool has_node_type = Lookup(options, "ge.dynamicNodeType", &node_type);
   if (has_shape && !ApplyShapeSpec(shape, &graph->inputs, &err)) {
     return sim_ge_fail(ACL_ERROR_GE_PARAM_INVALID, function, "ge.inputShape: %s", err.c_str());
+  }
+  std::string mode, mode_v2;
+  bool has_mode = Lookup(options, "ge.exec.precision_mode", &mode);
+  bool has_mode_v2 = Lookup(options, "ge.exec.precision_mode_v2", &mode_v2);
+  if (has_mode || has_mode_v2) {
+    bool fp16 = true;
+    if (!ResolvePrecision(has_mode ? &mode : nullptr, has_mode_v2 ? &mode_v2 : nullptr, &fp16, &err)) {
+      return sim_ge_fail(ACL_ERROR_GE_PARAM_INVALID, function, "%s", err.c_str());
+    }
+    graph->fp16 = fp16;
   }
   if (has_node_type && (!has_dims || (node_type != "0" && node_type != "1"))) {
     return sim_ge_fail(ACL_ERROR_GE_PARAM_INVALID, function, "ge.dynamicNodeType '%s' needs ge.dynamicDims and is 0 or 1",
@@ -263,7 +274,7 @@ Status Session::RemoveGraph(uint32_t graph_id) {
   return SUCCESS;
 }
 
-/* The compile opens the ONNX Runtime session that executes the graph, with the session's precision. */
+/* The compile opens the ONNX Runtime session that executes the graph, with the graph's or else the session's precision. */
 Status Session::CompileGraph(uint32_t graph_id) {
   if (Status injected = sim_ge_injected("CompileGraph")) return injected;
   RunnerState &runner = Runner();
@@ -276,7 +287,7 @@ Status Session::CompileGraph(uint32_t graph_id) {
     return sim_ge_fail(ACL_ERROR_GE_EXEC_MODEL_ID_INVALID, "CompileGraph", "graph id %u is not in this session", graph_id);
   }
   std::shared_ptr<SimGraph> graph = found->second;
-  bool fp16 = session->fp16;
+  bool fp16 = graph->fp16.value_or(session->fp16);
   if (graph->compiled) return SUCCESS;
   guard.unlock();
   char err[512] = "";

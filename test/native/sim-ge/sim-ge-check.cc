@@ -191,9 +191,35 @@ void RunLifecycle(const char *onnx, const char *not_onnx) {
     fp16.LoadGraph(1, {}, stream);
     std::vector<gert::Tensor> fp16_outputs;
     Print("execute-fp16-session", fp16.ExecuteGraphWithStreamAsync(1, stream, inputs, fp16_outputs));
-    PrintValues("fp16-output-values", fp16_outputs.empty() ? std::vector<float>() : ReadBack(fp16_outputs[0]));
+    std::vector<float> fp16_values = fp16_outputs.empty() ? std::vector<float>() : ReadBack(fp16_outputs[0]);
+    PrintValues("fp16-output-values", fp16_values);
+    Print("add-graph-unsimulated-precision", session.AddGraph(3, graph, {{"ge.exec.precision_mode_v2", "mixed_float16"}}));
+    Print("add-graph-fp16", session.AddGraph(3, graph, {{"ge.exec.precision_mode_v2", "fp16"}}));
+    session.CompileGraph(3);
+    session.LoadGraph(3, {}, stream);
+    std::vector<gert::Tensor> graph_fp16_outputs;
+    session.ExecuteGraphWithStreamAsync(3, stream, inputs, graph_fp16_outputs);
+    Print("graph-fp16-in-origin-session-equals-fp16-session",
+          !graph_fp16_outputs.empty() && ReadBack(graph_fp16_outputs[0]) == fp16_values);
+    Print("remove-fp16-graph", session.RemoveGraph(3));
   }
 
+  {
+    ge::Session bad_device(Options{{"ge.session_device_id", "one"}});
+    Print("session-bad-device-id-refused", bad_device.GetSessionId() == 0 && ErrorContains("ge.session_device_id 'one' is not a device id"));
+    ge::Session on_one(Options{{"ge.session_device_id", "1"}});
+    on_one.AddGraph(1, graph);
+    on_one.CompileGraph(1);
+    Print("load-from-thread-on-other-device", on_one.LoadGraph(1, {}, stream));
+    aclrtSetDevice(1);
+    void *stream_one = nullptr;
+    aclrtCreateStream(&stream_one);
+    Print("load-on-session-device", on_one.LoadGraph(1, {}, stream_one));
+    std::vector<gert::Tensor> one_outputs;
+    Print("execute-input-on-other-device", on_one.ExecuteGraphWithStreamAsync(1, stream_one, inputs, one_outputs));
+    aclrtDestroyStream(stream_one);
+    aclrtSetDevice(0);
+  }
   Print("remove-unknown-graph", session.RemoveGraph(7));
   Print("remove-graph", session.RemoveGraph(2));
   Print("graphs-added-after-remove", Counter(kGe, "graphs_added"));
