@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildOnnxModel } from '../../src/backends/onnx/onnx-model-builder.js';
@@ -157,6 +158,16 @@ describe.skipIf(REAL_HARDWARE)('GE route of the addon (simulated CANN)', () => {
     expect(await loadWith(missing)).toEqual({
       reason: expect.stringContaining(`tried ${missing} (named by SERVE_FN_NPU_ADDON; no such file)`),
     });
+  });
+
+  it('leaves the plain addon as it was: no GE exports and no GE library among its imports', () => {
+    // What `npm run build:native` builds here, without a CANN home.
+    const plain = fileURLToPath(new URL('../../native/build/Release/serve_fn_npu.node', import.meta.url));
+    const binding = createRequire(import.meta.url)(plain) as NpuNativeBinding;
+    expect([binding.geInfo, binding.loadGeModel, binding.convertGeModel]).toEqual([undefined, undefined, undefined]);
+    expect(typeof binding.loadModel).toBe('function');
+    const imports = execFileSync('nm', ['-D', '--undefined-only', plain], { encoding: 'utf8' });
+    expect(imports).not.toMatch(/_ZN2ge|_ZNK2ge/);
   });
 
   it('links GE with the old libstdc++ ABI: no __cxx11 symbol among its imports', () => {
