@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildOnnxModel } from '../../src/backends/onnx/onnx-model-builder.js';
@@ -27,13 +28,16 @@ interface SimCounters {
 const FP32 = 0;
 const X_DIMS = [4, 3];
 
-/** y = Relu(x · W + b) [4, 2] and z = x + x [4, 3]: two outputs of different shapes, in that order. */
-function denseModel(): Uint8Array {
+/**
+ * y = Relu(x · W + b) [batch, 2] and z = x + x [batch, 3]: two outputs of different shapes, in
+ * that order. The batch is 4, or symbolic when named.
+ */
+function denseModel(batch: number | string = 4): Uint8Array {
   return buildOnnxModel({
-    inputs: [{ name: 'x', datatype: 'FP32', shape: X_DIMS }],
+    inputs: [{ name: 'x', datatype: 'FP32', shape: [batch, 3] }],
     outputs: [
-      { name: 'y', datatype: 'FP32', shape: [4, 2] },
-      { name: 'z', datatype: 'FP32', shape: X_DIMS },
+      { name: 'y', datatype: 'FP32', shape: [batch, 2] },
+      { name: 'z', datatype: 'FP32', shape: [batch, 3] },
     ],
     initializers: [
       { name: 'W', datatype: 'FP32', shape: [3, 2], data: [0.5, -1.25, 2, 0.75, -0.3, 1.1] },
@@ -48,14 +52,14 @@ function denseModel(): Uint8Array {
   });
 }
 
-/** Inputs whose results have positive and clipped values; the seed makes each call's differ. */
-function input(seed: number): Float32Array {
-  return Float32Array.from({ length: 12 }, (_, i) => ((i * 7 + seed * 3) % 11) / 4 - 1.3);
+/** `rows` rows of x whose results have positive and clipped values; the seed makes each call's differ. */
+function input(seed: number, rows = 4): Float32Array {
+  return Float32Array.from({ length: rows * 3 }, (_, i) => ((i * 7 + seed * 3) % 11) / 4 - 1.3);
 }
 
 async function reference(x: Float32Array): Promise<{ y: number[]; z: number[] }> {
-  const session = await ort.InferenceSession.create(denseModel());
-  const out = await session.run({ x: new ort.Tensor('float32', x, X_DIMS) });
+  const session = await ort.InferenceSession.create(denseModel('batch'));
+  const out = await session.run({ x: new ort.Tensor('float32', x, [x.length / 3, 3]) });
   return { y: Array.from(out.y!.data as Float32Array), z: Array.from(out.z!.data as Float32Array) };
 }
 
@@ -156,6 +160,16 @@ describe.skipIf(REAL_HARDWARE)('GE route of the addon (simulated CANN)', () => {
     });
   });
 
+  it('leaves the plain addon as it was: no GE exports and no GE library among its imports', () => {
+    // What `npm run build:native` builds here, without a CANN home.
+    const plain = fileURLToPath(new URL('../../native/build/Release/serve_fn_npu.node', import.meta.url));
+    const binding = createRequire(import.meta.url)(plain) as NpuNativeBinding;
+    expect([binding.geInfo, binding.loadGeModel, binding.convertGeModel]).toEqual([undefined, undefined, undefined]);
+    expect(typeof binding.loadModel).toBe('function');
+    const imports = execFileSync('nm', ['-D', '--undefined-only', plain], { encoding: 'utf8' });
+    expect(imports).not.toMatch(/_ZN2ge|_ZNK2ge/);
+  });
+
   it('links GE with the old libstdc++ ABI: no __cxx11 symbol among its imports', () => {
     const imports = execFileSync('nm', ['-D', '--undefined-only', build.addon], { encoding: 'utf8' });
     expect(imports).toContain('_ZN2ge7SessionC1ERKSt3mapINS_12AscendStringES2_St4lessIS2_ESaISt4pairIKS2_S2_EEE');
@@ -204,6 +218,45 @@ describe.skipIf(REAL_HARDWARE)('GE route of the addon (simulated CANN)', () => {
       expect(Array.from(new Float32Array(results[1]!.data))).toEqual(expected.z);
       expect(geCount('ge_allocated_outputs')).toBe(0);
     }
+    await model.unload();
+    expect(resources()).toEqual(nothingHeld);
+  });
+
+  it('compiles the gears the graph options give and runs each; GE refuses a batch between them', async () => {
+    const model = await ge.loadGeModel(
+      options({ bytes: denseModel('batch'), slots: 2, graphOptions: { 'ge.inputShape': 'x:-1,3', 'ge.dynamicDims': '1;4' } }),
+    );
+    for (const [slot, rows] of [[0, 1], [1, 4], [0, 4], [1, 1]] as const) {
+      const x = input(rows + slot, rows);
+      const outputs = slot ? GE_OUTPUTS : [{ dataType: FP32, dims: [rows, 2] }, { dataType: FP32, dims: [rows, 3] }];
+      const [y, z] = await model.execute(slot, [{ data: x, dims: [rows, 3], dataType: FP32 }], outputs);
+      const expected = await reference(x);
+      expect([y!.dims, z!.dims]).toEqual([[rows, 2], [rows, 3]]);
+      expect(Array.from(new Float32Array(y!.data))).toEqual(expected.y);
+      expect(Array.from(new Float32Array(z!.data))).toEqual(expected.z);
+    }
+    const between = await rejection(model.execute(0, [{ data: input(0, 2), dims: [2, 3], dataType: FP32 }], GE_OUTPUTS));
+    expect(between).toMatchObject({ geFunction: 'ExecuteGraphWithStreamAsync', geMessage: expect.stringContaining('ge.dynamicDims') });
+    await model.unload();
+    expect(resources()).toEqual(nothingHeld);
+  });
+
+  it('passes parser options and session options through: input_shape fixes the batch, a session asks for fp16', async () => {
+    const model = await ge.loadGeModel(
+      options({
+        bytes: denseModel('batch'),
+        parserOptions: { input_shape: 'x:4,3' },
+        sessionOptions: { 'ge.exec.precision_mode_v2': 'fp16' },
+      }),
+    );
+    const x = input(3);
+    const [y, z] = await model.execute(0, [tensor(x)], GE_OUTPUTS);
+    const expected = await halfReference(x);
+    expect(Array.from(new Float32Array(y!.data))).toEqual(expected.y);
+    expect(Array.from(new Float32Array(z!.data))).toEqual(expected.z);
+    expect(Array.from(new Float32Array(z!.data))).not.toEqual((await reference(x)).z);
+    const wrongBatch = await rejection(model.execute(0, [{ data: input(3, 1), dims: [1, 3], dataType: FP32 }], GE_OUTPUTS));
+    expect(wrongBatch?.geFunction).toBe('ExecuteGraphWithStreamAsync');
     await model.unload();
     expect(resources()).toEqual(nothingHeld);
   });
