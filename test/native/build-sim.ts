@@ -32,7 +32,7 @@ const REPOSITORY = resolve(HERE, '..', '..');
 const SOURCES = join(HERE, 'sim');
 const BUILD = join(HERE, 'build');
 const RUNTIME_SOURCES = ['sim-core.c', 'sim-device.c', 'sim-memory.c', 'sim-onnx.c', 'sim-om-encode.c'];
-const MODEL_SOURCES = ['sim-model.c', 'sim-model-desc.c', 'sim-model-file.c', 'sim-ops.c', 'sim-execute.c'];
+const MODEL_SOURCES = ['sim-model.c', 'sim-model-desc.c', 'sim-model-file.c', 'sim-model-onnx.c', 'sim-ops.c', 'sim-execute.c'];
 const C_FLAGS = ['-std=c11', '-O2', '-Wall', '-Wextra', '-Werror', '-fPIC', '-pthread'];
 const LIBRARY_FLAGS = [...C_FLAGS, '-shared', '-fvisibility=hidden', '-Wl,--no-undefined'];
 /* The ONNX runner binds ONNX Runtime with dlopen, and rounds with libm. */

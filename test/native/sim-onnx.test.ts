@@ -8,6 +8,7 @@ import { buildSimulatedAcl, type SimBuild } from './build-sim.js';
 import { REAL_HARDWARE } from './npu-test-env.js';
 
 interface TensorInfo { readonly name: string; readonly dataType: number; readonly dims: number[] }
+interface SimCounters { counter(libraryFile: string, name: string): number }
 interface SimOnnxAddon {
   open(library: string, onnx: Uint8Array, fp16Compute: boolean): { graph: unknown; inputs: TensorInfo[]; outputs: TensorInfo[] };
   run(graph: unknown, inputs: readonly { data: ArrayBufferView; dims: readonly number[] }[]): { data: ArrayBuffer; dataType: number; dims: number[] }[];
@@ -77,10 +78,13 @@ describe.skipIf(REAL_HARDWARE)('simulated ONNX runner (sim-onnx.h)', () => {
   });
 
   it('reports the graph inputs and outputs with aclDataType codes and -1 for symbolic dims', () => {
+    const counters = createRequire(import.meta.url)(sim.countersAddon) as SimCounters;
     const { graph, inputs, outputs } = runner.open(sim.fullLibrary, denseReluModel(), false);
     expect(inputs).toEqual([{ name: 'x', dataType: 0, dims: [-1, 3] }]);
     expect(outputs).toEqual([{ name: 'y', dataType: 0, dims: [-1, 2] }]);
+    expect(counters.counter(sim.fullLibrary, 'onnx_graphs')).toBe(1);
     runner.close(graph);
+    expect(counters.counter(sim.fullLibrary, 'onnx_graphs')).toBe(0);
   });
 
   it.each([['full', 'fullLibrary'], ['split', 'splitRuntimeLibrary']] as const)(

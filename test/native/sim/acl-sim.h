@@ -37,6 +37,7 @@ enum {
   ACL_ERROR_RT_MEMORY_ALLOCATION = 207001,
   ACL_ERROR_GE_EXEC_MODEL_PATH_INVALID = 145002,
   ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID = 145013,
+  ACL_ERROR_GE_FAILURE = 500002,
 };
 
 enum { ACL_FLOAT = 0, ACL_INT32 = 3, ACL_INT64 = 9 };
@@ -70,8 +71,9 @@ typedef struct aclDataBuffer {
 #define SIM_OM_VERSION_ONNX 2 /* op 5 around an ONNX graph */
 #define SIM_OM_FLAG_FP16_COMPUTE 1u
 #define SIM_MAX_DIMS 8
-#define SIM_MAX_INPUTS 4
-#define SIM_MAX_OUTPUTS 2
+/* An ONNX model with gears has its inputs plus the dynamic-batch input in one dataset. */
+#define SIM_MAX_INPUTS (SIM_MAX_DATASET_BUFFERS - 1)
+#define SIM_MAX_OUTPUTS SIM_MAX_DATASET_BUFFERS
 #define SIM_MAX_GEARS 16
 #define SIM_NAME_LEN 64
 #define SIM_MAX_DATASET_BUFFERS 16
@@ -94,7 +96,8 @@ struct sim_model_def {
   struct sim_tensor inputs[SIM_MAX_INPUTS];
   struct sim_tensor outputs[SIM_MAX_OUTPUTS];
   uint32_t weight_count;
-  float *weights; /* owned by the loaded model; NULL in descriptions */
+  float *weights;        /* owned by the loaded model; NULL in descriptions */
+  struct sim_onnx *onnx; /* op onnx: the runner, owned by the loaded model; NULL in descriptions */
 };
 
 struct aclmdlDesc {
@@ -108,9 +111,16 @@ struct aclmdlDataset {
 
 /* Parses a model image; on failure returns 0 and writes a reason into err. */
 int sim_internal_parse_model(const uint8_t *image, size_t size, struct sim_model_def *def, char *err, size_t err_len);
+/* Format 2 after the header and gears (def->op and gears set): opens the ONNX graph, whose runner gives the tensors. */
+int sim_internal_parse_onnx_model(const uint32_t *header, const uint8_t *body, size_t body_size, struct sim_model_def *def, char *err,
+                                  size_t err_len);
+/* Frees what a parsed definition owns (weights, the ONNX runner). */
+void sim_internal_free_model_def(struct sim_model_def *def);
 /* Elements of a tensor with -1 (the batch dimension) replaced by batch. */
 uint64_t sim_internal_elements(const struct sim_tensor *t, uint64_t batch);
 void sim_internal_run_op(const struct sim_model_def *def, uint64_t batch, void *const *inputs, void *const *outputs);
+/* Runs an op-onnx model at `batch` rows into the output buffers; ACL_SUCCESS or a failure code with its message set. */
+aclError sim_internal_run_onnx(const char *fn, const struct sim_model_def *def, uint64_t batch, void *const *inputs, void *const *outputs);
 
 /* ---- Loaded models (model half: sim-model.c, sim-execute.c) ---- */
 struct sim_model {
@@ -144,6 +154,7 @@ enum sim_counter_id {
   SIM_MAX_CONCURRENT_EXECUTES,
   SIM_MAX_CONCURRENT_EXECUTES_ALL,
   SIM_LAST_BATCH_SIZE,
+  SIM_ONNX_GRAPHS,
   SIM_COUNTER_COUNT
 };
 

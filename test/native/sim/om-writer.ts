@@ -1,8 +1,9 @@
 import { writeFileSync } from 'node:fs';
 
 /**
- * Writes model files in the simulated AscendCL's test-only format (test/native/sim/README.md).
- * It encodes whatever it is given, without checking op rules, so tests can also write models the
+ * Writes model files in the simulated AscendCL's test-only format (test/native/sim/README.md):
+ * version 1 for the ops add, mul, relu and matmul, version 2 for op onnx (an ONNX graph). It
+ * encodes whatever it is given, without checking op rules, so tests can also write models the
  * simulation must reject.
  */
 
@@ -29,16 +30,44 @@ export interface SimModelSpec {
   readonly weights?: readonly number[];
 }
 
+/** An OM around an ONNX graph (format version 2, op 5), as the simulated GE compiler writes one. */
+export interface SimOnnxModelSpec {
+  readonly op: 'onnx';
+  readonly onnx: Uint8Array;
+  /** Batch gears of dim 0; the graph's inputs and outputs must then have a symbolic dim 0. */
+  readonly batchGears?: readonly number[];
+  /** Rounds float32 inputs and outputs to binary16 (the ONNX runner's fp16_compute). */
+  readonly fp16Compute?: boolean;
+}
+
 const MAGIC = 'SFSIMOM1';
 const FORMAT_VERSION = 1;
+const ONNX_FORMAT_VERSION = 2;
+const ONNX_OP_CODE = 5;
+const FP16_COMPUTE_FLAG = 1;
 const HEADER_BYTES = 32;
 const NAME_BYTES = 64;
+
+function encodeOnnxModel(spec: SimOnnxModelSpec): Uint8Array {
+  const gears = spec.batchGears ?? [];
+  const bytes = new Uint8Array(HEADER_BYTES + 8 * gears.length + spec.onnx.length);
+  const view = new DataView(bytes.buffer);
+  bytes.set(new TextEncoder().encode(MAGIC), 0);
+  // version, op, flags, reserved, gear count, ONNX byte count
+  [ONNX_FORMAT_VERSION, ONNX_OP_CODE, spec.fp16Compute ? FP16_COMPUTE_FLAG : 0, 0, gears.length, spec.onnx.length].forEach((value, i) =>
+    view.setUint32(8 + 4 * i, value, true),
+  );
+  gears.forEach((gear, i) => view.setBigUint64(HEADER_BYTES + 8 * i, BigInt(gear), true));
+  bytes.set(spec.onnx, HEADER_BYTES + 8 * gears.length);
+  return bytes;
+}
 
 function tensorBytes(t: SimTensorDecl): number {
   return NAME_BYTES + 8 + 8 * t.dims.length;
 }
 
-export function encodeSimModel(spec: SimModelSpec): Uint8Array {
+export function encodeSimModel(spec: SimModelSpec | SimOnnxModelSpec): Uint8Array {
+  if (spec.op === 'onnx') return encodeOnnxModel(spec);
   const gears = spec.batchGears ?? [];
   const weights = spec.weights ?? [];
   const tensors = [...spec.inputs, ...spec.outputs];
@@ -72,7 +101,7 @@ export function encodeSimModel(spec: SimModelSpec): Uint8Array {
 }
 
 /** Writes the encoded model to `file` and returns the path. */
-export function writeSimModel(file: string, spec: SimModelSpec): string {
+export function writeSimModel(file: string, spec: SimModelSpec | SimOnnxModelSpec): string {
   writeFileSync(file, encodeSimModel(spec));
   return file;
 }

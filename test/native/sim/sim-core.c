@@ -36,6 +36,7 @@ static const char *const counter_names[SIM_COUNTER_COUNT] = {
   [SIM_MAX_CONCURRENT_EXECUTES] = "max_concurrent_executes",
   [SIM_MAX_CONCURRENT_EXECUTES_ALL] = "max_concurrent_executes_all",
   [SIM_LAST_BATCH_SIZE] = "last_batch_size",
+  [SIM_ONNX_GRAPHS] = "onnx_graphs",
 };
 
 /* The real runtime keeps the text per thread and clears it once read (CANN AscendCL API reference). */

@@ -70,7 +70,9 @@ static aclError run(const char *fn, struct sim_model *model, struct sim_context 
   uint64_t start = sim_internal_now_ns();
   uint32_t delay = sim_internal_execute_delay_ms();
   if (delay) sleep_ms(delay);
-  sim_internal_run_op(def, batch, in, out);
+  if (def->op == SIM_OP_ONNX) rc = sim_internal_run_onnx(fn, def, batch, in, out);
+  else sim_internal_run_op(def, batch, in, out);
+  if (rc != ACL_SUCCESS) return rc;
   sim_internal_count(SIM_EXECUTE_NS, (int64_t)(sim_internal_now_ns() - start));
   sim_internal_count(SIM_EXECUTES, 1);
   if (def->gear_count) sim_internal_set(SIM_LAST_BATCH_SIZE, (int64_t)batch);

@@ -1,5 +1,6 @@
 /*
- * Simulated AscendCL: reader of the test-only model format documented in README.md.
+ * Simulated AscendCL: reader of the test-only model format documented in README.md: the header
+ * and gears of both versions, and the body of version 1 (version 2: sim-model-onnx.c).
  * Little-endian hosts only (x86-64, aarch64), like CANN itself.
  */
 #include <stdio.h>
@@ -7,9 +8,11 @@
 #include <string.h>
 
 #include "acl-sim.h"
+#include "sim-onnx.h"
 
-#define MAGIC "SFSIMOM1"
-#define HEADER_SIZE 32
+/* Format 1 ops take at most 4 inputs and 2 outputs; the tensor arrays are sized for ONNX graphs. */
+#define V1_MAX_INPUTS 4
+#define V1_MAX_OUTPUTS 2
 
 struct reader {
   const uint8_t *data;
@@ -89,31 +92,59 @@ static const char *check_op(const struct sim_model_def *d) {
   }
 }
 
+/* Format 1: the tensor records and the weights of ops 1..4. */
+static int parse_ops_model(struct reader *r, const uint32_t *header, struct sim_model_def *def, char *err, size_t err_len) {
+  def->input_count = header[2];
+  def->output_count = header[3];
+  def->weight_count = header[5];
+  if (def->input_count < 1 || def->input_count > V1_MAX_INPUTS || def->output_count < 1 || def->output_count > V1_MAX_OUTPUTS) {
+    snprintf(err, err_len, "counts out of range: %u inputs, %u outputs, %u gears", def->input_count, def->output_count, def->gear_count);
+    return 0;
+  }
+  for (uint32_t i = 0; i < def->input_count; i++) {
+    if (!read_tensor(r, &def->inputs[i], def->gear_count, err, err_len)) return 0;
+  }
+  for (uint32_t i = 0; i < def->output_count; i++) {
+    if (!read_tensor(r, &def->outputs[i], def->gear_count, err, err_len)) return 0;
+  }
+  const char *problem = check_op(def);
+  if (problem) {
+    snprintf(err, err_len, "%s", problem);
+    return 0;
+  }
+  if (r->size - r->offset != 4u * (size_t)def->weight_count) {
+    snprintf(err, err_len, "expected %u weight bytes after the tensors, found %zu", 4u * def->weight_count, r->size - r->offset);
+    return 0;
+  }
+  if (def->weight_count) {
+    def->weights = malloc(4u * def->weight_count);
+    take(r, def->weights, 4u * def->weight_count);
+  }
+  return 1;
+}
+
 int sim_internal_parse_model(const uint8_t *image, size_t size, struct sim_model_def *def, char *err, size_t err_len) {
   struct reader r = { image, size, 0 };
   uint32_t header[6];
   char magic[8];
   memset(def, 0, sizeof *def);
-  if (!image || !take(&r, magic, 8) || memcmp(magic, MAGIC, 8) != 0) {
-    snprintf(err, err_len, "not a serve-fn simulated model: the file does not start with \"%s\"", MAGIC);
+  if (!image || !take(&r, magic, 8) || memcmp(magic, SIM_OM_MAGIC, 8) != 0) {
+    snprintf(err, err_len, "not a serve-fn simulated model: the file does not start with \"%s\"", SIM_OM_MAGIC);
     return 0;
   }
   if (!take(&r, header, sizeof header)) {
-    snprintf(err, err_len, "truncated header (%zu of %d bytes)", size, HEADER_SIZE);
+    snprintf(err, err_len, "truncated header (%zu of %d bytes)", size, SIM_OM_HEADER_SIZE);
     return 0;
   }
-  if (header[0] != 1) {
-    snprintf(err, err_len, "unsupported format version %u (this simulation reads version 1)", header[0]);
+  if (header[0] != SIM_OM_VERSION_OPS && header[0] != SIM_OM_VERSION_ONNX) {
+    snprintf(err, err_len, "unsupported format version %u (this simulation reads versions 1 and 2)", header[0]);
     return 0;
   }
   def->op = header[1];
-  def->input_count = header[2];
-  def->output_count = header[3];
+  /* Both versions keep the gear count at byte 24 and the gears right after the header. */
   def->gear_count = header[4];
-  def->weight_count = header[5];
-  if (def->input_count < 1 || def->input_count > SIM_MAX_INPUTS || def->output_count < 1 || def->output_count > SIM_MAX_OUTPUTS ||
-      def->gear_count > SIM_MAX_GEARS) {
-    snprintf(err, err_len, "counts out of range: %u inputs, %u outputs, %u gears", def->input_count, def->output_count, def->gear_count);
+  if (def->gear_count > SIM_MAX_GEARS) {
+    snprintf(err, err_len, "counts out of range: %u gears (at most %d)", def->gear_count, SIM_MAX_GEARS);
     return 0;
   }
   if (!take(&r, def->gears, 8u * def->gear_count)) {
@@ -126,24 +157,15 @@ int sim_internal_parse_model(const uint8_t *image, size_t size, struct sim_model
       return 0;
     }
   }
-  for (uint32_t i = 0; i < def->input_count; i++) {
-    if (!read_tensor(&r, &def->inputs[i], def->gear_count, err, err_len)) return 0;
-  }
-  for (uint32_t i = 0; i < def->output_count; i++) {
-    if (!read_tensor(&r, &def->outputs[i], def->gear_count, err, err_len)) return 0;
-  }
-  const char *problem = check_op(def);
-  if (problem) {
-    snprintf(err, err_len, "%s", problem);
-    return 0;
-  }
-  if (r.size - r.offset != 4u * (size_t)def->weight_count) {
-    snprintf(err, err_len, "expected %u weight bytes after the tensors, found %zu", 4u * def->weight_count, r.size - r.offset);
-    return 0;
-  }
-  if (def->weight_count) {
-    def->weights = malloc(4u * def->weight_count);
-    take(&r, def->weights, 4u * def->weight_count);
-  }
-  return 1;
+  int ok = header[0] == SIM_OM_VERSION_ONNX ? sim_internal_parse_onnx_model(header, image + r.offset, size - r.offset, def, err, err_len)
+                                            : parse_ops_model(&r, header, def, err, err_len);
+  if (!ok) sim_internal_free_model_def(def);
+  return ok;
+}
+
+void sim_internal_free_model_def(struct sim_model_def *def) {
+  free(def->weights);
+  def->weights = NULL;
+  if (def->onnx) sim_onnx_close(def->onnx);
+  def->onnx = NULL;
 }

@@ -69,7 +69,7 @@ static aclError load(const char *fn, const uint8_t *image, size_t size, uint32_t
   }
   pthread_mutex_unlock(&lock);
   if (slot == SIM_MAX_MODELS) {
-    free(model->def.weights);
+    sim_internal_free_model_def(&model->def);
     free(model);
     return sim_internal_fail(ACL_ERROR_BAD_ALLOC, "%s: more than %d models loaded", fn, SIM_MAX_MODELS);
   }
@@ -113,7 +113,7 @@ SIM_API aclError aclmdlUnload(uint32_t model_id) {
   }
   pthread_mutex_unlock(&lock);
   if (rc != ACL_SUCCESS) return rc;
-  free(model->def.weights);
+  sim_internal_free_model_def(&model->def);
   free(model);
   sim_internal_count(SIM_MODELS_LOADED, -1);
   return ACL_SUCCESS;
@@ -165,6 +165,7 @@ SIM_API aclError aclmdlGetDesc(struct aclmdlDesc *desc, uint32_t model_id) {
   pthread_mutex_unlock(&lock);
   if (!model) return sim_internal_fail(ACL_ERROR_INVALID_MODEL_ID, "aclmdlGetDesc: no model with id %u", model_id);
   desc->def.weights = NULL;
+  desc->def.onnx = NULL;
   return ACL_SUCCESS;
 }
 

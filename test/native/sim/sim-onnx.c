@@ -122,6 +122,7 @@ static int bind_runtime(char *err, size_t err_len) {
     return 0;
   }
   const OrtApiBase *base = get_api_base();
+  /* ONNX Runtime 1.N serves OrtApi versions 1..N, so release 1.8 is the oldest with version 8. */
   const char *version = base->GetVersionString();
   unsigned major = 0, minor = 0;
   if (!version || sscanf(version, "%u.%u", &major, &minor) != 2 || major != 1 || minor < SIM_ORT_API_VERSION) {
@@ -196,6 +197,12 @@ static int read_info(const struct sim_onnx *g, int output, uint32_t index, struc
   return ok;
 }
 
+/* Frees a graph, including one that sim_onnx_open gave up on half-way (never counted in onnx_graphs). */
+static void release_graph(struct sim_onnx *g) {
+  if (g->session) ort.ReleaseSession(g->session);
+  free(g);
+}
+
 SIM_API int sim_onnx_open(const void *bytes, size_t size, int fp16_compute, struct sim_onnx **out, char *err, size_t err_len) {
   if (!out) {
     snprintf(err, err_len, "sim_onnx_open: out is NULL");
@@ -233,9 +240,10 @@ SIM_API int sim_onnx_open(const void *bytes, size_t size, int fp16_compute, stru
     g->output_names[i] = g->outputs[i].name;
   }
   if (!ok) {
-    sim_onnx_close(g);
+    release_graph(g);
     return -1;
   }
+  sim_internal_count(SIM_ONNX_GRAPHS, 1);
   *out = g;
   return 0;
 }
@@ -355,6 +363,6 @@ SIM_API void sim_onnx_result_free(struct sim_onnx_result *result) {
 
 SIM_API void sim_onnx_close(struct sim_onnx *g) {
   if (!g) return;
-  if (g->session) ort.ReleaseSession(g->session);
-  free(g);
+  release_graph(g);
+  sim_internal_count(SIM_ONNX_GRAPHS, -1);
 }
