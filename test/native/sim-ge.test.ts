@@ -209,6 +209,8 @@ describe.skipIf(REAL_HARDWARE)('simulated GE libraries (test/native/sim-ge)', ()
       'remove-unknown-graph': '145003',
       'remove-graph': '0',
       'graphs-added-after-remove': '1',
+      'graphs-compiled-after-remove': '1',
+      'graphs-loaded-after-remove': '1',
       'lifecycle-errors-after-outputs-outlive-session': '1',
       'outputs-outlive-session-says-why': '1',
       'ge-allocated-outputs-at-end': '0',

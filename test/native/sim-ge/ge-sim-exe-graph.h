@@ -128,7 +128,6 @@ class TensorData {
     TensorAddress addr = nullptr;
     return manager_(addr_, kGetTensorAddress, &addr) == ge::GRAPH_SUCCESS ? addr : nullptr;
   }
-  size_t GetSize() const { return size_; }
   TensorPlacement GetPlacement() const { return placement_; }
   ge::graphStatus Free() {
     ge::graphStatus status = ge::GRAPH_SUCCESS;
@@ -172,10 +171,8 @@ class Tensor {
   int64_t GetShapeSize() const { return storage_shape_.GetStorageShape().GetShapeSize(); }
   ge::DataType GetDataType() const { return data_type_; }
   const void *GetAddr() const { return tensor_data_.GetAddr(); }
-  size_t GetSize() const { return tensor_data_.GetSize(); }
   TensorPlacement GetPlacement() const { return tensor_data_.GetPlacement(); }
   const TensorData &GetTensorData() const { return tensor_data_; }
-  TensorData &MutableTensorData() { return tensor_data_; }
   const Shape &GetOriginShape() const { return storage_shape_.GetOriginShape(); }
   const Shape &GetStorageShape() const { return storage_shape_.GetStorageShape(); }
   Shape &MutableOriginShape() { return storage_shape_.MutableOriginShape(); }

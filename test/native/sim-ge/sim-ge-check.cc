@@ -223,6 +223,8 @@ void RunLifecycle(const char *onnx, const char *not_onnx) {
   Print("remove-unknown-graph", session.RemoveGraph(7));
   Print("remove-graph", session.RemoveGraph(2));
   Print("graphs-added-after-remove", Counter(kGe, "graphs_added"));
+  Print("graphs-compiled-after-remove", Counter(kGe, "graphs_compiled"));
+  Print("graphs-loaded-after-remove", Counter(kGe, "graphs_loaded"));
   {
     ge::Session leaky({});
     leaky.AddGraph(1, graph);
