@@ -8,7 +8,7 @@
 //                  inc/external/exe_graph/runtime/{tensor.h, tensor_data.h, shape.h, storage_shape.h,
 //                  storage_format.h, expand_dims_type.h}
 // Layouts and signatures must match those headers exactly: the mangled names and the object
-// layouts are the ABI. Only the AscendString overloads are declared (the std::string ones are
+// layouts are the ABI. Of the inline members, only those the addon calls are transcribed. Only the AscendString overloads are declared (the std::string ones are
 // deprecated and would tie us to the old-ABI std::string). CANN is built with
 // _GLIBCXX_USE_CXX11_ABI=0, and so is every file of this target.
 #ifndef SERVE_FN_NPU_GE_API_H
@@ -142,7 +142,6 @@ struct Shape {
 struct StorageShape {
  public:
   StorageShape() { std::memset(reserved_, 0, sizeof(reserved_)); }
-  const Shape &GetOriginShape() const { return origin_shape_; }
   const Shape &GetStorageShape() const { return storage_shape_; }
   Shape &MutableOriginShape() { return origin_shape_; }
   Shape &MutableStorageShape() { return storage_shape_; }
@@ -184,8 +183,6 @@ struct StorageFormat {
 // frees it through the manager on destruction; that is how an output is "cleared".
 class TensorData {
  public:
-  explicit TensorData(TensorAddress addr = nullptr, const TensorAddrManager manager = nullptr)
-      : TensorData(addr, manager, 0U, kTensorPlacementEnd) {}
   explicit TensorData(TensorAddress addr, const TensorAddrManager manager, size_t size, TensorPlacement placement)
       : addr_(addr), manager_(manager), size_(size), placement_(placement), reserved_0_(0U) {
     std::memset(reserved_1_, 0, sizeof(reserved_1_));
@@ -224,7 +221,6 @@ class TensorData {
     return manager_(addr_, kGetTensorAddress, &addr) == ge::GRAPH_SUCCESS ? addr : nullptr;
   }
   size_t GetSize() const { return size_; }
-  TensorPlacement GetPlacement() const { return placement_; }
   ge::graphStatus Free() {
     if (manager_ == nullptr) return ge::GRAPH_SUCCESS;
     const ge::graphStatus ret = manager_(addr_, kFreeTensor, nullptr);
@@ -249,10 +245,6 @@ enum TensorVersion : uint8_t { kTensorV1 = 0, kTensorV2 = 1 };
 // exe_graph/runtime/tensor.h
 class Tensor {
  public:
-  Tensor() : version_(kTensorV1) {
-    std::memset(reserved_, 0, sizeof(reserved_));
-    std::memset(reserved_field_, 0, sizeof(reserved_field_));
-  }
   Tensor(const StorageShape &storage_shape, const StorageFormat &storage_format, const TensorPlacement placement,
          const ge::DataType data_type, TensorAddress addr)
       : Tensor(storage_shape, storage_format, placement, data_type, addr, nullptr) {}
@@ -269,9 +261,7 @@ class Tensor {
   int64_t GetShapeSize() const { return storage_shape_.GetStorageShape().GetShapeSize(); }
   const void *GetAddr() const { return tensor_data_.GetAddr(); }
   size_t GetSize() const { return tensor_data_.GetSize(); }
-  ge::DataType GetDataType() const { return data_type_; }
   const Shape &GetStorageShape() const { return storage_shape_.GetStorageShape(); }
-  TensorPlacement GetPlacement() const { return tensor_data_.GetPlacement(); }
 
  private:
   StorageShape storage_shape_;

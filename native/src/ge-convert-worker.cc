@@ -113,6 +113,8 @@ void GeConvertWorker::Execute() {
   if (!opened.library) {
     status_ = opened.NotFound();
   } else {
+    // The OM path's runtime gives the aclInit share and the device the IR build API runs under
+    // (its context and stream go unused, and cost one allocation each).
     std::unique_ptr<DeviceRuntime> runtime;
     status_ = DeviceRuntime::Create(opened.library, request_.deviceId, &runtime);
     if (status_.ok) status_ = Build();
