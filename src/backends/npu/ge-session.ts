@@ -11,7 +11,7 @@ import { aclDataTypeOf, storageName, tensorBytes, tensorData } from './npu-tenso
 
 const BACKEND = 'npu_ge';
 
-/** One execution: `rows` consecutive rows of the batch, on one slot, padded up to `gear` rows. */
+/** One execution: `rows` consecutive rows of the batch, padded up to `gear` rows. */
 interface Piece {
   readonly rows: number;
   readonly gear: number;
@@ -88,18 +88,16 @@ export class GeSession implements BackendSession {
     const slots = await this.#slots.acquire(rows);
     const shares = distributeRows(rows, slots.length);
     const limit = this.#gears?.at(-1) ?? rows;
-    const perSlot = shares.map((share) => chunkRows(share, limit).map((n): Piece => ({ rows: n, gear: this.#gearFor(n) })));
-    const pieceRows = perSlot.flat().map((piece) => piece.rows);
-    const parts = feeds.map((feed) => splitBatch(feed, pieceRows));
-    const firstPiece = perSlot.map((_, s) => perSlot.slice(0, s).reduce((sum, pieces) => sum + pieces.length, 0));
-    const runs = perSlot.map(async (pieces, s) => {
-      const first = firstPiece[s];
+    const bySlot = feeds.map((feed) => splitBatch(feed, shares));
+    const runs = slots.map(async (slot, s) => {
       try {
+        const chunks = chunkRows(shares[s], limit);
+        const byChunk = bySlot.map((parts) => splitBatch(parts[s], chunks));
         const results: Tensor[][] = [];
-        for (const [i, piece] of pieces.entries()) results.push(await this.#execute(slots[s], parts.map((p) => p[first + i]), piece));
+        for (const [c, n] of chunks.entries()) results.push(await this.#execute(slot, byChunk.map((parts) => parts[c]), { rows: n, gear: this.#gearFor(n) }));
         return results;
       } finally {
-        this.#slots.release(slots[s]);
+        this.#slots.release(slot);
       }
     });
     const settled = await Promise.allSettled(runs);
