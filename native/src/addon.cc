@@ -1,5 +1,6 @@
 // serve_fn_npu: Ascend OM models through AscendCL, bound at run time, and system shared memory
-// (POSIX shm_open + mmap) for the protocol layer. Only registers exports;
+// (POSIX shm_open + mmap) for the protocol layer. serve_fn_npu_ge (SERVE_FN_WITH_GE, built only
+// against a CANN toolkit) adds ONNX models through the GE graph engine. Only registers exports;
 // see src/backends/npu/native-binding.ts for the typed surface.
 #include <napi.h>
 
@@ -9,6 +10,13 @@
 #include "load-worker.h"
 #include "om-model.h"
 #include "shared-memory.h"
+
+#ifdef SERVE_FN_WITH_GE
+#include "ge-convert-worker.h"
+#include "ge-environment.h"
+#include "ge-load-worker.h"
+#include "ge-model.h"
+#endif
 
 namespace {
 
@@ -21,9 +29,15 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("describeDevices", Napi::Function::New(env, DescribeDevices, "describeDevices"));
   exports.Set("loadModel", Napi::Function::New(env, LoadModel, "loadModel", state));
   exports.Set("mapSharedMemory", Napi::Function::New(env, MapSharedMemory, "mapSharedMemory", state));
+#ifdef SERVE_FN_WITH_GE
+  state->geModelConstructor = Napi::Persistent(GeModel::DefineClass(env));
+  exports.Set("geInfo", Napi::Function::New(env, GeInfo, "geInfo"));
+  exports.Set("loadGeModel", Napi::Function::New(env, LoadGeModel, "loadGeModel", state));
+  exports.Set("convertGeModel", Napi::Function::New(env, ConvertGeModel, "convertGeModel"));
+#endif
   return exports;
 }
 
 }  // namespace
 
-NODE_API_MODULE(serve_fn_npu, Init)
+NODE_API_MODULE(NODE_GYP_MODULE_NAME, Init)

@@ -22,3 +22,18 @@ bool WholeNumber(Napi::Env env, Napi::Value value, const char *what, double max,
   *out = static_cast<uint64_t>(number);
   return true;
 }
+
+bool ModelFileOrBytes(Napi::Env env, Napi::Object options, std::string *file, std::vector<uint8_t> *bytes) {
+  if (!OptionalString(env, options.Get("file"), "file", file)) return false;
+  Napi::Value view = options.Get("bytes");
+  if (file->empty() == !view.IsTypedArray()) {
+    Napi::TypeError::New(env, "give exactly one of file (a path) or bytes (a Uint8Array)").ThrowAsJavaScriptException();
+    return false;
+  }
+  if (view.IsTypedArray()) {
+    Napi::TypedArray array = view.As<Napi::TypedArray>();
+    const uint8_t *data = static_cast<const uint8_t *>(array.ArrayBuffer().Data()) + array.ByteOffset();
+    bytes->assign(data, data + array.ByteLength());
+  }
+  return true;
+}

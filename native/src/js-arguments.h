@@ -7,9 +7,12 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 bool OptionalString(Napi::Env env, Napi::Value value, const char *what, std::string *out);
 // A whole number in [0, max].
 bool WholeNumber(Napi::Env env, Napi::Value value, const char *what, double max, uint64_t *out);
+// options.file (a path) or options.bytes (a Uint8Array, copied): exactly one of them.
+bool ModelFileOrBytes(Napi::Env env, Napi::Object options, std::string *file, std::vector<uint8_t> *bytes);
 
 #endif

@@ -45,20 +45,10 @@ Napi::Value LoadModel(const Napi::CallbackInfo &info) {
   uint64_t deviceId = 0;
   if (!OptionalString(env, options.Get("libraryPath"), "libraryPath", &baton.libraryPath) ||
       !WholeNumber(env, options.Get("deviceId"), "deviceId", INT32_MAX, &deviceId) ||
-      !OptionalString(env, options.Get("file"), "file", &baton.source.file)) {
+      !ModelFileOrBytes(env, options, &baton.source.file, &baton.source.bytes)) {
     return env.Undefined();
   }
   baton.deviceId = static_cast<int32_t>(deviceId);
-  Napi::Value bytes = options.Get("bytes");
-  if (baton.source.file.empty() == !bytes.IsTypedArray()) {
-    Napi::TypeError::New(env, "give exactly one of file (a path) or bytes (a Uint8Array)").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
-  if (bytes.IsTypedArray()) {
-    Napi::TypedArray view = bytes.As<Napi::TypedArray>();
-    const uint8_t *data = static_cast<const uint8_t *>(view.ArrayBuffer().Data()) + view.ByteOffset();
-    baton.source.bytes.assign(data, data + view.ByteLength());
-  }
   auto *worker = new LoadWorker(env, static_cast<AddonState *>(info.Data()), std::move(baton));
   Napi::Promise promise = worker->Promise();
   worker->Queue();

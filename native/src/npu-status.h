@@ -1,5 +1,7 @@
 // Outcome of a native step: success, an ACL call that failed (function, code and the runtime's
-// own text from aclGetRecentErrMsg), or a failure of the addon itself. Worker threads fill it;
+// own text from aclGetRecentErrMsg), a GE call that failed (function, GE status and
+// GEGetErrorMsgV2's text; only the GE build fills those, see ge-status.h), or a failure of the
+// addon itself. Worker threads fill it;
 // the JS thread turns it into an Error that the TypeScript layer maps to SF_ERR_NPU_ACL.
 #ifndef SERVE_FN_NPU_STATUS_H
 #define SERVE_FN_NPU_STATUS_H
@@ -12,8 +14,10 @@
 
 struct NpuStatus {
   bool ok = true;
-  std::string function;  // failing AscendCL function; empty when the addon itself failed
+  std::string function;  // failing AscendCL or GE function; empty when the addon itself failed
   aclError aclCode = ACL_SUCCESS;
+  bool ge = false;         // function is a GE call and geStatus its status
+  uint32_t geStatus = 0;
   std::string message;
 
   static NpuStatus Ok() { return NpuStatus(); }
@@ -26,7 +30,8 @@ NpuStatus AclCheck(const AclApi &api, aclError code, const char *function);
 
 #define ACL_CALL(api, fn, args) AclCheck((api), (api).fn args, #fn)
 
-// An Error carrying aclFunction, aclCode and aclMessage for ACL failures.
+// An Error carrying aclFunction, aclCode and aclMessage for ACL failures, and geFunction, geStatus
+// and geMessage for GE failures.
 Napi::Error ToJsError(Napi::Env env, const NpuStatus &status);
 
 #endif

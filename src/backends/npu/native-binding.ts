@@ -76,6 +76,78 @@ export interface NativeSharedMemoryErrorFields {
   readonly objectSize?: number;
 }
 
+/** What the addon adds to an Error raised by a failed GE call (GEGetErrorMsgV2 gives geMessage). */
+export interface NativeGeErrorFields {
+  readonly geFunction: string;
+  readonly geStatus: number;
+  readonly geMessage: string;
+}
+
+/** The GE route (present only in serve_fn_npu_ge.node, built against a CANN toolkit). */
+export interface NativeGeInfo {
+  /** The CANN home the addon was built against. */
+  readonly cannHome: string;
+  /** The headers its declarations were transcribed from, e.g. "CANN 8.5.0". */
+  readonly headers: string;
+}
+
+export interface NativeGeLoadOptions {
+  /** AscendCL, as loadModel. */
+  readonly libraryPath?: string;
+  readonly deviceId: number;
+  /** The ONNX model: a file or its bytes. */
+  readonly file?: string;
+  readonly bytes?: Uint8Array;
+  /** (session, graph, stream) execution slots, at least 1. */
+  readonly slots: number;
+  /** GEInitialize's: the first load in the process sets them; a later load whose global options differ is refused naming the key. */
+  readonly globalOptions: Readonly<Record<string, string>>;
+  /** Each ge::Session's (the addon adds ge.session_device_id). */
+  readonly sessionOptions: Readonly<Record<string, string>>;
+  /** AddGraph's. */
+  readonly graphOptions: Readonly<Record<string, string>>;
+  /** aclgrphParseONNX(FromMem)'s. */
+  readonly parserOptions: Readonly<Record<string, string>>;
+}
+
+export interface NativeGeTensor {
+  readonly data: ArrayBufferView;
+  readonly dims: readonly number[];
+  /** ge::DataType code (the same numbers as aclDataType). */
+  readonly dataType: number;
+}
+
+export interface NativeGeOutput {
+  readonly dataType: number;
+  /** Known dims → caller-allocated device output; any output without → GE allocates them all. */
+  readonly dims?: readonly number[];
+}
+
+export interface NativeGeModel {
+  readonly slots: number;
+  readonly unloaded: boolean;
+  /** One ExecuteGraphWithStreamAsync on one slot (one at a time per slot; a busy slot is refused). */
+  execute(
+    slot: number,
+    inputs: readonly NativeGeTensor[],
+    outputs: readonly NativeGeOutput[],
+  ): Promise<{ data: ArrayBuffer; dims: number[] }[]>;
+  /** RemoveGraph, sessions, streams, buffers; GEFinalize after the last model of the process. */
+  unload(): Promise<void>;
+}
+
+export interface NativeGeConvertOptions {
+  readonly libraryPath?: string;
+  readonly deviceId?: number;
+  readonly file?: string;
+  readonly bytes?: Uint8Array;
+  /** The .om path as the user gave it (the result names the file actually written). */
+  readonly output: string;
+  readonly parserOptions: Readonly<Record<string, string>>;
+  /** ge::ir_option keys: soc_version, input_shape, dynamic_batch_size, precision_mode… */
+  readonly buildOptions: Readonly<Record<string, string>>;
+}
+
 export interface NpuNativeBinding {
   /** dlopen only: no aclInit, no device access. */
   probeLibrary(libraryPath?: string): LibraryProbe;
@@ -83,21 +155,35 @@ export interface NpuNativeBinding {
   loadModel(options: NativeLoadOptions): Promise<NativeOmModel>;
   /** shm_open (read/write, never create) and mmap of [offset, offset + byteSize) of the object `key`; absent in an addon built before it. */
   mapSharedMemory?(key: string, offset: number, byteSize: number): NativeSharedMemoryMapping;
+  /** The GE route: only in serve_fn_npu_ge.node. */
+  geInfo?(): NativeGeInfo;
+  loadGeModel?(options: NativeGeLoadOptions): Promise<NativeGeModel>;
+  convertGeModel?(options: NativeGeConvertOptions): Promise<{ readonly file: string }>;
 }
 
 export type NpuBindingLoad = { readonly binding: NpuNativeBinding } | { readonly reason: string };
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-const ADDON_FILES = ['Release', 'Debug'].map((kind) => join(ROOT, 'native', 'build', kind, 'serve_fn_npu.node'));
+/**
+ * SERVE_FN_NPU_ADDON (a path) wins; else the GE build (a superset, built only against a CANN
+ * toolkit), then the plain one, Release before Debug.
+ */
+function addonFiles(): string[] {
+  const explicit = process.env.SERVE_FN_NPU_ADDON;
+  if (explicit) return [resolve(explicit)];
+  return ['serve_fn_npu_ge.node', 'serve_fn_npu.node'].flatMap((name) =>
+    ['Release', 'Debug'].map((kind) => join(ROOT, 'native', 'build', kind, name)),
+  );
+}
 
 let cached: NpuBindingLoad | undefined;
 
 function load(): NpuBindingLoad {
   const require = createRequire(import.meta.url);
   const tried: string[] = [];
-  for (const file of ADDON_FILES) {
+  for (const file of addonFiles()) {
     if (!existsSync(file)) {
-      tried.push(`${file} (not built)`);
+      tried.push(`${file} (${process.env.SERVE_FN_NPU_ADDON ? 'named by SERVE_FN_NPU_ADDON; no such file' : 'not built'})`);
       continue;
     }
     try {

@@ -1,0 +1,165 @@
+#include "ge-convert-worker.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <ctime>
+#include <mutex>
+#include <set>
+
+#include "acl-library.h"
+#include "device-runtime.h"
+#include "ge-api.h"
+#include "ge-status.h"
+#include "js-arguments.h"
+
+namespace {
+
+// The options aclgrphBuildModel accepts, by their key strings: metadef 8.5.0
+// inc/external/ge_common/ge_api_types.h, ir_option::ir_builder_suppported_options (GE refuses a
+// build option outside it, compiler/api/aclgrph/ge_ir_build.cc). Every other option, soc version
+// included, is a global one for aclgrphBuildInitialize.
+const std::set<std::string> &BuildModelKeys() {
+  static const auto *keys = new std::set<std::string>{
+      "ac_parallel_enable", "ge.INPUT_NODES_SET_FP16", "ge.autoTuneMode", "ge.build_inner_model", "ge.customizeDtypes",
+      "ge.debugDir", "ge.distributed_cluster_build", "ge.dynamicBatchSize", "ge.dynamicDims", "ge.dynamicImageSize",
+      "ge.enableGraphParallel", "ge.exec.allow_hf32", "ge.exec.disableReuseMemory", "ge.exec.exclude_engines",
+      "ge.exec.modify_mixlist", "ge.exec.op_precision_mode", "ge.exec.precision_mode", "ge.exec.precision_mode_v2",
+      "ge.exec.tuneDeviceIds", "ge.exportCompileStat", "ge.externalWeight", "ge.graphMaxParallelModelNum",
+      "ge.graphParallelOptionPath", "ge.inputHintShape", "ge.insertOpFile", "ge.mdl_bank_path", "ge.offline_model_relation",
+      "ge.oo.constantFolding", "ge.oo.deadCodeElimination", "ge.oo.level", "ge.opDebugLevel", "ge.op_bank_path",
+      "ge.op_bank_update", "ge.op_compiler_cache_dir", "ge.op_compiler_cache_mode", "ge.optimizationSwitch",
+      "ge.outputDatatype", "ge.outputNodeName", "ge.performance_mode", "ge.quant_dumpable",
+      "ge.shape_generalized_build_mode", "ge.tiling_schedule_optimize", "input_format", "input_shape",
+      "input_shape_range", "log", "op_debug_config", "op_debug_option", "op_name_map"};
+  return *keys;
+}
+
+// aclgrphBuildInitialize/Finalize are process-wide: conversions run one after another.
+std::mutex &BuildMutex() {
+  static auto *mutex = new std::mutex();
+  return *mutex;
+}
+
+bool EndsWith(const std::string &text, const std::string &suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool WrittenSince(const std::string &path, time_t since) {
+  struct stat info;
+  return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && info.st_mtime >= since;
+}
+
+// aclgrphSaveModel always appends ".om", and names the file <stem>_<os>_<arch>.om when the model
+// carries operator binaries for one platform (docs/graph_engine_api/aclgrphSaveModel.md;
+// compiler/api/aclgrph/ge_ir_build.cc). So the stem handed to it drops the user's ".om", and the
+// written file is looked up afterwards.
+std::string WrittenFile(const std::string &stem, time_t since) {
+  if (WrittenSince(stem + ".om", since)) return stem + ".om";
+  size_t slash = stem.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : stem.substr(0, slash);
+  std::string base = stem.substr(slash == std::string::npos ? 0 : slash + 1) + "_";
+  std::string found;
+  if (DIR *listing = opendir(dir.c_str())) {
+    while (dirent *entry = readdir(listing)) {
+      std::string name = entry->d_name;
+      std::string path = dir + "/" + name;
+      if (name.compare(0, base.size(), base) == 0 && EndsWith(name, ".om") && WrittenSince(path, since)) found = path;
+    }
+    closedir(listing);
+  }
+  return found;
+}
+
+}  // namespace
+
+GeConvertWorker::GeConvertWorker(Napi::Env env, GeConvertRequest request)
+    : Napi::AsyncWorker(env, "serve-fn:npu:ge-convert"),
+      request_(std::move(request)),
+      deferred_(Napi::Promise::Deferred::New(env)) {}
+
+NpuStatus GeConvertWorker::Build() {
+  ge::Options global;
+  ge::Options build;
+  for (const auto &entry : request_.buildOptions) {
+    ge::Options &target = BuildModelKeys().count(entry.first) ? build : global;
+    target[ge::AscendString(entry.first.c_str())] = ge::AscendString(entry.second.c_str());
+  }
+  std::lock_guard<std::mutex> lock(BuildMutex());
+  NpuStatus status = GE_CALL(aclgrphBuildInitialize, (global));
+  if (!status.ok) return status;
+  ge::Graph graph;
+  ge::Options parserOptions = ToGeOptions(request_.parserOptions);
+  const ModelSource &source = request_.source;
+  status = source.file.empty()
+               ? GE_CALL(aclgrphParseONNXFromMem,
+                         (reinterpret_cast<const char *>(source.bytes.data()), source.bytes.size(), parserOptions, graph))
+               : GE_CALL(aclgrphParseONNX, (source.file.c_str(), parserOptions, graph));
+  ge::ModelBufferData model;
+  model.length = 0;
+  if (status.ok) status = GE_CALL(aclgrphBuildModel, (graph, build, model));
+  std::string stem = EndsWith(request_.output, ".om") ? request_.output.substr(0, request_.output.size() - 3) : request_.output;
+  time_t started = std::time(nullptr);
+  if (status.ok) status = GE_CALL(aclgrphSaveModel, (stem.c_str(), model));
+  ge::aclgrphBuildFinalize();
+  if (!status.ok) return status;
+  file_ = WrittenFile(stem, started);
+  if (file_.empty()) return NpuStatus::Failure("aclgrphSaveModel succeeded but wrote neither " + stem + ".om nor " + stem + "_*.om");
+  return NpuStatus::Ok();
+}
+
+void GeConvertWorker::Execute() {
+  AclLibrary::OpenResult opened = AclLibrary::Open(request_.libraryPath);
+  if (!opened.library) {
+    status_ = opened.NotFound();
+  } else {
+    // The OM path's runtime gives the aclInit share and the device the IR build API runs under
+    // (its context and stream go unused, and cost one allocation each).
+    std::unique_ptr<DeviceRuntime> runtime;
+    status_ = DeviceRuntime::Create(opened.library, request_.deviceId, &runtime);
+    if (status_.ok) status_ = Build();
+    if (runtime) {
+      NpuStatus released = runtime->Release();
+      if (status_.ok) status_ = released;
+    }
+  }
+  if (!status_.ok) SetError(status_.message);
+}
+
+void GeConvertWorker::OnOK() {
+  Napi::Env env = Env();
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("file", Napi::String::New(env, file_));
+  deferred_.Resolve(result);
+}
+
+void GeConvertWorker::OnError(const Napi::Error &) { deferred_.Reject(ToJsError(Env(), status_).Value()); }
+
+Napi::Value ConvertGeModel(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsObject()) {
+    Napi::TypeError::New(env, "convertGeModel(options) needs an options object").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  Napi::Object options = info[0].As<Napi::Object>();
+  GeConvertRequest request;
+  uint64_t deviceId = 0;
+  Napi::Value device = options.Get("deviceId");
+  if (!OptionalString(env, options.Get("libraryPath"), "libraryPath", &request.libraryPath) ||
+      (!device.IsUndefined() && !WholeNumber(env, device, "deviceId", INT32_MAX, &deviceId)) ||
+      !ModelFileOrBytes(env, options, &request.source.file, &request.source.bytes) ||
+      !OptionalString(env, options.Get("output"), "output", &request.output) ||
+      !ReadStringOptions(env, options.Get("parserOptions"), "parserOptions", &request.parserOptions) ||
+      !ReadStringOptions(env, options.Get("buildOptions"), "buildOptions", &request.buildOptions)) {
+    return env.Undefined();
+  }
+  if (request.output.empty() || EndsWith(request.output, "/")) {
+    Napi::TypeError::New(env, "output must name the .om file to write").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  request.deviceId = static_cast<int32_t>(deviceId);
+  auto *worker = new GeConvertWorker(env, std::move(request));
+  Napi::Promise promise = worker->Promise();
+  worker->Queue();
+  return promise;
+}

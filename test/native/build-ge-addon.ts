@@ -1,0 +1,124 @@
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { buildSimCann, type SimCann } from './build-sim-ge.js';
+
+/**
+ * Builds the GE addon (target serve_fn_npu_ge of native/binding.gyp) against the simulated CANN
+ * home into test/native/build/ge-addon: a copy of native/{binding.gyp, find-cann-home.cjs, src}
+ * configured by node-gyp with SERVE_FN_CANN_HOME set, so the test build and `npm run build:native`
+ * share one build definition, and native/build keeps the plain addon. Idempotent and cheap when
+ * nothing changed (a content stamp over the sources and the simulated libraries; make is
+ * incremental underneath), and safe when several vitest workers call it at once (a lock
+ * directory, as build-sim.ts). Asynchronous, unlike the simulation builds: compiling the addon
+ * takes a minute, and a blocked event loop would starve vitest's worker RPC meanwhile.
+ */
+
+export interface GeAddonBuild {
+  /** The built serve_fn_npu_ge.node. */
+  readonly addon: string;
+  readonly cann: SimCann;
+}
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const NATIVE = resolve(HERE, '..', '..', 'native');
+const BUILD = join(HERE, 'build');
+const OUT = join(BUILD, 'ge-addon');
+const TARGET = 'serve_fn_npu_ge';
+const ADDON = join(OUT, 'build', 'Release', `${TARGET}.node`);
+const COPIED = ['binding.gyp', 'find-cann-home.cjs', 'src'];
+const LOCK_STALE_MS = 300_000;
+
+/** The node-gyp npm ships (what `npm run build:native` runs), else one on PATH. */
+function nodeGyp(): string[] {
+  const bundled = resolve(dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
+  return existsSync(bundled) ? [process.execPath, bundled] : ['node-gyp'];
+}
+
+/** node-gyp must not download headers (tests run offline): point it at the installed ones. */
+function nodeDir(): string {
+  const candidates = [resolve(dirname(process.execPath), '..'), process.env.npm_config_nodedir].filter((dir): dir is string => !!dir);
+  const found = candidates.find((dir) => existsSync(join(dir, 'include', 'node', 'node_api.h')));
+  if (!found) throw new Error(`node_api.h not found under ${candidates.join(', ')}: install the Node.js headers`);
+  return found;
+}
+
+function stamp(cann: SimCann): string {
+  const hash = createHash('sha256').update(process.version).update(cann.home);
+  const add = (file: string) => hash.update(file).update(readFileSync(file));
+  add(join(NATIVE, 'binding.gyp'));
+  add(join(NATIVE, 'find-cann-home.cjs'));
+  for (const file of readdirSync(join(NATIVE, 'src')).sort()) add(join(NATIVE, 'src', file));
+  for (const file of readdirSync(cann.lib64).filter((f) => f.endsWith('.so')).sort()) add(join(cann.lib64, file));
+  return hash.digest('hex');
+}
+
+function upToDate(expected: string): boolean {
+  const stampFile = join(OUT, '.stamp');
+  return existsSync(ADDON) && existsSync(stampFile) && readFileSync(stampFile, 'utf8') === expected;
+}
+
+const execFileAsync = promisify(execFile);
+
+async function run(command: readonly string[], cwd: string, env: NodeJS.ProcessEnv): Promise<void> {
+  try {
+    await execFileAsync(command[0]!, command.slice(1), { cwd, env, maxBuffer: 64 * 1024 * 1024 });
+  } catch (err) {
+    const { stdout = '', stderr = String(err) } = err as { stdout?: string; stderr?: string };
+    throw new Error(`${command.join(' ')} failed in ${cwd}:\n${stdout}${stderr}`);
+  }
+}
+
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+async function withLock(fn: () => Promise<void>): Promise<void> {
+  const lock = join(BUILD, '.ge-addon-lock');
+  mkdirSync(BUILD, { recursive: true });
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const held = statSync(lock, { throwIfNoEntry: false });
+      if (held && Date.now() - held.mtimeMs > LOCK_STALE_MS) rmSync(lock, { recursive: true, force: true });
+      await sleep(200);
+    }
+  }
+  try {
+    await fn();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+async function compile(cann: SimCann): Promise<void> {
+  mkdirSync(OUT, { recursive: true });
+  rmSync(join(OUT, 'src'), { recursive: true, force: true });
+  // Timestamps kept, so make recompiles only the files that changed since the last build.
+  for (const entry of COPIED) cpSync(join(NATIVE, entry), join(OUT, entry), { recursive: true, preserveTimestamps: true });
+  const env: NodeJS.ProcessEnv = { ...process.env, SERVE_FN_CANN_HOME: cann.home };
+  delete env.ASCEND_HOME_PATH;
+  await run([...nodeGyp(), 'configure', `--nodedir=${nodeDir()}`], OUT, env);
+  // Only the GE target: the plain one is native/build's, and building it again here costs minutes.
+  await run(['make', '-C', 'build', '-j2', 'BUILDTYPE=Release', TARGET], OUT, env);
+  if (!existsSync(ADDON)) throw new Error(`node-gyp reported success but ${ADDON} is missing`);
+}
+
+/** Builds what is missing or stale and returns where the addon and the simulated CANN home are. */
+export async function buildGeAddon(): Promise<GeAddonBuild> {
+  const cann = buildSimCann();
+  const expected = stamp(cann);
+  if (!upToDate(expected)) {
+    await withLock(async () => {
+      if (upToDate(expected)) return;
+      rmSync(join(OUT, '.stamp'), { force: true });
+      await compile(cann);
+      writeFileSync(join(OUT, '.stamp'), expected);
+    });
+  }
+  return { addon: ADDON, cann };
+}
