@@ -14,8 +14,14 @@ namespace {
 std::mutex build_lock;
 bool build_initialized = false;
 
-/* The ge::ir_option keys the simulation honours (ge_api_types.h); any other is refused, not ignored. */
-const char *const kBuildOptions[] = {"input_shape", "dynamic_batch_size", "precision_mode", "precision_mode_v2"};
+/* The ge::ir_option keys the simulation honours, with the strings ge_api_types.h gives them (INPUT_SHAPE,
+ * DYNAMIC_BATCH_SIZE = kDynamicBatchSize, PRECISION_MODE, PRECISION_MODE_V2); any other is refused, not ignored. */
+const char *const kInputShape = "input_shape";
+const char *const kDynamicBatchSize = "ge.dynamicBatchSize";
+const char *const kPrecisionMode = "ge.exec.precision_mode";
+const char *const kPrecisionModeV2 = "ge.exec.precision_mode_v2";
+const char *const kSocVersion = "ge.socVersion"; /* ir_option::SOC_VERSION */
+const char *const kBuildOptions[] = {kInputShape, kDynamicBatchSize, kPrecisionMode, kPrecisionModeV2};
 
 ge::graphStatus CheckShapes(const std::vector<ge::SimTensorSpec> &inputs, const std::vector<int64_t> &gears) {
   for (const ge::SimTensorSpec &input : inputs) {
@@ -23,12 +29,12 @@ ge::graphStatus CheckShapes(const std::vector<ge::SimTensorSpec> &inputs, const 
       bool batch = !gears.empty() && d == 0;
       if (batch && input.dims[d] != -1) {
         return sim_ge_fail(ACL_ERROR_GE_PARAM_INVALID, "aclgrphBuildModel",
-                           "dynamic_batch_size needs -1 in dim 0 of every input in input_shape; '%s' has %lld", input.name.c_str(),
+                           "ge.dynamicBatchSize needs -1 in dim 0 of every input in input_shape; '%s' has %lld", input.name.c_str(),
                            static_cast<long long>(input.dims[d]));
       }
       if (!batch && input.dims[d] == -1) {
         return sim_ge_fail(ACL_ERROR_GE_PARAM_INVALID, "aclgrphBuildModel",
-                           "dim %zu of '%s' is dynamic: an offline model needs input_shape sizes (or dynamic_batch_size for dim 0)", d,
+                           "dim %zu of '%s' is dynamic: an offline model needs input_shape sizes (or ge.dynamicBatchSize for dim 0)", d,
                            input.name.c_str());
       }
     }
@@ -43,8 +49,8 @@ graphStatus aclgrphBuildInitialize(std::map<AscendString, AscendString> &global_
   std::lock_guard<std::mutex> guard(build_lock);
   if (build_initialized) return sim_ge_fail(FAILED, "aclgrphBuildInitialize", "already initialized (aclgrphBuildFinalize first)");
   std::string soc;
-  if (!sim_ge::Lookup(global_options, "soc_version", &soc) || soc.empty()) {
-    return sim_ge_fail(ACL_ERROR_GE_PARAM_INVALID, "aclgrphBuildInitialize", "the global option soc_version is required");
+  if (!sim_ge::Lookup(global_options, kSocVersion, &soc) || soc.empty()) {
+    return sim_ge_fail(ACL_ERROR_GE_PARAM_INVALID, "aclgrphBuildInitialize", "the global option ge.socVersion (ir_option::SOC_VERSION) is required");
   }
   build_initialized = true;
   return GRAPH_SUCCESS;
@@ -79,16 +85,16 @@ graphStatus aclgrphBuildModel(const Graph &graph, const std::map<AscendString, A
   }
   std::string shape, batch, mode, mode_v2, err;
   std::vector<SimTensorSpec> inputs = impl->inputs;
-  if (sim_ge::Lookup(build_options, "input_shape", &shape) && !sim_ge::ApplyShapeSpec(shape, &inputs, &err)) {
+  if (sim_ge::Lookup(build_options, kInputShape, &shape) && !sim_ge::ApplyShapeSpec(shape, &inputs, &err)) {
     return sim_ge_fail(ACL_ERROR_GE_PARAM_INVALID, fn, "input_shape: %s", err.c_str());
   }
   std::vector<int64_t> gears;
-  if (sim_ge::Lookup(build_options, "dynamic_batch_size", &batch) && !sim_ge::ParseList(batch, &gears, &err)) {
-    return sim_ge_fail(ACL_ERROR_GE_PARAM_INVALID, fn, "dynamic_batch_size: %s", err.c_str());
+  if (sim_ge::Lookup(build_options, kDynamicBatchSize, &batch) && !sim_ge::ParseList(batch, &gears, &err)) {
+    return sim_ge_fail(ACL_ERROR_GE_PARAM_INVALID, fn, "ge.dynamicBatchSize: %s", err.c_str());
   }
   if (graphStatus status = CheckShapes(inputs, gears)) return status;
-  bool has_mode = sim_ge::Lookup(build_options, "precision_mode", &mode);
-  bool has_mode_v2 = sim_ge::Lookup(build_options, "precision_mode_v2", &mode_v2);
+  bool has_mode = sim_ge::Lookup(build_options, kPrecisionMode, &mode);
+  bool has_mode_v2 = sim_ge::Lookup(build_options, kPrecisionModeV2, &mode_v2);
   bool fp16 = true;
   if (!sim_ge::ResolvePrecision(has_mode ? &mode : nullptr, has_mode_v2 ? &mode_v2 : nullptr, &fp16, &err)) {
     return sim_ge_fail(ACL_ERROR_GE_PARAM_INVALID, fn, "%s", err.c_str());

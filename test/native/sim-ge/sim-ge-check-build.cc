@@ -13,14 +13,14 @@ void RunBuild(const char *onnx, const char *output_dir) {
   Print("build-before-initialize", ge::aclgrphBuildModel(graph, {}, model));
   Options no_soc;
   Print("initialize-without-soc-version", ge::aclgrphBuildInitialize(no_soc));
-  Options global{{"soc_version", "Ascend310P3"}};
+  Options global{{"ge.socVersion", "Ascend310P3"}};
   Print("initialize", ge::aclgrphBuildInitialize(global));
   Print("initialize-again", ge::aclgrphBuildInitialize(global));
   Print("build-unsimulated-option", ge::aclgrphBuildModel(graph, {{"log", "debug"}}, model));
   Print("build-dynamic-without-input-shape", ge::aclgrphBuildModel(graph, {}, model));
-  Print("build-gears-on-fixed-batch", ge::aclgrphBuildModel(graph, {{"input_shape", "x:2,3"}, {"dynamic_batch_size", "1,4,8"}}, model));
+  Print("build-gears-on-fixed-batch", ge::aclgrphBuildModel(graph, {{"input_shape", "x:2,3"}, {"ge.dynamicBatchSize", "1,4,8"}}, model));
   Print("build-empty-graph", ge::aclgrphBuildModel(ge::Graph("empty"), {{"input_shape", "x:2,3"}}, model));
-  Print("build", ge::aclgrphBuildModel(graph, {{"input_shape", "x:-1,3"}, {"dynamic_batch_size", "1,4,8"}, {"precision_mode", "force_fp32"}}, model));
+  Print("build", ge::aclgrphBuildModel(graph, {{"input_shape", "x:-1,3"}, {"ge.dynamicBatchSize", "1,4,8"}, {"ge.exec.precision_mode", "force_fp32"}}, model));
   Print("build-calls", Counter("libge_runner.so", "build_calls"));
   Print("model-length-positive", model.length > 0);
   std::string base = std::string(output_dir) + "/converted";
