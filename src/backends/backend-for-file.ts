@@ -2,9 +2,17 @@ import { extname } from 'node:path';
 import { createError } from '../errors/index.js';
 import type { Backend, DeviceSpec } from './backend.js';
 
-/** Picks the backend for a model file by its extension; backends load lazily, so unused native code stays unloaded. */
-export async function backendForFile(path: string): Promise<Backend> {
+/**
+ * Picks the backend for a model file by its extension and the device it is to run on: an ONNX file
+ * on an NPU goes to GE (npu_ge), elsewhere to ONNX Runtime. Backends load lazily, so unused native
+ * code stays unloaded.
+ */
+export async function backendForFile(path: string, device?: DeviceSpec): Promise<Backend> {
   const ext = extname(path).toLowerCase();
+  if (ext === '.onnx' && device?.kind === 'npu') {
+    const { GeBackend } = await import('./npu/ge-backend.js');
+    return new GeBackend();
+  }
   if (ext === '.onnx') {
     const { OnnxBackend } = await import('./onnx/onnx-backend.js');
     return new OnnxBackend();
@@ -13,7 +21,7 @@ export async function backendForFile(path: string): Promise<Backend> {
     const { NpuBackend } = await import('./npu/npu-backend.js');
     return new NpuBackend();
   }
-  throw createError('SF_ERR_BACKEND_UNSUPPORTED', ext || path, 'serve-fn loads .onnx (ONNX Runtime) and .om (Ascend NPU) files');
+  throw createError('SF_ERR_BACKEND_UNSUPPORTED', ext || path, 'serve-fn loads .onnx (ONNX Runtime, or GE on an Ascend NPU) and .om (Ascend NPU) files');
 }
 
 /** Reads `cpu`, `gpu:1`, `npu:0`; a bare kind takes `fallbackId`. */

@@ -28,7 +28,14 @@ export interface ModelContextData {
 export interface LoadModelOptions {
   /** `cpu`, `gpu:<id>` or `npu:<id>`; defaults to the instance's own device. */
   readonly device?: string;
-  /** Backend settings, e.g. ONNX Runtime `intraOpNumThreads` or `graphOptimizationLevel`. */
+  /**
+   * Backend settings, e.g. ONNX Runtime `intraOpNumThreads` or `graphOptimizationLevel`. An ONNX
+   * file on an NPU (GE) takes `slots` (execution slots, default 1), `input_shape` (the ONNX
+   * parser's), `ge.*` (GEInitialize), `session.ge.*` (each GE session) and `graph.ge.*` (the
+   * graph's), as Huawei's Triton GE backend names them; serve-fn sets
+   * `session.ge.exec.precision_mode_v2: 'origin'` (the model's own precision, not GE's fp16
+   * default) unless a precision mode is given.
+   */
   readonly options?: Readonly<Record<string, unknown>>;
 }
 
@@ -44,9 +51,9 @@ export interface InferOptions {
 /** What `initialize(ctx)` receives: the facts above plus the instance's services. */
 export interface ModelContext extends ModelContextData {
   /**
-   * Loads a model file (`.onnx` with ONNX Runtime, `.om` on an Ascend NPU) into this instance's
-   * thread; a relative path is taken from `modelDir` (the entry's folder, see above). Sessions are
-   * disposed after `finalize`.
+   * Loads a model file (`.onnx` with ONNX Runtime, or through GE when the device is an Ascend NPU;
+   * `.om` on an Ascend NPU) into this instance's thread; a relative path is taken from `modelDir`
+   * (the entry's folder, see above). Sessions are disposed after `finalize`.
    */
   loadModel(path: string, options?: LoadModelOptions): Promise<BackendSession>;
   /**

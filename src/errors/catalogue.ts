@@ -130,6 +130,7 @@ export const ERROR_CATALOGUE = {
   // Ascend NPU (native addon).
   SF_ERR_NPU_UNAVAILABLE: spec(501, 'Ascend NPU backend is not available: %s'),
   SF_ERR_NPU_ACL: spec(500, '%s failed with ACL error %s: %s'),
+  SF_ERR_NPU_GE: spec(500, '%s failed with GE status %s: %s'),
 
   // Text models: the text engine (src/text) and the TEI, OpenAI, Cohere/Jina/vLLM routes.
   SF_ERR_TEXT_EMPTY: spec(400, 'Input validation error: %s cannot be empty'),

@@ -23,7 +23,7 @@ export class BackendExecutor implements TensorExecutor {
 
   /** The session is opened through ctx.loadModel, which disposes of it after finalize. */
   static async start(plan: TensorModelPlan, ctx: ModelContext): Promise<BackendExecutor> {
-    const session = await ctx.loadModel(plan.file, { options: plan.kind === 'onnx' ? plan.sessionOptions : undefined });
+    const session = await ctx.loadModel(plan.file, { options: plan.sessionOptions });
     return new BackendExecutor(plan, session);
   }
 

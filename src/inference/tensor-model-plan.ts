@@ -15,17 +15,17 @@ export interface ConfigTensor {
   readonly optional: boolean;
 }
 
-export type TensorModelKind = 'onnx' | 'npu_om' | 'module';
+export type TensorModelKind = 'onnx' | 'npu_om' | 'npu_ge' | 'module';
 
 export interface TensorModelPlan {
   readonly kind: TensorModelKind;
-  /** Absolute path of model.onnx, model.om, or the model.ts / model.js module. */
+  /** Absolute path of model.onnx (ONNX Runtime or GE), model.om, or the model.ts / model.js module. */
   readonly file: string;
   /** 0: requests carry no batch dimension and run one at a time. */
   readonly maxBatchSize: number;
   readonly inputs: readonly ConfigTensor[];
   readonly outputs: readonly ConfigTensor[];
-  /** Backend options for `ctx.loadModel` (ONNX Runtime threads, memory arena). */
+  /** Backend options for `ctx.loadModel` (ONNX Runtime threads, memory arena; GE scopes and execution slots). */
   readonly sessionOptions: Readonly<Record<string, unknown>>;
 }
 

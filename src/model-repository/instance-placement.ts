@@ -1,5 +1,6 @@
 import { createError } from '../errors/index.js';
 import type { TensorModelKind } from '../inference/tensor-model-plan.js';
+import { geDeviceIds, geExecBlocks } from './ge-parameters.js';
 import type { ModelConfig } from './model-config.js';
 
 export interface InstancePlacement {
@@ -7,21 +8,61 @@ export interface InstancePlacement {
   readonly name: string;
   readonly kind: 'cpu' | 'gpu' | 'npu';
   readonly id: number;
+  /** npu_ge: the instance's GE execution slots. */
+  readonly slots?: number;
 }
 
 /**
  * Where each instance of a model runs, from its instance_group list (normalised by the config
  * parser, so every group has a name and a count >= 1). As in Triton, `count` instances run on each
  * device a group lists. KIND_GPU groups use CUDA devices `gpus` (default 0); KIND_CPU, KIND_AUTO
- * and KIND_MODEL run on the CPU (serve-fn does not probe for GPUs). npu_om models always run on
- * Ascend NPUs, the group's `gpus` naming NPU ids (default 0).
+ * and KIND_MODEL run on the CPU (serve-fn does not probe for GPUs). npu_om and npu_ge models
+ * always run on Ascend NPUs, the group's `gpus` naming NPU ids (default 0); an npu_ge model's
+ * `device_ids` parameter overrides them (gePlacements).
  */
 export function instancePlacements(config: ModelConfig, kind: TensorModelKind): InstancePlacement[] {
+  if (kind === 'npu_ge') return gePlacements(config);
+  return tritonPlacements(config, kind === 'npu_om');
+}
+
+function tritonPlacements(config: ModelConfig, onNpu: boolean): InstancePlacement[] {
   return config.instance_group.flatMap((group) => {
-    const device = kind === 'npu_om' ? 'npu' : group.kind === 'KIND_GPU' ? 'gpu' : 'cpu';
+    const device = onNpu ? 'npu' : group.kind === 'KIND_GPU' ? 'gpu' : 'cpu';
     const ids = device === 'cpu' || group.gpus.length === 0 ? [0] : group.gpus;
     let n = 0;
     return ids.flatMap((id) => Array.from({ length: group.count }, () => ({ name: `${group.name}_${n++}`, kind: device, id })));
+  });
+}
+
+/**
+ * npu_ge instances as Huawei's Triton GE backend spreads its work (src/model_instance_state.cpp,
+ * CalculateDeviceExecBlock): with `device_ids`, the instances go round-robin over those NPUs, and
+ * every listed NPU gets at least one instance (more are added to the last group), since the GE
+ * backend runs exec blocks on each NPU it lists. Each NPU gets that backend's number of exec
+ * blocks, `device_exec_blocks`, else ceil(instances × instance_exec_blocks (default 1) / NPUs),
+ * where instances is the instance_group count; the instances on an NPU share its blocks as evenly
+ * as they can, one at least each.
+ */
+function gePlacements(config: ModelConfig): InstancePlacement[] {
+  const listed = geDeviceIds(config);
+  let placements = tritonPlacements(config, true);
+  if (listed) {
+    const names = config.instance_group.flatMap((group) => Array.from({ length: group.count }, (_, n) => `${group.name}_${n}`));
+    const last = config.instance_group[config.instance_group.length - 1];
+    for (let n = last.count; names.length < listed.length; n++) names.push(`${last.name}_${n}`);
+    placements = names.map((name, i) => ({ name, kind: 'npu', id: listed[i % listed.length] }));
+  }
+  const devices = [...new Set(placements.map((p) => p.id))];
+  const instances = config.instance_group.reduce((sum, group) => sum + group.count, 0);
+  const blocks = geExecBlocks(config);
+  const perDevice = blocks.device ?? Math.ceil((instances * (blocks.instance ?? 1)) / devices.length);
+  const seen = new Map<number, number>();
+  return placements.map((placement) => {
+    const index = seen.get(placement.id) ?? 0;
+    seen.set(placement.id, index + 1);
+    const sharing = placements.filter((p) => p.id === placement.id).length;
+    const slots = Math.max(1, Math.floor(perDevice / sharing) + (index < perDevice % sharing ? 1 : 0));
+    return { ...placement, slots };
   });
 }
 

@@ -3,6 +3,7 @@ import { extname, join } from 'node:path';
 import { createError } from '../errors/index.js';
 import type { TensorModelKind } from '../inference/tensor-model-plan.js';
 import { parseModelConfigJson } from './config-json.js';
+import { checkGeParameters } from './ge-parameters.js';
 import { buildModelConfig, parseModelConfig, type ModelConfig } from './model-config.js';
 import { listVersions, pathInside } from './repository-scan.js';
 import { selectVersions } from './version-policy.js';
@@ -31,6 +32,7 @@ export interface ModelSource {
 const DEFAULT_FILES: Readonly<Record<Exclude<ModelKind, 'ensemble'>, readonly string[]>> = {
   onnx: ['model.onnx'],
   npu_om: ['model.om'],
+  npu_ge: ['model.onnx'],
   module: ['model.ts', 'model.js'],
 };
 const KIND_BY_EXTENSION: Readonly<Record<string, Exclude<ModelKind, 'ensemble'>>> = { '.onnx': 'onnx', '.om': 'npu_om', '.ts': 'module', '.js': 'module' };
@@ -38,6 +40,7 @@ const KIND_BY_EXTENSION: Readonly<Record<string, Exclude<ModelKind, 'ensemble'>>
 const NAMES: Readonly<Record<ModelKind, { platform: string; backend: string }>> = {
   onnx: { platform: 'onnxruntime_onnx', backend: 'onnxruntime' },
   npu_om: { platform: '', backend: 'npu_om' },
+  npu_ge: { platform: '', backend: 'npu_ge' },
   module: { platform: '', backend: 'serve-fn' },
   ensemble: { platform: 'ensemble', backend: '' },
 };
@@ -83,7 +86,8 @@ function kindOf(config: ModelConfig, dir: string, versions: readonly number[]): 
   const { platform, backend } = config;
   if (platform === 'ensemble') return 'ensemble';
   if (backend === 'npu_ge') {
-    throw createError('SF_ERR_BACKEND_UNSUPPORTED', 'npu_ge', `model '${config.name}' asks for Ascend graph-engine execution; compile it to an .om file with ATC and set backend: "npu_om"`);
+    checkGeParameters(config);
+    return 'npu_ge';
   }
   if (backend === 'npu_om') return 'npu_om';
   if (backend === 'onnxruntime' || platform === 'onnxruntime_onnx') return 'onnx';
@@ -94,7 +98,7 @@ function kindOf(config: ModelConfig, dir: string, versions: readonly number[]): 
     throw createError('SF_ERR_BACKEND_UNSUPPORTED', 'python', `model '${config.name}': serve-fn runs a model.ts or model.js class in place of Triton's model.py (see src/inference/tensor-model-api.ts)`);
   }
   if (backend !== '' || platform !== '') {
-    throw createError('SF_ERR_BACKEND_UNSUPPORTED', backend || platform, `model '${config.name}': serve-fn serves onnxruntime, npu_om, serve-fn (model.ts) and ensemble models`);
+    throw createError('SF_ERR_BACKEND_UNSUPPORTED', backend || platform, `model '${config.name}': serve-fn serves onnxruntime, npu_om, npu_ge, serve-fn (model.ts) and ensemble models`);
   }
   return detectKind(config, dir, versions);
 }

@@ -22,6 +22,7 @@ import { batchPolicyFromConfig } from './batch-policy-from-config.js';
 import { autoCompleteConfig, checkConfigAgainstModel, needsAutoComplete } from './config-autocomplete.js';
 import { configTensors, toTensorSpec, type ConfigTensors } from './config-tensors.js';
 import { planEnsemble } from './ensemble-validation.js';
+import { geLoadOptions } from './ge-parameters.js';
 import { instancePlacements, sessionOptionsFromParameters, type InstancePlacement } from './instance-placement.js';
 import { modelConfigToJson, type ModelConfig } from './model-config.js';
 import type { ModelSource } from './model-source.js';
@@ -74,8 +75,9 @@ async function buildTensorModel(source: ModelSource, kind: TensorModelKind, vers
   let config = source.config;
   if (kind === 'module') {
     if (needsAutoComplete(config)) throw createError('SF_ERR_CONFIG_INVALID', name, 'a model.ts / model.js model declares its input and output tensors in config.pbtxt');
-  } else if (kind === 'onnx' || needsAutoComplete(config)) {
+  } else if (kind === 'onnx' || kind === 'npu_ge' || needsAutoComplete(config)) {
     // An .om file is only opened here when its configuration needs completing: that takes an NPU.
+    // An ONNX file is read on the CPU, for npu_ge too (readMetadata).
     const metadata = withoutControlInputs(await readMetadata(file, kind, placements[0]), config);
     config = autoCompleteConfig(config, metadata, file);
     checkConfigAgainstModel(config, metadata, file);
@@ -85,7 +87,7 @@ async function buildTensorModel(source: ModelSource, kind: TensorModelKind, vers
   const plan: TensorModelPlan = {
     kind, file, maxBatchSize: config.max_batch_size, outputs: tensors.outputs,
     inputs: sequence ? [...tensors.inputs, ...controlInputSpecs(sequence.controls)] : tensors.inputs,
-    sessionOptions: kind === 'onnx' ? sessionOptionsFromParameters(config) : {},
+    sessionOptions: kind === 'onnx' ? sessionOptionsFromParameters(config) : kind === 'npu_ge' ? geLoadOptions(config) : {},
   };
   const info = infoFor(config, version, tensors);
   const makeInstance = ctx.instanceFactory ?? workerInstanceFactory(ctx.infer);
@@ -93,7 +95,7 @@ async function buildTensorModel(source: ModelSource, kind: TensorModelKind, vers
     name,
     version,
     instanceCount: placements.length,
-    factory: (index: number, events: InstanceEvents) => makeInstance(index, plan, contextData(info, source.dir, placements, index), events),
+    factory: (index: number, events: InstanceEvents) => makeInstance(index, instancePlan(plan, placements[index]), contextData(info, source.dir, placements, index), events),
     recorder: ctx.recorder,
     log: ctx.log,
     restartPolicy: ctx.restartPolicy,
@@ -112,7 +114,7 @@ function withoutControlInputs(metadata: BackendMetadata, config: ModelConfig): B
   return controls.size === 0 ? metadata : { ...metadata, inputs: metadata.inputs.filter((spec) => !controls.has(spec.name)) };
 }
 
-/** `config` as readModelSource fills it in: the platform, or for kinds Triton names by backend only (npu_om, serve-fn), the backend. */
+/** `config` as readModelSource fills it in: the platform, or for kinds Triton names by backend only (npu_om, npu_ge, serve-fn), the backend. */
 function infoFor(config: ModelConfig, version: string, tensors: ConfigTensors = configTensors(config)): InferenceModelInfo {
   return {
     name: config.name,
@@ -135,9 +137,19 @@ function batchPolicy(config: ModelConfig, version: string): BatchPolicy {
   }
 }
 
+/** An npu_ge instance's plan carries its own number of execution slots. */
+function instancePlan(plan: TensorModelPlan, placement: InstancePlacement): TensorModelPlan {
+  return placement.slots === undefined ? plan : { ...plan, sessionOptions: { ...plan.sessionOptions, slots: placement.slots } };
+}
+
+/**
+ * The model file's inputs and outputs. An npu_ge model's ONNX file is read with ONNX Runtime on the
+ * CPU, as Huawei's GE backend reads it (src/model_state.cpp, ParseOnnxInfo), so no NPU is opened.
+ */
 async function readMetadata(file: string, kind: TensorModelKind, placement: InstancePlacement): Promise<BackendMetadata> {
-  const device: DeviceSpec = { kind: placement.kind, id: placement.id };
-  const session = await (await backendForFile(file)).load(file, { device, options: kind === 'onnx' ? { intraOpNumThreads: 1 } : undefined });
+  const device: DeviceSpec = kind === 'npu_ge' ? { kind: 'cpu', id: 0 } : { kind: placement.kind, id: placement.id };
+  const onCpu = kind === 'onnx' || kind === 'npu_ge';
+  const session = await (await backendForFile(file, device)).load(file, { device, options: onCpu ? { intraOpNumThreads: 1 } : undefined });
   try {
     return session.metadata();
   } finally {

@@ -21,7 +21,7 @@ export class ContextServices {
       loadModel: async (path, options = {}) => {
         const file = fileOf(path);
         const device = parseDevice(options.device ?? data.deviceKind, data.deviceId);
-        const session = await (await backendForFile(file)).load(file, { device, options: options.options });
+        const session = await (await backendForFile(file, device)).load(file, { device, options: options.options });
         this.sessions.push(session);
         return session;
       },

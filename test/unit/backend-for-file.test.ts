@@ -4,13 +4,19 @@ import { backendForFile, parseDevice } from '../../src/backends/backend-for-file
 describe('backendForFile', () => {
   it('picks ONNX Runtime for .onnx and the NPU backend for .om', async () => {
     expect((await backendForFile('/m/det.onnx')).name).toBe('onnxruntime');
+    expect((await backendForFile('/m/det.onnx', { kind: 'gpu', id: 0 })).name).toBe('onnxruntime');
     expect((await backendForFile('/m/model.OM')).name).toBe('npu_om');
+  });
+
+  it('picks GE for .onnx on an NPU', async () => {
+    expect((await backendForFile('/m/det.onnx', { kind: 'npu', id: 1 })).name).toBe('npu_ge');
+    expect((await backendForFile('/m/model.om', { kind: 'npu', id: 1 })).name).toBe('npu_om');
   });
 
   it('refuses other files with the supported list', async () => {
     await expect(backendForFile('/m/model.pt')).rejects.toMatchObject({
       code: 'SF_ERR_BACKEND_UNSUPPORTED',
-      message: "Backend '.pt' is not supported yet: serve-fn loads .onnx (ONNX Runtime) and .om (Ascend NPU) files",
+      message: "Backend '.pt' is not supported yet: serve-fn loads .onnx (ONNX Runtime, or GE on an Ascend NPU) and .om (Ascend NPU) files",
     });
   });
 });

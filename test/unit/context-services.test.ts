@@ -1,5 +1,9 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { buildAddSubModel } from '../../src/backends/onnx/onnx-model-builder.js';
 import { ContextServices } from '../../src/runtime/context-services.js';
 import { TextTokenizer } from '../../src/text/tokenizer.js';
 
@@ -23,5 +27,25 @@ describe('ctx.loadTokenizer', () => {
 
   it('names the file it could not read', async () => {
     await expect(services().context.loadTokenizer('missing/tokenizer.json')).rejects.toMatchObject({ code: 'SF_ERR_TOKENIZER_INVALID', message: expect.stringContaining('missing/tokenizer.json') });
+  });
+});
+
+describe('ctx.loadModel', () => {
+  it('runs an ONNX file with ONNX Runtime on the CPU, and sends it to GE (npu_ge) when the device is an NPU', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'serve-fn-load-'));
+    const opened = services();
+    try {
+      writeFileSync(join(dir, 'simple.onnx'), buildAddSubModel());
+      const ctx = opened.context;
+      const cpu = await ctx.loadModel(join(dir, 'simple.onnx'));
+      expect(cpu.backend).toBe('onnxruntime');
+      // No NPU and no GE-built addon here: the GE backend says why it cannot run.
+      await expect(ctx.loadModel(join(dir, 'simple.onnx'), { device: 'npu:1' })).rejects.toMatchObject({
+        code: 'SF_ERR_NPU_UNAVAILABLE', message: expect.stringMatching(/^Ascend NPU backend is not available: /),
+      });
+    } finally {
+      await opened.dispose();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -22,6 +22,41 @@ describe('instancePlacements', () => {
   });
 });
 
+describe('instancePlacements for npu_ge', () => {
+  const ge = (text: string) => config(`backend: "npu_ge"\n${text}`);
+  const devices = (ids: string) => `parameters { key: "device_ids" value { string_value: "${ids}" } }`;
+  const blocks = (key: string, n: number) => `parameters { key: "${key}" value { string_value: "${n}" } }`;
+
+  it('puts one slot on NPU 0 by default, and honours a group\'s gpus without device_ids', () => {
+    expect(instancePlacements(ge(''), 'npu_ge')).toEqual([{ name: 'm_0', kind: 'npu', id: 0, slots: 1 }]);
+    expect(instancePlacements(ge('instance_group [ { count: 1 gpus: [ 1, 2 ] } ]'), 'npu_ge')).toEqual([
+      { name: 'm_0_0', kind: 'npu', id: 1, slots: 1 }, { name: 'm_0_1', kind: 'npu', id: 2, slots: 1 },
+    ]);
+  });
+
+  it('places instances round-robin on device_ids, each listed NPU getting one at least', () => {
+    expect(instancePlacements(ge(`instance_group [ { count: 3 } ] ${devices('0,1')}`), 'npu_ge').map((p) => [p.name, p.id])).toEqual([['m_0_0', 0], ['m_0_1', 1], ['m_0_2', 0]]);
+    // Huawei's example/resnet: count 1 on "4,5" runs on both NPUs.
+    expect(instancePlacements(ge(`instance_group [ { count: 1 } ] ${devices('4,5')}`), 'npu_ge')).toEqual([
+      { name: 'm_0_0', kind: 'npu', id: 4, slots: 1 }, { name: 'm_0_1', kind: 'npu', id: 5, slots: 1 },
+    ]);
+    expect(instancePlacements(ge(`instance_group [ { count: 2 gpus: [ 7 ] } ] ${devices('2')}`), 'npu_ge').map((p) => p.id)).toEqual([2, 2]);
+  });
+
+  it("gives each NPU the GE backend's exec blocks, shared by the instances on it", () => {
+    const slots = (text: string) => instancePlacements(ge(text), 'npu_ge').map((p) => [p.id, p.slots]);
+    // ceil(instances × instance_exec_blocks / NPUs) per NPU.
+    expect(slots(`instance_group [ { count: 1 } ] ${blocks('instance_exec_blocks', 2)}`)).toEqual([[0, 2]]);
+    expect(slots(`instance_group [ { count: 2 } ] ${blocks('instance_exec_blocks', 2)}`)).toEqual([[0, 2], [0, 2]]);
+    expect(slots(`instance_group [ { count: 3 } ] ${devices('0,1')} ${blocks('instance_exec_blocks', 1)}`)).toEqual([[0, 1], [1, 2], [0, 1]]);
+    // device_exec_blocks wins: 5 blocks per NPU, two instances on NPU 0 share them 3 + 2.
+    expect(slots(`instance_group [ { count: 3 } ] parameters [ { key: "device_ids" value { string_value: "0,1" } }, { key: "device_exec_blocks" value { string_value: "5" } } ]`))
+      .toEqual([[0, 3], [1, 5], [0, 2]]);
+    // Never fewer than one slot per instance.
+    expect(slots(`instance_group [ { count: 2 } ] ${blocks('device_exec_blocks', 1)}`)).toEqual([[0, 1], [0, 1]]);
+  });
+});
+
 describe('sessionOptionsFromParameters', () => {
   it("reads Triton's onnxruntime parameters, one intra-op thread by default", () => {
     expect(sessionOptionsFromParameters(config(''))).toEqual({ intraOpNumThreads: 1 });

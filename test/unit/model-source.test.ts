@@ -40,6 +40,15 @@ describe('readModelSource', () => {
     expect(source('py', { 'config.pbtxt': 'backend: "python"', '1/model.ts': '' }).kind).toBe('module');
   });
 
+  it('reads npu_ge models: model.onnx, or the default_model_filename, run by GE', () => {
+    const ge = source('ge_onnx', { 'config.pbtxt': 'backend: "npu_ge"', '1/model.onnx': '' });
+    expect(ge.kind).toBe('npu_ge');
+    expect(ge.config).toMatchObject({ platform: '', backend: 'npu_ge' });
+    expect(ge.versions).toEqual([{ version: '1', file: join(root, 'ge_onnx', '1', 'model.onnx') }]);
+    const named = source('ge_named', { 'config.pbtxt': 'backend: "npu_ge" default_model_filename: "clip.onnx"', '1/clip.onnx': '' });
+    expect(named.versions[0].file).toBe(join(root, 'ge_named', '1', 'clip.onnx'));
+  });
+
   it('reads npu_om models and ensembles, an ensemble without a version folder as version 1', () => {
     expect(source('om', { 'config.pbtxt': 'backend: "npu_om"', '1/model.om': '' }).versions).toEqual([{ version: '1', file: join(root, 'om', '1', 'model.om') }]);
     const ensemble = source('ens', { 'config.pbtxt': 'platform: "ensemble"\nensemble_scheduling { step [ { model_name: "a" } ] }' });
@@ -76,8 +85,10 @@ describe('readModelSource', () => {
   });
 
   it.each([
-    ['ge', { 'config.pbtxt': 'backend: "npu_ge"', '1/model.om': '' }, 'SF_ERR_BACKEND_UNSUPPORTED', "Backend 'npu_ge' is not supported yet: model 'ge' asks for Ascend graph-engine execution; compile it to an .om file with ATC and set backend: \"npu_om\""],
-    ['trt', { 'config.pbtxt': 'platform: "tensorrt_plan"', '1/model.plan': '' }, 'SF_ERR_BACKEND_UNSUPPORTED', "Backend 'tensorrt_plan' is not supported yet: model 'trt': serve-fn serves onnxruntime, npu_om, serve-fn (model.ts) and ensemble models"],
+    ['ge', { 'config.pbtxt': 'backend: "npu_ge"', '1/model.om': '' }, 'SF_ERR_REPOSITORY_INVALID', `Model repository '${root}' is invalid: model file ${join(root, 'ge', '1', 'model.onnx')} does not exist`],
+    ['gestatic', { 'config.pbtxt': 'backend: "npu_ge" dynamic_batching { } parameters { key: "static_model" value { string_value: "1" } }', '1/model.onnx': '' }, 'SF_ERR_CONFIG_INVALID', "Model configuration for 'gestatic' is invalid: parameter static_model \"1\" compiles a fixed-shape graph and cannot be combined with dynamic_batching; remove one of them"],
+    ['gedevices', { 'config.pbtxt': 'backend: "npu_ge" parameters { key: "device_ids" value { string_value: "0,x" } }', '1/model.onnx': '' }, 'SF_ERR_CONFIG_INVALID', "Model configuration for 'gedevices' is invalid: parameter device_ids must list NPU ids such as \"0\" or \"0,1\", got '0,x'"],
+    ['trt', { 'config.pbtxt': 'platform: "tensorrt_plan"', '1/model.plan': '' }, 'SF_ERR_BACKEND_UNSUPPORTED', "Backend 'tensorrt_plan' is not supported yet: model 'trt': serve-fn serves onnxruntime, npu_om, npu_ge, serve-fn (model.ts) and ensemble models"],
     ['pyonly', { 'config.pbtxt': 'backend: "python"', '1/model.py': '' }, 'SF_ERR_BACKEND_UNSUPPORTED', "Backend 'python' is not supported yet: model 'pyonly': serve-fn runs a model.ts or model.js class in place of Triton's model.py (see src/inference/tensor-model-api.ts)"],
     ['misnamed', { 'config.pbtxt': 'name: "other"', '1/model.onnx': '' }, 'SF_ERR_CONFIG_INVALID', "Model configuration for 'misnamed' is invalid: CONFIG names the model 'other', but its folder is 'misnamed'; they must match"],
     ['bad', { 'config.pbtxt': 'max_batch_size: "x"' }, 'SF_ERR_CONFIG_PARSE', 'CONFIG:1:17: field \'max_batch_size\' expects an integer (int32), found string "x"'],

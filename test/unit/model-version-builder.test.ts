@@ -7,6 +7,10 @@ import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { buildModelVersions, type VersionBuilderContext } from '../../src/model-repository/model-version-builder.js';
 import { readModelSource } from '../../src/model-repository/model-source.js';
 import { int32, inThreadInstances, scratchFolder, SIMPLE_CONFIG, values, writeFiles } from '../fixtures/repository/repository-files.js';
+import { buildResnetStandIn, GE_RESNET_CONFIG } from '../fixtures/npu/ge-models.js';
+import type { ModelContextData } from '../../src/definition/model-context.js';
+import type { TensorModelPlan } from '../../src/inference/tensor-model-plan.js';
+import { noStreams } from '../helpers/no-streams.js';
 
 const root = scratchFolder('builder');
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -114,6 +118,41 @@ describe('buildModelVersions', () => {
       ensemble_scheduling { step [ { model_name: "gone" model_version: -1 input_map { key: "X" value: "A" } output_map { key: "Y" value: "B" } } ] }`;
     await expect(build('ens', { 'config.pbtxt': config })).rejects.toThrow(
       "Ensemble 'ens' is invalid: step 0 (model 'gone') uses a model that is not loaded; load it before the ensemble",
+    );
+  });
+
+  it("serves Huawei's GE backend example config unchanged: npu_ge on NPUs 4 and 5, one slot each, I/O checked against the ONNX file", async () => {
+    const started: { plan: TensorModelPlan; context: ModelContextData }[] = [];
+    const recording: VersionBuilderContext = {
+      ...context,
+      // Records what each instance would boot with; nothing runs, so no NPU is needed.
+      instanceFactory: (index, plan, instanceContext) => ({
+        index, ...noStreams,
+        start: async () => void started.push({ plan, context: instanceContext }),
+        execute: () => Promise.reject(new Error('not run here')),
+        stop: async () => undefined,
+      }),
+    };
+    writeFiles(root, { 'resnet/config.pbtxt': GE_RESNET_CONFIG, 'resnet/1/model.onnx': buildResnetStandIn() });
+    const [version] = await buildModelVersions(readModelSource(root, 'resnet', join(root, 'resnet')), recording);
+    expect(version.info).toMatchObject({
+      name: 'resnet', platform: 'npu_ge', maxBatchSize: 64,
+      inputs: [{ name: 'data', datatype: 'FP32', shape: [3, 224, 224] }],
+      outputs: [{ name: 'resnetv24_dense0_fwd', datatype: 'FP32', shape: [1000] }],
+    });
+    await version.load();
+    expect(started.map(({ plan, context: c }) => [plan.kind, c.instanceName, c.deviceKind, c.deviceId, plan.sessionOptions])).toEqual([
+      ['npu_ge', 'resnet_0_0', 'npu', 4, { slots: 1 }],
+      ['npu_ge', 'resnet_0_1', 'npu', 5, { slots: 1 }],
+    ]);
+    expect(started[0].plan.file).toBe(join(root, 'resnet', '1', 'model.onnx'));
+    await version.unload();
+  });
+
+  it('refuses an npu_ge configuration that does not match its ONNX file', async () => {
+    const wrong = GE_RESNET_CONFIG.replace('name: "resnet"', 'name: "resnet_wrong"').replace('dims: [3, 224, 224 ]', 'dims: [3, 112, 112 ]');
+    await expect(build('resnet_wrong', { 'config.pbtxt': wrong, '1/model.onnx': buildResnetStandIn() })).rejects.toThrow(
+      "input 'data' has shape [-1,3,112,112] in the configuration, batch dimension included, but [-1,3,224,224]",
     );
   });
 });

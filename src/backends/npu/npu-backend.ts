@@ -48,7 +48,7 @@ export class NpuBackend implements Backend {
         ...(typeof source === 'string' ? { file: source } : { bytes: source }),
       });
     } catch (err) {
-      throw fromNativeError(err, (message) => createError('SF_ERR_BACKEND_LOAD_FAILED', BACKEND, label, message));
+      throw fromNativeError(err, (message, cause) => createError('SF_ERR_BACKEND_LOAD_FAILED', BACKEND, label, message, cause));
     }
     const metadata = toBackendMetadata(model.describe());
     if (typeof metadata === 'string') {

@@ -42,7 +42,7 @@ export class NpuSession implements BackendSession {
     try {
       buffers = await this.#model.execute(views, batch);
     } catch (err) {
-      throw fromNativeError(err, (message) => createError('SF_ERR_BACKEND_RUN_FAILED', BACKEND, this.#label, message));
+      throw fromNativeError(err, (message, cause) => createError('SF_ERR_BACKEND_RUN_FAILED', BACKEND, this.#label, message, cause));
     }
     const result: Record<string, Tensor> = {};
     this.#metadata.outputs.forEach((spec, i) => {
@@ -59,7 +59,7 @@ export class NpuSession implements BackendSession {
     try {
       await this.#model.unload();
     } catch (err) {
-      throw fromNativeError(err, (message) => createError('SF_ERR_BACKEND_RUN_FAILED', BACKEND, this.#label, message));
+      throw fromNativeError(err, (message, cause) => createError('SF_ERR_BACKEND_RUN_FAILED', BACKEND, this.#label, message, cause));
     }
   }
 

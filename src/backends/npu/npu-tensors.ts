@@ -14,8 +14,15 @@ function storage(datatype: Exclude<Datatype, 'BYTES'>): NumericArrayConstructor 
   return DATATYPE_INFO[datatype].arrayType!;
 }
 
+const DATATYPE_TO_ACL = new Map(Object.entries(ACL_TO_DATATYPE).map(([code, datatype]) => [datatype, Number(code)]));
+
 function datatypeOfAcl(aclDataType: number): Datatype | undefined {
   return ACL_TO_DATATYPE[aclDataType];
+}
+
+/** The aclDataType (and ge::DataType, which uses the same numbers) of a serve-fn datatype; undefined for BYTES. */
+export function aclDataTypeOf(datatype: Datatype): number | undefined {
+  return DATATYPE_TO_ACL.get(datatype);
 }
 
 function toSpec(tensor: NativeTensorDescription): TensorSpec | string {

@@ -1,0 +1,95 @@
+import { basename } from 'node:path';
+import { createError } from '../../errors/index.js';
+import type { Backend, BackendLoadOptions, BackendMetadata, BackendSession } from '../backend.js';
+import { OnnxBackend } from '../onnx/onnx-backend.js';
+import { batchGears, geLoadPlan } from './ge-load-options.js';
+import { GeSession } from './ge-session.js';
+import type { NativeGeModel, NpuNativeBinding } from './native-binding.js';
+import { fromNativeError } from './npu-errors.js';
+import { accessNpu, resolveLibraryPath, type NpuAccess } from './npu-library.js';
+import { aclDataTypeOf } from './npu-tensors.js';
+
+const BACKEND = 'npu_ge';
+
+export interface GeBackendOptions {
+  /** libascendcl.so, libacl_rt.so or a directory with them; default SERVE_FN_ACL_LIBRARY, then the search in docs/npu.md. */
+  readonly libraryPath?: string;
+  /** A binding to use instead of the built addon, e.g. a fake in unit tests. */
+  readonly binding?: NpuNativeBinding;
+  /** Reads the ONNX file's inputs and outputs; ONNX Runtime on the CPU by default. */
+  readonly onnx?: Backend;
+}
+
+const NO_GE =
+  'the native addon was built without CANN: set ASCEND_HOME_PATH or SERVE_FN_CANN_HOME and run npm run build:native ' +
+  "(the GE route links against a CANN toolkit's graph-engine libraries; source the toolkit's set_env.sh first)";
+
+/**
+ * ONNX models on Ascend NPUs through the GE graph engine: GE parses and compiles the ONNX file on
+ * the NPU and runs it with ExecuteGraphWithStreamAsync, as Huawei's Triton GE backend does
+ * (hicann/triton-inference-server-ge-backend). Each load owns `slots` execution slots on one NPU.
+ * The inputs and outputs (names, datatypes, dims) are read from the ONNX file with ONNX Runtime,
+ * as that backend does too (src/model_state.cpp, ParseOnnxInfo), since GE does not report them.
+ */
+export class GeBackend implements Backend {
+  readonly name = BACKEND;
+  readonly #libraryPath: string | undefined;
+  readonly #binding: NpuNativeBinding | undefined;
+  readonly #onnx: Backend;
+
+  constructor(options: GeBackendOptions = {}) {
+    this.#libraryPath = resolveLibraryPath(options.libraryPath);
+    this.#binding = options.binding;
+    this.#onnx = options.onnx ?? new OnnxBackend();
+  }
+
+  async available(): Promise<true | string> {
+    const access = this.#access();
+    return 'reason' in access ? access.reason : true;
+  }
+
+  async load(source: string | Uint8Array, options: BackendLoadOptions = {}): Promise<BackendSession> {
+    const device = options.device ?? { kind: 'npu', id: 0 };
+    const label = typeof source === 'string' ? basename(source) : 'ONNX model bytes';
+    if (device.kind !== 'npu') {
+      throw createError('SF_ERR_BACKEND_UNSUPPORTED', BACKEND, `device '${device.kind}:${device.id}'; use an NPU device such as 'npu:0'`);
+    }
+    const access = this.#access();
+    if ('reason' in access) throw createError('SF_ERR_NPU_UNAVAILABLE', access.reason);
+    const plan = geLoadPlan(options.options ?? {}, label);
+    const metadata = await this.#readMetadata(source, label);
+    const batchInputs = metadata.inputs.filter((spec) => spec.shape[0] === -1).map((spec) => spec.name);
+    let model: NativeGeModel;
+    try {
+      model = await access.binding.loadGeModel!({
+        libraryPath: this.#libraryPath,
+        deviceId: device.id,
+        ...(typeof source === 'string' ? { file: source } : { bytes: source }),
+        ...plan,
+      });
+    } catch (err) {
+      throw fromNativeError(err, (message, cause) => createError('SF_ERR_BACKEND_LOAD_FAILED', BACKEND, label, message, cause));
+    }
+    return new GeSession(model, metadata, batchGears(plan, batchInputs), label);
+  }
+
+  #access(): NpuAccess {
+    const access = accessNpu(this.#binding, this.#libraryPath);
+    if ('reason' in access || access.binding.loadGeModel) return access;
+    return { reason: NO_GE };
+  }
+
+  /** The ONNX file's inputs and outputs through ONNX Runtime (one thread: it only opens the file). */
+  async #readMetadata(source: string | Uint8Array, label: string): Promise<BackendMetadata> {
+    const session = await this.#onnx.load(source, { device: { kind: 'cpu', id: 0 }, options: { intraOpNumThreads: 1 } });
+    let metadata: BackendMetadata;
+    try {
+      metadata = session.metadata();
+    } finally {
+      await session.dispose();
+    }
+    const untyped = [...metadata.inputs, ...metadata.outputs].find((spec) => aclDataTypeOf(spec.datatype) === undefined);
+    if (untyped) throw createError('SF_ERR_BACKEND_LOAD_FAILED', BACKEND, label, `tensor '${untyped.name}' is ${untyped.datatype}, which GE has no data type for`);
+    return { inputs: metadata.inputs, outputs: metadata.outputs };
+  }
+}

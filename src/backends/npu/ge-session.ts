@@ -1,0 +1,193 @@
+import { createError } from '../../errors/index.js';
+import { concatBatch, splitBatch } from '../../inference/tensor-batching.js';
+import { DATATYPE_INFO } from '../../tensor/datatype-info.js';
+import { checkTensorAgainstSpec, createTensor, elementCount, formatShape } from '../../tensor/tensor-factory.js';
+import type { Datatype, Tensor, TensorSpec } from '../../tensor/tensor.js';
+import type { BackendMetadata, BackendSession } from '../backend.js';
+import { chunkRows, distributeRows, ExecutionSlots } from './ge-slots.js';
+import type { NativeGeModel, NativeGeOutput, NativeGeTensor } from './native-binding.js';
+import { fromNativeError } from './npu-errors.js';
+import { aclDataTypeOf, storageName, tensorBytes, tensorData } from './npu-tensors.js';
+
+const BACKEND = 'npu_ge';
+
+/** One execution: `rows` consecutive rows of the batch, padded up to `gear` rows. */
+interface Piece {
+  readonly rows: number;
+  readonly gear: number;
+}
+
+/**
+ * An ONNX model compiled by GE on one NPU, with its execution slots. A batch is spread over the
+ * slots idle when it arrives (waiting for one when all are busy), each slot running its rows in
+ * executions of at most the largest compiled batch size, padded with zero rows up to a compiled
+ * size and trimmed back; the outputs are joined again in row order. Inputs are checked here
+ * against the ONNX file's own inputs, so callers get SF_ERR_TENSOR_* errors.
+ */
+export class GeSession implements BackendSession {
+  readonly backend = BACKEND;
+  readonly #model: NativeGeModel;
+  readonly #metadata: BackendMetadata;
+  readonly #gears: readonly number[] | undefined;
+  readonly #batched: boolean;
+  readonly #label: string;
+  readonly #slots: ExecutionSlots;
+  readonly #running = new Set<Promise<unknown>>();
+  #disposed = false;
+
+  /** `gears`: the batch sizes the graph is compiled for, ascending; undefined when it takes any. */
+  constructor(model: NativeGeModel, metadata: BackendMetadata, gears: readonly number[] | undefined, label: string) {
+    this.#model = model;
+    this.#metadata = metadata;
+    this.#gears = gears;
+    this.#label = label;
+    this.#slots = new ExecutionSlots(model.slots);
+    // Rows can be split only when every input and output has a variable first dimension.
+    this.#batched = [...metadata.inputs, ...metadata.outputs].every((spec) => spec.shape.length > 0 && spec.shape[0] === -1);
+  }
+
+  metadata(): BackendMetadata {
+    return this.#metadata;
+  }
+
+  async run(inputs: Readonly<Record<string, Tensor>>, outputNames?: readonly string[]): Promise<Record<string, Tensor>> {
+    if (this.#disposed) throw this.#runFailed('the session has been disposed');
+    const wanted = this.#selectOutputs(outputNames);
+    const { feeds, rows } = this.#checkInputs(inputs);
+    const running = this.#runBatch(feeds, rows);
+    this.#running.add(running);
+    try {
+      const joined = await running;
+      return Object.fromEntries(Object.entries(joined).filter(([name]) => wanted.has(name)));
+    } finally {
+      this.#running.delete(running);
+    }
+  }
+
+  /** Refuses new runs, lets the running ones finish, then unloads the graphs and sessions. */
+  async dispose(): Promise<void> {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    await Promise.allSettled([...this.#running]);
+    try {
+      await this.#model.unload();
+    } catch (err) {
+      throw fromNativeError(err, (message, cause) => this.#runFailed(message, cause));
+    }
+  }
+
+  async #runBatch(feeds: readonly Tensor[], rows: number): Promise<Record<string, Tensor>> {
+    if (!this.#batched) {
+      const [slot] = await this.#slots.acquire(1);
+      try {
+        return this.#outputsByName(await this.#execute(slot, feeds, { rows, gear: rows }));
+      } finally {
+        this.#slots.release(slot);
+      }
+    }
+    const slots = await this.#slots.acquire(rows);
+    const shares = distributeRows(rows, slots.length);
+    const limit = this.#gears?.at(-1) ?? rows;
+    const bySlot = feeds.map((feed) => splitBatch(feed, shares));
+    const runs = slots.map(async (slot, s) => {
+      try {
+        const chunks = chunkRows(shares[s], limit);
+        const byChunk = bySlot.map((parts) => splitBatch(parts[s], chunks));
+        const results: Tensor[][] = [];
+        for (const [c, n] of chunks.entries()) results.push(await this.#execute(slot, byChunk.map((parts) => parts[c]), { rows: n, gear: this.#gearFor(n) }));
+        return results;
+      } finally {
+        this.#slots.release(slot);
+      }
+    });
+    const settled = await Promise.allSettled(runs);
+    const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    const pieces = settled.flatMap((r) => (r as PromiseFulfilledResult<Tensor[][]>).value);
+    return this.#outputsByName(this.#metadata.outputs.map((spec, o) => concatBatch(spec.name, pieces.map((outputs) => outputs[o]))));
+  }
+
+  /** One ExecuteGraphWithStreamAsync: pads the piece to its gear, types the outputs and trims the padding off. */
+  async #execute(slot: number, inputs: readonly Tensor[], piece: Piece): Promise<Tensor[]> {
+    const padded = piece.gear === piece.rows ? inputs : inputs.map((t) => concatBatch(t.name, [t, zeroRows(t, piece.gear - piece.rows)]));
+    const native: NativeGeTensor[] = padded.map((t) => ({ data: tensorBytes(t.datatype, t.data)!, dims: t.shape, dataType: aclDataTypeOf(t.datatype)! }));
+    let produced: { data: ArrayBuffer; dims: number[] }[];
+    try {
+      produced = await this.#model.execute(slot, native, this.#outputRequests(piece.gear));
+    } catch (err) {
+      throw fromNativeError(err, (message, cause) => this.#runFailed(message, cause));
+    }
+    return this.#metadata.outputs.map((spec, o) => {
+      const { data, dims } = produced[o];
+      const tensor = createTensor(spec.name, spec.datatype, dims, tensorData(spec.datatype as Exclude<Datatype, 'BYTES'>, data));
+      return this.#batched && piece.gear !== piece.rows ? splitBatch(tensor, [piece.rows, piece.gear - piece.rows])[0] : tensor;
+    });
+  }
+
+  /** Output dims when the model fixes them (the batch being `gear`), so the addon allocates them; otherwise GE does. */
+  #outputRequests(gear: number): NativeGeOutput[] {
+    return this.#metadata.outputs.map((spec) => {
+      const dims = spec.shape.map((d, i) => (i === 0 && this.#batched ? gear : d));
+      // GeBackend refuses models with a tensor that has no ge::DataType (BYTES) before a session exists.
+      const dataType = aclDataTypeOf(spec.datatype)!;
+      return dims.every((d) => d >= 0) ? { dataType, dims } : { dataType };
+    });
+  }
+
+  #gearFor(rows: number): number {
+    return this.#gears?.find((gear) => gear >= rows) ?? rows;
+  }
+
+  #outputsByName(outputs: readonly Tensor[]): Record<string, Tensor> {
+    return Object.fromEntries(outputs.map((t) => [t.name, t]));
+  }
+
+  #selectOutputs(outputNames: readonly string[] | undefined): Set<string> {
+    const known = new Set(this.#metadata.outputs.map((spec) => spec.name));
+    for (const name of outputNames ?? []) {
+      if (!known.has(name)) throw createError('SF_ERR_OUTPUT_UNKNOWN', name, this.#label);
+    }
+    return outputNames ? new Set(outputNames) : known;
+  }
+
+  /** The inputs in the model's order, each checked against its spec, and the batch's rows. */
+  #checkInputs(inputs: Readonly<Record<string, Tensor>>): { feeds: Tensor[]; rows: number } {
+    const specs = this.#metadata.inputs;
+    for (const name of Object.keys(inputs)) {
+      if (!specs.some((spec) => spec.name === name)) throw createError('SF_ERR_TENSOR_UNEXPECTED', name, this.#label);
+    }
+    const feeds = specs.map((spec) => {
+      const tensor = inputs[spec.name];
+      if (!tensor) throw createError('SF_ERR_TENSOR_MISSING', spec.name, this.#label);
+      checkInput(spec, tensor);
+      return tensor.name === spec.name ? tensor : { ...tensor, name: spec.name };
+    });
+    const rows = this.#batched ? feeds[0]?.shape[0] ?? 1 : 1;
+    if (this.#batched) {
+      const other = feeds.find((t) => t.shape[0] !== rows);
+      if (other) throw createError('SF_ERR_TENSOR_SHAPE', other.name, formatShape([rows, ...other.shape.slice(1)]), formatShape(other.shape));
+      if (rows < 1) throw createError('SF_ERR_TENSOR_SHAPE', feeds[0].name, formatShape([-1, ...feeds[0].shape.slice(1)]), formatShape(feeds[0].shape));
+    }
+    return { feeds, rows };
+  }
+
+  #runFailed(message: string, cause?: { cause: unknown }) {
+    return createError('SF_ERR_BACKEND_RUN_FAILED', BACKEND, this.#label, message, ...(cause ? [cause] : []));
+  }
+}
+
+function checkInput(spec: TensorSpec, tensor: Tensor): void {
+  checkTensorAgainstSpec({ ...tensor, name: spec.name }, spec);
+  if (!tensorBytes(spec.datatype, tensor.data)) throw createError('SF_ERR_TENSOR_DATA', spec.name, `${spec.datatype} data must be ${storageName(spec.datatype)}`);
+  const elements = elementCount(tensor.shape);
+  if (tensor.data.length !== elements) {
+    throw createError('SF_ERR_TENSOR_DATA', spec.name, `holds ${tensor.data.length} elements, shape ${formatShape(tensor.shape)} needs ${elements}`);
+  }
+}
+
+/** `rows` rows of zeros shaped like the rows of `tensor`: the padding up to a compiled batch size. */
+function zeroRows(tensor: Tensor, rows: number): Tensor {
+  const shape = [rows, ...tensor.shape.slice(1)];
+  const ArrayType = DATATYPE_INFO[tensor.datatype].arrayType!;
+  return createTensor(tensor.name, tensor.datatype, shape, new ArrayType(elementCount(shape)));
+}

@@ -1,0 +1,56 @@
+/**
+ * The execution slots of one GE model: each slot is one (ge::Session, graph, stream) triple that
+ * runs one execution at a time, as an exec block does in Huawei's Triton GE backend
+ * (hicann/triton-inference-server-ge-backend, src/scheduler.cpp and src/inference.cpp).
+ */
+
+/**
+ * Rows per part when `total` rows are spread over `parts` parts: the same count each, the first
+ * `total % parts` parts one more (the GE backend's Inference::CalculateBatchDistribution).
+ */
+export function distributeRows(total: number, parts: number): number[] {
+  const base = Math.floor(total / parts);
+  const remainder = total % parts;
+  return Array.from({ length: parts }, (_, i) => base + (i < remainder ? 1 : 0));
+}
+
+/** Splits `rows` into pieces of at most `limit` rows, as even as distributeRows makes them. */
+export function chunkRows(rows: number, limit: number): number[] {
+  return distributeRows(rows, Math.max(1, Math.ceil(rows / limit)));
+}
+
+/**
+ * Which slots are idle. acquire() hands out every idle slot a caller can use at once, so one batch
+ * spreads over all of them; when every slot is busy, callers wait in arrival order and each gets
+ * the next slot released.
+ */
+export class ExecutionSlots {
+  readonly #idle: number[];
+  readonly #waiting: ((slot: number) => void)[] = [];
+
+  constructor(readonly count: number) {
+    this.#idle = Array.from({ length: count }, (_, i) => i);
+  }
+
+  get idle(): number {
+    return this.#idle.length;
+  }
+
+  /** At most `wanted` idle slots (lowest first), or, when none is idle or others wait already, the next one released. */
+  acquire(wanted: number): Promise<number[]> {
+    if (this.#idle.length > 0 && this.#waiting.length === 0) {
+      return Promise.resolve(this.#idle.splice(0, Math.max(1, wanted)));
+    }
+    return new Promise((resolve) => this.#waiting.push((slot) => resolve([slot])));
+  }
+
+  release(slot: number): void {
+    const next = this.#waiting.shift();
+    if (next) {
+      next(slot);
+      return;
+    }
+    this.#idle.push(slot);
+    this.#idle.sort((a, b) => a - b);
+  }
+}

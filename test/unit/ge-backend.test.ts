@@ -1,0 +1,310 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BackendSession } from '../../src/backends/backend.js';
+import { GeBackend } from '../../src/backends/npu/ge-backend.js';
+import type {
+  LibraryProbe, NativeGeLoadOptions, NativeGeModel, NativeGeOutput, NativeGeTensor, NpuNativeBinding,
+} from '../../src/backends/npu/native-binding.js';
+import { OnnxBackend } from '../../src/backends/onnx/onnx-backend.js';
+import { buildAddSubModel, buildOnnxModel } from '../../src/backends/onnx/onnx-model-builder.js';
+import { ServeFnError } from '../../src/errors/index.js';
+import { createTensor } from '../../src/tensor/tensor-factory.js';
+import type { Tensor } from '../../src/tensor/tensor.js';
+
+const FOUND: LibraryProbe = { found: true, path: '/cann/lib64/libascendcl.so', variant: 'ascendcl', tried: [] };
+const ADD_SUB = buildAddSubModel({ size: 16 });
+/** Triton's `simple` with a fixed batch of 1: nothing to split. */
+const ADD_SUB_FIXED = buildOnnxModel({
+  inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16] }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] }],
+  outputs: [{ name: 'OUTPUT0', datatype: 'INT32', shape: [1, 16] }, { name: 'OUTPUT1', datatype: 'INT32', shape: [1, 16] }],
+  nodes: [
+    { op: 'Add', inputs: ['INPUT0', 'INPUT1'], outputs: ['OUTPUT0'] },
+    { op: 'Sub', inputs: ['INPUT0', 'INPUT1'], outputs: ['OUTPUT1'] },
+  ],
+});
+
+let reference: BackendSession;
+let referenceFixed: BackendSession;
+
+beforeAll(async () => {
+  reference = await new OnnxBackend().load(ADD_SUB);
+  referenceFixed = await new OnnxBackend().load(ADD_SUB_FIXED);
+});
+
+afterAll(async () => {
+  await reference?.dispose();
+  await referenceFixed?.dispose();
+});
+
+interface ExecuteCall {
+  readonly slot: number;
+  readonly dims: readonly (readonly number[])[];
+  readonly dataTypes: readonly number[];
+  readonly outputs: readonly NativeGeOutput[];
+  /** INPUT0's values as the slot received them (padding included). */
+  readonly input0: readonly number[];
+}
+
+/**
+ * A NativeGeModel that runs each execution with ONNX Runtime on the CPU, records it, refuses a
+ * busy slot as the addon does, and can hold executions until the test lets them go.
+ */
+class FakeGeModel implements NativeGeModel {
+  readonly calls: ExecuteCall[] = [];
+  readonly busy = new Set<number>();
+  unloaded = false;
+  unloads = 0;
+  held: (() => void)[] = [];
+  hold = false;
+  failWith: Error | undefined;
+
+  constructor(readonly slots: number, private readonly session: () => BackendSession) {}
+
+  async execute(slot: number, inputs: readonly NativeGeTensor[], outputs: readonly NativeGeOutput[]): Promise<{ data: ArrayBuffer; dims: number[] }[]> {
+    if (this.busy.has(slot)) throw new Error(`slot ${slot} is busy`);
+    if (slot < 0 || slot >= this.slots) throw new Error(`no slot ${slot}`);
+    this.busy.add(slot);
+    try {
+      const int32 = (t: NativeGeTensor) => new Int32Array(t.data.buffer.slice(t.data.byteOffset, t.data.byteOffset + t.data.byteLength));
+      this.calls.push({ slot, dims: inputs.map((t) => [...t.dims]), dataTypes: inputs.map((t) => t.dataType), outputs, input0: [...int32(inputs[0])] });
+      if (this.hold) await new Promise<void>((resolve) => this.held.push(resolve));
+      if (this.failWith) throw this.failWith;
+      const feeds = { INPUT0: createTensor('INPUT0', 'INT32', inputs[0].dims, int32(inputs[0])), INPUT1: createTensor('INPUT1', 'INT32', inputs[1].dims, int32(inputs[1])) };
+      const result = await this.session().run(feeds);
+      return ['OUTPUT0', 'OUTPUT1'].map((name) => ({ data: (result[name].data as Int32Array).slice().buffer, dims: [...result[name].shape] }));
+    } finally {
+      this.busy.delete(slot);
+    }
+  }
+
+  release(): void {
+    const waiting = this.held.splice(0);
+    for (const go of waiting) go();
+  }
+
+  async unload(): Promise<void> {
+    this.unloads++;
+    this.unloaded = true;
+  }
+}
+
+function fakeBinding(model: NativeGeModel | Error, options: { probe?: LibraryProbe; withGe?: boolean } = {}) {
+  const loads: NativeGeLoadOptions[] = [];
+  const binding: NpuNativeBinding = {
+    probeLibrary: () => options.probe ?? FOUND,
+    describeDevices: () => Promise.reject(new Error('not used')),
+    loadModel: () => Promise.reject(new Error('not used')),
+    ...(options.withGe === false ? {} : {
+      loadGeModel: async (load: NativeGeLoadOptions) => {
+        loads.push(load);
+        if (model instanceof Error) throw model;
+        return model;
+      },
+    }),
+  };
+  return { binding, loads };
+}
+
+async function failure(promise: Promise<unknown>): Promise<ServeFnError> {
+  const error = await promise.then(() => undefined, (err: unknown) => err);
+  expect(error).toBeInstanceOf(ServeFnError);
+  return error as ServeFnError;
+}
+
+/** `rows` rows of INPUT0 = 100·row + column and INPUT1 = row − column, distinct enough to see any row moved. */
+function batch(rows: number): Record<string, Tensor> {
+  const a = Int32Array.from({ length: rows * 16 }, (_, i) => 100 * Math.floor(i / 16) + (i % 16));
+  const b = Int32Array.from({ length: rows * 16 }, (_, i) => Math.floor(i / 16) - (i % 16));
+  return { INPUT0: createTensor('INPUT0', 'INT32', [rows, 16], a), INPUT1: createTensor('INPUT1', 'INT32', [rows, 16], b) };
+}
+
+async function loaded(slots: number, options: Record<string, unknown> = {}, onnx: Uint8Array = ADD_SUB) {
+  const model = new FakeGeModel(slots, () => (onnx === ADD_SUB ? reference : referenceFixed));
+  const { binding, loads } = fakeBinding(model);
+  const session = await new GeBackend({ binding }).load(onnx, { device: { kind: 'npu', id: 1 }, options: { slots, ...options } });
+  return { model, session, loads };
+}
+
+describe('GeBackend', () => {
+  it('is available only with an addon built with GE and an AscendCL library', async () => {
+    expect(await new GeBackend({ binding: fakeBinding(new Error('unused')).binding }).available()).toBe(true);
+    const plain = await new GeBackend({ binding: fakeBinding(new Error('unused'), { withGe: false }).binding }).available();
+    expect(plain).toContain('built without CANN: set ASCEND_HOME_PATH or SERVE_FN_CANN_HOME');
+    expect(plain).toContain('run npm run build:native');
+    const missing = await new GeBackend({ binding: fakeBinding(new Error('unused'), { probe: { found: false, tried: ['/nowhere/libascendcl.so'] } }).binding }).available();
+    expect(missing).toContain('AscendCL library not found; tried /nowhere/libascendcl.so');
+  });
+
+  it('loads on the requested NPU with the slots and each option in its GE scope, precision "origin" by default', async () => {
+    const { loads, session } = await loaded(2, {
+      'ge.aicoreNum': '12|10', 'global.ge.exec.deviceId': 1, 'session.ge.graphRunMode': '0',
+      'graph.ge.dynamicNodeType': '1', input_shape: 'INPUT0:-1,16;INPUT1:-1,16',
+    });
+    expect(loads).toEqual([{
+      libraryPath: undefined, deviceId: 1, bytes: ADD_SUB, slots: 2,
+      globalOptions: { 'ge.aicoreNum': '12|10', 'ge.exec.deviceId': '1' },
+      sessionOptions: { 'ge.graphRunMode': '0', 'ge.exec.precision_mode_v2': 'origin' },
+      graphOptions: { 'ge.dynamicNodeType': '1' },
+      parserOptions: { input_shape: 'INPUT0:-1,16;INPUT1:-1,16' },
+    }]);
+    expect(session.backend).toBe('npu_ge');
+  });
+
+  it('leaves precision to the user when any scope sets a precision mode', async () => {
+    expect((await loaded(1, { 'session.ge.exec.precision_mode_v2': 'fp16' })).loads[0].sessionOptions).toEqual({ 'ge.exec.precision_mode_v2': 'fp16' });
+    const v1 = (await loaded(1, { 'ge.exec.precision_mode': 'allow_fp32_to_fp16' })).loads[0];
+    expect(v1.sessionOptions).toEqual({});
+    expect(v1.globalOptions).toEqual({ 'ge.exec.precision_mode': 'allow_fp32_to_fp16' });
+  });
+
+  it('reads the inputs and outputs from the ONNX file, names, datatypes and dims', async () => {
+    const { session } = await loaded(1);
+    expect(session.metadata()).toEqual({
+      inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [-1, 16] }, { name: 'INPUT1', datatype: 'INT32', shape: [-1, 16] }],
+      outputs: [{ name: 'OUTPUT0', datatype: 'INT32', shape: [-1, 16] }, { name: 'OUTPUT1', datatype: 'INT32', shape: [-1, 16] }],
+    });
+  });
+
+  it('refuses other devices, unknown options and bad slot counts before touching GE', async () => {
+    const { binding, loads } = fakeBinding(new Error('unused'));
+    const backend = new GeBackend({ binding });
+    expect((await failure(backend.load(ADD_SUB, { device: { kind: 'cpu', id: 0 } }))).message).toBe(
+      "Backend 'npu_ge' is not supported yet: device 'cpu:0'; use an NPU device such as 'npu:0'",
+    );
+    expect((await failure(backend.load(ADD_SUB, { options: { threads: 2 } }))).message).toContain('unknown option threads; npu_ge takes slots, input_shape, ge.*');
+    expect((await failure(backend.load(ADD_SUB, { options: { slots: 0 } }))).message).toContain('option slots must be a whole number >= 1, got 0');
+    expect((await failure(backend.load(ADD_SUB, { options: { 'ge.x': { a: 1 } } }))).message).toContain('option ge.x must be a string');
+    expect(loads).toEqual([]);
+  });
+
+  it('turns a failed GE or ACL call during the load into SF_ERR_NPU_GE / SF_ERR_NPU_ACL, keeping the cause', async () => {
+    const geError = Object.assign(new Error('CompileGraph failed with GE status 1343225857: [sim ge 1343225857] CompileGraph: injected failure'), {
+      geFunction: 'CompileGraph', geStatus: 1343225857, geMessage: '[sim ge 1343225857] CompileGraph: injected failure',
+    });
+    const ge = await failure(new GeBackend({ binding: fakeBinding(geError).binding }).load(ADD_SUB));
+    expect(ge.code).toBe('SF_ERR_NPU_GE');
+    expect(ge.statusCode).toBe(500);
+    expect(ge.message).toBe('CompileGraph failed with GE status 1343225857: [sim ge 1343225857] CompileGraph: injected failure');
+    expect(ge.cause).toBe(geError);
+    const aclError = Object.assign(new Error('aclrtSetDevice failed'), { aclFunction: 'aclrtSetDevice', aclCode: 107001, aclMessage: 'no device 9' });
+    expect((await failure(new GeBackend({ binding: fakeBinding(aclError).binding }).load(ADD_SUB))).code).toBe('SF_ERR_NPU_ACL');
+    const other = await failure(new GeBackend({ binding: fakeBinding(new Error('global option ge.aicoreNum differs')).binding }).load(ADD_SUB));
+    expect(other.message).toBe("Backend 'npu_ge' could not load 'ONNX model bytes': global option ge.aicoreNum differs");
+  });
+});
+
+describe('GeSession', () => {
+  for (const [slots, expected] of [[1, [7]], [2, [4, 3]], [4, [2, 2, 2, 1]]] as const) {
+    it(`splits 7 rows over ${slots} idle slot(s) as ${expected.join(' + ')} and joins the outputs in row order`, async () => {
+      const { model, session } = await loaded(slots);
+      const got = await session.run(batch(7));
+      expect(model.calls.map((c) => c.slot)).toEqual(expected.map((_, i) => i));
+      expect(model.calls.map((c) => c.dims[0][0])).toEqual([...expected]);
+      expect(model.calls.every((c) => c.dataTypes.every((t) => t === 3))).toBe(true);
+      // Known output dims: the addon allocates them ([rows, 16]).
+      expect(model.calls[0].outputs).toEqual([{ dataType: 3, dims: [expected[0], 16] }, { dataType: 3, dims: [expected[0], 16] }]);
+      expect(got).toEqual(await reference.run(batch(7)));
+    });
+  }
+
+  it('returns only the outputs asked for, and refuses unknown ones', async () => {
+    const { session } = await loaded(2);
+    const got = await session.run(batch(3), ['OUTPUT1']);
+    expect(Object.keys(got)).toEqual(['OUTPUT1']);
+    expect(got.OUTPUT1).toEqual((await reference.run(batch(3))).OUTPUT1);
+    expect((await failure(session.run(batch(1), ['OUTPUT9']))).code).toBe('SF_ERR_OUTPUT_UNKNOWN');
+  });
+
+  it('waits for a slot when every slot is busy, serving waiting batches in arrival order, one execution per slot at a time', async () => {
+    const { model, session } = await loaded(2);
+    model.hold = true;
+    const first = session.run(batch(4));
+    const second = session.run(batch(3));
+    const third = session.run(batch(2));
+    await waitFor(() => model.calls.length === 2);
+    // The first batch took both slots; the others wait.
+    expect(model.calls.map((c) => [c.slot, c.dims[0][0]])).toEqual([[0, 2], [1, 2]]);
+    model.release();
+    await waitFor(() => model.calls.length === 4);
+    // Each waiting batch got one of the freed slots, the second before the third.
+    expect(model.calls.slice(2).map((c) => c.dims[0][0])).toEqual([3, 2]);
+    model.release();
+    const [a, b, c] = await Promise.all([first, second, third]);
+    expect(a).toEqual(await reference.run(batch(4)));
+    expect(b).toEqual(await reference.run(batch(3)));
+    expect(c).toEqual(await reference.run(batch(2)));
+  });
+
+  it('pads each execution up to a compiled batch size (graph.ge.inputShape + ge.dynamicDims) and trims the outputs back', async () => {
+    const { model, session } = await loaded(1, { 'graph.ge.inputShape': 'INPUT0:-1,16;INPUT1:-1,16', 'graph.ge.dynamicDims': '1,1;4,4' });
+    const got = await session.run(batch(7));
+    // 7 rows, gears 1 and 4: two executions of 4 and 3 rows, the second padded with one row of zeros.
+    expect(model.calls.map((c) => c.dims)).toEqual([[[4, 16], [4, 16]], [[4, 16], [4, 16]]]);
+    expect(model.calls[1].input0.slice(48)).toEqual(new Array(16).fill(0));
+    expect(model.calls[1].input0.slice(0, 16)).toEqual(Array.from({ length: 16 }, (_, column) => 400 + column));
+    expect(got).toEqual(await reference.run(batch(7)));
+    const small = await session.run(batch(1));
+    expect(model.calls.at(-1)!.dims[0]).toEqual([1, 16]);
+    expect(small).toEqual(await reference.run(batch(1)));
+  });
+
+  it('runs a graph compiled for batch 1 (a parser input_shape, as static_model gives) row by row over the slots', async () => {
+    const { model, session } = await loaded(2, { input_shape: 'INPUT0:1,16;INPUT1:1,16' });
+    const got = await session.run(batch(5));
+    expect(model.calls.map((c) => c.dims[0])).toEqual(new Array(5).fill([1, 16]));
+    expect(model.calls.filter((c) => c.slot === 0)).toHaveLength(3);
+    expect(model.calls.filter((c) => c.slot === 1)).toHaveLength(2);
+    expect(got).toEqual(await reference.run(batch(5)));
+  });
+
+  it('runs a model without a variable batch dimension whole, on one slot', async () => {
+    const { model, session } = await loaded(3, {}, ADD_SUB_FIXED);
+    const got = await session.run(batch(1));
+    expect(model.calls.map((c) => [c.slot, c.dims[0]])).toEqual([[0, [1, 16]]]);
+    expect(got).toEqual(await referenceFixed.run(batch(1)));
+    expect((await failure(session.run(batch(2)))).code).toBe('SF_ERR_TENSOR_SHAPE');
+  });
+
+  it('checks every input against the ONNX file before running', async () => {
+    const { model, session } = await loaded(1);
+    expect((await failure(session.run({ INPUT0: batch(1).INPUT0 }))).message).toBe("Expected input 'INPUT1' for model 'ONNX model bytes' is missing.");
+    expect((await failure(session.run({ ...batch(1), EXTRA: batch(1).INPUT0 }))).code).toBe('SF_ERR_TENSOR_UNEXPECTED');
+    const float = createTensor('INPUT1', 'FP32', [1, 16], new Float32Array(16));
+    expect((await failure(session.run({ ...batch(1), INPUT1: float }))).code).toBe('SF_ERR_TENSOR_DATATYPE');
+    expect((await failure(session.run({ INPUT0: batch(2).INPUT0, INPUT1: batch(3).INPUT1 }))).code).toBe('SF_ERR_TENSOR_SHAPE');
+    expect(model.calls).toEqual([]);
+  });
+
+  it('turns a failed execute into SF_ERR_NPU_GE and frees the slot for the next batch', async () => {
+    const { model, session } = await loaded(1);
+    model.failWith = Object.assign(new Error('ExecuteGraphWithStreamAsync failed'), {
+      geFunction: 'ExecuteGraphWithStreamAsync', geStatus: 1343225857, geMessage: 'injected failure',
+    });
+    const err = await failure(session.run(batch(2)));
+    expect(err.message).toBe('ExecuteGraphWithStreamAsync failed with GE status 1343225857: injected failure');
+    expect(err.cause).toBe(model.failWith);
+    model.failWith = undefined;
+    expect(await session.run(batch(2))).toEqual(await reference.run(batch(2)));
+  });
+
+  it('lets running batches finish on dispose, unloads once, and refuses to run afterwards', async () => {
+    const { model, session } = await loaded(1);
+    model.hold = true;
+    const running = session.run(batch(2));
+    await waitFor(() => model.calls.length === 1);
+    const disposed = session.dispose();
+    await Promise.resolve();
+    expect(model.unloads).toBe(0);
+    model.release();
+    expect(await running).toEqual(await reference.run(batch(2)));
+    await disposed;
+    await session.dispose();
+    expect(model.unloads).toBe(1);
+    expect((await failure(session.run(batch(1)))).message).toBe("Backend 'npu_ge' failed to run 'ONNX model bytes': the session has been disposed");
+  });
+});
+
+/** Polls until `ready` holds (the executions above start on later turns of the event loop). */
+async function waitFor(ready: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !ready(); i++) await new Promise((resolve) => setImmediate(resolve));
+  expect(ready()).toBe(true);
+}
