@@ -119,7 +119,7 @@ export function buildProgram(): Command {
 
   program
     .command('doctor')
-    .description('report the backends found: ONNX Runtime and its providers, AscendCL and NPU devices')
+    .description('report the backends found: ONNX Runtime and its providers, AscendCL and NPU devices, GE (the graph engine)')
     .option('--json', 'print the report as JSON', false)
     .action((opts: { json: boolean }) => doctorCommand(opts));
 
