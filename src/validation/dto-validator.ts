@@ -84,10 +84,10 @@ export async function validateDto<T extends object>(
 
 /**
  * `plain` as an instance of `dto`, as class-transformer's plainToInstance makes it (the HTTP thread
- * validating it, and the instance handing it to the model).
+ * validating it, and the instance handing it to the model); an array becomes an array of instances.
  */
 export function toDtoInstance<T extends object>(dto: DtoClass, plain: object, implicitConversion: boolean): T {
-  return (implicitConversion || needsClassTransformer(dto, plain) ? plainToInstance(dto, plain, { enableImplicitConversion: implicitConversion }) : Object.assign(new dto(), plain)) as T;
+  return (implicitConversion || Array.isArray(plain) || needsClassTransformer(dto, plain) ? plainToInstance(dto, plain, { enableImplicitConversion: implicitConversion }) : Object.assign(new dto(), plain)) as T;
 }
 
 /**

@@ -98,6 +98,11 @@ describe('the DTO a model method receives', () => {
     expect(await call('nested', { inner: { name: 'x' } })).toEqual({ ok: true, value: true });
   });
 
+  it('is an array of instances for an array, as plainToInstance makes it', async () => {
+    await call('plain', [{ text: 'a', n: 1 }]).catch(() => undefined);
+    expect(Array.isArray(received[0]) && (received[0] as unknown[]).every((r) => r instanceof PlainRequest)).toBe(true);
+  });
+
   it("keeps the class's getter when the input has a key of its name, as plainToInstance does", async () => {
     expect(await call('loud', { text: 'hi', loud: 'ignored' })).toEqual({ ok: true, value: 'HI' });
   });
