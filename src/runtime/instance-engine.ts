@@ -8,7 +8,7 @@ import type { BatchPolicy } from './batch-policy.js';
 import { DynamicBatcher, type BatchEntry, type SubmitOptions } from './dynamic-batcher.js';
 import { InstancePool, type Acquired, type PoolEvents, type RestartPolicy } from './instance-pool.js';
 import type { InstanceFactory, ModelInstance } from './model-instance.js';
-import { batchStartMs, executionTimings, now, recordRequest, toUs, type RequestClock } from './request-accounting.js';
+import { batchStartMs, executionTimings, now, recordRequest, requestQueued, requestSettled, toUs, type RequestClock } from './request-accounting.js';
 import type { SocketLink } from './socket-session.js';
 import type { StreamChannel } from './stream-channel.js';
 import { tensorCall, type ExecuteCall, type ExecuteOutcome } from './wire-format.js';
@@ -136,9 +136,14 @@ export class InstanceEngine {
     return recordRequest(this.options.recorder, this.options.name, this.options.version, queued, run);
   }
 
-  /** Queues one request on `batcher`, counted as one request; fails at once while no instance is left. */
+  /**
+   * Queues one request on `batcher`, counted as one request; fails at once while no instance is left.
+   * The same accounting as `record`, without a closure for every request.
+   */
   submit<Q extends RequestClock, R>(batcher: DynamicBatcher<Q, R>, queued: Q, options: SubmitOptions): Promise<R> {
-    return this.record(queued, (q) => (this.pool.available ? batcher.submit(q, options) : Promise.reject(this.pool.unavailableError())));
+    const { recorder, name, version } = this.options;
+    requestQueued(recorder, name, version);
+    return requestSettled(recorder, name, version, queued, this.pool.available ? batcher.submit(queued, options) : Promise.reject(this.pool.unavailableError()));
   }
 
   /**

@@ -3,8 +3,10 @@ import { ServeFnError } from '../errors/index.js';
 import type { BatchTimings, FailureReason, InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { ExecuteOutcome } from './wire-format.js';
 
-/** Milliseconds since the epoch, comparable across threads (`timeOrigin + now()`). */
-export const now = (): number => performance.timeOrigin + performance.now();
+const timeOrigin = performance.timeOrigin;
+
+/** Milliseconds since the epoch, comparable across threads (this thread's `timeOrigin + now()`). */
+export const now = (): number => timeOrigin + performance.now();
 
 export function toUs(ms: number): number {
   return Math.max(0, Math.round(ms * 1000));
@@ -46,16 +48,32 @@ export function executionTimings(outcome: Pick<ExecuteOutcome, 'computeStartMs' 
  * Runs one submission and records it as Triton counts requests: pending while queued, then one
  * success with its own queue and compute times, or one failure with its reason.
  */
-export async function recordRequest<Q extends RequestClock, R>(
+export function recordRequest<Q extends RequestClock, R>(
   recorder: InferenceRecorder,
   model: string,
   version: string,
   queued: Q,
   submit: (queued: Q) => Promise<R>,
 ): Promise<R> {
-  recorder.pendingChanged(model, version, 1);
+  requestQueued(recorder, model, version);
+  let pending: Promise<R>;
   try {
-    const result = await submit(queued);
+    pending = submit(queued);
+  } catch (err) {
+    pending = Promise.reject(err);
+  }
+  return requestSettled(recorder, model, version, queued, pending);
+}
+
+/** The first half of recordRequest: the request is pending from now on. */
+export function requestQueued(recorder: InferenceRecorder, model: string, version: string): void {
+  recorder.pendingChanged(model, version, 1);
+}
+
+/** The second half of recordRequest: counts the request queued with requestQueued once `pending` settles. */
+export async function requestSettled<R>(recorder: InferenceRecorder, model: string, version: string, queued: RequestClock, pending: Promise<R>): Promise<R> {
+  try {
+    const result = await pending;
     const end = now();
     recorder.requestSucceeded(model, version, {
       requestUs: toUs(end - queued.submittedMs),

@@ -5,6 +5,7 @@ import type { ModelDefinition } from '../definition/model-definition.js';
 import { createError, deserializeError, serializeError } from '../errors/index.js';
 import { TensorModelHost } from '../inference/tensor-model-host.js';
 import { ContextServices } from './context-services.js';
+import { MessageOutbox } from './message-outbox.js';
 import { ModelHost } from './model-host.js';
 import { now } from './request-accounting.js';
 import { lowerThisThreadPriority } from './thread-priority.js';
@@ -25,19 +26,38 @@ const streams = new Map<number, StreamPump>();
 const sockets = new Map<number, SocketSession>();
 let nextInferId = 1;
 
+/**
+ * The results of one turn go back together: an unbatched call's requests each end after an await, so
+ * a microtask would flush after the first; setImmediate runs once the turn's microtasks are done.
+ */
+const outbox = new MessageOutbox<FromWorker>(() => port, setImmediate);
+
 function send(message: FromWorker, transfer: ArrayBuffer[] = []): void {
-  port.postMessage(message, transfer);
+  outbox.send(message, transfer);
 }
 
 /** Sends a call's outcome, or with `index` one unbatched request's; a result that cannot be cloned fails what it was part of. */
 function sendOutcome(id: number, outcome: ExecuteOutcome, index?: number): void {
-  try {
-    send(index === undefined ? { type: 'outcome', id, outcome } : { type: 'result', id, index, outcome }, collectTransferables(outcome.results));
-  } catch (err) {
+  outbox.queue(index === undefined ? { type: 'outcome', id, outcome } : { type: 'result', id, index, outcome }, collectTransferables(outcome.results), (err) => {
     const method = `${data.context.modelName} endpoint method`;
-    const error = serializeError(createError('SF_ERR_RESPONSE_NOT_SERIALIZABLE', method, (err as Error).message));
+    const error = serializeError(createError('SF_ERR_RESPONSE_NOT_SERIALIZABLE', method, err.message));
     send(index === undefined ? { type: 'failed', id, error } : { type: 'result', id, index, outcome: { ...outcome, results: [{ ok: false, error }] } });
-  }
+  });
+}
+
+/**
+ * How much model time the results held for the flush may span. An unbatched call runs its requests
+ * one after another in one turn, so a held result waits for the next ones: quick calls (an echo, a
+ * few µs each) go back together, while a call that took longer than this sends its result at once,
+ * so a slow model's requests are still answered each as it ends.
+ */
+const HOLD_MS = 0.5;
+let heldSinceMs = 0;
+
+/** After `each` was queued: sends what is held once it spans HOLD_MS of model time. */
+function holdOrFlush(each: ExecuteOutcome): void {
+  if (outbox.size === 1) heldSinceMs = each.computeStartMs;
+  if (each.computeEndMs - heldSinceMs >= HOLD_MS) outbox.flush();
 }
 
 function sendStreamEvent(id: number, event: StreamEvent): void {
@@ -95,10 +115,13 @@ function execute(message: Extract<ToWorker, { type: 'execute' }>): void {
   lastCall = lastCall.then(() => {
     const takenMs = now();
     // An unbatched call's results went out one by one, their buffers with them.
-    const onResult = !answersOneByOne(message.call) ? undefined : (index: number, each: ExecuteOutcome) => sendOutcome(message.id, { ...each, takenMs }, index);
+    const onResult = !answersOneByOne(message.call) ? undefined : (index: number, each: ExecuteOutcome) => {
+      sendOutcome(message.id, { ...each, takenMs }, index);
+      holdOrFlush(each);
+    };
     return host!.execute(message.call, onResult).then(
       (outcome) => sendOutcome(message.id, { ...outcome, takenMs, results: onResult ? [] : outcome.results }),
-      (err: unknown) => send({ type: 'failed', id: message.id, error: serializeError(err) }),
+      (err: unknown) => outbox.queue({ type: 'failed', id: message.id, error: serializeError(err) }, []),
     );
   });
 }
@@ -106,8 +129,10 @@ function execute(message: Extract<ToWorker, { type: 'execute' }>): void {
 const services = new ContextServices(data.context, inferThroughMain);
 let host: (Pick<ModelHost, 'execute' | 'finalize' | 'openStream'> & Partial<Pick<ModelHost, 'openSocket'>>) | undefined;
 
-port.on('message', (message: ToWorker) => {
-  if (message.type === 'infer-result') {
+function receive(message: ToWorker): void {
+  if (message.type === 'messages') {
+    for (const each of message.messages) receive(each);
+  } else if (message.type === 'infer-result') {
     const call = inferCalls.get(message.id);
     inferCalls.delete(message.id);
     if (message.error) call?.reject(deserializeError(message.error));
@@ -135,7 +160,9 @@ port.on('message', (message: ToWorker) => {
         (err: unknown) => send({ type: 'finalized', error: serializeError(err) }),
       );
   }
-});
+}
+
+port.on('message', receive);
 
 (async () => {
   lowerThisThreadPriority(data.niceness);

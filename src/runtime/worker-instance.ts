@@ -5,6 +5,7 @@ import type { InferCall } from './context-services.js';
 import { createError, deserializeError, serializeError } from '../errors/index.js';
 import type { TensorModelPlan } from '../inference/tensor-model-plan.js';
 import type { InstanceEvents, ModelInstance } from './model-instance.js';
+import { MessageOutbox } from './message-outbox.js';
 import { SocketLink } from './socket-session.js';
 import { StreamChannel, type StreamControl } from './stream-channel.js';
 import { instanceNiceness } from './thread-priority.js';
@@ -33,6 +34,11 @@ export class WorkerInstance implements ModelInstance {
   private nextId = 1;
   private stopping = false;
   private finalized?: { resolve(): void; reject(err: Error): void };
+  /**
+   * Calls dispatched in one turn (a batcher handing out what queued behind a finished call) cross
+   * together; a microtask flush sends them before the thread returns to the event loop.
+   */
+  private readonly outbox = new MessageOutbox<ToWorker>(() => this.worker, queueMicrotask);
 
   constructor(
     readonly index: number,
@@ -83,18 +89,14 @@ export class WorkerInstance implements ModelInstance {
   }
 
   execute(call: ExecuteCall, onResult?: OnResult): Promise<ExecuteOutcome> {
-    const worker = this.worker;
-    if (!worker) return Promise.reject(createError('SF_ERR_INSTANCE_CRASHED', this.context.modelName, this.index, 'not running'));
+    if (!this.worker) return Promise.reject(createError('SF_ERR_INSTANCE_CRASHED', this.context.modelName, this.index, 'not running'));
     const id = this.nextId++;
     return new Promise<ExecuteOutcome>((resolve, reject) => {
       this.pending.set(id, answersOneByOne(call) ? { resolve, reject, results: [], onResult } : { resolve, reject });
-      const message: ToWorker = { type: 'execute', id, call };
-      try {
-        worker.postMessage(message, collectTransferables(call.requests));
-      } catch (err) {
+      this.outbox.queue({ type: 'execute', id, call }, collectTransferables(call.requests), (err) => {
         this.pending.delete(id);
-        reject(createError('SF_ERR_BAD_REQUEST', `request cannot be sent to the model: ${(err as Error).message}`));
-      }
+        reject(createError('SF_ERR_BAD_REQUEST', `request cannot be sent to the model: ${err.message}`));
+      });
     });
   }
 
@@ -126,7 +128,7 @@ export class WorkerInstance implements ModelInstance {
     try {
       await new Promise<void>((resolve, reject) => {
         this.finalized = { resolve, reject };
-        worker.postMessage({ type: 'finalize' } satisfies ToWorker);
+        this.outbox.send({ type: 'finalize' });
       });
     } finally {
       await worker.terminate();
@@ -139,8 +141,7 @@ export class WorkerInstance implements ModelInstance {
    * to open it; a stopped worker, or a call that cannot be sent, fails the channel instead.
    */
   private openChannel(id: number, channel: StreamChannel, open: ToWorker, transfer: ArrayBuffer[], socket?: SocketLink): void {
-    const worker = this.worker;
-    if (!worker) {
+    if (!this.worker) {
       channel.fail(createError('SF_ERR_INSTANCE_CRASHED', this.context.modelName, this.index, 'not running'));
       return;
     }
@@ -151,7 +152,7 @@ export class WorkerInstance implements ModelInstance {
       this.sockets.delete(id);
     });
     try {
-      worker.postMessage(open, transfer);
+      this.outbox.send(open, transfer);
     } catch (err) {
       channel.fail(createError('SF_ERR_BAD_REQUEST', `request cannot be sent to the model: ${(err as Error).message}`));
     }
@@ -166,10 +167,14 @@ export class WorkerInstance implements ModelInstance {
 
   /** Messages about a request already sent; after the worker is gone there is nobody to tell. */
   private post(message: ToWorker, transfer: ArrayBuffer[] = []): void {
-    this.worker?.postMessage(message, transfer);
+    this.outbox.send(message, transfer);
   }
 
   private onMessage(message: FromWorker): void {
+    if (message.type === 'messages') {
+      for (const each of message.messages) this.onMessage(each);
+      return;
+    }
     if (message.type === 'infer') {
       this.answerInfer(message.id, message.model, message.input, message.options);
       return;

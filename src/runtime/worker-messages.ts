@@ -1,6 +1,7 @@
 import type { InferOptions, ModelContextData } from '../definition/model-context.js';
 import type { SerializedError } from '../errors/index.js';
 import type { TensorModelPlan } from '../inference/tensor-model-plan.js';
+import type { Bundle } from './message-outbox.js';
 import type { StreamEvent } from './stream-channel.js';
 import type { ExecuteCall, ExecuteOutcome, SocketCall, SocketInput } from './wire-format.js';
 
@@ -29,7 +30,9 @@ export type ToWorker =
   | { readonly type: 'socket-open'; readonly id: number; readonly call: SocketCall; readonly credit: number }
   | { readonly type: 'socket-message'; readonly id: number; readonly input: SocketInput }
   | { readonly type: 'socket-end'; readonly id: number }
-  | { readonly type: 'finalize' };
+  | { readonly type: 'finalize' }
+  /** Messages queued in one turn of the HTTP thread (see MessageOutbox). */
+  | Bundle<ToWorker>;
 
 export type FromWorker =
   | { readonly type: 'ready' }
@@ -43,4 +46,6 @@ export type FromWorker =
   /** The session's method took one more client message. */
   | { readonly type: 'socket-taken'; readonly id: number }
   | { readonly type: 'finalized'; readonly error?: SerializedError }
-  | { readonly type: 'infer'; readonly id: number; readonly model: string; readonly input: unknown; readonly options: InferOptions };
+  | { readonly type: 'infer'; readonly id: number; readonly model: string; readonly input: unknown; readonly options: InferOptions }
+  /** Messages queued in one turn of the worker, such as the results of one call (see MessageOutbox). */
+  | Bundle<FromWorker>;

@@ -5,7 +5,7 @@ import type { StreamFormat } from '../metadata/records.js';
 import { createError, ServeFnError, statusOf } from '../errors/index.js';
 import type { ModelRuntime } from '../runtime/model-runtime.js';
 import { dtoSchemaCheck } from '../validation/dto-schema-check.js';
-import { disconnectSignal } from './disconnect-signal.js';
+import { disconnectSignal, type DisconnectSignal } from './disconnect-signal.js';
 import { logFailure, toHttpError, type ErrorBody, type HttpError } from './error-handler.js';
 import { describeBatching, inlineSchema, type DtoSchemas } from './openapi-plugin.js';
 import { readRequest } from './request-reader.js';
@@ -31,6 +31,20 @@ export async function endpointRoutes(app: FastifyInstance, opts: EndpointRoutesO
   }
 }
 
+/**
+ * What the runtime answered for a queued request, its error as the endpoint's; the connection is no
+ * longer watched once it has. A function of the module, not a closure made for every request.
+ */
+async function answered<T>(model: ModelDefinition, endpoint: EndpointDefinition, disconnect: DisconnectSignal, pending: Promise<T>): Promise<T> {
+  try {
+    return await pending;
+  } catch (err) {
+    throw asEndpointError(model, endpoint, err);
+  } finally {
+    disconnect.release();
+  }
+}
+
 function registerEndpoint(app: FastifyInstance, runtime: ModelRuntime, endpoint: EndpointDefinition, opts: EndpointRoutesOptions): void {
   const model = runtime.definition;
   const { state } = opts;
@@ -49,17 +63,8 @@ function registerEndpoint(app: FastifyInstance, runtime: ModelRuntime, endpoint:
       const wire = await readRequest(endpoint, request);
       const disconnect = disconnectSignal(reply);
       const options = { signal: disconnect, ...scheduling(request.headers) };
-      const queue = async <T>(submit: () => Promise<T>): Promise<T> => {
-        try {
-          return await submit();
-        } catch (err) {
-          throw asEndpointError(model, endpoint, err);
-        } finally {
-          disconnect.release();
-        }
-      };
       if (endpoint.stream) {
-        const channel = await queue(() => runtime.openStream(endpoint.methodName, wire, options));
+        const channel = await answered(model, endpoint, disconnect, runtime.openStream(endpoint.methodName, wire, options));
         if (disconnect.aborted) {
           channel.cancel();
           throw createError('SF_ERR_CANCELLED');
@@ -71,7 +76,7 @@ function registerEndpoint(app: FastifyInstance, runtime: ModelRuntime, endpoint:
           return streamErrorBody(failure, answer.body);
         });
       }
-      const value = await queue(() => runtime.submit(endpoint.methodName, wire, options));
+      const value = await answered(model, endpoint, disconnect, runtime.submit(endpoint.methodName, wire, options));
       reply.code(endpoint.status);
       if (Buffer.isBuffer(value)) return reply.type(endpoint.produces).send(value);
       return value ?? null;

@@ -64,9 +64,7 @@ export async function validateDto<T extends object>(
       { loc: [location], msg: 'Input should be a valid object', type: 'model_attributes_type', input: plain },
     ]);
   }
-  const instance = (
-    stringValues || needsClassTransformer(dto, plain) ? plainToInstance(dto, plain, { enableImplicitConversion: stringValues }) : Object.assign(new dto(), plain)
-  ) as T;
+  const instance = toDtoInstance<T>(dto, plain, stringValues);
   if (stringValues) {
     parseBooleans(dto, plain as Record<string, unknown>, instance as Record<string, unknown>);
     keepUploadedFiles(plain as Record<string, unknown>, instance as Record<string, unknown>);
@@ -85,10 +83,18 @@ export async function validateDto<T extends object>(
 }
 
 /**
- * Without @Type, @Transform, @Expose or @Exclude on the DTO, and without implicit conversion (JSON
- * bodies), class-transformer only constructs the class and copies the input into it, element by
- * element: for a tensor sent as 256 numbers that was a tenth of the HTTP thread's time per request.
- * Object.assign onto the constructed class gives the same instance.
+ * `plain` as an instance of `dto`, as class-transformer's plainToInstance makes it (the HTTP thread
+ * validating it, and the instance handing it to the model); an array becomes an array of instances.
+ */
+export function toDtoInstance<T extends object>(dto: DtoClass, plain: object, implicitConversion: boolean): T {
+  return (implicitConversion || Array.isArray(plain) || needsClassTransformer(dto, plain) ? plainToInstance(dto, plain, { enableImplicitConversion: implicitConversion }) : Object.assign(new dto(), plain)) as T;
+}
+
+/**
+ * Without @Type, @Transform, @Expose or @Exclude on the DTO, without methods or accessors, and
+ * without implicit conversion (JSON bodies), class-transformer only constructs the class and copies
+ * the input into it, element by element: for a tensor sent as 256 numbers that was a tenth of the
+ * HTTP thread's time per request. Object.assign onto the constructed class gives the same instance.
  */
 function needsClassTransformer(dto: DtoClass, plain: object): boolean {
   if (hasClassTransformerOptions(dto)) return true;
@@ -108,10 +114,21 @@ function hasClassTransformerOptions(dto: DtoClass): boolean {
   let known = transformedDtos.get(dto);
   if (known === undefined) {
     const storage = defaultMetadataStorage;
-    known = storage.getStrategy(dto) !== 'none' || storage.getExposedMetadatas(dto).length > 0 || storage.getExcludedMetadatas(dto).length > 0;
+    known = storage.getStrategy(dto) !== 'none' || storage.getExposedMetadatas(dto).length > 0 || storage.getExcludedMetadatas(dto).length > 0 || hasMembers(dto);
     transformedDtos.set(dto, known);
   }
   return known;
+}
+
+/**
+ * Methods and accessors, on the class or its bases, or function-valued fields: plainToInstance does
+ * not copy an input key onto those (a getter without setter would make Object.assign throw).
+ */
+function hasMembers(dto: DtoClass): boolean {
+  for (let proto = dto.prototype as object | null; proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto) as object | null) {
+    if (Reflect.ownKeys(proto).some((key) => key !== 'constructor')) return true;
+  }
+  return Object.values(new dto()).some((value) => typeof value === 'function');
 }
 
 const asyncDtos = new WeakMap<DtoClass, boolean>();

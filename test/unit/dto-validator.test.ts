@@ -60,6 +60,18 @@ describe('validateDto on JSON bodies', () => {
     expect({ ...value }).toEqual({ tts_text: 'hi', spk_id: 'alto', speed: 1.5 });
   });
 
+  it('leaves a getter of the DTO alone when the body has a key of its name, as plainToInstance does', async () => {
+    class Loud {
+      @IsString() text!: string;
+      get loud(): string {
+        return this.text.toUpperCase();
+      }
+    }
+    const value = await validateDto<Loud>(Loud, { text: 'hi', loud: 'sent' }, 'body');
+    expect(value).toBeInstanceOf(Loud);
+    expect(value.loud).toBe('HI');
+  });
+
   it('strips properties the DTO does not declare', async () => {
     const value = await validateDto<SftRequest>(SftRequest, { tts_text: 'hi', spk_id: 'alto', admin: true }, 'body');
     expect(Object.keys(value).sort()).toEqual(['spk_id', 'tts_text']);
