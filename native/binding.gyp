@@ -15,6 +15,7 @@
       "src/model-description.cc",
       "src/npu-status.cc",
       "src/om-model.cc",
+      "src/promise-worker.cc",
       "src/shared-memory.cc",
       "src/unload-worker.cc"
     ],

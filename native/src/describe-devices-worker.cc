@@ -4,7 +4,7 @@
 #include "js-arguments.h"
 
 DescribeDevicesWorker::DescribeDevicesWorker(Napi::Env env, std::string libraryPath)
-    : Napi::AsyncWorker(env, "serve-fn:npu:describe-devices"), deferred_(Napi::Promise::Deferred::New(env)) {
+    : PromiseWorker(env, "serve-fn:npu:describe-devices") {
   baton_.requestedPath = std::move(libraryPath);
 }
 
@@ -31,25 +31,19 @@ NpuStatus ReadDevices(const AclApi &api, DescribeDevicesBaton *baton) {
 
 }  // namespace
 
-void DescribeDevicesWorker::Execute() {
+NpuStatus DescribeDevicesWorker::Run() {
   AclLibrary::OpenResult opened = AclLibrary::Open(baton_.requestedPath);
-  if (!opened.library) {
-    baton_.status = opened.NotFound();
-  } else {
-    baton_.libraryPath = opened.library->path();
-    baton_.variant = opened.library->variant();
-    baton_.status = opened.library->AcquireInit();
-    if (baton_.status.ok) {
-      baton_.status = ReadDevices(opened.library->api(), &baton_);
-      NpuStatus released = opened.library->ReleaseInit();
-      if (baton_.status.ok) baton_.status = released;
-    }
-  }
-  if (!baton_.status.ok) SetError(baton_.status.message);
+  if (!opened.library) return opened.NotFound();
+  baton_.libraryPath = opened.library->path();
+  baton_.variant = opened.library->variant();
+  NpuStatus status = opened.library->AcquireInit();
+  if (!status.ok) return status;
+  status = ReadDevices(opened.library->api(), &baton_);
+  NpuStatus released = opened.library->ReleaseInit();
+  return status.ok ? released : status;
 }
 
-void DescribeDevicesWorker::OnOK() {
-  Napi::Env env = Env();
+Napi::Value DescribeDevicesWorker::Result(Napi::Env env) {
   Napi::Object report = Napi::Object::New(env);
   report.Set("libraryPath", Napi::String::New(env, baton_.libraryPath));
   report.Set("variant", Napi::String::New(env, baton_.variant));
@@ -64,17 +58,12 @@ void DescribeDevicesWorker::OnOK() {
     devices.Set(i, device);
   }
   report.Set("devices", devices);
-  deferred_.Resolve(report);
+  return report;
 }
-
-void DescribeDevicesWorker::OnError(const Napi::Error &) { deferred_.Reject(ToJsError(Env(), baton_.status).Value()); }
 
 Napi::Value DescribeDevices(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
   std::string path;
   if (!OptionalString(env, info[0], "libraryPath", &path)) return env.Undefined();
-  auto *worker = new DescribeDevicesWorker(env, path);
-  Napi::Promise promise = worker->Promise();
-  worker->Queue();
-  return promise;
+  return (new DescribeDevicesWorker(env, path))->Start();
 }

@@ -4,12 +4,10 @@
 #ifndef SERVE_FN_NPU_DESCRIBE_DEVICES_WORKER_H
 #define SERVE_FN_NPU_DESCRIBE_DEVICES_WORKER_H
 
-#include <napi.h>
-
 #include <string>
 #include <vector>
 
-#include "npu-status.h"
+#include "promise-worker.h"
 
 struct DeviceMemory {
   int32_t id;
@@ -23,23 +21,18 @@ struct DescribeDevicesBaton {
   std::string variant;
   std::string version;  // empty when the library has no aclrtGetVersion
   std::vector<DeviceMemory> devices;
-  NpuStatus status;
 };
 
-class DescribeDevicesWorker : public Napi::AsyncWorker {
+class DescribeDevicesWorker : public PromiseWorker {
  public:
   DescribeDevicesWorker(Napi::Env env, std::string libraryPath);
 
-  Napi::Promise Promise() const { return deferred_.Promise(); }
-
  protected:
-  void Execute() override;
-  void OnOK() override;
-  void OnError(const Napi::Error &error) override;
+  NpuStatus Run() override;
+  Napi::Value Result(Napi::Env env) override;
 
  private:
   DescribeDevicesBaton baton_;
-  Napi::Promise::Deferred deferred_;
 };
 
 Napi::Value DescribeDevices(const Napi::CallbackInfo &info);

@@ -5,6 +5,7 @@
 #define SERVE_FN_NPU_DEVICE_RUNTIME_H
 
 #include <memory>
+#include <string>
 
 #include "acl-library.h"
 
@@ -12,6 +13,8 @@ class DeviceRuntime {
  public:
   // aclInit (first holder only) -> aclrtSetDevice -> aclrtCreateContext -> aclrtCreateStream.
   static NpuStatus Create(std::shared_ptr<AclLibrary> library, int32_t deviceId, std::unique_ptr<DeviceRuntime> *out);
+  // Finds AscendCL (an explicit path, else the usual places: AclLibrary::Open), then Create.
+  static NpuStatus Open(const std::string &libraryPath, int32_t deviceId, std::unique_ptr<DeviceRuntime> *out);
 
   ~DeviceRuntime();
   DeviceRuntime(const DeviceRuntime &) = delete;

@@ -11,6 +11,8 @@
 // layouts are the ABI. Of the inline members, only those the addon calls are transcribed. Only the AscendString overloads are declared (the std::string ones are
 // deprecated and would tie us to the old-ABI std::string). CANN is built with
 // _GLIBCXX_USE_CXX11_ABI=0, and so is every file of this target.
+// The simulated libraries' test/native/sim-ge/ge-sim-*.h transcribe the same headers again on
+// purpose, independently of this file: the addon linking and running against them cross-checks both.
 #ifndef SERVE_FN_NPU_GE_API_H
 #define SERVE_FN_NPU_GE_API_H
 

@@ -7,7 +7,6 @@
 #include <mutex>
 #include <set>
 
-#include "acl-library.h"
 #include "device-runtime.h"
 #include "ge-api.h"
 #include "ge-status.h"
@@ -74,9 +73,7 @@ std::string WrittenFile(const std::string &stem, time_t since) {
 }  // namespace
 
 GeConvertWorker::GeConvertWorker(Napi::Env env, GeConvertRequest request)
-    : Napi::AsyncWorker(env, "serve-fn:npu:ge-convert"),
-      request_(std::move(request)),
-      deferred_(Napi::Promise::Deferred::New(env)) {}
+    : PromiseWorker(env, "serve-fn:npu:ge-convert"), request_(std::move(request)) {}
 
 NpuStatus GeConvertWorker::Build() {
   ge::Options global;
@@ -108,40 +105,27 @@ NpuStatus GeConvertWorker::Build() {
   return NpuStatus::Ok();
 }
 
-void GeConvertWorker::Execute() {
-  AclLibrary::OpenResult opened = AclLibrary::Open(request_.libraryPath);
-  if (!opened.library) {
-    status_ = opened.NotFound();
-  } else {
-    // The OM path's runtime gives the aclInit share and the device the IR build API runs under
-    // (its context and stream go unused, and cost one allocation each).
-    std::unique_ptr<DeviceRuntime> runtime;
-    status_ = DeviceRuntime::Create(opened.library, request_.deviceId, &runtime);
-    if (status_.ok) status_ = Build();
-    if (runtime) {
-      NpuStatus released = runtime->Release();
-      if (status_.ok) status_ = released;
-    }
-  }
-  if (!status_.ok) SetError(status_.message);
+NpuStatus GeConvertWorker::Run() {
+  // The OM path's runtime gives the aclInit share and the device the IR build API runs under
+  // (its context and stream go unused, and cost one allocation each).
+  std::unique_ptr<DeviceRuntime> runtime;
+  NpuStatus status = DeviceRuntime::Open(request_.libraryPath, request_.deviceId, &runtime);
+  if (!status.ok) return status;
+  status = Build();
+  NpuStatus released = runtime->Release();
+  return status.ok ? released : status;
 }
 
-void GeConvertWorker::OnOK() {
-  Napi::Env env = Env();
+Napi::Value GeConvertWorker::Result(Napi::Env env) {
   Napi::Object result = Napi::Object::New(env);
   result.Set("file", Napi::String::New(env, file_));
-  deferred_.Resolve(result);
+  return result;
 }
-
-void GeConvertWorker::OnError(const Napi::Error &) { deferred_.Reject(ToJsError(Env(), status_).Value()); }
 
 Napi::Value ConvertGeModel(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
-  if (!info[0].IsObject()) {
-    Napi::TypeError::New(env, "convertGeModel(options) needs an options object").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
-  Napi::Object options = info[0].As<Napi::Object>();
+  Napi::Object options;
+  if (!OptionsObject(env, info[0], "convertGeModel", &options)) return env.Undefined();
   GeConvertRequest request;
   uint64_t deviceId = 0;
   Napi::Value device = options.Get("deviceId");
@@ -158,8 +142,5 @@ Napi::Value ConvertGeModel(const Napi::CallbackInfo &info) {
     return env.Undefined();
   }
   request.deviceId = static_cast<int32_t>(deviceId);
-  auto *worker = new GeConvertWorker(env, std::move(request));
-  Napi::Promise promise = worker->Promise();
-  worker->Queue();
-  return promise;
+  return (new GeConvertWorker(env, std::move(request)))->Start();
 }

@@ -6,12 +6,11 @@
 #ifndef SERVE_FN_NPU_GE_CONVERT_WORKER_H
 #define SERVE_FN_NPU_GE_CONVERT_WORKER_H
 
-#include <napi.h>
-
 #include <string>
 
 #include "ge-options.h"
 #include "loaded-model.h"
+#include "promise-worker.h"
 
 struct GeConvertRequest {
   std::string libraryPath;
@@ -22,24 +21,19 @@ struct GeConvertRequest {
   StringOptions buildOptions;
 };
 
-class GeConvertWorker : public Napi::AsyncWorker {
+class GeConvertWorker : public PromiseWorker {
  public:
   GeConvertWorker(Napi::Env env, GeConvertRequest request);
 
-  Napi::Promise Promise() const { return deferred_.Promise(); }
-
  protected:
-  void Execute() override;
-  void OnOK() override;
-  void OnError(const Napi::Error &error) override;
+  NpuStatus Run() override;
+  Napi::Value Result(Napi::Env env) override;
 
  private:
   NpuStatus Build();
 
   GeConvertRequest request_;
   std::string file_;
-  NpuStatus status_;
-  Napi::Promise::Deferred deferred_;
 };
 
 Napi::Value ConvertGeModel(const Napi::CallbackInfo &info);

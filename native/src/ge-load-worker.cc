@@ -1,6 +1,5 @@
 #include "ge-load-worker.h"
 
-#include "acl-library.h"
 #include "ge-model.h"
 #include "js-arguments.h"
 
@@ -13,51 +12,32 @@ constexpr double kMaxSlots = 256;
 
 GeLoadWorker::GeLoadWorker(Napi::Env env, AddonState *state, std::string libraryPath, int32_t deviceId,
                            GeLoadRequest request)
-    : Napi::AsyncWorker(env, "serve-fn:npu:ge-load"),
+    : PromiseWorker(env, "serve-fn:npu:ge-load"),
       state_(state),
       libraryPath_(std::move(libraryPath)),
       deviceId_(deviceId),
-      request_(std::move(request)),
-      deferred_(Napi::Promise::Deferred::New(env)) {}
+      request_(std::move(request)) {}
 
-void GeLoadWorker::Execute() {
-  AclLibrary::OpenResult opened = AclLibrary::Open(libraryPath_);
-  if (!opened.library) {
-    status_ = opened.NotFound();
-  } else {
-    std::unique_ptr<DeviceRuntime> runtime;
-    status_ = DeviceRuntime::Create(opened.library, deviceId_, &runtime);
-    if (status_.ok) status_ = GeLoadedGraph::Load(std::move(runtime), deviceId_, request_, &graph_);
-  }
+NpuStatus GeLoadWorker::Run() {
+  std::unique_ptr<DeviceRuntime> runtime;
+  NpuStatus status = DeviceRuntime::Open(libraryPath_, deviceId_, &runtime);
+  if (status.ok) status = GeLoadedGraph::Load(std::move(runtime), deviceId_, request_, &graph_);
   // The ONNX bytes are only needed to parse; the compiled graphs live in GE now.
   request_.source = ModelSource();
-  if (!status_.ok) SetError(status_.message);
+  return status;
 }
 
-void GeLoadWorker::OnOK() {
-  Napi::Env env = Env();
-  Napi::Object model = GeModel::Wrap(env, state_, std::move(graph_));
-  if (env.IsExceptionPending()) {
-    deferred_.Reject(env.GetAndClearPendingException().Value());
-    return;
-  }
-  deferred_.Resolve(model);
-}
-
-void GeLoadWorker::OnError(const Napi::Error &) { deferred_.Reject(ToJsError(Env(), status_).Value()); }
+Napi::Value GeLoadWorker::Result(Napi::Env env) { return GeModel::Wrap(env, state_, std::move(graph_)); }
 
 Napi::Value LoadGeModel(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
-  if (!info[0].IsObject()) {
-    Napi::TypeError::New(env, "loadGeModel(options) needs an options object").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
-  Napi::Object options = info[0].As<Napi::Object>();
+  Napi::Object options;
   std::string libraryPath;
   uint64_t deviceId = 0;
   uint64_t slots = 0;
   GeLoadRequest request;
-  if (!OptionalString(env, options.Get("libraryPath"), "libraryPath", &libraryPath) ||
+  if (!OptionsObject(env, info[0], "loadGeModel", &options) ||
+      !OptionalString(env, options.Get("libraryPath"), "libraryPath", &libraryPath) ||
       !WholeNumber(env, options.Get("deviceId"), "deviceId", INT32_MAX, &deviceId) ||
       !ModelFileOrBytes(env, options, &request.source.file, &request.source.bytes) ||
       !WholeNumber(env, options.Get("slots"), "slots", kMaxSlots, &slots) ||
@@ -72,9 +52,7 @@ Napi::Value LoadGeModel(const Napi::CallbackInfo &info) {
     return env.Undefined();
   }
   request.slots = static_cast<uint32_t>(slots);
-  auto *worker = new GeLoadWorker(env, static_cast<AddonState *>(info.Data()), libraryPath, static_cast<int32_t>(deviceId),
-                                  std::move(request));
-  Napi::Promise promise = worker->Promise();
-  worker->Queue();
-  return promise;
+  return (new GeLoadWorker(env, static_cast<AddonState *>(info.Data()), libraryPath, static_cast<int32_t>(deviceId),
+                           std::move(request)))
+      ->Start();
 }

@@ -5,24 +5,20 @@
 #ifndef SERVE_FN_NPU_GE_LOAD_WORKER_H
 #define SERVE_FN_NPU_GE_LOAD_WORKER_H
 
-#include <napi.h>
-
 #include <memory>
 #include <string>
 
 #include "addon-state.h"
 #include "ge-loaded-graph.h"
+#include "promise-worker.h"
 
-class GeLoadWorker : public Napi::AsyncWorker {
+class GeLoadWorker : public PromiseWorker {
  public:
   GeLoadWorker(Napi::Env env, AddonState *state, std::string libraryPath, int32_t deviceId, GeLoadRequest request);
 
-  Napi::Promise Promise() const { return deferred_.Promise(); }
-
  protected:
-  void Execute() override;
-  void OnOK() override;
-  void OnError(const Napi::Error &error) override;
+  NpuStatus Run() override;
+  Napi::Value Result(Napi::Env env) override;
 
  private:
   AddonState *state_;
@@ -30,8 +26,6 @@ class GeLoadWorker : public Napi::AsyncWorker {
   int32_t deviceId_;
   GeLoadRequest request_;
   std::unique_ptr<GeLoadedGraph> graph_;
-  NpuStatus status_;
-  Napi::Promise::Deferred deferred_;
 };
 
 Napi::Value LoadGeModel(const Napi::CallbackInfo &info);

@@ -5,6 +5,7 @@
 #include "ge-execute-worker.h"
 #include "ge-unload-worker.h"
 #include "js-arguments.h"
+#include "owned-external.h"
 
 namespace {
 
@@ -70,18 +71,13 @@ Napi::Function GeModel::DefineClass(Napi::Env env) {
                                            InstanceAccessor<&GeModel::Unloaded>("unloaded")});
 }
 
-// The constructor moves the graph out of `graph`; if it never runs, `graph` still frees it here.
 Napi::Object GeModel::Wrap(Napi::Env env, AddonState *state, std::unique_ptr<GeLoadedGraph> graph) {
-  return state->geModelConstructor.New({Napi::External<std::unique_ptr<GeLoadedGraph>>::New(env, &graph)});
+  return NewOwning(state->geModelConstructor, env, std::move(graph));
 }
 
-GeModel::GeModel(const Napi::CallbackInfo &info) : ObjectWrap<GeModel>(info) {
-  if (info.Length() != 1 || !info[0].IsExternal()) {
-    Napi::TypeError::New(info.Env(), "GeModel objects come from loadGeModel()").ThrowAsJavaScriptException();
-    return;
-  }
-  graph_ = std::move(*info[0].As<Napi::External<std::unique_ptr<GeLoadedGraph>>>().Data());
-  busy_.assign(graph_->slotCount(), false);
+GeModel::GeModel(const Napi::CallbackInfo &info)
+    : ObjectWrap<GeModel>(info), graph_(TakeOwned<GeLoadedGraph>(info, "GeModel objects come from loadGeModel()")) {
+  if (graph_) busy_.assign(graph_->slotCount(), false);
 }
 
 bool GeModel::ReadRequest(const Napi::CallbackInfo &info, GeExecuteRequest *request, std::vector<Napi::Object> *keep) {
@@ -153,10 +149,7 @@ Napi::Value GeModel::Execute(const Napi::CallbackInfo &info) {
   }
   busy_[request.slot] = true;
   running_++;
-  auto *worker = new GeExecuteWorker(env, this, info.This().As<Napi::Object>(), std::move(request), keep);
-  Napi::Promise promise = worker->Promise();
-  worker->Queue();
-  return promise;
+  return (new GeExecuteWorker(env, this, info.This().As<Napi::Object>(), std::move(request), keep))->Start();
 }
 
 void GeModel::SlotDone(uint32_t slot) {

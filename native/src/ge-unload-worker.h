@@ -3,28 +3,19 @@
 #ifndef SERVE_FN_NPU_GE_UNLOAD_WORKER_H
 #define SERVE_FN_NPU_GE_UNLOAD_WORKER_H
 
-#include <napi.h>
-
-#include "npu-status.h"
+#include "promise-worker.h"
 
 class GeModel;
 
-class GeUnloadWorker : public Napi::AsyncWorker {
+class GeUnloadWorker : public PromiseWorker {
  public:
   GeUnloadWorker(Napi::Env env, GeModel *model, Napi::Object modelObject);
 
-  Napi::Promise Promise() const { return deferred_.Promise(); }
-
  protected:
-  void Execute() override;
-  void OnOK() override;
-  void OnError(const Napi::Error &error) override;
+  NpuStatus Run() override;
 
  private:
   GeModel *model_;
-  Napi::ObjectReference modelObject_;
-  NpuStatus status_;
-  Napi::Promise::Deferred deferred_;
 };
 
 #endif

@@ -2,6 +2,15 @@
 
 #include <cmath>
 
+bool OptionsObject(Napi::Env env, Napi::Value value, const char *function, Napi::Object *out) {
+  if (!value.IsObject()) {
+    Napi::TypeError::New(env, std::string(function) + "(options) needs an options object").ThrowAsJavaScriptException();
+    return false;
+  }
+  *out = value.As<Napi::Object>();
+  return true;
+}
+
 bool OptionalString(Napi::Env env, Napi::Value value, const char *what, std::string *out) {
   if (value.IsUndefined() || value.IsNull()) return true;
   if (!value.IsString()) {

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+// The options object of `function(options)`.
+bool OptionsObject(Napi::Env env, Napi::Value value, const char *function, Napi::Object *out);
 bool OptionalString(Napi::Env env, Napi::Value value, const char *what, std::string *out);
 // A whole number in [0, max].
 bool WholeNumber(Napi::Env env, Napi::Value value, const char *what, double max, uint64_t *out);

@@ -4,37 +4,31 @@
 #ifndef SERVE_FN_NPU_LOAD_WORKER_H
 #define SERVE_FN_NPU_LOAD_WORKER_H
 
-#include <napi.h>
-
 #include <memory>
 #include <string>
 
 #include "addon-state.h"
 #include "loaded-model.h"
+#include "promise-worker.h"
 
-struct LoadBaton {
+struct LoadRequest {
   std::string libraryPath;
   int32_t deviceId = 0;
   ModelSource source;
-  std::unique_ptr<LoadedModel> model;
-  NpuStatus status;
 };
 
-class LoadWorker : public Napi::AsyncWorker {
+class LoadWorker : public PromiseWorker {
  public:
-  LoadWorker(Napi::Env env, AddonState *state, LoadBaton baton);
-
-  Napi::Promise Promise() const { return deferred_.Promise(); }
+  LoadWorker(Napi::Env env, AddonState *state, LoadRequest request);
 
  protected:
-  void Execute() override;
-  void OnOK() override;
-  void OnError(const Napi::Error &error) override;
+  NpuStatus Run() override;
+  Napi::Value Result(Napi::Env env) override;
 
  private:
   AddonState *state_;
-  LoadBaton baton_;
-  Napi::Promise::Deferred deferred_;
+  LoadRequest request_;
+  std::unique_ptr<LoadedModel> model_;
 };
 
 Napi::Value LoadModel(const Napi::CallbackInfo &info);

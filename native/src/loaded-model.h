@@ -10,6 +10,7 @@
 
 #include "device-runtime.h"
 #include "model-description.h"
+#include "output-bytes.h"
 
 struct ModelSource {
   std::string file;            // loaded with aclmdlLoadFromFile when not empty
@@ -19,11 +20,6 @@ struct ModelSource {
 struct ExecuteRequest {
   uint64_t batch = 0;  // rows of every input; ignored by static models
   std::vector<std::pair<const uint8_t *, size_t>> inputs;
-};
-
-struct OutputBytes {
-  std::unique_ptr<uint8_t[]> data;
-  size_t size = 0;
 };
 
 class LoadedModel {

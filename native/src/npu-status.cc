@@ -18,20 +18,24 @@ NpuStatus AclCheck(const AclApi &api, aclError code, const char *function) {
   return status;
 }
 
+namespace {
+
+// `<function> failed with <what> <code>: <message>`, carrying <prefix>Function, <prefix><codeName>
+// and <prefix>Message for the TypeScript layer (npu-errors.ts).
+Napi::Error FailedCall(Napi::Env env, const NpuStatus &status, const std::string &prefix, const char *codeName, const char *what,
+                       double code) {
+  Napi::Error error = Napi::Error::New(
+      env, status.function + " failed with " + what + " " + std::to_string(static_cast<int64_t>(code)) + ": " + status.message);
+  error.Set(prefix + "Function", Napi::String::New(env, status.function));
+  error.Set(prefix + codeName, Napi::Number::New(env, code));
+  error.Set(prefix + "Message", Napi::String::New(env, status.message));
+  return error;
+}
+
+}  // namespace
+
 Napi::Error ToJsError(Napi::Env env, const NpuStatus &status) {
   if (status.function.empty()) return Napi::Error::New(env, status.message);
-  if (status.ge) {
-    Napi::Error error = Napi::Error::New(
-        env, status.function + " failed with GE status " + std::to_string(status.geStatus) + ": " + status.message);
-    error.Set("geFunction", Napi::String::New(env, status.function));
-    error.Set("geStatus", Napi::Number::New(env, status.geStatus));
-    error.Set("geMessage", Napi::String::New(env, status.message));
-    return error;
-  }
-  Napi::Error error = Napi::Error::New(
-      env, status.function + " failed with ACL error " + std::to_string(status.aclCode) + ": " + status.message);
-  error.Set("aclFunction", Napi::String::New(env, status.function));
-  error.Set("aclCode", Napi::Number::New(env, status.aclCode));
-  error.Set("aclMessage", Napi::String::New(env, status.message));
-  return error;
+  if (status.ge) return FailedCall(env, status, "ge", "Status", "GE status", status.geStatus);
+  return FailedCall(env, status, "acl", "Code", "ACL error", status.aclCode);
 }

@@ -2,6 +2,7 @@
 
 #include "execute-worker.h"
 #include "js-arguments.h"
+#include "owned-external.h"
 #include "unload-worker.h"
 
 namespace {
@@ -33,18 +34,12 @@ Napi::Function OmModel::DefineClass(Napi::Env env) {
                                            InstanceAccessor<&OmModel::Unloaded>("unloaded")});
 }
 
-// The constructor moves the model out of `model`; if it never runs, `model` still frees it here.
 Napi::Object OmModel::Wrap(Napi::Env env, AddonState *state, std::unique_ptr<LoadedModel> model) {
-  return state->omModelConstructor.New({Napi::External<std::unique_ptr<LoadedModel>>::New(env, &model)});
+  return NewOwning(state->omModelConstructor, env, std::move(model));
 }
 
-OmModel::OmModel(const Napi::CallbackInfo &info) : ObjectWrap<OmModel>(info) {
-  if (info.Length() != 1 || !info[0].IsExternal()) {
-    Napi::TypeError::New(info.Env(), "OmModel objects come from loadModel()").ThrowAsJavaScriptException();
-    return;
-  }
-  model_ = std::move(*info[0].As<Napi::External<std::unique_ptr<LoadedModel>>>().Data());
-}
+OmModel::OmModel(const Napi::CallbackInfo &info)
+    : ObjectWrap<OmModel>(info), model_(TakeOwned<LoadedModel>(info, "OmModel objects come from loadModel()")) {}
 
 void OmModel::Enqueue(Napi::AsyncWorker *worker) {
   queue_.push_back(worker);

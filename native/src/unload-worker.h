@@ -3,32 +3,20 @@
 #ifndef SERVE_FN_NPU_UNLOAD_WORKER_H
 #define SERVE_FN_NPU_UNLOAD_WORKER_H
 
-#include <napi.h>
-
-#include "npu-status.h"
+#include "promise-worker.h"
 
 class OmModel;
 
-struct UnloadBaton {
-  NpuStatus status;
-};
-
-class UnloadWorker : public Napi::AsyncWorker {
+class UnloadWorker : public PromiseWorker {
  public:
   UnloadWorker(Napi::Env env, OmModel *model, Napi::Object modelObject);
 
-  Napi::Promise Promise() const { return deferred_.Promise(); }
-
  protected:
-  void Execute() override;
-  void OnOK() override;
-  void OnError(const Napi::Error &error) override;
+  NpuStatus Run() override;
+  void Settled() override;
 
  private:
   OmModel *model_;
-  Napi::ObjectReference modelObject_;
-  UnloadBaton baton_;
-  Napi::Promise::Deferred deferred_;
 };
 
 #endif

@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { buildIfStale } from './build-lock.js';
 import { buildSimCann, type SimCann } from './build-sim-ge.js';
 
 /**
@@ -12,8 +13,8 @@ import { buildSimCann, type SimCann } from './build-sim-ge.js';
  * configured by node-gyp with SERVE_FN_CANN_HOME set, so the test build and `npm run build:native`
  * share one build definition, and native/build keeps the plain addon. Idempotent and cheap when
  * nothing changed (a content stamp over the sources and the simulated libraries; make is
- * incremental underneath), and safe when several vitest workers call it at once (a lock
- * directory, as build-sim.ts). Asynchronous, unlike the simulation builds: compiling the addon
+ * incremental underneath), and safe when several vitest workers call it at once (build-lock.ts,
+ * as the simulation builds). Asynchronous, unlike the simulation builds: compiling the addon
  * takes a minute, and a blocked event loop would starve vitest's worker RPC meanwhile.
  */
 
@@ -56,11 +57,6 @@ function stamp(cann: SimCann): string {
   return hash.digest('hex');
 }
 
-function upToDate(expected: string): boolean {
-  const stampFile = join(OUT, '.stamp');
-  return existsSync(ADDON) && existsSync(stampFile) && readFileSync(stampFile, 'utf8') === expected;
-}
-
 const execFileAsync = promisify(execFile);
 
 async function run(command: readonly string[], cwd: string, env: NodeJS.ProcessEnv): Promise<void> {
@@ -69,29 +65,6 @@ async function run(command: readonly string[], cwd: string, env: NodeJS.ProcessE
   } catch (err) {
     const { stdout = '', stderr = String(err) } = err as { stdout?: string; stderr?: string };
     throw new Error(`${command.join(' ')} failed in ${cwd}:\n${stdout}${stderr}`);
-  }
-}
-
-const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
-
-async function withLock(fn: () => Promise<void>): Promise<void> {
-  const lock = join(BUILD, '.ge-addon-lock');
-  mkdirSync(BUILD, { recursive: true });
-  for (;;) {
-    try {
-      mkdirSync(lock);
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const held = statSync(lock, { throwIfNoEntry: false });
-      if (held && Date.now() - held.mtimeMs > LOCK_STALE_MS) rmSync(lock, { recursive: true, force: true });
-      await sleep(200);
-    }
-  }
-  try {
-    await fn();
-  } finally {
-    rmSync(lock, { recursive: true, force: true });
   }
 }
 
@@ -111,14 +84,13 @@ async function compile(cann: SimCann): Promise<void> {
 /** Builds what is missing or stale and returns where the addon and the simulated CANN home are. */
 export async function buildGeAddon(): Promise<GeAddonBuild> {
   const cann = buildSimCann();
-  const expected = stamp(cann);
-  if (!upToDate(expected)) {
-    await withLock(async () => {
-      if (upToDate(expected)) return;
-      rmSync(join(OUT, '.stamp'), { force: true });
-      await compile(cann);
-      writeFileSync(join(OUT, '.stamp'), expected);
-    });
-  }
+  const build = {
+    lock: join(BUILD, '.ge-addon-lock'),
+    staleMs: LOCK_STALE_MS,
+    stampFile: join(OUT, '.stamp'),
+    stamp: stamp(cann),
+    outputs: [ADDON],
+  };
+  await buildIfStale(build, () => compile(cann));
   return { addon: ADDON, cann };
 }

@@ -1,16 +1,17 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildIfStaleSync, type StampedBuild } from './build-lock.js';
 import { buildSimulatedAcl } from './build-sim.js';
 
 /**
  * Builds a simulated CANN 8.5.0 home in test/native/build/cann: the simulated AscendCL
  * (build-sim.ts, copied) and the simulated GE libraries of test/native/sim-ge, with the real
- * sonames, compiled with g++ and the old libstdc++ ABI as CANN is. Idempotent (a content stamp),
- * and safe when several vitest workers call it at once: each builds in its own directory and
- * renames it into place, so a home is never seen half-written.
+ * sonames, compiled with g++ and the old libstdc++ ABI as CANN is. Idempotent and safe when
+ * several vitest workers call it at once (build-lock.ts); the home is built in a directory of its
+ * own and renamed into place, so a process that holds its libraries open never sees one half-written.
  */
 
 export interface SimCann {
@@ -31,6 +32,7 @@ const ACL_SOURCES = join(HERE, 'sim');
 const BUILD = join(HERE, 'build');
 const HOME = join(BUILD, 'cann');
 const VERSION = '8.5.0';
+const LOCK_STALE_MS = 300_000;
 
 const CXX_FLAGS = ['-std=c++17', '-O2', '-Wall', '-Wextra', '-Werror', '-fPIC', '-pthread', '-D_GLIBCXX_USE_CXX11_ABI=0'];
 /* The version script keeps the exports to the GE API and the sim_* hooks (no std:: instantiations). */
@@ -68,15 +70,15 @@ function sourceStamp(aclLibrary: string): string {
   return hash.update(readFileSync(aclLibrary)).digest('hex');
 }
 
-function upToDate(stamp: string): boolean {
-  const stampFile = join(HOME, '.stamp');
+function stamped(stamp: string): StampedBuild {
   const { lib64, geCheck } = result();
-  return (
-    existsSync(stampFile) &&
-    readFileSync(stampFile, 'utf8') === stamp &&
-    [...Object.keys(LIBRARIES), 'libascendcl.so'].every((lib) => existsSync(join(lib64, lib))) &&
-    existsSync(geCheck)
-  );
+  return {
+    lock: join(BUILD, '.cann-lock'),
+    staleMs: LOCK_STALE_MS,
+    stampFile: join(HOME, '.stamp'),
+    stamp,
+    outputs: [...[...Object.keys(LIBRARIES), 'libascendcl.so'].map((lib) => join(lib64, lib)), geCheck],
+  };
 }
 
 function gxx(args: readonly string[]): void {
@@ -88,7 +90,7 @@ function gxx(args: readonly string[]): void {
   }
 }
 
-function compile(home: string, aclLibrary: string, stamp: string): void {
+function compile(home: string, aclLibrary: string): void {
   const lib64 = join(home, 'lib64');
   mkdirSync(lib64, { recursive: true });
   copyFileSync(aclLibrary, join(lib64, 'libascendcl.so'));
@@ -107,40 +109,21 @@ function compile(home: string, aclLibrary: string, stamp: string): void {
   const info = ['package_name=Ascend-cann-toolkit', `version=${VERSION}`, `arch=${process.arch === 'arm64' ? 'aarch64' : 'x86_64'}`, 'os=linux'];
   writeFileSync(join(home, 'ascend_toolkit_install.info'), `${info.join('\n')}\n# simulated by serve-fn test/native/sim-ge\n`);
   writeFileSync(join(home, 'version.cfg'), `version=${VERSION}\n# simulated by serve-fn test/native/sim-ge\n`);
-  writeFileSync(join(home, '.stamp'), stamp);
-}
-
-/** Moves a finished home into place, unless another worker has installed the same build meanwhile. */
-function install(built: string, stamp: string): void {
-  for (;;) {
-    try {
-      renameSync(built, HOME);
-      return;
-    } catch (err) {
-      if (!['ENOTEMPTY', 'EEXIST'].includes((err as NodeJS.ErrnoException).code ?? '')) throw err;
-    }
-    if (upToDate(stamp)) return;
-    const stale = `${HOME}.stale-${process.pid}`;
-    try {
-      renameSync(HOME, stale);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    }
-    rmSync(stale, { recursive: true, force: true });
-  }
 }
 
 /** Builds what is missing or stale and returns where the simulated CANN home is. */
 export function buildSimCann(): SimCann {
   const acl = buildSimulatedAcl();
-  const stamp = sourceStamp(acl.fullLibrary);
-  if (upToDate(stamp)) return result();
-  const built = join(BUILD, `.cann-${process.pid}-${Date.now()}`);
-  try {
-    compile(built, acl.fullLibrary, stamp);
-    install(built, stamp);
-  } finally {
+  buildIfStaleSync(stamped(sourceStamp(acl.fullLibrary)), () => {
+    const built = join(BUILD, `.cann-${process.pid}`);
     rmSync(built, { recursive: true, force: true });
-  }
+    try {
+      compile(built, acl.fullLibrary);
+      rmSync(HOME, { recursive: true, force: true });
+      renameSync(built, HOME);
+    } finally {
+      rmSync(built, { recursive: true, force: true });
+    }
+  });
   return result();
 }

@@ -1,14 +1,15 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildIfStaleSync, type StampedBuild } from './build-lock.js';
 
 /**
  * Builds the simulated AscendCL (test/native/sim) into test/native/build with gcc: the classic
  * single libascendcl.so, the CANN 9 split pair libacl_rt.so + libacl_mdl.so, the counters reader
  * addon, the ONNX runner's test addon and the misuse-check program. Idempotent and cheap when nothing changed (a content stamp),
- * and safe when several vitest workers call it at once (a lock directory, outputs renamed in).
+ * and safe when several vitest workers call it at once (build-lock.ts; outputs renamed in).
  */
 
 export interface SimBuild {
@@ -89,13 +90,14 @@ function result(): SimBuild {
   };
 }
 
-function upToDate(stamp: string): boolean {
-  const stampFile = join(BUILD, '.stamp');
-  return (
-    existsSync(stampFile) &&
-    readFileSync(stampFile, 'utf8') === stamp &&
-    Object.values(OUTPUTS).every((output) => existsSync(join(BUILD, output)))
-  );
+function stamped(stamp: string): StampedBuild {
+  return {
+    lock: join(BUILD, '.lock'),
+    staleMs: LOCK_STALE_MS,
+    stampFile: join(BUILD, '.stamp'),
+    stamp,
+    outputs: Object.values(OUTPUTS).map((output) => join(BUILD, output)),
+  };
 }
 
 function gcc(args: readonly string[]): void {
@@ -125,41 +127,13 @@ function compile(tmp: string): void {
   ]);
 }
 
-function sleepMs(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-}
-
-function withLock(fn: () => void): void {
-  const lock = join(BUILD, '.lock');
-  mkdirSync(BUILD, { recursive: true });
-  for (;;) {
-    try {
-      mkdirSync(lock);
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const held = statSync(lock, { throwIfNoEntry: false });
-      if (held && Date.now() - held.mtimeMs > LOCK_STALE_MS) rmSync(lock, { recursive: true, force: true });
-      sleepMs(50);
-    }
-  }
-  try {
-    fn();
-  } finally {
-    rmSync(lock, { recursive: true, force: true });
-  }
-}
-
 /**
  * Builds what is missing or stale and returns where everything is. Sets SIM_ORT_LIBRARY to
  * onnxRuntimeLibrary() when it is unset, so this process, its workers and its children find it.
  */
 export function buildSimulatedAcl(): SimBuild {
   process.env.SIM_ORT_LIBRARY ||= onnxRuntimeLibrary();
-  const stamp = sourceStamp();
-  if (upToDate(stamp)) return result();
-  withLock(() => {
-    if (upToDate(stamp)) return;
+  buildIfStaleSync(stamped(sourceStamp()), () => {
     const tmp = join(BUILD, `.tmp-${process.pid}`);
     rmSync(tmp, { recursive: true, force: true });
     try {
@@ -168,7 +142,6 @@ export function buildSimulatedAcl(): SimBuild {
         mkdirSync(dirname(join(BUILD, output)), { recursive: true });
         renameSync(join(tmp, output), join(BUILD, output));
       }
-      writeFileSync(join(BUILD, '.stamp'), stamp);
     } finally {
       rmSync(tmp, { recursive: true, force: true });
     }

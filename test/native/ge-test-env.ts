@@ -7,6 +7,7 @@ import { buildOnnxModel } from '../../src/backends/onnx/onnx-model-builder.js';
 import type { NativeGeLoadOptions, NativeGeTensor, NpuNativeBinding } from '../../src/backends/npu/native-binding.js';
 import { buildGeAddon, type GeAddonBuild } from './build-ge-addon.js';
 import { buildSimulatedAcl } from './build-sim.js';
+import { denseOnnxModel } from './npu-test-env.js';
 
 /**
  * Shared set-up of the GE addon tests (ge-addon.test.ts, ge-convert.test.ts): the addon built
@@ -29,23 +30,7 @@ export const X_DIMS = [4, 3];
  * that order. The batch is 4, or symbolic when named.
  */
 export function denseModel(batch: number | string = 4): Uint8Array {
-  return buildOnnxModel({
-    inputs: [{ name: 'x', datatype: 'FP32', shape: [batch, 3] }],
-    outputs: [
-      { name: 'y', datatype: 'FP32', shape: [batch, 2] },
-      { name: 'z', datatype: 'FP32', shape: [batch, 3] },
-    ],
-    initializers: [
-      { name: 'W', datatype: 'FP32', shape: [3, 2], data: [0.5, -1.25, 2, 0.75, -0.3, 1.1] },
-      { name: 'b', datatype: 'FP32', shape: [2], data: [0.1, -0.2] },
-    ],
-    nodes: [
-      { op: 'MatMul', inputs: ['x', 'W'], outputs: ['xw'] },
-      { op: 'Add', inputs: ['xw', 'b'], outputs: ['pre'] },
-      { op: 'Relu', inputs: ['pre'], outputs: ['y'] },
-      { op: 'Add', inputs: ['x', 'x'], outputs: ['z'] },
-    ],
-  });
+  return denseOnnxModel({ batch, doubled: true });
 }
 
 /** `rows` rows of x whose results have positive and clipped values; the seed makes each call's differ. */

@@ -2,14 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NpuBackend } from '../../src/backends/npu/npu-backend.js';
-import { ServeFnError } from '../../src/errors/index.js';
 import { MISSING_DEVICE, REAL_HARDWARE, TEST_DEVICES, f32, setUpNpuTests, type NpuTestEnv } from './npu-test-env.js';
-
-async function failure(promise: Promise<unknown>): Promise<ServeFnError> {
-  const error = await promise.then(() => undefined, (err: unknown) => err);
-  expect(error).toBeInstanceOf(ServeFnError);
-  return error as ServeFnError;
-}
+import { serveFnFailure } from '../helpers/thrown.js';
 
 describe('NpuBackend on AscendCL', () => {
   let env: NpuTestEnv;
@@ -53,7 +47,7 @@ describe('NpuBackend on AscendCL', () => {
   });
 
   it('turns AscendCL failures into SF_ERR_NPU_ACL', async () => {
-    const error = await failure(backend.load(env.modelFile('add_dyn'), { device: { kind: 'npu', id: MISSING_DEVICE } }));
+    const error = await serveFnFailure(backend.load(env.modelFile('add_dyn'), { device: { kind: 'npu', id: MISSING_DEVICE } }));
     expect(error.code).toBe('SF_ERR_NPU_ACL');
     expect(error.statusCode).toBe(500);
     expect(error.message).toMatch(/^aclrtSetDevice failed with ACL error \d+: /);
@@ -67,10 +61,10 @@ describe('NpuBackend on AscendCL', () => {
   it('checks tensors against the model and refuses to run after dispose', async () => {
     const session = await backend.load(env.modelFile('add_dyn'));
     const nine = { name: 'a', datatype: 'FP32', shape: [9, 4], data: new Float32Array(36) } as const;
-    const shape = await failure(session.run({ a: nine, b: { ...nine, name: 'b' } }));
+    const shape = await serveFnFailure(session.run({ a: nine, b: { ...nine, name: 'b' } }));
     expect([shape.code, shape.message]).toEqual(['SF_ERR_TENSOR_SHAPE', "Tensor 'a': expected shape [1..8, 4], got [9, 4]."]);
     await session.dispose();
-    const disposed = await failure(session.run({}));
+    const disposed = await serveFnFailure(session.run({}));
     expect([disposed.code, disposed.message]).toEqual([
       'SF_ERR_BACKEND_RUN_FAILED',
       "Backend 'npu_om' failed to run 'add_dyn.om': the session has been disposed",
@@ -82,7 +76,7 @@ describe('NpuBackend on AscendCL', () => {
     const absent = new NpuBackend({ libraryPath: missing });
     const reason = `AscendCL library not found; tried ${missing}: cannot open shared object file: No such file or directory. Install CANN and source its set_env.sh (it sets ASCEND_HOME_PATH and LD_LIBRARY_PATH), or set SERVE_FN_ACL_LIBRARY to libascendcl.so or its directory.`;
     expect(await absent.available()).toBe(reason);
-    const error = await failure(absent.load(env.modelFile('add_dyn')));
+    const error = await serveFnFailure(absent.load(env.modelFile('add_dyn')));
     expect([error.code, error.statusCode, error.message]).toEqual([
       'SF_ERR_NPU_UNAVAILABLE', 501, `Ascend NPU backend is not available: ${reason}`,
     ]);

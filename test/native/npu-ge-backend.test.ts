@@ -5,13 +5,13 @@ import { GeBackend } from '../../src/backends/npu/ge-backend.js';
 import { loadNpuBinding } from '../../src/backends/npu/native-binding.js';
 import { OnnxBackend } from '../../src/backends/onnx/onnx-backend.js';
 import { buildAddSubModel } from '../../src/backends/onnx/onnx-model-builder.js';
-import { ServeFnError } from '../../src/errors/index.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
 import type { Tensor } from '../../src/tensor/tensor.js';
 import { buildGeAddon } from './build-ge-addon.js';
 import type { SimCann } from './build-sim-ge.js';
 import { buildSimulatedAcl, onnxRuntimeLibrary } from './build-sim.js';
 import { LEAK_COUNTERS } from './npu-test-env.js';
+import { serveFnFailure } from '../helpers/thrown.js';
 
 /**
  * serve-fn's GE backend on the real addon and the simulated GE libraries, which are stricter than
@@ -30,12 +30,6 @@ function batch(rows: number): Record<string, Tensor> {
   const a = Int32Array.from({ length: rows * 16 }, (_, i) => 100 * Math.floor(i / 16) + (i % 16));
   const b = Int32Array.from({ length: rows * 16 }, (_, i) => 7 * Math.floor(i / 16) - 3 * (i % 16));
   return { INPUT0: createTensor('INPUT0', 'INT32', [rows, 16], a), INPUT1: createTensor('INPUT1', 'INT32', [rows, 16], b) };
-}
-
-async function failure(promise: Promise<unknown>): Promise<ServeFnError> {
-  const error = await promise.then(() => undefined, (err: unknown) => err);
-  expect(error).toBeInstanceOf(ServeFnError);
-  return error as ServeFnError;
 }
 
 describe('GeBackend on the simulated GE libraries', () => {
@@ -103,7 +97,7 @@ describe('GeBackend on the simulated GE libraries', () => {
   it.each(['aclgrphParseONNXFromMem', 'CompileGraph', 'LoadGraph'])('names a failing %s with its GE status and message', async (fn) => {
     process.env.GE_SIM_FAIL = `${fn}:4242`;
     try {
-      const error = await failure(backend.load(ADD_SUB, { options: { slots: 2 } }));
+      const error = await serveFnFailure(backend.load(ADD_SUB, { options: { slots: 2 } }));
       expect(error.code).toBe('SF_ERR_NPU_GE');
       expect(error.message).toBe(`${fn} failed with GE status 4242: [sim ge 4242] ${fn}: injected failure`);
     } finally {
@@ -116,7 +110,7 @@ describe('GeBackend on the simulated GE libraries', () => {
     const session = await backend.load(ADD_SUB, { options: { slots: 2 } });
     try {
       process.env.GE_SIM_FAIL = 'ExecuteGraphWithStreamAsync';
-      const error = await failure(session.run(batch(2)));
+      const error = await serveFnFailure(session.run(batch(2)));
       delete process.env.GE_SIM_FAIL;
       expect(error.code).toBe('SF_ERR_NPU_GE');
       expect(error.message).toBe('ExecuteGraphWithStreamAsync failed with GE status 1343225857: [sim ge 1343225857] ExecuteGraphWithStreamAsync: injected failure');

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadNpuBinding, type NpuNativeBinding } from '../../src/backends/npu/native-binding.js';
+import { buildOnnxModel } from '../../src/backends/onnx/onnx-model-builder.js';
 import { buildSimulatedAcl, type SimBuild } from './build-sim.js';
 import { writeSimModel, type SimModelSpec } from './sim/om-writer.js';
 
@@ -19,6 +20,34 @@ export const TEST_DEVICES = (process.env.SERVE_FN_NPU_TEST_DEVICES ?? '0,1').spl
 
 /** A device id no machine has (Atlas servers carry up to 16 NPUs). */
 export const MISSING_DEVICE = 63;
+
+/**
+ * The small ONNX graph the ONNX routes are tested with (simulated runner, OM around ONNX, GE):
+ * y = x · W + b, then Relu unless `relu` is false, x [batch, 3], W 3×2, b [2]: enough ops that a
+ * wrong binding shows. With `doubled`, a second output z = x + x [batch, 3] of another shape.
+ * The batch is symbolic unless a number is given.
+ */
+export function denseOnnxModel(options: { batch?: number | string; relu?: boolean; doubled?: boolean } = {}): Uint8Array {
+  const { batch = 'batch', relu = true, doubled = false } = options;
+  return buildOnnxModel({
+    inputs: [{ name: 'x', datatype: 'FP32', shape: [batch, 3] }],
+    outputs: [
+      { name: 'y', datatype: 'FP32', shape: [batch, 2] },
+      ...(doubled ? [{ name: 'z', datatype: 'FP32' as const, shape: [batch, 3] }] : []),
+    ],
+    initializers: [
+      { name: 'W', datatype: 'FP32', shape: [3, 2], data: [0.5, -1.25, 2, 0.75, -0.3, 1.1] },
+      { name: 'b', datatype: 'FP32', shape: [2], data: [0.1, -0.2] },
+    ],
+    nodes: [
+      { op: 'MatMul', inputs: ['x', 'W'], outputs: ['xw'] },
+      ...(relu
+        ? [{ op: 'Add', inputs: ['xw', 'b'], outputs: ['pre'] }, { op: 'Relu', inputs: ['pre'], outputs: ['y'] }]
+        : [{ op: 'Add', inputs: ['xw', 'b'], outputs: ['y'] }]),
+      ...(doubled ? [{ op: 'Add', inputs: ['x', 'x'], outputs: ['z'] }] : []),
+    ],
+  });
+}
 
 /** The test models; docs/npu.md gives the ONNX + ATC recipe that builds the same ones for real. */
 export const FIXTURES = {

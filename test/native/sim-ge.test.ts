@@ -8,26 +8,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildCastModel, buildOnnxModel } from '../../src/backends/onnx/onnx-model-builder.js';
 import { buildSimulatedAcl } from './build-sim.js';
 import { buildSimCann, type SimCann } from './build-sim-ge.js';
-import { REAL_HARDWARE } from './npu-test-env.js';
+import { REAL_HARDWARE, denseOnnxModel } from './npu-test-env.js';
+
+/** y = x · W + b, x [batch, 3]: the graph sim-ge-check drives. */
+const denseModel = denseOnnxModel({ relu: false });
 
 interface SimOnnxAddon {
   encodeOm(library: string, onnx: Uint8Array, gears: readonly number[], fp16Compute: boolean): Uint8Array;
-}
-
-/** y = x · W + b, x [batch, 3]: the graph sim-ge-check drives. */
-function denseModel(): Uint8Array {
-  return buildOnnxModel({
-    inputs: [{ name: 'x', datatype: 'FP32', shape: ['batch', 3] }],
-    outputs: [{ name: 'y', datatype: 'FP32', shape: ['batch', 2] }],
-    initializers: [
-      { name: 'W', datatype: 'FP32', shape: [3, 2], data: [0.5, -1.25, 2, 0.75, -0.3, 1.1] },
-      { name: 'b', datatype: 'FP32', shape: [2], data: [0.1, -0.2] },
-    ],
-    nodes: [
-      { op: 'MatMul', inputs: ['x', 'W'], outputs: ['xw'] },
-      { op: 'Add', inputs: ['xw', 'b'], outputs: ['y'] },
-    ],
-  });
 }
 
 /** The program's "name value" lines as an object. */
@@ -73,7 +60,7 @@ describe.skipIf(REAL_HARDWARE)('simulated GE libraries (test/native/sim-ge)', ()
     delete env.GE_SIM_EXECUTE_DELAY_MS;
     dir = mkdtempSync(join(tmpdir(), 'serve-fn-sim-ge-'));
     dense = join(dir, 'dense.onnx');
-    writeFileSync(dense, denseModel());
+    writeFileSync(dense, denseModel);
     writeFileSync(join(dir, 'not-a-model.onnx'), 'plain text');
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -230,9 +217,9 @@ describe.skipIf(REAL_HARDWARE)('simulated GE libraries (test/native/sim-ge)', ()
     const result = check(['lifecycle', dense, join(dir, 'not-a-model.onnx')]);
     const x = floats(result['input-values']);
     expect(x).toHaveLength(12);
-    const exact = await runOnnx(denseModel(), { x: new ort.Tensor('float32', x, [4, 3]) });
+    const exact = await runOnnx(denseModel, { x: new ort.Tensor('float32', x, [4, 3]) });
     expect(floats(result['output-values'])).toEqual(exact.data);
-    const rounded = await runOnnx(denseModel(), { x: new ort.Tensor('float32', await toHalf(x), [4, 3]) });
+    const rounded = await runOnnx(denseModel, { x: new ort.Tensor('float32', await toHalf(x), [4, 3]) });
     const fp16 = floats(result['fp16-output-values']);
     expect(fp16).toEqual(await toHalf(rounded.data as Float32Array));
     expect(fp16).not.toEqual(exact.data);
@@ -263,8 +250,8 @@ describe.skipIf(REAL_HARDWARE)('simulated GE libraries (test/native/sim-ge)', ()
     });
     const acl = buildSimulatedAcl();
     const encoder = createRequire(import.meta.url)(acl.onnxAddon) as SimOnnxAddon;
-    expect(readFileSync(join(dir, 'converted.om'))).toEqual(Buffer.from(encoder.encodeOm(acl.fullLibrary, denseModel(), [1, 4, 8], false)));
-    expect(readFileSync(join(dir, 'static.om'))).toEqual(Buffer.from(encoder.encodeOm(acl.fullLibrary, denseModel(), [], true)));
+    expect(readFileSync(join(dir, 'converted.om'))).toEqual(Buffer.from(encoder.encodeOm(acl.fullLibrary, denseModel, [1, 4, 8], false)));
+    expect(readFileSync(join(dir, 'static.om'))).toEqual(Buffer.from(encoder.encodeOm(acl.fullLibrary, denseModel, [], true)));
   });
 
   it('counts executes overlapping across sessions, and sim_reset_peaks clears the peak', () => {

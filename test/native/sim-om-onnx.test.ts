@@ -5,28 +5,11 @@ import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildAddSubModel, buildIdentityModel, buildOnnxModel } from '../../src/backends/onnx/onnx-model-builder.js';
 import { NpuBackend } from '../../src/backends/npu/npu-backend.js';
-import { LEAK_COUNTERS, REAL_HARDWARE, f32, setUpNpuTests, type NpuTestEnv } from './npu-test-env.js';
+import { LEAK_COUNTERS, REAL_HARDWARE, denseOnnxModel, f32, setUpNpuTests, type NpuTestEnv } from './npu-test-env.js';
 import { encodeSimModel, writeSimModel } from './sim/om-writer.js';
 
 interface SimOnnxAddon {
   encodeOm(library: string, onnx: Uint8Array, gears: readonly number[], fp16Compute: boolean): Uint8Array;
-}
-
-/** y = Relu(x · W + b), x [batch, 3]: the graph the dynamic-batch OM wraps. */
-function denseReluModel(batch: number | string = 'batch'): Uint8Array {
-  return buildOnnxModel({
-    inputs: [{ name: 'x', datatype: 'FP32', shape: [batch, 3] }],
-    outputs: [{ name: 'y', datatype: 'FP32', shape: [batch, 2] }],
-    initializers: [
-      { name: 'W', datatype: 'FP32', shape: [3, 2], data: [0.5, -1.25, 2, 0.75, -0.3, 1.1] },
-      { name: 'b', datatype: 'FP32', shape: [2], data: [0.1, -0.2] },
-    ],
-    nodes: [
-      { op: 'MatMul', inputs: ['x', 'W'], outputs: ['xw'] },
-      { op: 'Add', inputs: ['xw', 'b'], outputs: ['z'] },
-      { op: 'Relu', inputs: ['z'], outputs: ['y'] },
-    ],
-  });
 }
 
 async function onCpu(onnx: Uint8Array, feeds: Record<string, ort.Tensor>): Promise<Record<string, ort.Tensor>> {
@@ -54,7 +37,7 @@ describe.skipIf(REAL_HARDWARE)('simulated OM format 2 (op onnx) through the OM p
 
   it('sim_om_encode_onnx writes the bytes om-writer.ts writes, and refuses gears that do not increase', () => {
     const addon = createRequire(import.meta.url)(env.sim!.onnxAddon) as SimOnnxAddon;
-    const onnx = denseReluModel();
+    const onnx = denseOnnxModel();
     for (const [gears, fp16Compute] of [[[1, 4, 8], false], [[], true], [[2], true]] as const) {
       const written = encodeSimModel({ op: 'onnx', onnx, batchGears: gears, fp16Compute });
       expect(new Uint8Array(addon.encodeOm(env.sim!.fullLibrary, onnx, gears, fp16Compute))).toEqual(written);
@@ -64,7 +47,7 @@ describe.skipIf(REAL_HARDWARE)('simulated OM format 2 (op onnx) through the OM p
   });
 
   it('describes the graph, pads a batch to its gear and gives what onnxruntime-node gives on CPU', async () => {
-    const onnx = denseReluModel();
+    const onnx = denseOnnxModel();
     const session = await backend.load(om('dense', onnx, { batchGears: [1, 4, 8] }));
     expect(session.metadata()).toEqual({
       inputs: [{ name: 'x', datatype: 'FP32', shape: [-1, 3] }],
@@ -107,16 +90,16 @@ describe.skipIf(REAL_HARDWARE)('simulated OM format 2 (op onnx) through the OM p
 
   it('refuses graphs whose shapes do not fit the gears, and bad ONNX bytes, with the reason', async () => {
     const load = (bytes: Uint8Array) => env.binding.loadModel({ libraryPath: env.libraryPath, deviceId: 0, bytes });
-    await expect(load(encodeSimModel({ op: 'onnx', onnx: denseReluModel(2), batchGears: [1, 2] }))).rejects.toThrow(
+    await expect(load(encodeSimModel({ op: 'onnx', onnx: denseOnnxModel({ batch: 2 }), batchGears: [1, 2] }))).rejects.toThrow(
       "aclmdlLoadFromMem failed with ACL error 100013: [sim 100013] aclmdlLoadFromMem: input 'x' dim 0 is 2: with batch gears dim 0 must be symbolic, and every other dim fixed and positive",
     );
-    await expect(load(encodeSimModel({ op: 'onnx', onnx: denseReluModel() }))).rejects.toThrow("input 'x' dim 0 is -1");
+    await expect(load(encodeSimModel({ op: 'onnx', onnx: denseOnnxModel() }))).rejects.toThrow("input 'x' dim 0 is -1");
     await expect(load(encodeSimModel({ op: 'onnx', onnx: Uint8Array.from([9, 9, 9, 9]) }))).rejects.toThrow(
       /ACL error 100013: \[sim 100013\] aclmdlLoadFromMem: ONNX Runtime cannot load the graph: /,
     );
-    const truncated = encodeSimModel({ op: 'onnx', onnx: denseReluModel(), batchGears: [1] }).subarray(0, 100);
+    const truncated = encodeSimModel({ op: 'onnx', onnx: denseOnnxModel(), batchGears: [1] }).subarray(0, 100);
     await expect(load(truncated)).rejects.toThrow(/expected \d+ ONNX bytes after the gears, found 60/);
-    const notOnnxOp = encodeSimModel({ op: 'onnx', onnx: denseReluModel() });
+    const notOnnxOp = encodeSimModel({ op: 'onnx', onnx: denseOnnxModel() });
     new DataView(notOnnxOp.buffer).setUint32(12, 1, true);
     await expect(load(notOnnxOp)).rejects.toThrow('format version 2 carries op 5 (onnx), not op 1');
     expect(env.counter('onnx_graphs')).toBe(0);
@@ -146,7 +129,7 @@ describe.skipIf(REAL_HARDWARE)('simulated OM format 2 (op onnx) through the OM p
     const before = outstanding();
     const graphs = env.counter('onnx_graphs');
     const file = join(env.scratchDir, 'leak.om');
-    writeFileSync(file, encodeSimModel({ op: 'onnx', onnx: denseReluModel(), batchGears: [2] }));
+    writeFileSync(file, encodeSimModel({ op: 'onnx', onnx: denseOnnxModel(), batchGears: [2] }));
     const model = await env.binding.loadModel({ libraryPath: env.libraryPath, deviceId: 0, file });
     expect(env.counter('onnx_graphs')).toBe(graphs + 1);
     const [y] = await model.execute([f32(1, 1, 1, 2, 2, 2)], 2);

@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { buildIdentityModel, buildOnnxModel } from '../../src/backends/onnx/onnx-model-builder.js';
 import type { Datatype } from '../../src/tensor/tensor.js';
 import { buildSimulatedAcl, type SimBuild } from './build-sim.js';
-import { REAL_HARDWARE } from './npu-test-env.js';
+import { REAL_HARDWARE, denseOnnxModel } from './npu-test-env.js';
 
 interface TensorInfo { readonly name: string; readonly dataType: number; readonly dims: number[] }
 interface SimCounters { counter(libraryFile: string, name: string): number }
@@ -43,23 +43,6 @@ function nearestHalf(x: number): number {
   return Math.sign(x) * (rounded > 65504 ? Infinity : rounded);
 }
 
-/** y = Relu(x · W + b), x [batch, 3], W 3×2, b [2]: enough ops that a wrong binding shows. */
-function denseReluModel(): Uint8Array {
-  return buildOnnxModel({
-    inputs: [{ name: 'x', datatype: 'FP32', shape: ['batch', 3] }],
-    outputs: [{ name: 'y', datatype: 'FP32', shape: ['batch', 2] }],
-    initializers: [
-      { name: 'W', datatype: 'FP32', shape: [3, 2], data: [0.5, -1.25, 2, 0.75, -0.3, 1.1] },
-      { name: 'b', datatype: 'FP32', shape: [2], data: [0.1, -0.2] },
-    ],
-    nodes: [
-      { op: 'MatMul', inputs: ['x', 'W'], outputs: ['xw'] },
-      { op: 'Add', inputs: ['xw', 'b'], outputs: ['z'] },
-      { op: 'Relu', inputs: ['z'], outputs: ['y'] },
-    ],
-  });
-}
-
 function addModel(): Uint8Array {
   return buildOnnxModel({
     inputs: [{ name: 'a', datatype: 'FP32', shape: [4] }, { name: 'b', datatype: 'FP32', shape: [4] }],
@@ -79,7 +62,7 @@ describe.skipIf(REAL_HARDWARE)('simulated ONNX runner (sim-onnx.h)', () => {
 
   it('reports the graph inputs and outputs with aclDataType codes and -1 for symbolic dims', () => {
     const counters = createRequire(import.meta.url)(sim.countersAddon) as SimCounters;
-    const { graph, inputs, outputs } = runner.open(sim.fullLibrary, denseReluModel(), false);
+    const { graph, inputs, outputs } = runner.open(sim.fullLibrary, denseOnnxModel(), false);
     expect(inputs).toEqual([{ name: 'x', dataType: 0, dims: [-1, 3] }]);
     expect(outputs).toEqual([{ name: 'y', dataType: 0, dims: [-1, 2] }]);
     expect(counters.counter(sim.fullLibrary, 'onnx_graphs')).toBe(1);
@@ -91,8 +74,8 @@ describe.skipIf(REAL_HARDWARE)('simulated ONNX runner (sim-onnx.h)', () => {
     'gives what onnxruntime-node gives (%s library)',
     async (_, library) => {
       const x = Float32Array.from([1, 2, 3, -4, 0.5, 2.5, 7, -1, 0.25, 0, 0, 0]);
-      const expected = await (await ort.InferenceSession.create(denseReluModel())).run({ x: new ort.Tensor('float32', x, [4, 3]) });
-      const { graph } = runner.open(sim[library], denseReluModel(), false);
+      const expected = await (await ort.InferenceSession.create(denseOnnxModel())).run({ x: new ort.Tensor('float32', x, [4, 3]) });
+      const { graph } = runner.open(sim[library], denseOnnxModel(), false);
       const [y] = runner.run(graph, [{ data: x, dims: [4, 3] }]);
       runner.close(graph);
       expect(y.dims).toEqual([4, 2]);
@@ -138,7 +121,7 @@ describe.skipIf(REAL_HARDWARE)('simulated ONNX runner (sim-onnx.h)', () => {
 
   it('refuses bytes that are not ONNX, a shape the graph does not take and a type without an aclDataType', () => {
     expect(() => runner.open(sim.fullLibrary, Uint8Array.from([1, 2, 3, 4, 5, 6, 7, 8]), false)).toThrow(/^ONNX Runtime cannot load the graph: .+/);
-    const { graph } = runner.open(sim.fullLibrary, denseReluModel(), false);
+    const { graph } = runner.open(sim.fullLibrary, denseOnnxModel(), false);
     expect(() => runner.run(graph, [{ data: new Float32Array(8), dims: [2, 4] }])).toThrow("input 'x' dim 1 is 4, the graph declares 3");
     expect(() => runner.run(graph, [{ data: new Float32Array(3), dims: [3] }])).toThrow("input 'x' has 1 dims, the graph declares 2");
     runner.close(graph);

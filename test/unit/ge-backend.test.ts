@@ -6,9 +6,9 @@ import type {
 } from '../../src/backends/npu/native-binding.js';
 import { OnnxBackend } from '../../src/backends/onnx/onnx-backend.js';
 import { buildAddSubModel, buildOnnxModel } from '../../src/backends/onnx/onnx-model-builder.js';
-import { ServeFnError } from '../../src/errors/index.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
 import type { Tensor } from '../../src/tensor/tensor.js';
+import { serveFnFailure } from '../helpers/thrown.js';
 
 const FOUND: LibraryProbe = { found: true, path: '/cann/lib64/libascendcl.so', variant: 'ascendcl', tried: [] };
 const ADD_SUB = buildAddSubModel({ size: 16 });
@@ -104,12 +104,6 @@ function fakeBinding(model: NativeGeModel | Error, options: { probe?: LibraryPro
   return { binding, loads };
 }
 
-async function failure(promise: Promise<unknown>): Promise<ServeFnError> {
-  const error = await promise.then(() => undefined, (err: unknown) => err);
-  expect(error).toBeInstanceOf(ServeFnError);
-  return error as ServeFnError;
-}
-
 /** `rows` rows of INPUT0 = 100·row + column and INPUT1 = row − column, distinct enough to see any row moved. */
 function batch(rows: number): Record<string, Tensor> {
   const a = Int32Array.from({ length: rows * 16 }, (_, i) => 100 * Math.floor(i / 16) + (i % 16));
@@ -167,12 +161,12 @@ describe('GeBackend', () => {
   it('refuses other devices, unknown options and bad slot counts before touching GE', async () => {
     const { binding, loads } = fakeBinding(new Error('unused'));
     const backend = new GeBackend({ binding });
-    expect((await failure(backend.load(ADD_SUB, { device: { kind: 'cpu', id: 0 } }))).message).toBe(
+    expect((await serveFnFailure(backend.load(ADD_SUB, { device: { kind: 'cpu', id: 0 } }))).message).toBe(
       "Backend 'npu_ge' is not supported yet: device 'cpu:0'; use an NPU device such as 'npu:0'",
     );
-    expect((await failure(backend.load(ADD_SUB, { options: { threads: 2 } }))).message).toContain('unknown option threads; npu_ge takes slots, input_shape, ge.*');
-    expect((await failure(backend.load(ADD_SUB, { options: { slots: 0 } }))).message).toContain('option slots must be a whole number >= 1, got 0');
-    expect((await failure(backend.load(ADD_SUB, { options: { 'ge.x': { a: 1 } } }))).message).toContain('option ge.x must be a string');
+    expect((await serveFnFailure(backend.load(ADD_SUB, { options: { threads: 2 } }))).message).toContain('unknown option threads; npu_ge takes slots, input_shape, ge.*');
+    expect((await serveFnFailure(backend.load(ADD_SUB, { options: { slots: 0 } }))).message).toContain('option slots must be a whole number >= 1, got 0');
+    expect((await serveFnFailure(backend.load(ADD_SUB, { options: { 'ge.x': { a: 1 } } }))).message).toContain('option ge.x must be a string');
     expect(loads).toEqual([]);
   });
 
@@ -180,14 +174,14 @@ describe('GeBackend', () => {
     const geError = Object.assign(new Error('CompileGraph failed with GE status 1343225857: [sim ge 1343225857] CompileGraph: injected failure'), {
       geFunction: 'CompileGraph', geStatus: 1343225857, geMessage: '[sim ge 1343225857] CompileGraph: injected failure',
     });
-    const ge = await failure(new GeBackend({ binding: fakeBinding(geError).binding }).load(ADD_SUB));
+    const ge = await serveFnFailure(new GeBackend({ binding: fakeBinding(geError).binding }).load(ADD_SUB));
     expect(ge.code).toBe('SF_ERR_NPU_GE');
     expect(ge.statusCode).toBe(500);
     expect(ge.message).toBe('CompileGraph failed with GE status 1343225857: [sim ge 1343225857] CompileGraph: injected failure');
     expect(ge.cause).toBe(geError);
     const aclError = Object.assign(new Error('aclrtSetDevice failed'), { aclFunction: 'aclrtSetDevice', aclCode: 107001, aclMessage: 'no device 9' });
-    expect((await failure(new GeBackend({ binding: fakeBinding(aclError).binding }).load(ADD_SUB))).code).toBe('SF_ERR_NPU_ACL');
-    const other = await failure(new GeBackend({ binding: fakeBinding(new Error('global option ge.aicoreNum differs')).binding }).load(ADD_SUB));
+    expect((await serveFnFailure(new GeBackend({ binding: fakeBinding(aclError).binding }).load(ADD_SUB))).code).toBe('SF_ERR_NPU_ACL');
+    const other = await serveFnFailure(new GeBackend({ binding: fakeBinding(new Error('global option ge.aicoreNum differs')).binding }).load(ADD_SUB));
     expect(other.message).toBe("Backend 'npu_ge' could not load 'ONNX model bytes': global option ge.aicoreNum differs");
   });
 });
@@ -211,7 +205,7 @@ describe('GeSession', () => {
     const got = await session.run(batch(3), ['OUTPUT1']);
     expect(Object.keys(got)).toEqual(['OUTPUT1']);
     expect(got.OUTPUT1).toEqual((await reference.run(batch(3))).OUTPUT1);
-    expect((await failure(session.run(batch(1), ['OUTPUT9']))).code).toBe('SF_ERR_OUTPUT_UNKNOWN');
+    expect((await serveFnFailure(session.run(batch(1), ['OUTPUT9']))).code).toBe('SF_ERR_OUTPUT_UNKNOWN');
   });
 
   it('waits for a slot when every slot is busy, serving waiting batches in arrival order, one execution per slot at a time', async () => {
@@ -261,16 +255,16 @@ describe('GeSession', () => {
     const got = await session.run(batch(1));
     expect(model.calls.map((c) => [c.slot, c.dims[0]])).toEqual([[0, [1, 16]]]);
     expect(got).toEqual(await referenceFixed.run(batch(1)));
-    expect((await failure(session.run(batch(2)))).code).toBe('SF_ERR_TENSOR_SHAPE');
+    expect((await serveFnFailure(session.run(batch(2)))).code).toBe('SF_ERR_TENSOR_SHAPE');
   });
 
   it('checks every input against the ONNX file before running', async () => {
     const { model, session } = await loaded(1);
-    expect((await failure(session.run({ INPUT0: batch(1).INPUT0 }))).message).toBe("Expected input 'INPUT1' for model 'ONNX model bytes' is missing.");
-    expect((await failure(session.run({ ...batch(1), EXTRA: batch(1).INPUT0 }))).code).toBe('SF_ERR_TENSOR_UNEXPECTED');
+    expect((await serveFnFailure(session.run({ INPUT0: batch(1).INPUT0 }))).message).toBe("Expected input 'INPUT1' for model 'ONNX model bytes' is missing.");
+    expect((await serveFnFailure(session.run({ ...batch(1), EXTRA: batch(1).INPUT0 }))).code).toBe('SF_ERR_TENSOR_UNEXPECTED');
     const float = createTensor('INPUT1', 'FP32', [1, 16], new Float32Array(16));
-    expect((await failure(session.run({ ...batch(1), INPUT1: float }))).code).toBe('SF_ERR_TENSOR_DATATYPE');
-    expect((await failure(session.run({ INPUT0: batch(2).INPUT0, INPUT1: batch(3).INPUT1 }))).code).toBe('SF_ERR_TENSOR_SHAPE');
+    expect((await serveFnFailure(session.run({ ...batch(1), INPUT1: float }))).code).toBe('SF_ERR_TENSOR_DATATYPE');
+    expect((await serveFnFailure(session.run({ INPUT0: batch(2).INPUT0, INPUT1: batch(3).INPUT1 }))).code).toBe('SF_ERR_TENSOR_SHAPE');
     expect(model.calls).toEqual([]);
   });
 
@@ -279,7 +273,7 @@ describe('GeSession', () => {
     model.failWith = Object.assign(new Error('ExecuteGraphWithStreamAsync failed'), {
       geFunction: 'ExecuteGraphWithStreamAsync', geStatus: 1343225857, geMessage: 'injected failure',
     });
-    const err = await failure(session.run(batch(2)));
+    const err = await serveFnFailure(session.run(batch(2)));
     expect(err.message).toBe('ExecuteGraphWithStreamAsync failed with GE status 1343225857: injected failure');
     expect(err.cause).toBe(model.failWith);
     model.failWith = undefined;
@@ -299,7 +293,7 @@ describe('GeSession', () => {
     await disposed;
     await session.dispose();
     expect(model.unloads).toBe(1);
-    expect((await failure(session.run(batch(1)))).message).toBe("Backend 'npu_ge' failed to run 'ONNX model bytes': the session has been disposed");
+    expect((await serveFnFailure(session.run(batch(1)))).message).toBe("Backend 'npu_ge' failed to run 'ONNX model bytes': the session has been disposed");
   });
 });
 

@@ -4,9 +4,9 @@ import type { Backend, BackendLoadOptions, BackendMetadata, BackendSession } fro
 import { OnnxBackend } from '../onnx/onnx-backend.js';
 import { batchGears, geLoadPlan } from './ge-load-options.js';
 import { GeSession } from './ge-session.js';
-import type { NativeGeModel, NpuNativeBinding } from './native-binding.js';
-import { fromNativeError } from './npu-errors.js';
-import { accessNpu, resolveLibraryPath, type NpuAccess } from './npu-library.js';
+import type { NpuNativeBinding } from './native-binding.js';
+import { loadNatively } from './npu-errors.js';
+import { accessNpu, npuDeviceId, requireNpu, resolveLibraryPath, type NpuAccess } from './npu-library.js';
 import { aclDataTypeOf } from './npu-tensors.js';
 
 const BACKEND = 'npu_ge';
@@ -49,27 +49,20 @@ export class GeBackend implements Backend {
   }
 
   async load(source: string | Uint8Array, options: BackendLoadOptions = {}): Promise<BackendSession> {
-    const device = options.device ?? { kind: 'npu', id: 0 };
     const label = typeof source === 'string' ? basename(source) : 'ONNX model bytes';
-    if (device.kind !== 'npu') {
-      throw createError('SF_ERR_BACKEND_UNSUPPORTED', BACKEND, `device '${device.kind}:${device.id}'; use an NPU device such as 'npu:0'`);
-    }
-    const access = this.#access();
-    if ('reason' in access) throw createError('SF_ERR_NPU_UNAVAILABLE', access.reason);
+    const deviceId = npuDeviceId(BACKEND, options);
+    const binding = requireNpu(this.#access());
     const plan = geLoadPlan(options.options ?? {}, label);
     const metadata = await this.#readMetadata(source, label);
     const batchInputs = metadata.inputs.filter((spec) => spec.shape[0] === -1).map((spec) => spec.name);
-    let model: NativeGeModel;
-    try {
-      model = await access.binding.loadGeModel!({
+    const model = await loadNatively(BACKEND, label, () =>
+      binding.loadGeModel!({
         libraryPath: this.#libraryPath,
-        deviceId: device.id,
+        deviceId,
         ...(typeof source === 'string' ? { file: source } : { bytes: source }),
         ...plan,
-      });
-    } catch (err) {
-      throw fromNativeError(err, (message, cause) => createError('SF_ERR_BACKEND_LOAD_FAILED', BACKEND, label, message, cause));
-    }
+      }),
+    );
     return new GeSession(model, metadata, batchGears(plan, batchInputs), label);
   }
 

@@ -7,7 +7,7 @@ import type { BackendMetadata, BackendSession } from '../backend.js';
 import { chunkRows, distributeRows, ExecutionSlots } from './ge-slots.js';
 import type { NativeGeModel, NativeGeOutput, NativeGeTensor } from './native-binding.js';
 import { fromNativeError } from './npu-errors.js';
-import { aclDataTypeOf, storageName, tensorBytes, tensorData } from './npu-tensors.js';
+import { aclDataTypeOf, inputFor, refuseUnexpectedInputs, selectOutputs, storageName, tensorBytes, tensorData } from './npu-tensors.js';
 
 const BACKEND = 'npu_ge';
 
@@ -52,7 +52,7 @@ export class GeSession implements BackendSession {
 
   async run(inputs: Readonly<Record<string, Tensor>>, outputNames?: readonly string[]): Promise<Record<string, Tensor>> {
     if (this.#disposed) throw this.#runFailed('the session has been disposed');
-    const wanted = this.#selectOutputs(outputNames);
+    const wanted = selectOutputs(this.#metadata, outputNames, this.#label);
     const { feeds, rows } = this.#checkInputs(inputs);
     const running = this.#runBatch(feeds, rows);
     this.#running.add(running);
@@ -142,23 +142,11 @@ export class GeSession implements BackendSession {
     return Object.fromEntries(outputs.map((t) => [t.name, t]));
   }
 
-  #selectOutputs(outputNames: readonly string[] | undefined): Set<string> {
-    const known = new Set(this.#metadata.outputs.map((spec) => spec.name));
-    for (const name of outputNames ?? []) {
-      if (!known.has(name)) throw createError('SF_ERR_OUTPUT_UNKNOWN', name, this.#label);
-    }
-    return outputNames ? new Set(outputNames) : known;
-  }
-
   /** The inputs in the model's order, each checked against its spec, and the batch's rows. */
   #checkInputs(inputs: Readonly<Record<string, Tensor>>): { feeds: Tensor[]; rows: number } {
-    const specs = this.#metadata.inputs;
-    for (const name of Object.keys(inputs)) {
-      if (!specs.some((spec) => spec.name === name)) throw createError('SF_ERR_TENSOR_UNEXPECTED', name, this.#label);
-    }
-    const feeds = specs.map((spec) => {
-      const tensor = inputs[spec.name];
-      if (!tensor) throw createError('SF_ERR_TENSOR_MISSING', spec.name, this.#label);
+    refuseUnexpectedInputs(this.#metadata, inputs, this.#label);
+    const feeds = this.#metadata.inputs.map((spec) => {
+      const tensor = inputFor(spec, inputs, this.#label);
       checkInput(spec, tensor);
       return tensor.name === spec.name ? tensor : { ...tensor, name: spec.name };
     });

@@ -1,9 +1,9 @@
 import { basename } from 'node:path';
 import { createError } from '../../errors/index.js';
 import type { Backend, BackendLoadOptions, BackendSession } from '../backend.js';
-import type { NativeOmModel, NpuNativeBinding } from './native-binding.js';
-import { fromNativeError } from './npu-errors.js';
-import { accessNpu, resolveLibraryPath } from './npu-library.js';
+import type { NpuNativeBinding } from './native-binding.js';
+import { loadNatively } from './npu-errors.js';
+import { accessNpu, npuDeviceId, requireNpu, resolveLibraryPath } from './npu-library.js';
 import { NpuSession } from './npu-session.js';
 import { toBackendMetadata } from './npu-tensors.js';
 
@@ -33,23 +33,16 @@ export class NpuBackend implements Backend {
   }
 
   async load(source: string | Uint8Array, options: BackendLoadOptions = {}): Promise<BackendSession> {
-    const device = options.device ?? { kind: 'npu', id: 0 };
     const label = typeof source === 'string' ? basename(source) : 'OM model bytes';
-    if (device.kind !== 'npu') {
-      throw createError('SF_ERR_BACKEND_UNSUPPORTED', BACKEND, `device '${device.kind}:${device.id}'; use an NPU device such as 'npu:0'`);
-    }
-    const access = accessNpu(this.#binding, this.#libraryPath);
-    if ('reason' in access) throw createError('SF_ERR_NPU_UNAVAILABLE', access.reason);
-    let model: NativeOmModel;
-    try {
-      model = await access.binding.loadModel({
+    const deviceId = npuDeviceId(BACKEND, options);
+    const binding = requireNpu(accessNpu(this.#binding, this.#libraryPath));
+    const model = await loadNatively(BACKEND, label, () =>
+      binding.loadModel({
         libraryPath: this.#libraryPath,
-        deviceId: device.id,
+        deviceId,
         ...(typeof source === 'string' ? { file: source } : { bytes: source }),
-      });
-    } catch (err) {
-      throw fromNativeError(err, (message, cause) => createError('SF_ERR_BACKEND_LOAD_FAILED', BACKEND, label, message, cause));
-    }
+      }),
+    );
     const metadata = toBackendMetadata(model.describe());
     if (typeof metadata === 'string') {
       await model.unload();

@@ -23,3 +23,12 @@ export function fromNativeError(err: unknown, otherwise: (message: string, cause
   if (isNativeGeError(err)) return createError('SF_ERR_NPU_GE', err.geFunction, err.geStatus, err.geMessage, cause);
   return otherwise(err instanceof Error ? err.message : String(err), cause);
 }
+
+/** Awaits a native load; its failure goes through fromNativeError, else SF_ERR_BACKEND_LOAD_FAILED for `backend` and `label`. */
+export async function loadNatively<T>(backend: string, label: string, load: () => Promise<T>): Promise<T> {
+  try {
+    return await load();
+  } catch (err) {
+    throw fromNativeError(err, (message, cause) => createError('SF_ERR_BACKEND_LOAD_FAILED', backend, label, message, cause));
+  }
+}

@@ -1,3 +1,5 @@
+import { createError } from '../../errors/index.js';
+import type { BackendLoadOptions } from '../backend.js';
 import { loadNpuBinding, type NpuNativeBinding } from './native-binding.js';
 
 /** Points serve-fn at libascendcl.so, libacl_rt.so, or a directory holding them (docs/npu.md). */
@@ -24,4 +26,19 @@ export function accessNpu(binding: NpuNativeBinding | undefined, libraryPath: st
     };
   }
   return { binding: loaded.binding, libraryFile: probe.path };
+}
+
+/** The binding of an access, or SF_ERR_NPU_UNAVAILABLE with the reason there is none. */
+export function requireNpu(access: NpuAccess): NpuNativeBinding {
+  if ('reason' in access) throw createError('SF_ERR_NPU_UNAVAILABLE', access.reason);
+  return access.binding;
+}
+
+/** The NPU a load asks for (npu:0 when it names none); another kind of device is SF_ERR_BACKEND_UNSUPPORTED. */
+export function npuDeviceId(backend: string, options: BackendLoadOptions): number {
+  const device = options.device ?? { kind: 'npu', id: 0 };
+  if (device.kind !== 'npu') {
+    throw createError('SF_ERR_BACKEND_UNSUPPORTED', backend, `device '${device.kind}:${device.id}'; use an NPU device such as 'npu:0'`);
+  }
+  return device.id;
 }

@@ -4,7 +4,7 @@ import type { Datatype, Tensor, TensorSpec } from '../../tensor/tensor.js';
 import type { BackendMetadata, BackendSession } from '../backend.js';
 import type { NativeOmModel } from './native-binding.js';
 import { fromNativeError } from './npu-errors.js';
-import { storageName, tensorBytes, tensorData } from './npu-tensors.js';
+import { inputFor, refuseUnexpectedInputs, selectOutputs, storageName, tensorBytes, tensorData } from './npu-tensors.js';
 
 const BACKEND = 'npu_om';
 
@@ -36,7 +36,7 @@ export class NpuSession implements BackendSession {
 
   async run(inputs: Readonly<Record<string, Tensor>>, outputNames?: readonly string[]): Promise<Record<string, Tensor>> {
     if (this.#disposed) throw createError('SF_ERR_BACKEND_RUN_FAILED', BACKEND, this.#label, 'the session has been disposed');
-    const wanted = this.#selectOutputs(outputNames);
+    const wanted = selectOutputs(this.#metadata, outputNames, this.#label);
     const { views, batch } = this.#prepareInputs(inputs);
     let buffers: ArrayBuffer[];
     try {
@@ -63,23 +63,11 @@ export class NpuSession implements BackendSession {
     }
   }
 
-  #selectOutputs(outputNames: readonly string[] | undefined): Set<string> {
-    const known = new Set(this.#metadata.outputs.map((spec) => spec.name));
-    for (const name of outputNames ?? []) {
-      if (!known.has(name)) throw createError('SF_ERR_OUTPUT_UNKNOWN', name, this.#label);
-    }
-    return outputNames ? new Set(outputNames) : known;
-  }
-
   #prepareInputs(inputs: Readonly<Record<string, Tensor>>): { views: Uint8Array[]; batch: number } {
-    const specs = this.#metadata.inputs;
-    for (const name of Object.keys(inputs)) {
-      if (!specs.some((spec) => spec.name === name)) throw createError('SF_ERR_TENSOR_UNEXPECTED', name, this.#label);
-    }
+    refuseUnexpectedInputs(this.#metadata, inputs, this.#label);
     let batch: number | undefined;
-    const views = specs.map((spec) => {
-      const tensor = inputs[spec.name];
-      if (!tensor) throw createError('SF_ERR_TENSOR_MISSING', spec.name, this.#label);
+    const views = this.#metadata.inputs.map((spec) => {
+      const tensor = inputFor(spec, inputs, this.#label);
       batch ??= spec.shape[0] === -1 ? (tensor.shape[0] ?? 0) : 1;
       return this.#checkInput(spec, tensor, batch);
     });

@@ -1,6 +1,7 @@
+import { createError } from '../../errors/index.js';
 import type { BackendMetadata } from '../backend.js';
 import { DATATYPE_INFO, type NumericArrayConstructor } from '../../tensor/datatype-info.js';
-import type { Datatype, TensorData, TensorSpec } from '../../tensor/tensor.js';
+import type { Datatype, Tensor, TensorData, TensorSpec } from '../../tensor/tensor.js';
 import type { NativeModelDescription, NativeTensorDescription } from './native-binding.js';
 
 /** aclDataType codes (CANN AscendCL API reference, aclDataType) that have a serve-fn datatype. */
@@ -57,4 +58,32 @@ export function storageName(datatype: Datatype): string {
 /** Output bytes from the addon as the typed array tensor.ts expects for `datatype`. */
 export function tensorData(datatype: Exclude<Datatype, 'BYTES'>, bytes: ArrayBuffer): TensorData {
   return new (storage(datatype))(bytes);
+}
+
+/*
+ * The request checks both NPU sessions (OM and GE) make against a model's metadata before any
+ * native call, so callers get the SF_ERR_* error of the request's fault.
+ */
+
+/** The outputs to return: those named (each must exist), else all of them. */
+export function selectOutputs(metadata: BackendMetadata, outputNames: readonly string[] | undefined, label: string): Set<string> {
+  const known = new Set(metadata.outputs.map((spec) => spec.name));
+  for (const name of outputNames ?? []) {
+    if (!known.has(name)) throw createError('SF_ERR_OUTPUT_UNKNOWN', name, label);
+  }
+  return outputNames ? new Set(outputNames) : known;
+}
+
+/** Refuses a tensor that is none of the model's inputs. */
+export function refuseUnexpectedInputs(metadata: BackendMetadata, inputs: Readonly<Record<string, Tensor>>, label: string): void {
+  for (const name of Object.keys(inputs)) {
+    if (!metadata.inputs.some((spec) => spec.name === name)) throw createError('SF_ERR_TENSOR_UNEXPECTED', name, label);
+  }
+}
+
+/** The request's tensor for `spec`; its absence is SF_ERR_TENSOR_MISSING. */
+export function inputFor(spec: TensorSpec, inputs: Readonly<Record<string, Tensor>>, label: string): Tensor {
+  const tensor = inputs[spec.name];
+  if (!tensor) throw createError('SF_ERR_TENSOR_MISSING', spec.name, label);
+  return tensor;
 }

@@ -5,6 +5,8 @@
  * of inc/external/ge/ge_error_codes.h and ge_api_error_codes.h. Parameter types and const-ness are
  * the headers' (note the non-const map of aclgrphBuildInitialize and the const LoadGraph), so the
  * mangled names equal the real exports. Only the AscendString overloads are declared.
+ * This transcription is independent of the addon's (native/src/ge-api.h) on purpose: the addon
+ * linking and running against these libraries cross-checks both against the CANN headers.
  */
 #ifndef SERVE_FN_GE_SIM_API_H
 #define SERVE_FN_GE_SIM_API_H

@@ -4,6 +4,8 @@
  * tensor_data.h, tensor.h}. Everything there is inline, so only the data layout has to match the
  * real one: ExecuteGraphWithStreamAsync receives the caller's std::vector<gert::Tensor>. The member
  * functions are the subset the simulation calls, written for it; the static_asserts pin the layout.
+ * This transcription is independent of the addon's (native/src/ge-api.h) on purpose: the addon
+ * linking and running against these libraries cross-checks both against the CANN headers.
  */
 #ifndef SERVE_FN_GE_SIM_EXE_GRAPH_H
 #define SERVE_FN_GE_SIM_EXE_GRAPH_H

@@ -4,6 +4,8 @@
  * ascend_string.h, ge_error_codes.h}; hicann/ge branch 8.5.0: inc/graph_metadef/external/graph/graph.h).
  * Namespaces, class names, member types and const-ness follow those headers exactly, because the
  * mangled names of what libgraph.so exports come from them. Only the subset serve-fn calls is here.
+ * This transcription is independent of the addon's (native/src/ge-api.h) on purpose: the addon
+ * linking and running against these libraries cross-checks both against the CANN headers.
  */
 #ifndef SERVE_FN_GE_SIM_GRAPH_H
 #define SERVE_FN_GE_SIM_GRAPH_H
