@@ -51,6 +51,8 @@ writeFiles(root, {
   'doubler/1/model.ts': reexport('doubler-model.ts'),
   'ge/config.pbtxt': 'backend: "npu_ge"',
   'ge/1/model.om': 'not really',
+  'trt/config.pbtxt': 'backend: "tensorrt"',
+  'trt/1/model.plan': 'not really',
   'noversion/config.pbtxt': 'platform: "onnxruntime_onnx"',
   'badconfig/config.pbtxt': 'name: "badconfig"\nmax_batch_size: 4\ninput [ { name: "X" data_type: TYPE_NOPE } ]',
   'badconfig/1/model.onnx': buildAddSubModel(),
@@ -183,10 +185,12 @@ describe('a Triton model repository served by ServeFnServer (worker-thread insta
 
   it('refuses bad layouts and unsupported backends with errors naming the model or path', async () => {
     const refusal = (name: string) => repository.load(name).then(() => 'loaded', (err: Error & { code: string }) => `${err.code}: ${err.message}`);
-    expect(await refusal('ge')).toBe(
-      "SF_ERR_BACKEND_UNSUPPORTED: Backend 'npu_ge' is not supported yet: model 'ge' asks for Ascend graph-engine execution; compile it to an .om file with ATC and set backend: \"npu_om\"",
-    );
     const pollFailed = (name: string) => `SF_ERR_MODEL_POLL_FAILED: failed to load '${name}', failed to poll from model repository:`;
+    // npu_ge reads the ONNX file itself (GE parses it); an .om beside it is not what it serves.
+    expect(await refusal('ge')).toBe(`${pollFailed('ge')} Model repository '${root}' is invalid: model file ${join(root, 'ge', '1', 'model.onnx')} does not exist`);
+    expect(await refusal('trt')).toBe(
+      "SF_ERR_BACKEND_UNSUPPORTED: Backend 'tensorrt' is not supported yet: model 'trt': serve-fn serves onnxruntime, npu_om, npu_ge, serve-fn (model.ts) and ensemble models",
+    );
     expect(await refusal('noversion')).toBe(`${pollFailed('noversion')} Model repository '${root}' is invalid: model 'noversion' has no version folder: put its model.onnx in ${join(root, 'noversion', '1')}`);
     expect(await refusal('badconfig')).toBe(
       `${pollFailed('badconfig')} ${join(root, 'badconfig', 'config.pbtxt')}:3:32: field 'data_type' expects a DataType value (TYPE_INVALID, TYPE_BOOL, TYPE_UINT8, TYPE_UINT16, TYPE_UINT32, TYPE_UINT64, TYPE_INT8, TYPE_INT16, TYPE_INT32, TYPE_INT64, TYPE_FP16, TYPE_FP32, TYPE_FP64, TYPE_STRING, TYPE_BF16), found 'TYPE_NOPE'`,
@@ -195,7 +199,7 @@ describe('a Triton model repository served by ServeFnServer (worker-thread insta
       `SF_ERR_CONFIG_INVALID: Model configuration for 'wrongio' is invalid: input 'INPUT0' has shape [-1,8] in the configuration, batch dimension included, but [-1,16] in ${join(root, 'wrongio', '1', 'model.onnx')}`,
     );
     expect((await repository.index()).filter((e) => e.state !== 'READY').map((e) => `${e.name}:${e.state}`)).toEqual([
-      'badconfig:UNAVAILABLE', 'ge:UNAVAILABLE', 'noversion:UNAVAILABLE', 'wrongio:UNAVAILABLE',
+      'badconfig:UNAVAILABLE', 'ge:UNAVAILABLE', 'noversion:UNAVAILABLE', 'trt:UNAVAILABLE', 'wrongio:UNAVAILABLE',
     ]);
   });
 
