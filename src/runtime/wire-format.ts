@@ -87,12 +87,8 @@ export function collectTransferables(value: unknown, out: ArrayBuffer[] = [], de
     return out;
   }
   const children: unknown[] = Array.isArray(value) ? value : Object.values(value);
-  // Tensors as JSON are long arrays of numbers: skip them without a call per element, and with an
-  // index loop, as for-of made an iterator result and a boxed number per element (see json-depth.ts).
-  for (let i = 0; i < children.length; i++) {
-    const child = children[i];
-    if (child !== null && typeof child === 'object') collectTransferables(child, out, depth + 1);
-  }
+  // Tensors as JSON are long arrays of numbers: skip them without a call per element.
+  for (const child of children) if (child !== null && typeof child === 'object') collectTransferables(child, out, depth + 1);
   return out;
 }
 

@@ -18,11 +18,7 @@ export function jsonDepthExceeds(value: unknown, limit = MAX_JSON_DEPTH): boolea
   while (pending.length > 0) {
     const [node, depth] = pending.pop()!;
     if (depth > limit) return true;
-    // An index loop, not for-of: for-of over a tensor's array of numbers made an iterator result and
-    // a boxed number per element, the largest garbage of a request on the HTTP thread (V8 sampling heap profile).
-    const children: unknown[] = Array.isArray(node) ? node : Object.values(node);
-    for (let i = 0; i < children.length; i++) {
-      const child = children[i];
+    for (const child of Array.isArray(node) ? node : Object.values(node)) {
       if (child !== null && typeof child === 'object') pending.push([child, depth + 1]);
     }
   }
