@@ -120,6 +120,7 @@ const limits: number[] = [];
 const limitOthersPct: number[] = [];
 const plain1: number[] = [];
 const plain2: number[] = [];
+const plainOthersPct: number[] = [];
 const plainJob = { modelPath, batch: MAX_BATCH, inputSize: INPUT_SIZE, durationMs: durationS * 1000 };
 const batched1: Served[] = [];
 const unbatched1: Served[] = [];
@@ -139,8 +140,10 @@ try {
     const cpu = measureCpuShare(servers.map((p) => p.pid!));
     limits.push(await inProcess(session, MAX_BATCH, durationS));
     limitOthersPct.push(cpu().othersPct);
+    const plainCpu = measureCpuShare(servers.map((p) => p.pid!));
     plain1.push(await plainOrtRate(1, plainJob));
     plain2.push(await plainOrtRate(2, plainJob));
+    plainOthersPct.push(plainCpu().othersPct);
     batched1.push(await served(one, '/infer', false));
     unbatched1.push(await served(one, '/infer-single', false));
     batched2.push(await served(two, '/infer', false));
@@ -177,11 +180,11 @@ console.log('Health: p99 ms of /health/live on the saturated server / on the idl
 console.log('in separate runs with 1 and with 2 instances saturated.\n');
 console.log('Plain ORT: 1 and 2 worker threads of this process looping session.run at batch MAX_BATCH, no server; (c) = served 2/1 ÷ plain 2/1.');
 console.log('Health: served − reference p99 (target ≤ +1 ms).\n');
-console.log('| round | limit | batched, 1 | unbatched, 1 | batched, 2 | others % (limit, b1, u1, b2) | (a) | (b) | served 2/1 | plain 1, 2 threads | plain 2/1 | (c) | health p99 ms, 1 instance | health p99 ms, 2 instances |');
+console.log('| round | limit | batched, 1 | unbatched, 1 | batched, 2 | others % (limit, plain, b1, u1, b2) | (a) | (b) | served 2/1 | plain 1, 2 threads | plain 2/1 | (c) | health p99 ms, 1 instance | health p99 ms, 2 instances |');
 console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
 limits.forEach((l, i) => {
   const [b, u, t] = [batched1[i]!, unbatched1[i]!, batched2[i]!];
-  const others = [limitOthersPct[i]!, b.othersPct, u.othersPct, t.othersPct].map(f).join(', ');
+  const others = [limitOthersPct[i]!, plainOthersPct[i]!, b.othersPct, u.othersPct, t.othersPct].map(f).join(', ');
   const plain = plain2[i]! / plain1[i]!;
   const health = ([served, reference]: readonly [Probe, Probe]): string => `${served.p99} / ${reference.p99} (${signed(served.p99 - reference.p99)})`;
   console.log(
