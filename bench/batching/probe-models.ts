@@ -1,8 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
-import * as ort from 'onnxruntime-node';
 import { loadAverage } from '../lib/process-stats.js';
+import { runPlainOrt } from './plain-ort.js';
 import { buildSharedWeightMlp, type SharedWeightMlpOptions } from './shared-weight-mlp.js';
 
 /**
@@ -12,45 +11,7 @@ import { buildSharedWeightMlp, type SharedWeightMlpOptions } from './shared-weig
  * weights in cache) while costing ≥ 1 ms a sample (so HTTP is not the limit).
  * `node --import ./loader/register.mjs bench/batching/probe-models.ts` from the repository root.
  */
-interface ProbeJob {
-  readonly modelPath: string;
-  readonly batch: number;
-  readonly durationMs: number;
-}
-
-if (isMainThread) await probeAll();
-else await runJob(workerData as ProbeJob);
-
-async function runJob(job: ProbeJob): Promise<void> {
-  const session = await ort.InferenceSession.create(job.modelPath, { intraOpNumThreads: 1, interOpNumThreads: 1 });
-  const x = new ort.Tensor('float32', Float32Array.from({ length: job.batch * 256 }, (_, i) => Math.sin(i)), [job.batch, 256]);
-  const warm = await session.run({ INPUT0: x });
-  const y = warm.OUTPUT0!.data as Float32Array;
-  const meanAbs = y.reduce((s, v) => s + Math.abs(v), 0) / y.length;
-  await new Promise((resolve) => parentPort!.once('message', resolve));
-  let samples = 0;
-  const start = performance.now();
-  while (performance.now() - start < job.durationMs) {
-    await session.run({ INPUT0: x });
-    samples += job.batch;
-  }
-  parentPort!.postMessage({ rate: samples / ((performance.now() - start) / 1000), meanAbs });
-  await session.release();
-}
-
-/** Starts `count` workers, lets them all load, then times them running at the same moment. */
-async function runTogether(count: number, job: ProbeJob): Promise<{ rate: number; meanAbs: number }[]> {
-  const workers = Array.from({ length: count }, () => new Worker(new URL(import.meta.url), { workerData: job }));
-  await new Promise((r) => setTimeout(r, 3000));
-  const results = workers.map((w) => new Promise<{ rate: number; meanAbs: number }>((resolve, reject) => {
-    w.once('message', resolve);
-    w.once('error', reject);
-  }));
-  workers.forEach((w) => w.postMessage('go'));
-  const out = await Promise.all(results);
-  await Promise.all(workers.map((w) => w.terminate()));
-  return out;
-}
+await probeAll();
 
 async function probeAll(): Promise<void> {
   const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -70,9 +31,10 @@ async function probeAll(): Promise<void> {
     const model = buildSharedWeightMlp({ ...base, ...options });
     const modelPath = `${root}.bench-out/probe-${i}.onnx`;
     writeFileSync(modelPath, model.onnx);
-    const [one] = await runTogether(1, { modelPath, batch: 32, durationMs });
-    const two = await runTogether(2, { modelPath, batch: 32, durationMs });
-    const [single] = await runTogether(1, { modelPath, batch: 1, durationMs });
+    const job = { modelPath, inputSize: 256, durationMs };
+    const [one] = await runPlainOrt(1, { ...job, batch: 32 });
+    const two = await runPlainOrt(2, { ...job, batch: 32 });
+    const [single] = await runPlainOrt(1, { ...job, batch: 1 });
     const twoRate = two.reduce((s, r) => s + r.rate, 0);
     console.log(
       `| ${model.description} | ${(1e6 / one!.rate).toFixed(0)} | ${(1e6 / single!.rate).toFixed(0)} | ` +
