@@ -94,6 +94,21 @@ describe('GeBackend on the simulated GE libraries', () => {
     }
   });
 
+  it('loads two models at once whose streams bind different cores (ge.aicoreNum goes to their sessions, not GEInitialize)', async () => {
+    const first = await backend.load(ADD_SUB, { options: { slots: 2, 'ge.aicoreNum': '12|10' } });
+    try {
+      const second = await backend.load(ADD_SUB, { options: { 'ge.aicoreNum': '4|8' } });
+      try {
+        expect(await second.run(batch(3))).toEqual(await reference.run(batch(3)));
+        expect(await first.run(batch(3))).toEqual(await reference.run(batch(3)));
+      } finally {
+        await second.dispose();
+      }
+    } finally {
+      await first.dispose();
+    }
+  });
+
   it.each(['aclgrphParseONNXFromMem', 'CompileGraph', 'LoadGraph'])('names a failing %s with its GE status and message', async (fn) => {
     process.env.GE_SIM_FAIL = `${fn}:4242`;
     try {

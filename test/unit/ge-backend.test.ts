@@ -135,12 +135,21 @@ describe('GeBackend', () => {
     });
     expect(loads).toEqual([{
       libraryPath: undefined, deviceId: 1, bytes: ADD_SUB, slots: 2,
-      globalOptions: { 'ge.aicoreNum': '12|10', 'ge.exec.deviceId': '1' },
-      sessionOptions: { 'ge.graphRunMode': '0', 'ge.exec.precision_mode_v2': 'origin' },
+      globalOptions: { 'ge.exec.deviceId': '1' },
+      sessionOptions: { 'ge.aicoreNum': '12|10', 'ge.graphRunMode': '0', 'ge.exec.precision_mode_v2': 'origin' },
       graphOptions: { 'ge.dynamicNodeType': '1' },
       parserOptions: { input_shape: 'INPUT0:-1,16;INPUT1:-1,16' },
     }]);
     expect(session.backend).toBe('npu_ge');
+  });
+
+  it('binds cores per slot: ge.aicoreNum goes to each Session whatever its scope, never to GEInitialize', async () => {
+    for (const key of ['ge.aicoreNum', 'global.ge.aicoreNum', 'session.ge.aicoreNum', 'graph.ge.aicoreNum']) {
+      const [load] = (await loaded(1, { [key]: '8|16' })).loads;
+      expect([key, load.globalOptions, load.sessionOptions, load.graphOptions]).toEqual([
+        key, {}, { 'ge.aicoreNum': '8|16', 'ge.exec.precision_mode_v2': 'origin' }, {},
+      ]);
+    }
   });
 
   it('leaves precision to the user when any scope sets a precision mode', async () => {

@@ -5,8 +5,10 @@ import { createError } from '../../errors/index.js';
  * Triton GE backend (hicann/triton-inference-server-ge-backend, src/model_state.cpp SetOptions and
  * ParseCmdlineConfig; docs/性能调优方法论.md): `ge.*` and `global.ge.*` go to GEInitialize,
  * `session.ge.*` to each ge::Session, `graph.ge.*` to Session::AddGraph, and `input_shape`
- * (ge::ir_option::INPUT_SHAPE) to aclgrphParseONNX. Option keys and their meaning: hicann/metadef
- * branch 8.5.0, inc/external/ge_common/ge_api_types.h.
+ * (ge::ir_option::INPUT_SHAPE) to aclgrphParseONNX. `ge.aicoreNum` is the exception: it binds a
+ * stream to some of the AI cores, which the GE backend sets on each of its sessions, so in any
+ * scope it goes to each slot's Session, and two models may bind their streams differently. Option
+ * keys and their meaning: hicann/metadef branch 8.5.0, inc/external/ge_common/ge_api_types.h.
  */
 export interface GeLoadPlan {
   /** (session, graph, stream) execution slots. */
@@ -20,6 +22,8 @@ export interface GeLoadPlan {
 const BACKEND = 'npu_ge';
 /** ge_api_types.h PRECISION_MODE and PRECISION_MODE_V2. */
 const PRECISION_KEYS = ['ge.exec.precision_mode', 'ge.exec.precision_mode_v2'];
+/** ge_api_types.h AICORE_NUM: cube|vector cores per stream, a session option in the GE backend (docs/性能调优方法论.md). */
+const PER_SESSION_KEYS = new Set(['ge.aicoreNum']);
 const SCOPES: readonly (readonly [prefix: string, scope: 'globalOptions' | 'sessionOptions' | 'graphOptions'])[] = [
   ['global.', 'globalOptions'],
   ['session.', 'sessionOptions'],
@@ -54,7 +58,9 @@ export function geLoadPlan(options: Readonly<Record<string, unknown>>, label: st
       continue;
     }
     const scoped = SCOPES.find(([prefix]) => key.startsWith(`${prefix}ge.`));
-    if (scoped) scopes[scoped[1]][key.slice(scoped[0].length)] = text;
+    const geKey = scoped ? key.slice(scoped[0].length) : key;
+    if (PER_SESSION_KEYS.has(geKey)) scopes.sessionOptions[geKey] = text;
+    else if (scoped) scopes[scoped[1]][geKey] = text;
     else if (key.startsWith('ge.')) scopes.globalOptions[key] = text;
     else throw invalid(`unknown option ${key}; npu_ge takes slots, input_shape, ge.* (GEInitialize), session.ge.* (each Session) and graph.ge.* (AddGraph)`);
   }
