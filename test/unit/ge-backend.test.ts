@@ -228,13 +228,30 @@ describe('GeSession', () => {
     expect(model.calls.map((c) => [c.slot, c.dims[0][0]])).toEqual([[0, 2], [1, 2]]);
     model.release();
     await waitFor(() => model.calls.length === 4);
-    // Each waiting batch got one of the freed slots, the second before the third.
-    expect(model.calls.slice(2).map((c) => c.dims[0][0])).toEqual([3, 2]);
+    // The second batch, first in line, got both freed slots; the third waits for them.
+    expect(model.calls.slice(2).map((c) => [c.slot, c.dims[0][0]])).toEqual([[0, 2], [1, 1]]);
+    model.release();
+    await waitFor(() => model.calls.length === 6);
+    expect(model.calls.slice(4).map((c) => [c.slot, c.dims[0][0]])).toEqual([[0, 1], [1, 1]]);
     model.release();
     const [a, b, c] = await Promise.all([first, second, third]);
     expect(a).toEqual(await reference.run(batch(4)));
     expect(b).toEqual(await reference.run(batch(3)));
     expect(c).toEqual(await reference.run(batch(2)));
+  });
+
+  it('spreads a batch that had to wait over every slot free when it is woken (4 slots, two batches of 8 rows)', async () => {
+    const { model, session } = await loaded(4);
+    model.hold = true;
+    const first = session.run(batch(8));
+    const second = session.run(batch(8));
+    await waitFor(() => model.calls.length === 4);
+    model.release();
+    await waitFor(() => model.calls.length === 8);
+    expect(model.calls.slice(4).map((c) => [c.slot, c.dims[0][0]])).toEqual([[0, 2], [1, 2], [2, 2], [3, 2]]);
+    model.release();
+    const expected = await reference.run(batch(8));
+    expect(await Promise.all([first, second])).toEqual([expected, expected]);
   });
 
   it('pads each execution up to a compiled batch size (graph.ge.inputShape + ge.dynamicDims) and trims the outputs back', async () => {

@@ -45,6 +45,17 @@ describe('ExecutionSlots', () => {
     expect(slots.idle).toBe(0);
   });
 
+  it('hands a waiter every slot released with the one that woke it, up to what it wants, and the rest to the next waiter', async () => {
+    const slots = new ExecutionSlots(4);
+    const first = await slots.acquire(8);
+    const second = slots.acquire(3);
+    const third = slots.acquire(8);
+    slots.release(...first);
+    expect(await second).toEqual([0, 1, 2]);
+    expect(await third).toEqual([3]);
+    expect(slots.idle).toBe(0);
+  });
+
   it('does not let a newcomer overtake a waiting caller', async () => {
     const slots = new ExecutionSlots(1);
     const [only] = await slots.acquire(1);

@@ -90,17 +90,16 @@ export class GeSession implements BackendSession {
     const limit = this.#gears?.at(-1) ?? rows;
     const bySlot = feeds.map((feed) => splitBatch(feed, shares));
     const runs = slots.map(async (slot, s) => {
-      try {
-        const chunks = chunkRows(shares[s], limit);
-        const byChunk = bySlot.map((parts) => splitBatch(parts[s], chunks));
-        const results: Tensor[][] = [];
-        for (const [c, n] of chunks.entries()) results.push(await this.#execute(slot, byChunk.map((parts) => parts[c]), { rows: n, gear: this.#gearFor(n) }));
-        return results;
-      } finally {
-        this.#slots.release(slot);
-      }
+      const chunks = chunkRows(shares[s], limit);
+      const byChunk = bySlot.map((parts) => splitBatch(parts[s], chunks));
+      const results: Tensor[][] = [];
+      for (const [c, n] of chunks.entries()) results.push(await this.#execute(slot, byChunk.map((parts) => parts[c]), { rows: n, gear: this.#gearFor(n) }));
+      return results;
     });
     const settled = await Promise.allSettled(runs);
+    // Released together: the rows are spread evenly, so the slots finish about together, and a
+    // waiting batch then gets all of them rather than the first one freed.
+    this.#slots.release(...slots);
     const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
     const pieces = settled.flatMap((r) => (r as PromiseFulfilledResult<Tensor[][]>).value);
