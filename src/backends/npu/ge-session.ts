@@ -4,7 +4,8 @@ import { DATATYPE_INFO } from '../../tensor/datatype-info.js';
 import { checkTensorAgainstSpec, createTensor, elementCount, formatShape } from '../../tensor/tensor-factory.js';
 import type { Datatype, Tensor, TensorSpec } from '../../tensor/tensor.js';
 import type { BackendMetadata, BackendSession } from '../backend.js';
-import { chunkRows, distributeRows, ExecutionSlots } from './ge-slots.js';
+import { distributeRows, executionRows, gearFor } from './batch-gears.js';
+import { ExecutionSlots } from './ge-slots.js';
 import type { NativeGeModel, NativeGeOutput, NativeGeTensor } from './native-binding.js';
 import { fromNativeError } from './npu-errors.js';
 import { aclDataTypeOf, inputFor, refuseUnexpectedInputs, selectOutputs, storageName, tensorBytes, tensorData } from './npu-tensors.js';
@@ -87,13 +88,13 @@ export class GeSession implements BackendSession {
     }
     const slots = await this.#slots.acquire(rows);
     const shares = distributeRows(rows, slots.length);
-    const limit = this.#gears?.at(-1) ?? rows;
     const bySlot = feeds.map((feed) => splitBatch(feed, shares));
     const runs = slots.map(async (slot, s) => {
-      const chunks = chunkRows(shares[s], limit);
+      const chunks = executionRows(shares[s], this.#gears);
       const byChunk = bySlot.map((parts) => splitBatch(parts[s], chunks));
       const results: Tensor[][] = [];
-      for (const [c, n] of chunks.entries()) results.push(await this.#execute(slot, byChunk.map((parts) => parts[c]), { rows: n, gear: this.#gearFor(n) }));
+      // executionRows keeps each execution within the largest gear, so gearFor finds one.
+      for (const [c, n] of chunks.entries()) results.push(await this.#execute(slot, byChunk.map((parts) => parts[c]), { rows: n, gear: gearFor(this.#gears, n)! }));
       return results;
     });
     const settled = await Promise.allSettled(runs);
@@ -131,10 +132,6 @@ export class GeSession implements BackendSession {
       const dataType = aclDataTypeOf(spec.datatype)!;
       return dims.every((d) => d >= 0) ? { dataType, dims } : { dataType };
     });
-  }
-
-  #gearFor(rows: number): number {
-    return this.#gears?.find((gear) => gear >= rows) ?? rows;
   }
 
   #outputsByName(outputs: readonly Tensor[]): Record<string, Tensor> {

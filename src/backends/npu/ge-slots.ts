@@ -5,21 +5,6 @@
  */
 
 /**
- * Rows per part when `total` rows are spread over `parts` parts: the same count each, the first
- * `total % parts` parts one more (the GE backend's Inference::CalculateBatchDistribution).
- */
-export function distributeRows(total: number, parts: number): number[] {
-  const base = Math.floor(total / parts);
-  const remainder = total % parts;
-  return Array.from({ length: parts }, (_, i) => base + (i < remainder ? 1 : 0));
-}
-
-/** Splits `rows` into pieces of at most `limit` rows, as even as distributeRows makes them. */
-export function chunkRows(rows: number, limit: number): number[] {
-  return distributeRows(rows, Math.max(1, Math.ceil(rows / limit)));
-}
-
-/**
  * Which slots are idle. acquire() hands out every idle slot a caller can use at once, so one batch
  * spreads over all of them; when every slot is busy, callers wait in arrival order. Slots released
  * together (a batch's, once its executions are done) go to the waiters in that order, each taking
