@@ -22,6 +22,16 @@ const ADD_SUB_FIXED = buildOnnxModel({
   ],
 });
 
+/** Triton's `simple` with every dimension symbolic: only the load's shape options fix its width. */
+const ADD_SUB_FREE = buildOnnxModel({
+  inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: ['batch', 'width'] }, { name: 'INPUT1', datatype: 'INT32', shape: ['batch', 'width'] }],
+  outputs: [{ name: 'OUTPUT0', datatype: 'INT32', shape: ['batch', 'width'] }, { name: 'OUTPUT1', datatype: 'INT32', shape: ['batch', 'width'] }],
+  nodes: [
+    { op: 'Add', inputs: ['INPUT0', 'INPUT1'], outputs: ['OUTPUT0'] },
+    { op: 'Sub', inputs: ['INPUT0', 'INPUT1'], outputs: ['OUTPUT1'] },
+  ],
+});
+
 let reference: BackendSession;
 let referenceFixed: BackendSession;
 
@@ -112,7 +122,7 @@ function batch(rows: number): Record<string, Tensor> {
 }
 
 async function loaded(slots: number, options: Record<string, unknown> = {}, onnx: Uint8Array = ADD_SUB) {
-  const model = new FakeGeModel(slots, () => (onnx === ADD_SUB ? reference : referenceFixed));
+  const model = new FakeGeModel(slots, () => (onnx === ADD_SUB_FIXED ? referenceFixed : reference));
   const { binding, loads } = fakeBinding(model);
   const session = await new GeBackend({ binding }).load(onnx, { device: { kind: 'npu', id: 1 }, options: { slots, ...options } });
   return { model, session, loads };
@@ -283,6 +293,25 @@ describe('GeSession', () => {
     expect(got).toEqual(await referenceFixed.run(batch(1)));
     expect((await serveFnFailure(session.run(batch(2)))).code).toBe('SF_ERR_TENSOR_SHAPE');
   });
+
+  // [what pins the shape, the load options, rows in a batch, the rows of each execution GE sees]
+  for (const [name, options, rows, executions] of [
+    ['graph.ge.inputShape with gears', { 'graph.ge.inputShape': 'INPUT0:-1,16;INPUT1:-1,16', 'graph.ge.dynamicDims': '1,1;4,4' }, 3, [4]],
+    ['a parser input_shape (static_model)', { input_shape: 'INPUT0:1,16;INPUT1:1,16' }, 2, [1, 1]],
+    ['graph.ge.inputShape fixing the batch too', { 'graph.ge.inputShape': 'INPUT0:2,16;INPUT1:2,16' }, 3, [2, 2]],
+  ] as const) {
+    it(`narrows the ONNX file's variable dims to what ${name} compiles, refusing other shapes with a 400 before GE runs`, async () => {
+      const { model, session } = await loaded(1, options, ADD_SUB_FREE);
+      expect(session.metadata().inputs.map((spec) => spec.shape)).toEqual([[-1, 16], [-1, 16]]);
+      const narrow = { INPUT0: createTensor('INPUT0', 'INT32', [2, 8], new Int32Array(16)), INPUT1: createTensor('INPUT1', 'INT32', [2, 8], new Int32Array(16)) };
+      const refused = await serveFnFailure(session.run(narrow));
+      expect([refused.code, refused.statusCode, refused.message]).toEqual(['SF_ERR_TENSOR_SHAPE', 400, "Tensor 'INPUT0': expected shape [-1,16], got [2,8]."]);
+      expect(model.calls).toEqual([]);
+      // The batch dimension stays the session's to pad and split to the compiled batch sizes.
+      expect(await session.run(batch(rows))).toEqual(await reference.run(batch(rows)));
+      expect(model.calls.map((c) => c.dims[0][0])).toEqual([...executions]);
+    });
+  }
 
   it('checks every input against the ONNX file before running', async () => {
     const { model, session } = await loaded(1);

@@ -2,7 +2,7 @@ import { basename } from 'node:path';
 import { createError } from '../../errors/index.js';
 import type { Backend, BackendLoadOptions, BackendMetadata, BackendSession } from '../backend.js';
 import { OnnxBackend } from '../onnx/onnx-backend.js';
-import { batchGears, geLoadPlan } from './ge-load-options.js';
+import { batchGears, geLoadPlan, narrowInputs } from './ge-load-options.js';
 import { GeSession } from './ge-session.js';
 import type { NpuNativeBinding } from './native-binding.js';
 import { loadNatively } from './npu-errors.js';
@@ -53,8 +53,10 @@ export class GeBackend implements Backend {
     const deviceId = npuDeviceId(BACKEND, options);
     const binding = requireNpu(this.#access());
     const plan = geLoadPlan(options.options ?? {}, label);
-    const metadata = await this.#readMetadata(source, label);
-    const batchInputs = metadata.inputs.filter((spec) => spec.shape[0] === -1).map((spec) => spec.name);
+    const file = await this.#readMetadata(source, label);
+    const batchInputs = file.inputs.filter((spec) => spec.shape[0] === -1).map((spec) => spec.name);
+    const gears = batchGears(plan, batchInputs);
+    const metadata = { ...file, inputs: narrowInputs(file.inputs, plan, gears) };
     const model = await loadNatively(BACKEND, label, () =>
       binding.loadGeModel!({
         libraryPath: this.#libraryPath,
@@ -63,7 +65,7 @@ export class GeBackend implements Backend {
         ...plan,
       }),
     );
-    return new GeSession(model, metadata, batchGears(plan, batchInputs), label);
+    return new GeSession(model, metadata, gears, label);
   }
 
   #access(): NpuAccess {

@@ -23,7 +23,8 @@ interface Piece {
  * slots idle when it arrives (waiting for one when all are busy), each slot running its rows in
  * executions of at most the largest compiled batch size, padded with zero rows up to a compiled
  * size and trimmed back; the outputs are joined again in row order. Inputs are checked here
- * against the ONNX file's own inputs, so callers get SF_ERR_TENSOR_* errors.
+ * against the ONNX file's inputs as the load's shape options narrow them, so callers get
+ * SF_ERR_TENSOR_* errors.
  */
 export class GeSession implements BackendSession {
   readonly backend = BACKEND;
