@@ -1,11 +1,10 @@
 import { statSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { InvalidArgumentError } from 'commander';
-import { loadNpuBinding, type NpuNativeBinding } from '../backends/npu/native-binding.js';
+import { GE_BUILD_HINT, loadNpuBinding, type NpuNativeBinding } from '../backends/npu/native-binding.js';
 import { fromNativeError } from '../backends/npu/npu-errors.js';
 import { resolveLibraryPath } from '../backends/npu/npu-library.js';
 import { createError } from '../errors/index.js';
-import { GE_BUILD_HINT } from './doctor-npu.js';
 
 /**
  * `serve-fn convert`: ONNX → Ascend `.om`, the job of CANN's ATC (`atc --framework=5`), done through

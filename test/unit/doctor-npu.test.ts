@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { NativeDeviceReport, NpuNativeBinding } from '../../src/backends/npu/native-binding.js';
-import { GE_BUILD_HINT, describeGe, describeNpu } from '../../src/cli/doctor-npu.js';
+import { GE_BUILD_HINT, type NativeDeviceReport, type NpuNativeBinding } from '../../src/backends/npu/native-binding.js';
+import { describeGe, describeNpu } from '../../src/cli/doctor-npu.js';
 
 function binding(devices: Promise<NativeDeviceReport>, found = true): NpuNativeBinding {
   return {

@@ -4,7 +4,7 @@ import type { Backend, BackendLoadOptions, BackendMetadata, BackendSession } fro
 import { OnnxBackend } from '../onnx/onnx-backend.js';
 import { batchGears, geLoadPlan, narrowInputs } from './ge-load-options.js';
 import { GeSession } from './ge-session.js';
-import type { NpuNativeBinding } from './native-binding.js';
+import { GE_BUILD_HINT, type NpuNativeBinding } from './native-binding.js';
 import { loadNatively } from './npu-errors.js';
 import { accessNpu, npuDeviceId, requireNpu, resolveLibraryPath, type NpuAccess } from './npu-library.js';
 import { aclDataTypeOf } from './npu-tensors.js';
@@ -19,10 +19,6 @@ export interface GeBackendOptions {
   /** Reads the ONNX file's inputs and outputs; ONNX Runtime on the CPU by default. */
   readonly onnx?: Backend;
 }
-
-const NO_GE =
-  'the native addon was built without CANN: set ASCEND_HOME_PATH or SERVE_FN_CANN_HOME and run npm run build:native ' +
-  "(the GE route links against a CANN toolkit's graph-engine libraries; source the toolkit's set_env.sh first)";
 
 /**
  * ONNX models on Ascend NPUs through the GE graph engine: GE parses and compiles the ONNX file on
@@ -71,7 +67,7 @@ export class GeBackend implements Backend {
   #access(): NpuAccess {
     const access = accessNpu(this.#binding, this.#libraryPath);
     if ('reason' in access || access.binding.loadGeModel) return access;
-    return { reason: NO_GE };
+    return { reason: GE_BUILD_HINT };
   }
 
   /** The ONNX file's inputs and outputs through ONNX Runtime (one thread: it only opens the file). */

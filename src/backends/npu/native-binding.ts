@@ -161,6 +161,11 @@ export interface NpuNativeBinding {
   convertGeModel?(options: NativeGeConvertOptions): Promise<{ readonly file: string }>;
 }
 
+/** Why an addon without GE has none, and how to build the one that has it (GeBackend, doctor and convert say it). */
+export const GE_BUILD_HINT =
+  'the native addon was built without CANN, so it has no GE (graph engine) route: serve_fn_npu_ge.node is built only against a CANN toolkit. ' +
+  "Source CANN's set_env.sh (it sets ASCEND_HOME_PATH) or set SERVE_FN_CANN_HOME to the toolkit, then run `npm run build:native` (docs/npu.md, \"Building the GE addon\")";
+
 export type NpuBindingLoad = { readonly binding: NpuNativeBinding } | { readonly reason: string };
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
