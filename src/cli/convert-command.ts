@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { InvalidArgumentError } from 'commander';
-import { GE_BUILD_HINT, loadNpuBinding, type NpuNativeBinding } from '../backends/npu/native-binding.js';
+import { geMissingReason, loadNpuBinding, type NpuNativeBinding } from '../backends/npu/native-binding.js';
 import { fromNativeError } from '../backends/npu/npu-errors.js';
 import { resolveLibraryPath } from '../backends/npu/npu-library.js';
 import { createError } from '../errors/index.js';
@@ -102,7 +102,7 @@ export function convertBuildOptions(options: ConvertOptions): Record<string, str
 export async function convertModel(model: string, options: ConvertOptions): Promise<string> {
   const loaded = options.binding ? { binding: options.binding } : loadNpuBinding();
   if ('reason' in loaded) throw createError('SF_ERR_NPU_UNAVAILABLE', loaded.reason);
-  if (!loaded.binding.convertGeModel) throw createError('SF_ERR_NPU_UNAVAILABLE', `${GE_BUILD_HINT}; serve-fn convert needs it`);
+  if (!loaded.binding.convertGeModel) throw createError('SF_ERR_NPU_UNAVAILABLE', `${geMissingReason(loaded)}; serve-fn convert needs it`);
   // ATC hands --input_shape to the ONNX parser as well, so the parsed graph already has the gear dimension.
   const parserOptions: Record<string, string> = options.inputShape === undefined ? {} : { [IR_OPTION.inputShape]: options.inputShape };
   try {

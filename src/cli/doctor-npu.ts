@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import { GE_BUILD_HINT, loadNpuBinding, type NpuNativeBinding } from '../backends/npu/native-binding.js';
+import { geMissingReason, loadNpuBinding, type NpuNativeBinding } from '../backends/npu/native-binding.js';
 import { fromNativeError } from '../backends/npu/npu-errors.js';
 import { accessNpu, resolveLibraryPath } from '../backends/npu/npu-library.js';
 import { createError } from '../errors/index.js';
@@ -84,7 +84,7 @@ function processMappedFiles(): string[] {
 export function describeGe(options: DescribeGeOptions = {}): GeDoctorReport {
   const loaded = options.binding ? { binding: options.binding } : loadNpuBinding();
   if ('reason' in loaded) return { available: false, reason: loaded.reason };
-  if (!loaded.binding.geInfo) return { available: false, reason: GE_BUILD_HINT };
+  if (!loaded.binding.geInfo) return { available: false, reason: geMissingReason(loaded) };
   const { cannHome, headers } = loaded.binding.geInfo();
   const mapped = (options.mappedFiles ?? processMappedFiles)();
   const libraries = GE_LIBRARIES.flatMap((name) => mapped.filter((file) => basename(file) === name || basename(file).startsWith(`${name}.`)));

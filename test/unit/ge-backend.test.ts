@@ -1,15 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { BackendSession } from '../../src/backends/backend.js';
 import { GeBackend } from '../../src/backends/npu/ge-backend.js';
 import {
   GE_BUILD_HINT, type LibraryProbe, type NativeGeLoadOptions, type NativeGeModel, type NativeGeOutput, type NativeGeTensor,
-  type NpuNativeBinding,
+  type NpuBindingLoad, type NpuNativeBinding,
 } from '../../src/backends/npu/native-binding.js';
 import { OnnxBackend } from '../../src/backends/onnx/onnx-backend.js';
 import { buildAddSubModel, buildOnnxModel } from '../../src/backends/onnx/onnx-model-builder.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
 import type { Tensor } from '../../src/tensor/tensor.js';
 import { serveFnFailure } from '../helpers/thrown.js';
+
+/** What the addon loader returns when a test sets it; the real loader otherwise. */
+const addon = vi.hoisted(() => ({ load: undefined as NpuBindingLoad | undefined }));
+vi.mock('../../src/backends/npu/native-binding.js', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('../../src/backends/npu/native-binding.js')>();
+  return { ...actual, loadNpuBinding: () => addon.load ?? actual.loadNpuBinding() };
+});
 
 const FOUND: LibraryProbe = { found: true, path: '/cann/lib64/libascendcl.so', variant: 'ascendcl', tried: [] };
 const ADD_SUB = buildAddSubModel({ size: 16 });
@@ -137,6 +144,20 @@ describe('GeBackend', () => {
     expect(plain).toBe(GE_BUILD_HINT);
     const missing = await new GeBackend({ binding: fakeBinding(new Error('unused'), { probe: { found: false, tried: ['/nowhere/libascendcl.so'] } }).binding }).available();
     expect(missing).toContain('AscendCL library not found; tried /nowhere/libascendcl.so');
+  });
+
+  it('says why a GE addon that exists did not load, instead of "built without CANN"', async () => {
+    const geLoadError = '/repo/native/build/Release/serve_fn_npu_ge.node: libge_runner.so: cannot open shared object file: No such file or directory';
+    addon.load = { binding: fakeBinding(new Error('unused'), { withGe: false }).binding, geLoadError };
+    try {
+      const reason = await new GeBackend().available();
+      expect(reason).toContain(`serve_fn_npu_ge.node was found but could not be loaded, so the native addon without the GE route was loaded instead: ${geLoadError}`);
+      expect(reason).not.toContain('built without CANN');
+      const refused = await serveFnFailure(new GeBackend().load(ADD_SUB));
+      expect([refused.code, refused.message]).toEqual(['SF_ERR_NPU_UNAVAILABLE', expect.stringContaining(geLoadError)]);
+    } finally {
+      addon.load = undefined;
+    }
   });
 
   it('loads on the requested NPU with the slots and each option in its GE scope, precision "origin" by default', async () => {

@@ -4,7 +4,7 @@ import type { Backend, BackendLoadOptions, BackendMetadata, BackendSession } fro
 import { OnnxBackend } from '../onnx/onnx-backend.js';
 import { batchGears, geLoadPlan, narrowInputs } from './ge-load-options.js';
 import { GeSession } from './ge-session.js';
-import { GE_BUILD_HINT, type NpuNativeBinding } from './native-binding.js';
+import { geMissingReason, type NpuNativeBinding } from './native-binding.js';
 import { loadNatively } from './npu-errors.js';
 import { accessNpu, npuDeviceId, requireNpu, resolveLibraryPath, type NpuAccess } from './npu-library.js';
 import { aclDataTypeOf } from './npu-tensors.js';
@@ -67,7 +67,7 @@ export class GeBackend implements Backend {
   #access(): NpuAccess {
     const access = accessNpu(this.#binding, this.#libraryPath);
     if ('reason' in access || access.binding.loadGeModel) return access;
-    return { reason: GE_BUILD_HINT };
+    return { reason: geMissingReason(access) };
   }
 
   /** The ONNX file's inputs and outputs through ONNX Runtime (one thread: it only opens the file). */
