@@ -109,6 +109,25 @@ describe('GeBackend on the simulated GE libraries', () => {
     }
   });
 
+  it('refuses other global options while a model holds GE, and initializes GE again with them once the last one unloaded', async () => {
+    const [inits, finals] = [ge('ge_initialize_calls'), ge('ge_finalize_calls')];
+    const first = await backend.load(ADD_SUB, { options: { 'ge.exec.deviceId': '0' } });
+    let refused;
+    try {
+      refused = await serveFnFailure(backend.load(ADD_SUB, { options: { 'ge.exec.deviceId': '1' } }));
+    } finally {
+      await first.dispose();
+    }
+    expect(refused.message).toContain('GE global option ge.exec.deviceId is "1" but GE was initialised in this process with "0"');
+    const second = await backend.load(ADD_SUB, { options: { 'ge.exec.deviceId': '1' } });
+    try {
+      expect(await second.run(batch(2))).toEqual(await reference.run(batch(2)));
+    } finally {
+      await second.dispose();
+    }
+    expect([ge('ge_initialize_calls') - inits, ge('ge_finalize_calls') - finals]).toEqual([2, 2]);
+  });
+
   it.each(['aclgrphParseONNXFromMem', 'CompileGraph', 'LoadGraph'])('names a failing %s with its GE status and message', async (fn) => {
     process.env.GE_SIM_FAIL = `${fn}:4242`;
     try {
