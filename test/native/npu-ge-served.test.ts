@@ -210,6 +210,49 @@ describe(`ONNX models served through npu_ge on ${REAL_HARDWARE ? 'a real NPU' : 
     });
   });
 
+  describe('the PaddleOCR v4 text detector compiled for one image size by graph.ge.inputShape', () => {
+    let server: ServeFnServer;
+
+    beforeAll(async () => {
+      const root = join(scratch, 'ocr-fixed-repository');
+      mkdirSync(join(root, 'ocr_det_64x256', '1'), { recursive: true });
+      // The ONNX file leaves height and width free; the graph GE compiles takes 64 × 256 images only.
+      writeFileSync(join(root, 'ocr_det_64x256', 'config.pbtxt'), `backend: "npu_ge"
+        max_batch_size: 2
+        parameters [ { key: "device_ids" value { string_value: "${OCR_DEVICE}" } },
+          { key: "graph.ge.inputShape" value { string_value: "x:-1,3,64,256" } }, { key: "graph.ge.dynamicDims" value { string_value: "1;2" } } ]`);
+      writeFileSync(join(root, 'ocr_det_64x256', '1', 'model.onnx'), readFileSync(OCR_DET));
+      server = new ServeFnServer({ models: [], repository: { root }, collectProcessMetrics: false });
+      await server.start();
+    }, 120_000);
+
+    afterAll(async () => {
+      await server?.close();
+    });
+
+    const infer = (input: Tensor) => {
+      const data = input.data as Float32Array;
+      const { body, headers } = binaryBody(
+        `{"inputs":[{"name":"x","shape":${JSON.stringify(input.shape)},"datatype":"FP32","parameters":{"binary_data_size":${data.byteLength}}}],` +
+          `"outputs":[{"name":"${OCR_OUTPUT}","parameters":{"binary_data":true}}]}`,
+        bytesOf(data),
+      );
+      return server.app.inject({ method: 'POST', url: '/v2/models/ocr_det_64x256/infer', headers, payload: body });
+    };
+
+    it('answers an image of the compiled size as ONNX Runtime does, and refuses another size with a 400 before GE runs it', async () => {
+      const res = await infer(images(2, 64, 256));
+      expect(res.statusCode).toBe(200);
+      const want = (await reference.det.run({ x: images(2, 64, 256) }))[OCR_OUTPUT];
+      expectOnnxRuntimeFloats(floats(splitResponse(res).binary), want.data as Float32Array);
+      const executesBefore = before('executes');
+      const refused = await infer(images(1, 96, 160));
+      expect(refused.statusCode).toBe(400);
+      expect(refused.json().error).toContain("Tensor 'x': expected shape [-1,3,64,256], got [1,3,96,160].");
+      if (!REAL_HARDWARE) expect(ge('executes') - executesBefore).toBe(0);
+    });
+  });
+
   describe('the PaddleOCR v4 text detector', () => {
     let server: ServeFnServer;
     let loadsBefore: number;
