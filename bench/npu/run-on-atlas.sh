@@ -61,11 +61,15 @@ export SERVE_FN_GE_TEST_SOC="$SOC"
 export SERVE_FN_NPU_TEST_DEVICES="${DEVICES:-0}"
 
 # The GE tests that take a real CANN (SERVE_FN_NPU_REAL=1): serve-fn convert, its .om through the
-# OM path, doctor's GE line; those that need the simulation (injected failures, its counters) skip.
-# test/native/ge-addon.test.ts and ge-convert.test.ts skip whole under SERVE_FN_NPU_REAL=1, and
-# npu-ge-backend.test.ts and npu-ge-served.test.ts always build and use the simulation, so they
-# are not run here (docs/npu.md says what they would need).
-npx vitest run test/e2e/cli-convert.test.ts
+# OM path, doctor's GE line, GeBackend (slots, gears, GEInitialize again after the last unload) and
+# the served repositories and decorated class; what needs the simulation (its counters, its device
+# memory report, injected failures) skips, and results are compared with ONNX Runtime on the CPU.
+# test/native/ge-addon.test.ts and ge-convert.test.ts skip whole under SERVE_FN_NPU_REAL=1.
+# AscendCL for the GE tests: the toolkit's, unless SERVE_FN_ACL_LIBRARY names one (else the search of docs/npu.md).
+if [ -z "${SERVE_FN_ACL_LIBRARY:-}" ] && [ -f "$cann_home/lib64/libascendcl.so" ]; then
+  export SERVE_FN_ACL_LIBRARY="$cann_home/lib64/libascendcl.so"
+fi
+npx vitest run test/e2e/cli-convert.test.ts test/native/npu-ge-backend.test.ts test/native/npu-ge-served.test.ts
 
 if [ -n "$om_models" ]; then
   SERVE_FN_NPU_MODELS="$om_models" npx vitest run test/native --exclude 'test/native/sim*.test.ts' --exclude 'test/native/*ge*.test.ts'

@@ -1,11 +1,10 @@
 import { statSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { InvalidArgumentError } from 'commander';
-import { loadNpuBinding, type NpuNativeBinding } from '../backends/npu/native-binding.js';
+import { geMissingReason, loadNpuBinding, type NpuNativeBinding } from '../backends/npu/native-binding.js';
 import { fromNativeError } from '../backends/npu/npu-errors.js';
 import { resolveLibraryPath } from '../backends/npu/npu-library.js';
 import { createError } from '../errors/index.js';
-import { GE_BUILD_HINT } from './doctor-npu.js';
 
 /**
  * `serve-fn convert`: ONNX → Ascend `.om`, the job of CANN's ATC (`atc --framework=5`), done through
@@ -103,7 +102,7 @@ export function convertBuildOptions(options: ConvertOptions): Record<string, str
 export async function convertModel(model: string, options: ConvertOptions): Promise<string> {
   const loaded = options.binding ? { binding: options.binding } : loadNpuBinding();
   if ('reason' in loaded) throw createError('SF_ERR_NPU_UNAVAILABLE', loaded.reason);
-  if (!loaded.binding.convertGeModel) throw createError('SF_ERR_NPU_UNAVAILABLE', `${GE_BUILD_HINT}; serve-fn convert needs it`);
+  if (!loaded.binding.convertGeModel) throw createError('SF_ERR_NPU_UNAVAILABLE', `${geMissingReason(loaded)}; serve-fn convert needs it`);
   // ATC hands --input_shape to the ONNX parser as well, so the parsed graph already has the gear dimension.
   const parserOptions: Record<string, string> = options.inputShape === undefined ? {} : { [IR_OPTION.inputShape]: options.inputShape };
   try {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import { loadNpuBinding, type NpuNativeBinding } from '../backends/npu/native-binding.js';
+import { geMissingReason, loadNpuBinding, type NpuNativeBinding } from '../backends/npu/native-binding.js';
 import { fromNativeError } from '../backends/npu/npu-errors.js';
 import { accessNpu, resolveLibraryPath } from '../backends/npu/npu-library.js';
 import { createError } from '../errors/index.js';
@@ -50,11 +50,6 @@ export async function describeNpu(options: DescribeNpuOptions = {}): Promise<Npu
 /** The CANN libraries the GE build of the addon links (docs/npu.md, "Building the GE addon"). */
 export const GE_LIBRARIES = ['libgraph.so', 'libge_runner.so', 'libfmk_onnx_parser.so', 'libge_compiler.so'] as const;
 
-/** Why an addon without GE has none, and how to build the one that has it. */
-export const GE_BUILD_HINT =
-  'the native addon was built without CANN, so it has no GE (graph engine) route: serve_fn_npu_ge.node is built only against a CANN toolkit. ' +
-  "Source CANN's set_env.sh (it sets ASCEND_HOME_PATH) or set SERVE_FN_CANN_HOME to the toolkit, then run `npm run build:native` (docs/npu.md, \"Building the GE addon\")";
-
 export interface GeDoctorReport {
   readonly available: boolean;
   readonly reason?: string;
@@ -89,7 +84,7 @@ function processMappedFiles(): string[] {
 export function describeGe(options: DescribeGeOptions = {}): GeDoctorReport {
   const loaded = options.binding ? { binding: options.binding } : loadNpuBinding();
   if ('reason' in loaded) return { available: false, reason: loaded.reason };
-  if (!loaded.binding.geInfo) return { available: false, reason: GE_BUILD_HINT };
+  if (!loaded.binding.geInfo) return { available: false, reason: geMissingReason(loaded) };
   const { cannHome, headers } = loaded.binding.geInfo();
   const mapped = (options.mappedFiles ?? processMappedFiles)();
   const libraries = GE_LIBRARIES.flatMap((name) => mapped.filter((file) => basename(file) === name || basename(file).startsWith(`${name}.`)));

@@ -12,7 +12,8 @@ import type { ModelConfig } from './model-config.js';
  *   "origin", the ONNX file's own precision; GE's own inference default would be fp16);
  * - `static_model` "1": the graph is compiled for the configuration's fixed shapes, batch 1 when the
  *   model batches (batches then run row by row); not together with dynamic_batching;
- * - `ge.*` (GEInitialize), `global.ge.*`, `session.ge.*`, `graph.ge.*`: passed to GE in that scope.
+ * - `ge.*` (GEInitialize), `global.ge.*`, `session.ge.*`, `graph.ge.*`: passed to GE in that scope,
+ *   but `ge.aicoreNum` to each session in any scope (ge-load-options.ts).
  * Other parameters (the backend's dump_graph, profiling, dump_data among them) are ignored, as
  * Triton ignores parameters a backend does not read.
  */

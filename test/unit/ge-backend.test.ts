@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { BackendSession } from '../../src/backends/backend.js';
 import { GeBackend } from '../../src/backends/npu/ge-backend.js';
-import type {
-  LibraryProbe, NativeGeLoadOptions, NativeGeModel, NativeGeOutput, NativeGeTensor, NpuNativeBinding,
+import {
+  GE_BUILD_HINT, type LibraryProbe, type NativeGeLoadOptions, type NativeGeModel, type NativeGeOutput, type NativeGeTensor,
+  type NpuBindingLoad, type NpuNativeBinding,
 } from '../../src/backends/npu/native-binding.js';
 import { OnnxBackend } from '../../src/backends/onnx/onnx-backend.js';
 import { buildAddSubModel, buildOnnxModel } from '../../src/backends/onnx/onnx-model-builder.js';
@@ -10,12 +11,29 @@ import { createTensor } from '../../src/tensor/tensor-factory.js';
 import type { Tensor } from '../../src/tensor/tensor.js';
 import { serveFnFailure } from '../helpers/thrown.js';
 
+/** What the addon loader returns when a test sets it; the real loader otherwise. */
+const addon = vi.hoisted(() => ({ load: undefined as NpuBindingLoad | undefined }));
+vi.mock('../../src/backends/npu/native-binding.js', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('../../src/backends/npu/native-binding.js')>();
+  return { ...actual, loadNpuBinding: () => addon.load ?? actual.loadNpuBinding() };
+});
+
 const FOUND: LibraryProbe = { found: true, path: '/cann/lib64/libascendcl.so', variant: 'ascendcl', tried: [] };
 const ADD_SUB = buildAddSubModel({ size: 16 });
 /** Triton's `simple` with a fixed batch of 1: nothing to split. */
 const ADD_SUB_FIXED = buildOnnxModel({
   inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16] }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] }],
   outputs: [{ name: 'OUTPUT0', datatype: 'INT32', shape: [1, 16] }, { name: 'OUTPUT1', datatype: 'INT32', shape: [1, 16] }],
+  nodes: [
+    { op: 'Add', inputs: ['INPUT0', 'INPUT1'], outputs: ['OUTPUT0'] },
+    { op: 'Sub', inputs: ['INPUT0', 'INPUT1'], outputs: ['OUTPUT1'] },
+  ],
+});
+
+/** Triton's `simple` with every dimension symbolic: only the load's shape options fix its width. */
+const ADD_SUB_FREE = buildOnnxModel({
+  inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: ['batch', 'width'] }, { name: 'INPUT1', datatype: 'INT32', shape: ['batch', 'width'] }],
+  outputs: [{ name: 'OUTPUT0', datatype: 'INT32', shape: ['batch', 'width'] }, { name: 'OUTPUT1', datatype: 'INT32', shape: ['batch', 'width'] }],
   nodes: [
     { op: 'Add', inputs: ['INPUT0', 'INPUT1'], outputs: ['OUTPUT0'] },
     { op: 'Sub', inputs: ['INPUT0', 'INPUT1'], outputs: ['OUTPUT1'] },
@@ -112,7 +130,7 @@ function batch(rows: number): Record<string, Tensor> {
 }
 
 async function loaded(slots: number, options: Record<string, unknown> = {}, onnx: Uint8Array = ADD_SUB) {
-  const model = new FakeGeModel(slots, () => (onnx === ADD_SUB ? reference : referenceFixed));
+  const model = new FakeGeModel(slots, () => (onnx === ADD_SUB_FIXED ? referenceFixed : reference));
   const { binding, loads } = fakeBinding(model);
   const session = await new GeBackend({ binding }).load(onnx, { device: { kind: 'npu', id: 1 }, options: { slots, ...options } });
   return { model, session, loads };
@@ -122,10 +140,24 @@ describe('GeBackend', () => {
   it('is available only with an addon built with GE and an AscendCL library', async () => {
     expect(await new GeBackend({ binding: fakeBinding(new Error('unused')).binding }).available()).toBe(true);
     const plain = await new GeBackend({ binding: fakeBinding(new Error('unused'), { withGe: false }).binding }).available();
-    expect(plain).toContain('built without CANN: set ASCEND_HOME_PATH or SERVE_FN_CANN_HOME');
-    expect(plain).toContain('run npm run build:native');
+    // The same words as doctor's GE line and serve-fn convert: one hint.
+    expect(plain).toBe(GE_BUILD_HINT);
     const missing = await new GeBackend({ binding: fakeBinding(new Error('unused'), { probe: { found: false, tried: ['/nowhere/libascendcl.so'] } }).binding }).available();
     expect(missing).toContain('AscendCL library not found; tried /nowhere/libascendcl.so');
+  });
+
+  it('says why a GE addon that exists did not load, instead of "built without CANN"', async () => {
+    const geLoadError = '/repo/native/build/Release/serve_fn_npu_ge.node: libge_runner.so: cannot open shared object file: No such file or directory';
+    addon.load = { binding: fakeBinding(new Error('unused'), { withGe: false }).binding, geLoadError };
+    try {
+      const reason = await new GeBackend().available();
+      expect(reason).toContain(`serve_fn_npu_ge.node was found but could not be loaded, so the native addon without the GE route was loaded instead: ${geLoadError}`);
+      expect(reason).not.toContain('built without CANN');
+      const refused = await serveFnFailure(new GeBackend().load(ADD_SUB));
+      expect([refused.code, refused.message]).toEqual(['SF_ERR_NPU_UNAVAILABLE', expect.stringContaining(geLoadError)]);
+    } finally {
+      addon.load = undefined;
+    }
   });
 
   it('loads on the requested NPU with the slots and each option in its GE scope, precision "origin" by default', async () => {
@@ -135,12 +167,21 @@ describe('GeBackend', () => {
     });
     expect(loads).toEqual([{
       libraryPath: undefined, deviceId: 1, bytes: ADD_SUB, slots: 2,
-      globalOptions: { 'ge.aicoreNum': '12|10', 'ge.exec.deviceId': '1' },
-      sessionOptions: { 'ge.graphRunMode': '0', 'ge.exec.precision_mode_v2': 'origin' },
+      globalOptions: { 'ge.exec.deviceId': '1' },
+      sessionOptions: { 'ge.aicoreNum': '12|10', 'ge.graphRunMode': '0', 'ge.exec.precision_mode_v2': 'origin' },
       graphOptions: { 'ge.dynamicNodeType': '1' },
       parserOptions: { input_shape: 'INPUT0:-1,16;INPUT1:-1,16' },
     }]);
     expect(session.backend).toBe('npu_ge');
+  });
+
+  it('binds cores per slot: ge.aicoreNum goes to each Session whatever its scope, never to GEInitialize', async () => {
+    for (const key of ['ge.aicoreNum', 'global.ge.aicoreNum', 'session.ge.aicoreNum', 'graph.ge.aicoreNum']) {
+      const [load] = (await loaded(1, { [key]: '8|16' })).loads;
+      expect([key, load.globalOptions, load.sessionOptions, load.graphOptions]).toEqual([
+        key, {}, { 'ge.aicoreNum': '8|16', 'ge.exec.precision_mode_v2': 'origin' }, {},
+      ]);
+    }
   });
 
   it('leaves precision to the user when any scope sets a precision mode', async () => {
@@ -219,13 +260,30 @@ describe('GeSession', () => {
     expect(model.calls.map((c) => [c.slot, c.dims[0][0]])).toEqual([[0, 2], [1, 2]]);
     model.release();
     await waitFor(() => model.calls.length === 4);
-    // Each waiting batch got one of the freed slots, the second before the third.
-    expect(model.calls.slice(2).map((c) => c.dims[0][0])).toEqual([3, 2]);
+    // The second batch, first in line, got both freed slots; the third waits for them.
+    expect(model.calls.slice(2).map((c) => [c.slot, c.dims[0][0]])).toEqual([[0, 2], [1, 1]]);
+    model.release();
+    await waitFor(() => model.calls.length === 6);
+    expect(model.calls.slice(4).map((c) => [c.slot, c.dims[0][0]])).toEqual([[0, 1], [1, 1]]);
     model.release();
     const [a, b, c] = await Promise.all([first, second, third]);
     expect(a).toEqual(await reference.run(batch(4)));
     expect(b).toEqual(await reference.run(batch(3)));
     expect(c).toEqual(await reference.run(batch(2)));
+  });
+
+  it('spreads a batch that had to wait over every slot free when it is woken (4 slots, two batches of 8 rows)', async () => {
+    const { model, session } = await loaded(4);
+    model.hold = true;
+    const first = session.run(batch(8));
+    const second = session.run(batch(8));
+    await waitFor(() => model.calls.length === 4);
+    model.release();
+    await waitFor(() => model.calls.length === 8);
+    expect(model.calls.slice(4).map((c) => [c.slot, c.dims[0][0]])).toEqual([[0, 2], [1, 2], [2, 2], [3, 2]]);
+    model.release();
+    const expected = await reference.run(batch(8));
+    expect(await Promise.all([first, second])).toEqual([expected, expected]);
   });
 
   it('pads each execution up to a compiled batch size (graph.ge.inputShape + ge.dynamicDims) and trims the outputs back', async () => {
@@ -257,6 +315,25 @@ describe('GeSession', () => {
     expect(got).toEqual(await referenceFixed.run(batch(1)));
     expect((await serveFnFailure(session.run(batch(2)))).code).toBe('SF_ERR_TENSOR_SHAPE');
   });
+
+  // [what pins the shape, the load options, rows in a batch, the rows of each execution GE sees]
+  for (const [name, options, rows, executions] of [
+    ['graph.ge.inputShape with gears', { 'graph.ge.inputShape': 'INPUT0:-1,16;INPUT1:-1,16', 'graph.ge.dynamicDims': '1,1;4,4' }, 3, [4]],
+    ['a parser input_shape (static_model)', { input_shape: 'INPUT0:1,16;INPUT1:1,16' }, 2, [1, 1]],
+    ['graph.ge.inputShape fixing the batch too', { 'graph.ge.inputShape': 'INPUT0:2,16;INPUT1:2,16' }, 3, [2, 2]],
+  ] as const) {
+    it(`narrows the ONNX file's variable dims to what ${name} compiles, refusing other shapes with a 400 before GE runs`, async () => {
+      const { model, session } = await loaded(1, options, ADD_SUB_FREE);
+      expect(session.metadata().inputs.map((spec) => spec.shape)).toEqual([[-1, 16], [-1, 16]]);
+      const narrow = { INPUT0: createTensor('INPUT0', 'INT32', [2, 8], new Int32Array(16)), INPUT1: createTensor('INPUT1', 'INT32', [2, 8], new Int32Array(16)) };
+      const refused = await serveFnFailure(session.run(narrow));
+      expect([refused.code, refused.statusCode, refused.message]).toEqual(['SF_ERR_TENSOR_SHAPE', 400, "Tensor 'INPUT0': expected shape [-1,16], got [2,8]."]);
+      expect(model.calls).toEqual([]);
+      // The batch dimension stays the session's to pad and split to the compiled batch sizes.
+      expect(await session.run(batch(rows))).toEqual(await reference.run(batch(rows)));
+      expect(model.calls.map((c) => c.dims[0][0])).toEqual([...executions]);
+    });
+  }
 
   it('checks every input against the ONNX file before running', async () => {
     const { model, session } = await loaded(1);

@@ -1,23 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chunkRows, distributeRows, ExecutionSlots } from '../../src/backends/npu/ge-slots.js';
-
-describe('distributeRows', () => {
-  it('spreads rows evenly, the first parts taking the remainder', () => {
-    expect(distributeRows(7, 1)).toEqual([7]);
-    expect(distributeRows(7, 2)).toEqual([4, 3]);
-    expect(distributeRows(7, 4)).toEqual([2, 2, 2, 1]);
-    expect(distributeRows(2, 4)).toEqual([1, 1, 0, 0]);
-  });
-});
-
-describe('chunkRows', () => {
-  it('cuts rows into as few pieces of at most the limit as it can, evenly', () => {
-    expect(chunkRows(7, 8)).toEqual([7]);
-    expect(chunkRows(7, 4)).toEqual([4, 3]);
-    expect(chunkRows(7, 1)).toEqual([1, 1, 1, 1, 1, 1, 1]);
-    expect(chunkRows(8, 4)).toEqual([4, 4]);
-  });
-});
+import { ExecutionSlots } from '../../src/backends/npu/ge-slots.js';
 
 describe('ExecutionSlots', () => {
   it('hands out every idle slot up to the number wanted, lowest first', async () => {
@@ -42,6 +24,17 @@ describe('ExecutionSlots', () => {
     slots.release(first[0]);
     await c;
     expect(served).toEqual(['b:1', 'c:0']);
+    expect(slots.idle).toBe(0);
+  });
+
+  it('hands a waiter every slot released with the one that woke it, up to what it wants, and the rest to the next waiter', async () => {
+    const slots = new ExecutionSlots(4);
+    const first = await slots.acquire(8);
+    const second = slots.acquire(3);
+    const third = slots.acquire(8);
+    slots.release(...first);
+    expect(await second).toEqual([0, 1, 2]);
+    expect(await third).toEqual([3]);
     expect(slots.idle).toBe(0);
   });
 

@@ -2,9 +2,9 @@ import { basename } from 'node:path';
 import { createError } from '../../errors/index.js';
 import type { Backend, BackendLoadOptions, BackendMetadata, BackendSession } from '../backend.js';
 import { OnnxBackend } from '../onnx/onnx-backend.js';
-import { batchGears, geLoadPlan } from './ge-load-options.js';
+import { batchGears, geLoadPlan, narrowInputs } from './ge-load-options.js';
 import { GeSession } from './ge-session.js';
-import type { NpuNativeBinding } from './native-binding.js';
+import { geMissingReason, type NpuNativeBinding } from './native-binding.js';
 import { loadNatively } from './npu-errors.js';
 import { accessNpu, npuDeviceId, requireNpu, resolveLibraryPath, type NpuAccess } from './npu-library.js';
 import { aclDataTypeOf } from './npu-tensors.js';
@@ -19,10 +19,6 @@ export interface GeBackendOptions {
   /** Reads the ONNX file's inputs and outputs; ONNX Runtime on the CPU by default. */
   readonly onnx?: Backend;
 }
-
-const NO_GE =
-  'the native addon was built without CANN: set ASCEND_HOME_PATH or SERVE_FN_CANN_HOME and run npm run build:native ' +
-  "(the GE route links against a CANN toolkit's graph-engine libraries; source the toolkit's set_env.sh first)";
 
 /**
  * ONNX models on Ascend NPUs through the GE graph engine: GE parses and compiles the ONNX file on
@@ -53,8 +49,10 @@ export class GeBackend implements Backend {
     const deviceId = npuDeviceId(BACKEND, options);
     const binding = requireNpu(this.#access());
     const plan = geLoadPlan(options.options ?? {}, label);
-    const metadata = await this.#readMetadata(source, label);
-    const batchInputs = metadata.inputs.filter((spec) => spec.shape[0] === -1).map((spec) => spec.name);
+    const file = await this.#readMetadata(source, label);
+    const batchInputs = file.inputs.filter((spec) => spec.shape[0] === -1).map((spec) => spec.name);
+    const gears = batchGears(plan, batchInputs);
+    const metadata = { ...file, inputs: narrowInputs(file.inputs, plan, gears) };
     const model = await loadNatively(BACKEND, label, () =>
       binding.loadGeModel!({
         libraryPath: this.#libraryPath,
@@ -63,13 +61,13 @@ export class GeBackend implements Backend {
         ...plan,
       }),
     );
-    return new GeSession(model, metadata, batchGears(plan, batchInputs), label);
+    return new GeSession(model, metadata, gears, label);
   }
 
   #access(): NpuAccess {
     const access = accessNpu(this.#binding, this.#libraryPath);
     if ('reason' in access || access.binding.loadGeModel) return access;
-    return { reason: NO_GE };
+    return { reason: geMissingReason(access) };
   }
 
   /** The ONNX file's inputs and outputs through ONNX Runtime (one thread: it only opens the file). */

@@ -4,7 +4,8 @@ import { DATATYPE_INFO } from '../../tensor/datatype-info.js';
 import { checkTensorAgainstSpec, createTensor, elementCount, formatShape } from '../../tensor/tensor-factory.js';
 import type { Datatype, Tensor, TensorSpec } from '../../tensor/tensor.js';
 import type { BackendMetadata, BackendSession } from '../backend.js';
-import { chunkRows, distributeRows, ExecutionSlots } from './ge-slots.js';
+import { distributeRows, executionRows, gearFor } from './batch-gears.js';
+import { ExecutionSlots } from './ge-slots.js';
 import type { NativeGeModel, NativeGeOutput, NativeGeTensor } from './native-binding.js';
 import { fromNativeError } from './npu-errors.js';
 import { aclDataTypeOf, inputFor, refuseUnexpectedInputs, selectOutputs, storageName, tensorBytes, tensorData } from './npu-tensors.js';
@@ -22,7 +23,8 @@ interface Piece {
  * slots idle when it arrives (waiting for one when all are busy), each slot running its rows in
  * executions of at most the largest compiled batch size, padded with zero rows up to a compiled
  * size and trimmed back; the outputs are joined again in row order. Inputs are checked here
- * against the ONNX file's own inputs, so callers get SF_ERR_TENSOR_* errors.
+ * against the ONNX file's inputs as the load's shape options narrow them, so callers get
+ * SF_ERR_TENSOR_* errors.
  */
 export class GeSession implements BackendSession {
   readonly backend = BACKEND;
@@ -87,20 +89,19 @@ export class GeSession implements BackendSession {
     }
     const slots = await this.#slots.acquire(rows);
     const shares = distributeRows(rows, slots.length);
-    const limit = this.#gears?.at(-1) ?? rows;
     const bySlot = feeds.map((feed) => splitBatch(feed, shares));
     const runs = slots.map(async (slot, s) => {
-      try {
-        const chunks = chunkRows(shares[s], limit);
-        const byChunk = bySlot.map((parts) => splitBatch(parts[s], chunks));
-        const results: Tensor[][] = [];
-        for (const [c, n] of chunks.entries()) results.push(await this.#execute(slot, byChunk.map((parts) => parts[c]), { rows: n, gear: this.#gearFor(n) }));
-        return results;
-      } finally {
-        this.#slots.release(slot);
-      }
+      const chunks = executionRows(shares[s], this.#gears);
+      const byChunk = bySlot.map((parts) => splitBatch(parts[s], chunks));
+      const results: Tensor[][] = [];
+      // executionRows keeps each execution within the largest gear, so gearFor finds one.
+      for (const [c, n] of chunks.entries()) results.push(await this.#execute(slot, byChunk.map((parts) => parts[c]), { rows: n, gear: gearFor(this.#gears, n)! }));
+      return results;
     });
     const settled = await Promise.allSettled(runs);
+    // Released together: the rows are spread evenly, so the slots finish about together, and a
+    // waiting batch then gets all of them rather than the first one freed.
+    this.#slots.release(...slots);
     const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
     const pieces = settled.flatMap((r) => (r as PromiseFulfilledResult<Tensor[][]>).value);
@@ -132,10 +133,6 @@ export class GeSession implements BackendSession {
       const dataType = aclDataTypeOf(spec.datatype)!;
       return dims.every((d) => d >= 0) ? { dataType, dims } : { dataType };
     });
-  }
-
-  #gearFor(rows: number): number {
-    return this.#gears?.find((gear) => gear >= rows) ?? rows;
   }
 
   #outputsByName(outputs: readonly Tensor[]): Record<string, Tensor> {

@@ -5,28 +5,14 @@
  */
 
 /**
- * Rows per part when `total` rows are spread over `parts` parts: the same count each, the first
- * `total % parts` parts one more (the GE backend's Inference::CalculateBatchDistribution).
- */
-export function distributeRows(total: number, parts: number): number[] {
-  const base = Math.floor(total / parts);
-  const remainder = total % parts;
-  return Array.from({ length: parts }, (_, i) => base + (i < remainder ? 1 : 0));
-}
-
-/** Splits `rows` into pieces of at most `limit` rows, as even as distributeRows makes them. */
-export function chunkRows(rows: number, limit: number): number[] {
-  return distributeRows(rows, Math.max(1, Math.ceil(rows / limit)));
-}
-
-/**
  * Which slots are idle. acquire() hands out every idle slot a caller can use at once, so one batch
- * spreads over all of them; when every slot is busy, callers wait in arrival order and each gets
- * the next slot released.
+ * spreads over all of them; when every slot is busy, callers wait in arrival order. Slots released
+ * together (a batch's, once its executions are done) go to the waiters in that order, each taking
+ * as many of them as it wants, so a waiting batch spreads over every slot free by then.
  */
 export class ExecutionSlots {
   readonly #idle: number[];
-  readonly #waiting: ((slot: number) => void)[] = [];
+  readonly #waiting: { readonly wanted: number; readonly grant: (slots: number[]) => void }[] = [];
 
   constructor(readonly count: number) {
     this.#idle = Array.from({ length: count }, (_, i) => i);
@@ -36,21 +22,19 @@ export class ExecutionSlots {
     return this.#idle.length;
   }
 
-  /** At most `wanted` idle slots (lowest first), or, when none is idle or others wait already, the next one released. */
+  /** At most `wanted` (at least 1) idle slots, lowest first; when none is idle or others wait already, as many once released. */
   acquire(wanted: number): Promise<number[]> {
-    if (this.#idle.length > 0 && this.#waiting.length === 0) {
-      return Promise.resolve(this.#idle.splice(0, Math.max(1, wanted)));
-    }
-    return new Promise((resolve) => this.#waiting.push((slot) => resolve([slot])));
+    const want = Math.max(1, wanted);
+    if (this.#idle.length > 0 && this.#waiting.length === 0) return Promise.resolve(this.#idle.splice(0, want));
+    return new Promise((grant) => this.#waiting.push({ wanted: want, grant }));
   }
 
-  release(slot: number): void {
-    const next = this.#waiting.shift();
-    if (next) {
-      next(slot);
-      return;
-    }
-    this.#idle.push(slot);
+  release(...slots: number[]): void {
+    this.#idle.push(...slots);
     this.#idle.sort((a, b) => a - b);
+    while (this.#idle.length > 0 && this.#waiting.length > 0) {
+      const next = this.#waiting.shift()!;
+      next.grant(this.#idle.splice(0, next.wanted));
+    }
   }
 }

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
@@ -161,9 +161,30 @@ export interface NpuNativeBinding {
   convertGeModel?(options: NativeGeConvertOptions): Promise<{ readonly file: string }>;
 }
 
-export type NpuBindingLoad = { readonly binding: NpuNativeBinding } | { readonly reason: string };
+/** Why an addon without GE has none, and how to build the one that has it (GeBackend, doctor and convert say it). */
+export const GE_BUILD_HINT =
+  'the native addon was built without CANN, so it has no GE (graph engine) route: serve_fn_npu_ge.node is built only against a CANN toolkit. ' +
+  "Source CANN's set_env.sh (it sets ASCEND_HOME_PATH) or set SERVE_FN_CANN_HOME to the toolkit, then run `npm run build:native` (docs/npu.md, \"Building the GE addon\")";
+
+export type NpuBindingLoad =
+  | {
+      readonly binding: NpuNativeBinding;
+      /** Why serve_fn_npu_ge.node, found, did not load (e.g. libge_runner.so missing), when the plain addon was loaded instead. */
+      readonly geLoadError?: string;
+    }
+  | { readonly reason: string };
+
+/** Why a loaded addon has no GE route: the GE build's own load error when there was one, else GE_BUILD_HINT. */
+export function geMissingReason(loaded: { readonly geLoadError?: string }): string {
+  if (loaded.geLoadError === undefined) return GE_BUILD_HINT;
+  return (
+    `${GE_ADDON} was found but could not be loaded, so the native addon without the GE route was loaded instead: ${loaded.geLoadError}. ` +
+    "Source CANN's set_env.sh (LD_LIBRARY_PATH must reach the CANN libraries it was built against), or rebuild it with `npm run build:native`"
+  );
+}
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+const GE_ADDON = 'serve_fn_npu_ge.node';
 /**
  * SERVE_FN_NPU_ADDON (a path) wins; else the GE build (a superset, built only against a CANN
  * toolkit), then the plain one, Release before Debug.
@@ -171,25 +192,32 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 function addonFiles(): string[] {
   const explicit = process.env.SERVE_FN_NPU_ADDON;
   if (explicit) return [resolve(explicit)];
-  return ['serve_fn_npu_ge.node', 'serve_fn_npu.node'].flatMap((name) =>
+  return [GE_ADDON, 'serve_fn_npu.node'].flatMap((name) =>
     ['Release', 'Debug'].map((kind) => join(ROOT, 'native', 'build', kind, name)),
   );
 }
 
-let cached: NpuBindingLoad | undefined;
-
-function load(): NpuBindingLoad {
+/**
+ * The first of `files` that loads. A GE build that exists but fails to load (its CANN libraries
+ * moved, say) keeps its error in geLoadError, so GeBackend and doctor can say it rather than
+ * "built without CANN" when the plain addon after it loads. `absent` says why a missing file was.
+ */
+export function loadAddon(files: readonly string[], absent = 'not built'): NpuBindingLoad {
   const require = createRequire(import.meta.url);
   const tried: string[] = [];
-  for (const file of addonFiles()) {
+  let geLoadError: string | undefined;
+  for (const file of files) {
     if (!existsSync(file)) {
-      tried.push(`${file} (${process.env.SERVE_FN_NPU_ADDON ? 'named by SERVE_FN_NPU_ADDON; no such file' : 'not built'})`);
+      tried.push(`${file} (${absent})`);
       continue;
     }
     try {
-      return { binding: require(file) as NpuNativeBinding };
+      const binding = require(file) as NpuNativeBinding;
+      return geLoadError === undefined ? { binding } : { binding, geLoadError };
     } catch (err) {
-      tried.push(`${file} (${(err as Error).message})`);
+      const message = (err as Error).message;
+      tried.push(`${file} (${message})`);
+      if (basename(file) === GE_ADDON) geLoadError ??= `${file}: ${message}`;
     }
   }
   return {
@@ -199,8 +227,10 @@ function load(): NpuBindingLoad {
   };
 }
 
+let cached: NpuBindingLoad | undefined;
+
 /** Loads the addon once per thread; later calls return the same outcome. */
 export function loadNpuBinding(): NpuBindingLoad {
-  cached ??= load();
+  cached ??= loadAddon(addonFiles(), process.env.SERVE_FN_NPU_ADDON ? 'named by SERVE_FN_NPU_ADDON; no such file' : 'not built');
   return cached;
 }

@@ -10,7 +10,7 @@ export function resolveLibraryPath(explicit?: string): string | undefined {
 }
 
 export type NpuAccess =
-  | { readonly binding: NpuNativeBinding; readonly libraryFile: string }
+  | { readonly binding: NpuNativeBinding; readonly libraryFile: string; /** As NpuBindingLoad's. */ readonly geLoadError?: string }
   | { readonly reason: string };
 
 /** The addon plus a usable AscendCL library, or why the NPU path cannot run on this machine. */
@@ -25,7 +25,7 @@ export function accessNpu(binding: NpuNativeBinding | undefined, libraryPath: st
         `(it sets ASCEND_HOME_PATH and LD_LIBRARY_PATH), or set ${ACL_LIBRARY_ENV} to libascendcl.so or its directory.`,
     };
   }
-  return { binding: loaded.binding, libraryFile: probe.path };
+  return { binding: loaded.binding, libraryFile: probe.path, ...('geLoadError' in loaded ? { geLoadError: loaded.geLoadError } : {}) };
 }
 
 /** The binding of an access, or SF_ERR_NPU_UNAVAILABLE with the reason there is none. */

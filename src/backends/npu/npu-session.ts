@@ -3,6 +3,7 @@ import { elementCount } from '../../tensor/tensor-factory.js';
 import type { Datatype, Tensor, TensorSpec } from '../../tensor/tensor.js';
 import type { BackendMetadata, BackendSession } from '../backend.js';
 import type { NativeOmModel } from './native-binding.js';
+import { gearFor } from './batch-gears.js';
 import { fromNativeError } from './npu-errors.js';
 import { inputFor, refuseUnexpectedInputs, selectOutputs, storageName, tensorBytes, tensorData } from './npu-tensors.js';
 
@@ -77,9 +78,9 @@ export class NpuSession implements BackendSession {
   #checkInput(spec: TensorSpec, tensor: Tensor, batch: number): Uint8Array {
     if (tensor.datatype !== spec.datatype) throw createError('SF_ERR_TENSOR_DATATYPE', spec.name, spec.datatype, tensor.datatype);
     const gears = this.#metadata.batchSizes ?? [];
-    const largest = gears[gears.length - 1] ?? 1;
-    if (gears.length > 0 && (batch < 1 || batch > largest)) {
-      const expected = spec.shape.map((dim) => (dim === -1 ? `1..${largest}` : dim));
+    // The addon pads the batch to this gear itself; here only a batch no gear holds is refused.
+    if (gears.length > 0 && (batch < 1 || gearFor(gears, batch) === undefined)) {
+      const expected = spec.shape.map((dim) => (dim === -1 ? `1..${Math.max(...gears)}` : dim));
       throw createError('SF_ERR_TENSOR_SHAPE', spec.name, `[${expected.join(', ')}]`, formatShape(tensor.shape));
     }
     const shapeFits =
