@@ -32,9 +32,9 @@ describe('serve-fn start <Triton model repository>', () => {
 
   it('exits 1 with the error when a model cannot be served', async () => {
     mkdirSync(join(tmp, 'repo', 'graph', '1'), { recursive: true });
-    writeFileSync(join(tmp, 'repo', 'graph', 'config.pbtxt'), 'backend: "npu_ge"');
+    writeFileSync(join(tmp, 'repo', 'graph', 'config.pbtxt'), 'backend: "tensorrt"');
     const cli = await startCli(['start', join(tmp, 'repo'), '--host', '127.0.0.1']);
     expect(await cli.waitForExit()).toBe(1);
-    expect(cli.output()).toContain("serve-fn: Backend 'npu_ge' is not supported yet: model 'graph' asks for Ascend graph-engine execution");
+    expect(cli.output()).toContain("serve-fn: Backend 'tensorrt' is not supported yet: model 'graph': serve-fn serves onnxruntime, npu_om, npu_ge");
   });
 });
