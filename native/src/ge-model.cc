@@ -9,8 +9,8 @@
 
 namespace {
 
-// Larger than any real dimension, small enough that 25 of them multiply without surprises in
-// the checked product below.
+// Larger than any real dimension. 25 such dims overflow int64_t when multiplied (2^31 to the
+// 3rd already passes 2^63): ReadDims multiplies with an overflow check for that reason.
 constexpr double kMaxDim = 1u << 31;
 
 bool Fail(Napi::Env env, const std::string &message) {
