@@ -76,6 +76,7 @@ graphStatus aclgrphBuildModel(const Graph &graph, const std::map<AscendString, A
     std::lock_guard<std::mutex> guard(build_lock);
     if (!build_initialized) return sim_ge_fail(ACL_ERROR_GE_EXEC_NOT_INIT, fn, "aclgrphBuildInitialize has not been called");
   }
+  sim_ge_delay("GE_SIM_BUILD_DELAY_MS");
   const GraphImplPtr &impl = GraphUtils::Impl(graph);
   if (!impl || impl->onnx.empty()) return sim_ge_fail(ACL_ERROR_GE_PARAM_INVALID, fn, "the graph holds no parsed model");
   for (const auto &option : build_options) {
