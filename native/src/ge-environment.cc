@@ -1,6 +1,8 @@
 #include "ge-environment.h"
 
+#include <condition_variable>
 #include <mutex>
+#include <string>
 
 #include "ge-api.h"
 #include "ge-status.h"
@@ -11,8 +13,11 @@ namespace {
 // instance shares the one GE of the process.
 struct Shared {
   std::mutex mutex;
+  std::condition_variable converted;  // signalled when a conversion ends
   int holders = 0;
+  bool converting = false;
   StringOptions globalOptions;
+  std::mutex parse;
 };
 
 Shared &State() {
@@ -41,7 +46,8 @@ std::string Quoted(const StringOptions &options, const std::string &key) {
 
 NpuStatus GeEnvironment::Acquire(const StringOptions &globalOptions) {
   Shared &state = State();
-  std::lock_guard<std::mutex> lock(state.mutex);
+  std::unique_lock<std::mutex> lock(state.mutex);
+  state.converted.wait(lock, [&state] { return !state.converting; });
   if (state.holders > 0) {
     std::string key = DifferentKey(globalOptions, state.globalOptions);
     if (!key.empty()) {
@@ -64,6 +70,37 @@ NpuStatus GeEnvironment::Release() {
   if (--state.holders > 0) return NpuStatus::Ok();
   state.globalOptions.clear();
   return GE_CALL(GEFinalize, ());
+}
+
+NpuStatus GeEnvironment::BeginConversion() {
+  Shared &state = State();
+  std::unique_lock<std::mutex> lock(state.mutex);
+  state.converted.wait(lock, [&state] { return !state.converting; });
+  if (state.holders > 0) {
+    return NpuStatus::Failure("cannot convert while " + std::to_string(state.holders) +
+                              " GE model(s) are loaded in this process: aclgrphBuildFinalize would finalise GE under their "
+                              "sessions; unload them first, or convert in another process (serve-fn convert)");
+  }
+  state.converting = true;
+  return NpuStatus::Ok();
+}
+
+void GeEnvironment::EndConversion() {
+  Shared &state = State();
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    state.converting = false;
+  }
+  state.converted.notify_all();
+}
+
+NpuStatus GeEnvironment::ParseOnnx(const ModelSource &source, const StringOptions &parserOptions, ge::Graph *graph) {
+  ge::Options options = ToGeOptions(parserOptions);
+  std::lock_guard<std::mutex> lock(State().parse);
+  return source.file.empty()
+             ? GE_CALL(aclgrphParseONNXFromMem,
+                       (reinterpret_cast<const char *>(source.bytes.data()), source.bytes.size(), options, *graph))
+             : GE_CALL(aclgrphParseONNX, (source.file.c_str(), options, *graph));
 }
 
 Napi::Value GeInfo(const Napi::CallbackInfo &info) {

@@ -57,13 +57,7 @@ NpuStatus GeLoadedGraph::LoadSlot(int32_t deviceId, const GeLoadRequest &request
   slot->session.reset(new ge::Session(ToGeOptions(sessionOptions)));
   // Parsed once per slot, as the GE backend does: each session compiles its own graph.
   ge::Graph graph;
-  ge::Options parserOptions = ToGeOptions(request.parserOptions);
-  const ModelSource &source = request.source;
-  NpuStatus status =
-      source.file.empty()
-          ? GE_CALL(aclgrphParseONNXFromMem,
-                    (reinterpret_cast<const char *>(source.bytes.data()), source.bytes.size(), parserOptions, graph))
-          : GE_CALL(aclgrphParseONNX, (source.file.c_str(), parserOptions, graph));
+  NpuStatus status = GeEnvironment::ParseOnnx(request.source, request.parserOptions, &graph);
   if (!status.ok) return status;
   status = GeCheck(slot->session->AddGraph(slot->graphId, graph, ToGeOptions(request.graphOptions)), "AddGraph");
   slot->graphAdded = status.ok;

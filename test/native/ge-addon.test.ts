@@ -188,6 +188,18 @@ describe.skipIf(REAL_HARDWARE)('GE route of the addon (simulated CANN)', () => {
     expect(env.resources()).toEqual(NOTHING_HELD);
   });
 
+  it('parses one ONNX model at a time in the process, however many loads run at once', async () => {
+    env.resetGePeaks();
+    const parses = env.geCount('parse_calls');
+    const models = await withEnv({ GE_SIM_PARSE_DELAY_MS: '50' }, () =>
+      Promise.all([ge.loadGeModel(env.options({ slots: 2 })), ge.loadGeModel(env.options({ slots: 2 }))]),
+    );
+    expect(env.geCount('parse_calls') - parses).toBe(4);
+    expect(env.geCount('max_concurrent_parses')).toBe(1);
+    await Promise.all(models.map((model) => model.unload()));
+    expect(env.resources()).toEqual(NOTHING_HELD);
+  });
+
   it('refuses a second load whose global options differ, naming the key', async () => {
     const model = await ge.loadGeModel(env.options());
     const refused = await rejection(ge.loadGeModel(env.options({ globalOptions: { 'ge.exec.precision_mode': 'force_fp16' } })));
