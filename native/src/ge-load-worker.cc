@@ -20,7 +20,7 @@ GeLoadWorker::GeLoadWorker(Napi::Env env, AddonState *state, std::string library
 
 NpuStatus GeLoadWorker::Run() {
   std::unique_ptr<DeviceRuntime> runtime;
-  NpuStatus status = DeviceRuntime::Open(libraryPath_, deviceId_, &runtime);
+  NpuStatus status = DeviceRuntime::Open(libraryPath_, deviceId_, &runtime, DeviceRuntime::Stream::kNone);
   if (status.ok) status = GeLoadedGraph::Load(std::move(runtime), deviceId_, request_, &graph_);
   // The ONNX bytes are only needed to parse; the compiled graphs live in GE now.
   request_.source = ModelSource();

@@ -62,12 +62,9 @@ NpuStatus GeLoadedGraph::LoadSlot(int32_t deviceId, const GeLoadRequest &request
   status = GeCheck(slot->session->AddGraph(slot->graphId, graph, ToGeOptions(request.graphOptions)), "AddGraph");
   slot->graphAdded = status.ok;
   if (status.ok) status = GeCheck(slot->session->CompileGraph(slot->graphId), "CompileGraph");
-  if (status.ok && &slots_.front() == slot) {
-    slot->stream = runtime_->stream();
-  } else if (status.ok) {
-    status = ACL_CALL(runtime_->api(), aclrtCreateStream, (&slot->stream));
-    slot->ownsStream = status.ok;
-  }
+  // Each slot's own stream, created after its CompileGraph: the documented order is CompileGraph ->
+  // aclrtCreateStream -> LoadGraph (docs/graph_engine_api/LoadGraph.md).
+  if (status.ok) status = ACL_CALL(runtime_->api(), aclrtCreateStream, (&slot->stream));
   if (status.ok) status = GeCheck(slot->session->LoadGraph(slot->graphId, ge::Options(), slot->stream), "LoadGraph");
   return status;
 }
@@ -170,9 +167,8 @@ NpuStatus GeLoadedGraph::Release(Slot *slot) {
   if (slot->graphAdded) keep(GeCheck(slot->session->RemoveGraph(slot->graphId), "RemoveGraph"));
   slot->graphAdded = false;
   slot->session.reset();
-  if (slot->ownsStream) keep(ACL_CALL(api, aclrtDestroyStream, (slot->stream)));
+  if (slot->stream) keep(ACL_CALL(api, aclrtDestroyStream, (slot->stream)));
   slot->stream = nullptr;
-  slot->ownsStream = false;
   for (auto *buffers : {&slot->inputDevice, &slot->outputDevice}) {
     for (Buffer &buffer : *buffers) {
       if (buffer.address) keep(ACL_CALL(api, aclrtFree, (buffer.address)));

@@ -80,7 +80,6 @@ class GeLoadedGraph {
     uint32_t graphId = 0;
     bool graphAdded = false;
     aclrtStream stream = nullptr;
-    bool ownsStream = false;  // slot 0 runs on the runtime's stream
     std::vector<Buffer> inputDevice, inputHost, outputDevice, outputHost;
   };
 
