@@ -20,6 +20,7 @@ static const char *const counter_names[SIM_GE_COUNTER_COUNT] = {
     "ge_initialize_calls", "ge_finalize_calls", "sessions", "graphs_added", "graphs_compiled", "graphs_loaded",
     "load_graph_calls", "executes", "concurrent_executes", "max_concurrent_executes", "ge_allocated_outputs",
     "parse_calls", "build_calls", "lifecycle_errors", "concurrent_parses", "max_concurrent_parses",
+    "build_environments",
 };
 
 /* GE keeps the error text per thread (GEGetErrorMsgV2 reports the calling thread's last failure). */
