@@ -1,5 +1,7 @@
 #include "ge-environment.h"
 
+#include <dlfcn.h>
+
 #include <condition_variable>
 #include <mutex>
 #include <string>
@@ -92,6 +94,25 @@ void GeEnvironment::EndConversion() {
     state.converting = false;
   }
   state.converted.notify_all();
+}
+
+std::string GeEnvironment::AclDirectory() { return std::string(SERVE_FN_CANN_HOME) + "/lib64"; }
+
+NpuStatus GeEnvironment::CheckSameAscendCl(const AclLibrary &library) {
+  // The libraries were linked against <cann>/lib64 (binding.gyp); RTLD_NOLOAD finds that file only
+  // if it is already mapped, which the GE libraries' NEEDED entry did when it resolved there.
+  std::string geAcl = AclDirectory() + "/libascendcl.so";
+  void *handle = dlopen(geAcl.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  void *geInit = handle ? dlsym(handle, "aclInit") : nullptr;
+  if (handle) dlclose(handle);  // drops only the reference NOLOAD added
+  Dl_info bound{}, ge{};
+  bool same = geInit && dladdr(reinterpret_cast<void *>(library.api().aclInit), &bound) && dladdr(geInit, &ge) &&
+              bound.dli_fbase == ge.dli_fbase;
+  if (same) return NpuStatus::Ok();
+  return NpuStatus::Failure("the AscendCL this addon bound (" + library.path() + ") is not the one the GE libraries use (" +
+                            geAcl + (geInit ? "" : ", not loaded in this process") +
+                            "): two AscendCL copies in one process do not share devices or streams; name " + AclDirectory() +
+                            " as the AscendCL library, or leave it unset");
 }
 
 NpuStatus GeEnvironment::ParseOnnx(const ModelSource &source, const StringOptions &parserOptions, ge::Graph *graph) {

@@ -14,6 +14,7 @@
 
 #include "ge-api.h"
 
+#include "acl-library.h"
 #include "ge-options.h"
 #include "loaded-model.h"
 #include "npu-status.h"
@@ -28,6 +29,14 @@ class GeEnvironment {
   // time, as aclgrphBuildInitialize allows one build environment per process.
   static NpuStatus BeginConversion();
   static void EndConversion();
+
+  // The AscendCL the build-time CANN home's GE libraries use: the addon's default for GE models.
+  static std::string AclDirectory();
+  // The addon binds AscendCL with dlopen (AclLibrary) while the GE libraries got theirs from the
+  // dynamic linker when the addon loaded; two copies in one process would each keep their own
+  // devices, contexts and streams, and GE would run on a stream its AscendCL never made. Refuses
+  // a library that is not the very copy the GE libraries use, naming both paths.
+  static NpuStatus CheckSameAscendCl(const AclLibrary &library);
 
   // aclgrphParseONNX (a file) or aclgrphParseONNXFromMem (bytes). GE's ONNX parser keeps
   // process-wide state, so every parse of the process, loads' and conversions', runs under one
