@@ -13,19 +13,19 @@ namespace {
 // OPTION_SESSION_DEVICE_ID); the GE backend sets it on every session too.
 constexpr const char *kSessionDeviceId = "ge.session_device_id";
 
-gert::Tensor DeviceTensor(const std::vector<int64_t> &dims, ge::DataType dataType, void *address) {
+gert::Tensor DeviceTensor(const GeDims &dims, ge::DataType dataType, void *address) {
   gert::StorageShape shape;
-  for (int64_t dim : dims) {
-    shape.MutableOriginShape().AppendDim(dim);
-    shape.MutableStorageShape().AppendDim(dim);
+  for (uint32_t d = 0; d < dims.count; d++) {
+    shape.MutableOriginShape().AppendDim(dims.values[d]);
+    shape.MutableStorageShape().AppendDim(dims.values[d]);
   }
   gert::StorageFormat format(ge::FORMAT_ND, ge::FORMAT_ND, gert::ExpandDimsType());
   return gert::Tensor(shape, format, gert::kOnDeviceHbm, dataType, address);
 }
 
-size_t TensorBytes(const std::vector<int64_t> &dims, ge::DataType dataType) {
+size_t TensorBytes(const GeDims &dims, ge::DataType dataType) {
   int64_t elements = 1;
-  for (int64_t dim : dims) elements *= dim;
+  for (uint32_t d = 0; d < dims.count; d++) elements *= dims.values[d];
   return static_cast<size_t>(ge::GetSizeInBytes(elements, dataType));
 }
 
@@ -90,6 +90,8 @@ NpuStatus GeLoadedGraph::Grow(std::vector<Buffer> *buffers, size_t index, size_t
 NpuStatus GeLoadedGraph::Stage(Slot *slot, const GeExecuteRequest &request, std::vector<gert::Tensor> *inputs,
                                std::vector<gert::Tensor> *outputs) {
   const AclApi &api = runtime_->api();
+  inputs->reserve(request.inputs.size());
+  outputs->reserve(request.callerOutputs.size());
   for (size_t i = 0; i < request.inputs.size(); i++) {
     const GeInputTensor &input = request.inputs[i];
     NpuStatus status = Grow(&slot->inputDevice, i, input.size, true);
