@@ -5,6 +5,8 @@
  *   keep no execute clock, but both simulations run a graph with the same ONNX runner
  *   (sim_onnx_run); the simulated AscendCL times it inside the library (execute_ns), so the same
  *   ONNX graph in an OM (op onnx), executed through the OM route, gives that time;
+ * - the JS-thread part of the addon calls: the time until GeModel.execute / OmModel.execute return
+ *   their promise (argument reading and queuing), which is all the JS thread pays per call;
  * - the batch split: a 16-row batch over 1, 2 and 4 execution slots with a simulated per-execute delay.
  */
 import { randomFill } from 'node:crypto';
@@ -57,6 +59,29 @@ const reluModel = () =>
 
 const tensor = (name: string, shape: number[], data: Float32Array): Tensor => ({ name, datatype: 'FP32', shape, data });
 
+const SYNC_CALLS = 20_000;
+
+/** Mean µs until each call has returned its promise, the paths interleaved in rounds like measure(). */
+async function jsThreadPart(paths: readonly { name: string; call: () => Promise<unknown> }[]): Promise<string> {
+  const totals = paths.map(() => 0n);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [p, path] of paths.entries()) {
+      for (let i = 0; i < SYNC_CALLS / ROUNDS; i++) {
+        const start = process.hrtime.bigint();
+        const settled = path.call();
+        totals[p]! += process.hrtime.bigint() - start;
+        await settled;
+      }
+    }
+  }
+  return [
+    `JS-thread part per call (until the promise is returned), ${SYNC_CALLS} calls per path in ${ROUNDS} rounds:\n`,
+    '| path | mean µs on the JS thread |',
+    '|---|---|',
+    ...paths.map((path, p) => tableLine([path.name, Number(totals[p]!) / SYNC_CALLS / 1000])),
+  ].join('\n');
+}
+
 export async function geOverhead(binding: NpuNativeBinding, sim: GeBenchSim, dir: string, calls: number): Promise<string> {
   delete process.env.GE_SIM_EXECUTE_DELAY_MS;
   const counters = createRequire(import.meta.url)(sim.countersAddon) as SimCounters;
@@ -91,11 +116,17 @@ export async function geOverhead(binding: NpuNativeBinding, sim: GeBenchSim, dir
     );
     const simUs = rows[2]!.simUs;
     const table = rows.map((row, i) => overheadRow(i < 2 ? { ...row, simUs } : row));
+    const jsThread = await jsThreadPart([
+      { name: 'addon: GeModel.execute', call: () => model.execute(0, inputs, [{ dataType: FP32, dims: [1, 4] }]) },
+      { name: 'addon: OmModel.execute, same graph (OM op onnx)', call: () => om.execute([a, b], 1) },
+    ]);
     return [
       `GE route: tiny add model [1,4] FP32 (ONNX), 1 slot, GE_SIM_EXECUTE_DELAY_MS=0, ${WARMUP} warm-up calls per path, sequential awaits, paths interleaved in ${ROUNDS} rounds; ` +
         'sim execute = execute_ns / executes of the same ONNX graph run by the simulated AscendCL (the OM op onnx row), the runner the simulated GE execute calls too.\n',
       OVERHEAD_HEADER,
       ...table,
+      '',
+      jsThread,
     ].join('\n');
   } finally {
     await Promise.all([model.unload(), session.dispose(), om.unload()]);

@@ -5,7 +5,8 @@ DeviceRuntime::DeviceRuntime(std::shared_ptr<AclLibrary> library, int32_t device
 
 DeviceRuntime::~DeviceRuntime() { Release(); }
 
-NpuStatus DeviceRuntime::Create(std::shared_ptr<AclLibrary> library, int32_t deviceId, std::unique_ptr<DeviceRuntime> *out) {
+NpuStatus DeviceRuntime::Create(std::shared_ptr<AclLibrary> library, int32_t deviceId, std::unique_ptr<DeviceRuntime> *out,
+                                Stream stream) {
   std::unique_ptr<DeviceRuntime> runtime(new DeviceRuntime(std::move(library), deviceId));
   const AclApi &api = runtime->api();
   NpuStatus status = runtime->library_->AcquireInit();
@@ -13,15 +14,16 @@ NpuStatus DeviceRuntime::Create(std::shared_ptr<AclLibrary> library, int32_t dev
   if (status.ok) status = ACL_CALL(api, aclrtSetDevice, (deviceId));
   runtime->deviceSet_ = status.ok;
   if (status.ok) status = ACL_CALL(api, aclrtCreateContext, (&runtime->context_, deviceId));
-  if (status.ok) status = ACL_CALL(api, aclrtCreateStream, (&runtime->stream_));
+  if (status.ok && stream == Stream::kCreate) status = ACL_CALL(api, aclrtCreateStream, (&runtime->stream_));
   if (status.ok) *out = std::move(runtime);
   return status;
 }
 
-NpuStatus DeviceRuntime::Open(const std::string &libraryPath, int32_t deviceId, std::unique_ptr<DeviceRuntime> *out) {
+NpuStatus DeviceRuntime::Open(const std::string &libraryPath, int32_t deviceId, std::unique_ptr<DeviceRuntime> *out,
+                              Stream stream) {
   AclLibrary::OpenResult opened = AclLibrary::Open(libraryPath);
   if (!opened.library) return opened.NotFound();
-  return Create(opened.library, deviceId, out);
+  return Create(opened.library, deviceId, out, stream);
 }
 
 NpuStatus DeviceRuntime::MakeCurrent() const { return ACL_CALL(api(), aclrtSetCurrentContext, (context_)); }

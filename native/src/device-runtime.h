@@ -11,10 +11,16 @@
 
 class DeviceRuntime {
  public:
+  // Whether the runtime creates its stream: the GE route creates one per execution slot instead,
+  // after that slot's CompileGraph, and so has none here.
+  enum class Stream { kCreate, kNone };
+
   // aclInit (first holder only) -> aclrtSetDevice -> aclrtCreateContext -> aclrtCreateStream.
-  static NpuStatus Create(std::shared_ptr<AclLibrary> library, int32_t deviceId, std::unique_ptr<DeviceRuntime> *out);
+  static NpuStatus Create(std::shared_ptr<AclLibrary> library, int32_t deviceId, std::unique_ptr<DeviceRuntime> *out,
+                          Stream stream = Stream::kCreate);
   // Finds AscendCL (an explicit path, else the usual places: AclLibrary::Open), then Create.
-  static NpuStatus Open(const std::string &libraryPath, int32_t deviceId, std::unique_ptr<DeviceRuntime> *out);
+  static NpuStatus Open(const std::string &libraryPath, int32_t deviceId, std::unique_ptr<DeviceRuntime> *out,
+                        Stream stream = Stream::kCreate);
 
   ~DeviceRuntime();
   DeviceRuntime(const DeviceRuntime &) = delete;

@@ -4,11 +4,10 @@
 #include <sys/stat.h>
 
 #include <ctime>
-#include <mutex>
 #include <set>
 
-#include "device-runtime.h"
 #include "ge-api.h"
+#include "ge-environment.h"
 #include "ge-status.h"
 #include "js-arguments.h"
 
@@ -32,12 +31,6 @@ const std::set<std::string> &BuildModelKeys() {
       "ge.shape_generalized_build_mode", "ge.tiling_schedule_optimize", "input_format", "input_shape",
       "input_shape_range", "log", "op_debug_config", "op_debug_option", "op_name_map"};
   return *keys;
-}
-
-// aclgrphBuildInitialize/Finalize are process-wide: conversions run one after another.
-std::mutex &BuildMutex() {
-  static auto *mutex = new std::mutex();
-  return *mutex;
 }
 
 bool EndsWith(const std::string &text, const std::string &suffix) {
@@ -82,16 +75,10 @@ NpuStatus GeConvertWorker::Build() {
     ge::Options &target = BuildModelKeys().count(entry.first) ? build : global;
     target[ge::AscendString(entry.first.c_str())] = ge::AscendString(entry.second.c_str());
   }
-  std::lock_guard<std::mutex> lock(BuildMutex());
   NpuStatus status = GE_CALL(aclgrphBuildInitialize, (global));
   if (!status.ok) return status;
   ge::Graph graph;
-  ge::Options parserOptions = ToGeOptions(request_.parserOptions);
-  const ModelSource &source = request_.source;
-  status = source.file.empty()
-               ? GE_CALL(aclgrphParseONNXFromMem,
-                         (reinterpret_cast<const char *>(source.bytes.data()), source.bytes.size(), parserOptions, graph))
-               : GE_CALL(aclgrphParseONNX, (source.file.c_str(), parserOptions, graph));
+  status = GeEnvironment::ParseOnnx(request_.source, request_.parserOptions, &graph);
   ge::ModelBufferData model;
   model.length = 0;
   if (status.ok) status = GE_CALL(aclgrphBuildModel, (graph, build, model));
@@ -105,15 +92,15 @@ NpuStatus GeConvertWorker::Build() {
   return NpuStatus::Ok();
 }
 
+// No aclInit and no device: the IR build API needs neither (docs/graph_engine_api/
+// aclgrphBuildInitialize.md names no such precondition, and ATC, which runs the same API, opens no
+// device), so a conversion runs on a machine whose NPUs are busy or absent.
 NpuStatus GeConvertWorker::Run() {
-  // The OM path's runtime gives the aclInit share and the device the IR build API runs under
-  // (its context and stream go unused, and cost one allocation each).
-  std::unique_ptr<DeviceRuntime> runtime;
-  NpuStatus status = DeviceRuntime::Open(request_.libraryPath, request_.deviceId, &runtime);
+  NpuStatus status = GeEnvironment::BeginConversion();
   if (!status.ok) return status;
   status = Build();
-  NpuStatus released = runtime->Release();
-  return status.ok ? released : status;
+  GeEnvironment::EndConversion();
+  return status;
 }
 
 Napi::Value GeConvertWorker::Result(Napi::Env env) {
@@ -127,11 +114,7 @@ Napi::Value ConvertGeModel(const Napi::CallbackInfo &info) {
   Napi::Object options;
   if (!OptionsObject(env, info[0], "convertGeModel", &options)) return env.Undefined();
   GeConvertRequest request;
-  uint64_t deviceId = 0;
-  Napi::Value device = options.Get("deviceId");
-  if (!OptionalString(env, options.Get("libraryPath"), "libraryPath", &request.libraryPath) ||
-      (!device.IsUndefined() && !WholeNumber(env, device, "deviceId", INT32_MAX, &deviceId)) ||
-      !ModelFileOrBytes(env, options, &request.source.file, &request.source.bytes) ||
+  if (!ModelFileOrBytes(env, options, &request.source.file, &request.source.bytes) ||
       !OptionalString(env, options.Get("output"), "output", &request.output) ||
       !ReadStringOptions(env, options.Get("parserOptions"), "parserOptions", &request.parserOptions) ||
       !ReadStringOptions(env, options.Get("buildOptions"), "buildOptions", &request.buildOptions)) {
@@ -141,6 +124,5 @@ Napi::Value ConvertGeModel(const Napi::CallbackInfo &info) {
     Napi::TypeError::New(env, "output must name the .om file to write").ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  request.deviceId = static_cast<int32_t>(deviceId);
   return (new GeConvertWorker(env, std::move(request)))->Start();
 }

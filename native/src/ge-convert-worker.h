@@ -1,8 +1,8 @@
-// convertGeModel({ libraryPath?, deviceId?, file? | bytes?, output, parserOptions, buildOptions }):
-//   Promise<{ file }>  [async]
+// convertGeModel({ file? | bytes?, output, parserOptions, buildOptions }): Promise<{ file }>  [async]
 // ATC's job through the IR build API (hicann/ge 8.5.0 inc/external/ge/ge_ir_build.h):
 // aclgrphBuildInitialize(global options) -> aclgrphParseONNX(FromMem) -> aclgrphBuildModel ->
-// aclgrphSaveModel -> aclgrphBuildFinalize, with an aclInit share and the device set around it.
+// aclgrphSaveModel -> aclgrphBuildFinalize, without AscendCL or a device, as ATC runs it. Refused
+// while GE models are loaded in the process (GeEnvironment::BeginConversion says why).
 #ifndef SERVE_FN_NPU_GE_CONVERT_WORKER_H
 #define SERVE_FN_NPU_GE_CONVERT_WORKER_H
 
@@ -13,8 +13,6 @@
 #include "promise-worker.h"
 
 struct GeConvertRequest {
-  std::string libraryPath;
-  int32_t deviceId = 0;
   ModelSource source;
   std::string output;
   StringOptions parserOptions;

@@ -1,6 +1,10 @@
 #include "ge-environment.h"
 
+#include <dlfcn.h>
+
+#include <condition_variable>
 #include <mutex>
+#include <string>
 
 #include "ge-api.h"
 #include "ge-status.h"
@@ -11,8 +15,11 @@ namespace {
 // instance shares the one GE of the process.
 struct Shared {
   std::mutex mutex;
+  std::condition_variable converted;  // signalled when a conversion ends
   int holders = 0;
+  bool converting = false;
   StringOptions globalOptions;
+  std::mutex parse;
 };
 
 Shared &State() {
@@ -41,7 +48,8 @@ std::string Quoted(const StringOptions &options, const std::string &key) {
 
 NpuStatus GeEnvironment::Acquire(const StringOptions &globalOptions) {
   Shared &state = State();
-  std::lock_guard<std::mutex> lock(state.mutex);
+  std::unique_lock<std::mutex> lock(state.mutex);
+  state.converted.wait(lock, [&state] { return !state.converting; });
   if (state.holders > 0) {
     std::string key = DifferentKey(globalOptions, state.globalOptions);
     if (!key.empty()) {
@@ -64,6 +72,56 @@ NpuStatus GeEnvironment::Release() {
   if (--state.holders > 0) return NpuStatus::Ok();
   state.globalOptions.clear();
   return GE_CALL(GEFinalize, ());
+}
+
+NpuStatus GeEnvironment::BeginConversion() {
+  Shared &state = State();
+  std::unique_lock<std::mutex> lock(state.mutex);
+  state.converted.wait(lock, [&state] { return !state.converting; });
+  if (state.holders > 0) {
+    return NpuStatus::Failure("cannot convert while " + std::to_string(state.holders) +
+                              " GE model(s) are loaded in this process: aclgrphBuildFinalize would finalise GE under their "
+                              "sessions; unload them first, or convert in another process (serve-fn convert)");
+  }
+  state.converting = true;
+  return NpuStatus::Ok();
+}
+
+void GeEnvironment::EndConversion() {
+  Shared &state = State();
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    state.converting = false;
+  }
+  state.converted.notify_all();
+}
+
+std::string GeEnvironment::AclDirectory() { return std::string(SERVE_FN_CANN_HOME) + "/lib64"; }
+
+NpuStatus GeEnvironment::CheckSameAscendCl(const AclLibrary &library) {
+  // The libraries were linked against <cann>/lib64 (binding.gyp); RTLD_NOLOAD finds that file only
+  // if it is already mapped, which the GE libraries' NEEDED entry did when it resolved there.
+  std::string geAcl = AclDirectory() + "/libascendcl.so";
+  void *handle = dlopen(geAcl.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  void *geInit = handle ? dlsym(handle, "aclInit") : nullptr;
+  if (handle) dlclose(handle);  // drops only the reference NOLOAD added
+  Dl_info bound{}, ge{};
+  bool same = geInit && dladdr(reinterpret_cast<void *>(library.api().aclInit), &bound) && dladdr(geInit, &ge) &&
+              bound.dli_fbase == ge.dli_fbase;
+  if (same) return NpuStatus::Ok();
+  return NpuStatus::Failure("the AscendCL this addon bound (" + library.path() + ") is not the one the GE libraries use (" +
+                            geAcl + (geInit ? "" : ", not loaded in this process") +
+                            "): two AscendCL copies in one process do not share devices or streams; name " + AclDirectory() +
+                            " as the AscendCL library, or leave it unset");
+}
+
+NpuStatus GeEnvironment::ParseOnnx(const ModelSource &source, const StringOptions &parserOptions, ge::Graph *graph) {
+  ge::Options options = ToGeOptions(parserOptions);
+  std::lock_guard<std::mutex> lock(State().parse);
+  return source.file.empty()
+             ? GE_CALL(aclgrphParseONNXFromMem,
+                       (reinterpret_cast<const char *>(source.bytes.data()), source.bytes.size(), options, *graph))
+             : GE_CALL(aclgrphParseONNX, (source.file.c_str(), options, *graph));
 }
 
 Napi::Value GeInfo(const Napi::CallbackInfo &info) {

@@ -1,5 +1,6 @@
 #include "ge-load-worker.h"
 
+#include "ge-environment.h"
 #include "ge-model.h"
 #include "js-arguments.h"
 
@@ -19,8 +20,12 @@ GeLoadWorker::GeLoadWorker(Napi::Env env, AddonState *state, std::string library
       request_(std::move(request)) {}
 
 NpuStatus GeLoadWorker::Run() {
+  // Unnamed, AscendCL is the one the GE libraries were built against, not the usual search's.
+  AclLibrary::OpenResult opened = AclLibrary::Open(libraryPath_.empty() ? GeEnvironment::AclDirectory() : libraryPath_);
+  if (!opened.library) return opened.NotFound();
+  NpuStatus status = GeEnvironment::CheckSameAscendCl(*opened.library);
   std::unique_ptr<DeviceRuntime> runtime;
-  NpuStatus status = DeviceRuntime::Open(libraryPath_, deviceId_, &runtime);
+  if (status.ok) status = DeviceRuntime::Create(opened.library, deviceId_, &runtime, DeviceRuntime::Stream::kNone);
   if (status.ok) status = GeLoadedGraph::Load(std::move(runtime), deviceId_, request_, &graph_);
   // The ONNX bytes are only needed to parse; the compiled graphs live in GE now.
   request_.source = ModelSource();

@@ -13,19 +13,19 @@ namespace {
 // OPTION_SESSION_DEVICE_ID); the GE backend sets it on every session too.
 constexpr const char *kSessionDeviceId = "ge.session_device_id";
 
-gert::Tensor DeviceTensor(const std::vector<int64_t> &dims, ge::DataType dataType, void *address) {
+gert::Tensor DeviceTensor(const GeDims &dims, ge::DataType dataType, void *address) {
   gert::StorageShape shape;
-  for (int64_t dim : dims) {
-    shape.MutableOriginShape().AppendDim(dim);
-    shape.MutableStorageShape().AppendDim(dim);
+  for (uint32_t d = 0; d < dims.count; d++) {
+    shape.MutableOriginShape().AppendDim(dims.values[d]);
+    shape.MutableStorageShape().AppendDim(dims.values[d]);
   }
   gert::StorageFormat format(ge::FORMAT_ND, ge::FORMAT_ND, gert::ExpandDimsType());
   return gert::Tensor(shape, format, gert::kOnDeviceHbm, dataType, address);
 }
 
-size_t TensorBytes(const std::vector<int64_t> &dims, ge::DataType dataType) {
+size_t TensorBytes(const GeDims &dims, ge::DataType dataType) {
   int64_t elements = 1;
-  for (int64_t dim : dims) elements *= dim;
+  for (uint32_t d = 0; d < dims.count; d++) elements *= dims.values[d];
   return static_cast<size_t>(ge::GetSizeInBytes(elements, dataType));
 }
 
@@ -57,23 +57,14 @@ NpuStatus GeLoadedGraph::LoadSlot(int32_t deviceId, const GeLoadRequest &request
   slot->session.reset(new ge::Session(ToGeOptions(sessionOptions)));
   // Parsed once per slot, as the GE backend does: each session compiles its own graph.
   ge::Graph graph;
-  ge::Options parserOptions = ToGeOptions(request.parserOptions);
-  const ModelSource &source = request.source;
-  NpuStatus status =
-      source.file.empty()
-          ? GE_CALL(aclgrphParseONNXFromMem,
-                    (reinterpret_cast<const char *>(source.bytes.data()), source.bytes.size(), parserOptions, graph))
-          : GE_CALL(aclgrphParseONNX, (source.file.c_str(), parserOptions, graph));
+  NpuStatus status = GeEnvironment::ParseOnnx(request.source, request.parserOptions, &graph);
   if (!status.ok) return status;
   status = GeCheck(slot->session->AddGraph(slot->graphId, graph, ToGeOptions(request.graphOptions)), "AddGraph");
   slot->graphAdded = status.ok;
   if (status.ok) status = GeCheck(slot->session->CompileGraph(slot->graphId), "CompileGraph");
-  if (status.ok && &slots_.front() == slot) {
-    slot->stream = runtime_->stream();
-  } else if (status.ok) {
-    status = ACL_CALL(runtime_->api(), aclrtCreateStream, (&slot->stream));
-    slot->ownsStream = status.ok;
-  }
+  // Each slot's own stream, created after its CompileGraph: the documented order is CompileGraph ->
+  // aclrtCreateStream -> LoadGraph (docs/graph_engine_api/LoadGraph.md).
+  if (status.ok) status = ACL_CALL(runtime_->api(), aclrtCreateStream, (&slot->stream));
   if (status.ok) status = GeCheck(slot->session->LoadGraph(slot->graphId, ge::Options(), slot->stream), "LoadGraph");
   return status;
 }
@@ -99,6 +90,8 @@ NpuStatus GeLoadedGraph::Grow(std::vector<Buffer> *buffers, size_t index, size_t
 NpuStatus GeLoadedGraph::Stage(Slot *slot, const GeExecuteRequest &request, std::vector<gert::Tensor> *inputs,
                                std::vector<gert::Tensor> *outputs) {
   const AclApi &api = runtime_->api();
+  inputs->reserve(request.inputs.size());
+  outputs->reserve(request.callerOutputs.size());
   for (size_t i = 0; i < request.inputs.size(); i++) {
     const GeInputTensor &input = request.inputs[i];
     NpuStatus status = Grow(&slot->inputDevice, i, input.size, true);
@@ -176,9 +169,8 @@ NpuStatus GeLoadedGraph::Release(Slot *slot) {
   if (slot->graphAdded) keep(GeCheck(slot->session->RemoveGraph(slot->graphId), "RemoveGraph"));
   slot->graphAdded = false;
   slot->session.reset();
-  if (slot->ownsStream) keep(ACL_CALL(api, aclrtDestroyStream, (slot->stream)));
+  if (slot->stream) keep(ACL_CALL(api, aclrtDestroyStream, (slot->stream)));
   slot->stream = nullptr;
-  slot->ownsStream = false;
   for (auto *buffers : {&slot->inputDevice, &slot->outputDevice}) {
     for (Buffer &buffer : *buffers) {
       if (buffer.address) keep(ACL_CALL(api, aclrtFree, (buffer.address)));

@@ -27,16 +27,22 @@ struct GeLoadRequest {
   StringOptions parserOptions;
 };
 
+// A tensor's dims, inline: at most gert::Shape's 25, so a request needs no allocation per tensor.
+struct GeDims {
+  uint32_t count = 0;
+  int64_t values[gert::Shape::kMaxDimNum] = {};
+};
+
 struct GeInputTensor {
   const uint8_t *data = nullptr;
   size_t size = 0;
-  std::vector<int64_t> dims;
+  GeDims dims;
   ge::DataType dataType = ge::DT_FLOAT;
 };
 
 struct GeOutputTensor {
   ge::DataType dataType = ge::DT_FLOAT;
-  std::vector<int64_t> dims;
+  GeDims dims;
 };
 
 struct GeExecuteRequest {
@@ -80,7 +86,6 @@ class GeLoadedGraph {
     uint32_t graphId = 0;
     bool graphAdded = false;
     aclrtStream stream = nullptr;
-    bool ownsStream = false;  // slot 0 runs on the runtime's stream
     std::vector<Buffer> inputDevice, inputHost, outputDevice, outputHost;
   };
 

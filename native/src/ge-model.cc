@@ -9,8 +9,8 @@
 
 namespace {
 
-// Larger than any real dimension, small enough that 25 of them multiply without surprises in
-// the checked product below.
+// Larger than any real dimension. 25 such dims overflow int64_t when multiplied (2^31 to the
+// 3rd already passes 2^63): ReadDims multiplies with an overflow check for that reason.
 constexpr double kMaxDim = 1u << 31;
 
 bool Fail(Napi::Env env, const std::string &message) {
@@ -18,47 +18,80 @@ bool Fail(Napi::Env env, const std::string &message) {
   return false;
 }
 
-bool ReadDims(Napi::Env env, Napi::Value value, const std::string &what, std::vector<int64_t> *dims, int64_t *elements) {
-  if (!value.IsArray()) return Fail(env, what + ".dims must be an array of whole numbers");
+// "inputs[2]": built only for an error message, never on the per-call path.
+std::string Label(const char *list, uint32_t index) { return std::string(list) + "[" + std::to_string(index) + "]"; }
+
+bool ReadDims(Napi::Env env, Napi::Value value, const char *list, uint32_t index, GeDims *dims, int64_t *elements) {
+  if (!value.IsArray()) return Fail(env, Label(list, index) + ".dims must be an array of whole numbers");
   Napi::Array array = value.As<Napi::Array>();
-  if (array.Length() > gert::Shape::kMaxDimNum) {
-    return Fail(env, what + ".dims has " + std::to_string(array.Length()) + " dimensions; GE takes at most 25");
+  uint32_t count = array.Length();
+  if (count > gert::Shape::kMaxDimNum) {
+    return Fail(env, Label(list, index) + ".dims has " + std::to_string(count) + " dimensions; GE takes at most 25");
   }
   *elements = 1;
-  for (uint32_t d = 0; d < array.Length(); d++) {
+  for (uint32_t d = 0; d < count; d++) {
     uint64_t dim = 0;
-    if (!WholeNumber(env, array.Get(d), (what + ".dims[" + std::to_string(d) + "]").c_str(), kMaxDim, &dim)) return false;
-    if (__builtin_mul_overflow(*elements, static_cast<int64_t>(dim), elements)) return Fail(env, what + ".dims overflow");
-    dims->push_back(static_cast<int64_t>(dim));
+    if (!ReadWholeNumber(env, array.Get(d), kMaxDim, &dim)) {
+      ThrowNotWholeNumber(env, Label(list, index) + ".dims[" + std::to_string(d) + "]", kMaxDim);
+      return false;
+    }
+    if (__builtin_mul_overflow(*elements, static_cast<int64_t>(dim), elements)) return Fail(env, Label(list, index) + ".dims overflow");
+    dims->values[d] = static_cast<int64_t>(dim);
   }
+  dims->count = count;
   return true;
 }
 
-bool ReadDataType(Napi::Env env, Napi::Value value, const std::string &what, int64_t elements, ge::DataType *dataType,
+bool ReadDataType(Napi::Env env, Napi::Value value, const char *list, uint32_t index, int64_t elements, ge::DataType *dataType,
                   size_t *bytes) {
   uint64_t code = 0;
-  if (!WholeNumber(env, value, (what + ".dataType").c_str(), INT32_MAX, &code)) return false;
+  if (!ReadWholeNumber(env, value, INT32_MAX, &code)) {
+    ThrowNotWholeNumber(env, Label(list, index) + ".dataType", INT32_MAX);
+    return false;
+  }
   *dataType = static_cast<ge::DataType>(code);
   int64_t size = ge::GetSizeInBytes(elements, *dataType);
-  if (size < 0) return Fail(env, what + ".dataType " + std::to_string(code) + " is not a GE data type with a size");
+  if (size < 0) {
+    return Fail(env, Label(list, index) + ".dataType " + std::to_string(code) + " is not a GE data type with a size");
+  }
   *bytes = static_cast<size_t>(size);
   return true;
 }
 
-bool ReadView(Napi::Env env, Napi::Value value, const std::string &what, const uint8_t **data, size_t *size) {
-  if (value.IsTypedArray()) {
-    Napi::TypedArray view = value.As<Napi::TypedArray>();
-    *data = static_cast<const uint8_t *>(view.ArrayBuffer().Data()) + view.ByteOffset();
-    *size = view.ByteLength();
+size_t ElementBytes(napi_typedarray_type type) {
+  switch (type) {
+    case napi_int8_array:
+    case napi_uint8_array:
+    case napi_uint8_clamped_array:
+      return 1;
+    case napi_int16_array:
+    case napi_uint16_array:
+      return 2;
+    case napi_int32_array:
+    case napi_uint32_array:
+    case napi_float32_array:
+      return 4;
+    default:  // float64, bigint64, biguint64
+      return 8;
+  }
+}
+
+// One N-API call for a typed array (its data pointer already includes the byte offset), where
+// Napi::TypedArray's accessors each ask again; a DataView is the other ArrayBufferView.
+bool ReadView(Napi::Env env, Napi::Value value, uint32_t index, const uint8_t **data, size_t *size) {
+  napi_typedarray_type type;
+  size_t length = 0;
+  void *bytes = nullptr;
+  if (napi_get_typedarray_info(env, value, &type, &length, &bytes, nullptr, nullptr) == napi_ok) {
+    *data = static_cast<const uint8_t *>(bytes);
+    *size = length * ElementBytes(type);
     return true;
   }
-  if (value.IsDataView()) {
-    Napi::DataView view = value.As<Napi::DataView>();
-    *data = static_cast<const uint8_t *>(view.ArrayBuffer().Data()) + view.ByteOffset();
-    *size = view.ByteLength();
+  if (napi_get_dataview_info(env, value, size, &bytes, nullptr, nullptr) == napi_ok) {
+    *data = static_cast<const uint8_t *>(bytes);
     return true;
   }
-  return Fail(env, what + ".data must be an ArrayBufferView");
+  return Fail(env, Label("inputs", index) + ".data must be an ArrayBufferView");
 }
 
 }  // namespace
@@ -87,49 +120,53 @@ bool GeModel::ReadRequest(const Napi::CallbackInfo &info, GeExecuteRequest *requ
   request->slot = static_cast<uint32_t>(slot);
   if (!info[1].IsArray() || !info[2].IsArray()) return Fail(env, "execute(slot, inputs, outputs) needs two arrays");
   Napi::Array inputs = info[1].As<Napi::Array>();
-  for (uint32_t i = 0; i < inputs.Length(); i++) {
-    std::string what = "inputs[" + std::to_string(i) + "]";
-    if (!inputs.Get(i).IsObject()) return Fail(env, what + " must be { data, dims, dataType }");
-    Napi::Object object = inputs.Get(i).As<Napi::Object>();
-    GeInputTensor input;
+  uint32_t inputCount = inputs.Length();
+  request->inputs.resize(inputCount);
+  keep->reserve(inputCount);
+  for (uint32_t i = 0; i < inputCount; i++) {
+    Napi::Value item = inputs.Get(i);
+    if (!item.IsObject()) return Fail(env, Label("inputs", i) + " must be { data, dims, dataType }");
+    Napi::Object object = item.As<Napi::Object>();
+    GeInputTensor &input = request->inputs[i];
+    Napi::Value data = object.Get("data");
     int64_t elements = 0;
     size_t expected = 0;
-    if (!ReadView(env, object.Get("data"), what, &input.data, &input.size) ||
-        !ReadDims(env, object.Get("dims"), what, &input.dims, &elements) ||
-        !ReadDataType(env, object.Get("dataType"), what, elements, &input.dataType, &expected)) {
+    if (!ReadView(env, data, i, &input.data, &input.size) ||
+        !ReadDims(env, object.Get("dims"), "inputs", i, &input.dims, &elements) ||
+        !ReadDataType(env, object.Get("dataType"), "inputs", i, elements, &input.dataType, &expected)) {
       return false;
     }
     if (expected != input.size) {
-      Napi::RangeError::New(env, what + " has " + std::to_string(input.size) + " bytes; its dims and data type need " +
-                                     std::to_string(expected))
+      Napi::RangeError::New(env, Label("inputs", i) + " has " + std::to_string(input.size) +
+                                     " bytes; its dims and data type need " + std::to_string(expected))
           .ThrowAsJavaScriptException();
       return false;
     }
-    keep->push_back(object.Get("data").As<Napi::Object>());
-    request->inputs.push_back(std::move(input));
+    keep->push_back(data.As<Napi::Object>());
   }
   Napi::Array outputs = info[2].As<Napi::Array>();
-  bool allDims = outputs.Length() > 0;
-  std::vector<GeOutputTensor> described;
-  for (uint32_t i = 0; i < outputs.Length(); i++) {
-    std::string what = "outputs[" + std::to_string(i) + "]";
-    if (!outputs.Get(i).IsObject()) return Fail(env, what + " must be { dataType, dims? }");
-    Napi::Object object = outputs.Get(i).As<Napi::Object>();
-    GeOutputTensor output;
+  uint32_t outputCount = outputs.Length();
+  bool allDims = outputCount > 0;
+  std::vector<GeOutputTensor> &described = request->callerOutputs;
+  described.resize(outputCount);
+  for (uint32_t i = 0; i < outputCount; i++) {
+    Napi::Value item = outputs.Get(i);
+    if (!item.IsObject()) return Fail(env, Label("outputs", i) + " must be { dataType, dims? }");
+    Napi::Object object = item.As<Napi::Object>();
+    GeOutputTensor &output = described[i];
     int64_t elements = 1;
     size_t bytes = 0;
     Napi::Value dims = object.Get("dims");
     bool hasDims = !dims.IsUndefined() && !dims.IsNull();
-    if ((hasDims && !ReadDims(env, dims, what, &output.dims, &elements)) ||
-        !ReadDataType(env, object.Get("dataType"), what, elements, &output.dataType, &bytes)) {
+    if ((hasDims && !ReadDims(env, dims, "outputs", i, &output.dims, &elements)) ||
+        !ReadDataType(env, object.Get("dataType"), "outputs", i, elements, &output.dataType, &bytes)) {
       return false;
     }
     allDims = allDims && hasDims;
-    described.push_back(std::move(output));
   }
   // One output without dims and GE allocates them all: ExecuteGraphWithStreamAsync takes either
   // a full set of output tensors or none.
-  if (allDims) request->callerOutputs = std::move(described);
+  if (!allDims) described.clear();
   return true;
 }
 

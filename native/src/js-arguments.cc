@@ -21,15 +21,24 @@ bool OptionalString(Napi::Env env, Napi::Value value, const char *what, std::str
   return true;
 }
 
-bool WholeNumber(Napi::Env env, Napi::Value value, const char *what, double max, uint64_t *out) {
-  double number = value.IsNumber() ? value.As<Napi::Number>().DoubleValue() : -1;
-  if (!(number >= 0 && number <= max && std::floor(number) == number)) {
-    Napi::TypeError::New(env, std::string(what) + " must be a whole number from 0 to " + std::to_string(static_cast<uint64_t>(max)))
-        .ThrowAsJavaScriptException();
-    return false;
-  }
+bool ReadWholeNumber(napi_env env, napi_value value, double max, uint64_t *out) {
+  double number = -1;
+  // napi_number_expected for anything but a number; number stays -1 then.
+  if (napi_get_value_double(env, value, &number) != napi_ok) number = -1;
+  if (!(number >= 0 && number <= max && std::floor(number) == number)) return false;
   *out = static_cast<uint64_t>(number);
   return true;
+}
+
+void ThrowNotWholeNumber(Napi::Env env, const std::string &what, double max) {
+  Napi::TypeError::New(env, what + " must be a whole number from 0 to " + std::to_string(static_cast<uint64_t>(max)))
+      .ThrowAsJavaScriptException();
+}
+
+bool WholeNumber(Napi::Env env, Napi::Value value, const char *what, double max, uint64_t *out) {
+  if (ReadWholeNumber(env, value, max, out)) return true;
+  ThrowNotWholeNumber(env, what, max);
+  return false;
 }
 
 bool ModelFileOrBytes(Napi::Env env, Napi::Object options, std::string *file, std::vector<uint8_t> *bytes) {

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -13,7 +13,7 @@ import { buildSimCann, type SimCann } from './build-sim-ge.js';
  * configured by node-gyp with SERVE_FN_CANN_HOME set, so the test build and `npm run build:native`
  * share one build definition, and native/build keeps the plain addon. Idempotent and cheap when
  * nothing changed (a content stamp over the sources and the simulated libraries; make is
- * incremental underneath), and safe when several vitest workers call it at once (build-lock.ts,
+ * incremental underneath: see mirror()), and safe when several vitest workers call it at once (build-lock.ts,
  * as the simulation builds). Asynchronous, unlike the simulation builds: compiling the addon
  * takes a minute, and a blocked event loop would starve vitest's worker RPC meanwhile.
  */
@@ -47,6 +47,8 @@ function nodeDir(): string {
   return found;
 }
 
+// Taken before the copy: a source edited in between is built from its newer bytes under the older
+// stamp, so the next call builds again (never the reverse: a stamp newer than what was built).
 function stamp(cann: SimCann): string {
   const hash = createHash('sha256').update(process.version).update(cann.home);
   const add = (file: string) => hash.update(file).update(readFileSync(file));
@@ -68,11 +70,30 @@ async function run(command: readonly string[], cwd: string, env: NodeJS.ProcessE
   }
 }
 
+/**
+ * Makes `to` a copy of `from` by content: a file whose bytes differ is written anew (its mtime is
+ * now, later than any object built from its older bytes, so make recompiles it), an identical one
+ * is left alone (make keeps its object), and one gone from `from` goes. Copying with the sources'
+ * own mtimes instead let a file edited while an earlier build ran look older than its object, and
+ * make linked a mix of old and new objects.
+ */
+export function mirror(from: string, to: string): void {
+  if (statSync(from).isDirectory()) {
+    mkdirSync(to, { recursive: true });
+    const names = readdirSync(from);
+    for (const name of readdirSync(to)) if (!names.includes(name)) rmSync(join(to, name), { recursive: true, force: true });
+    for (const name of names) mirror(join(from, name), join(to, name));
+    return;
+  }
+  const bytes = readFileSync(from);
+  const current = statSync(to, { throwIfNoEntry: false });
+  if (current?.isDirectory()) rmSync(to, { recursive: true, force: true });
+  if (!current?.isFile() || !readFileSync(to).equals(bytes)) writeFileSync(to, bytes);
+}
+
 async function compile(cann: SimCann): Promise<void> {
   mkdirSync(OUT, { recursive: true });
-  rmSync(join(OUT, 'src'), { recursive: true, force: true });
-  // Timestamps kept, so make recompiles only the files that changed since the last build.
-  for (const entry of COPIED) cpSync(join(NATIVE, entry), join(OUT, entry), { recursive: true, preserveTimestamps: true });
+  for (const entry of COPIED) mirror(join(NATIVE, entry), join(OUT, entry));
   const env: NodeJS.ProcessEnv = { ...process.env, SERVE_FN_CANN_HOME: cann.home };
   delete env.ASCEND_HOME_PATH;
   await run([...nodeGyp(), 'configure', `--nodedir=${nodeDir()}`], OUT, env);

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -185,6 +185,42 @@ describe.skipIf(REAL_HARDWARE)('GE route of the addon (simulated CANN)', () => {
     expect(env.geCount('sessions')).toBe(3);
     await second.unload();
     expect(env.geCount('ge_finalize_calls') - before.finalize).toBe(1);
+    expect(env.resources()).toEqual(NOTHING_HELD);
+  });
+
+  it('parses one ONNX model at a time in the process, however many loads run at once', async () => {
+    env.resetGePeaks();
+    const parses = env.geCount('parse_calls');
+    const models = await withEnv({ GE_SIM_PARSE_DELAY_MS: '50' }, () =>
+      Promise.all([ge.loadGeModel(env.options({ slots: 2 })), ge.loadGeModel(env.options({ slots: 2 }))]),
+    );
+    expect(env.geCount('parse_calls') - parses).toBe(4);
+    expect(env.geCount('max_concurrent_parses')).toBe(1);
+    await Promise.all(models.map((model) => model.unload()));
+    expect(env.resources()).toEqual(NOTHING_HELD);
+  });
+
+  it('binds, when no AscendCL is named, the one of the CANN home it was built against', async () => {
+    const inits = env.aclCount('acl_init_calls');
+    const model = await ge.loadGeModel(env.options({ libraryPath: undefined }));
+    expect(env.aclCount('acl_init_calls') - inits).toBe(1);
+    const [y] = await model.execute(0, [tensor(input(6))], CALLER_OUTPUTS);
+    expect(Array.from(new Float32Array(y!.data))).toEqual((await reference(input(6))).y);
+    await model.unload();
+    expect(env.resources()).toEqual(NOTHING_HELD);
+  });
+
+  it('refuses an AscendCL that is not the copy the GE libraries use, naming both', async () => {
+    const other = join(scratch, 'other-acl');
+    mkdirSync(other, { recursive: true });
+    copyFileSync(build.cann.aclLibrary, join(other, 'libascendcl.so'));
+    const refused = await rejection(ge.loadGeModel(env.options({ libraryPath: join(other, 'libascendcl.so') })));
+    expect(refused?.message).toBe(
+      `the AscendCL this addon bound (${join(other, 'libascendcl.so')}) is not the one the GE libraries use ` +
+        `(${build.cann.lib64}/libascendcl.so): two AscendCL copies in one process do not share devices or streams; ` +
+        `name ${build.cann.lib64} as the AscendCL library, or leave it unset`,
+    );
+    expect(env.geCount('sessions')).toBe(0);
     expect(env.resources()).toEqual(NOTHING_HELD);
   });
 

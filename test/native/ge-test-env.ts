@@ -20,6 +20,7 @@ export type GeError = Error & { geFunction?: string; geStatus?: number; geMessag
 
 interface SimCounters {
   counter(libraryFile: string, name: string): number;
+  resetPeaks(libraryFile: string): void;
 }
 
 export const FP32 = 0;
@@ -79,6 +80,8 @@ export interface GeTestEnv {
   /** Load options for the test model on device 0, one slot, float32 precision. */
   options(overrides?: Partial<NativeGeLoadOptions>): NativeGeLoadOptions;
   geCount(name: string): number;
+  /** Clears the GE peaks (max_concurrent_executes, max_concurrent_parses). */
+  resetGePeaks(): void;
   aclCount(name: string): number;
   /** What a loaded model holds in the simulation; NOTHING_HELD once every model is unloaded. */
   resources(): Record<string, number>;
@@ -114,6 +117,7 @@ export async function setUpGeTests(): Promise<GeTestEnv> {
       ...overrides,
     }),
     geCount,
+    resetGePeaks: () => counters.resetPeaks(build.cann.geRunnerLibrary),
     aclCount,
     resources: () => ({
       sessions: geCount('sessions'),
@@ -128,6 +132,11 @@ export async function setUpGeTests(): Promise<GeTestEnv> {
 
 export const rejection = (promise: Promise<unknown>): Promise<GeError | undefined> =>
   promise.then(() => undefined, (err: unknown) => err as GeError);
+
+/** Resolves once the GE counter has grown past `from`: the simulation has reached that call. */
+export async function reached(count: (name: string) => number, name: string, from: number): Promise<void> {
+  while (count(name) <= from) await new Promise((resolve) => setTimeout(resolve, 5));
+}
 
 /** Runs fn with the simulation's environment variables set (it reads them at each call). */
 export async function withEnv<T>(vars: Record<string, string>, fn: () => Promise<T>): Promise<T> {

@@ -95,7 +95,7 @@ describe.skipIf(REAL_HARDWARE)('simulated GE libraries (test/native/sim-ge)', ()
       'ge::AscendString::operator==(char const*) const', 'ge::AscendString::operator==(ge::AscendString const&) const',
       'ge::AscendString::operator>(ge::AscendString const&) const', 'ge::AscendString::operator>=(ge::AscendString const&) const',
       'ge::GetSizeInBytes(long, ge::DataType)', 'ge::Graph::Graph(char const*)',
-      'sim_ge_count', 'sim_ge_counter', 'sim_ge_fail', 'sim_ge_gauge', 'sim_ge_injected', 'sim_ge_reset_peaks', 'sim_ge_take_error',
+      'sim_ge_count', 'sim_ge_counter', 'sim_ge_delay', 'sim_ge_fail', 'sim_ge_gauge', 'sim_ge_injected', 'sim_ge_reset_peaks', 'sim_ge_take_error',
     ].sort());
     expect(exported('libge_runner.so')).toEqual([
       'GeSessionExecuteGraphWithStreamAsync', 'GeSessionLoadGraph',

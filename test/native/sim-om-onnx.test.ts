@@ -35,12 +35,17 @@ describe.skipIf(REAL_HARDWARE)('simulated OM format 2 (op onnx) through the OM p
   });
   afterAll(() => env.cleanup());
 
-  it('sim_om_encode_onnx writes the bytes om-writer.ts writes, and refuses gears that do not increase', () => {
+  it('sim_om_encode_onnx writes the layout of README.md, the same from both library variants, and refuses gears that do not increase', () => {
     const addon = createRequire(import.meta.url)(env.sim!.onnxAddon) as SimOnnxAddon;
     const onnx = denseOnnxModel();
     for (const [gears, fp16Compute] of [[[1, 4, 8], false], [[], true], [[2], true]] as const) {
-      const written = encodeSimModel({ op: 'onnx', onnx, batchGears: gears, fp16Compute });
-      expect(new Uint8Array(addon.encodeOm(env.sim!.fullLibrary, onnx, gears, fp16Compute))).toEqual(written);
+      const written = new Uint8Array(addon.encodeOm(env.sim!.fullLibrary, onnx, gears, fp16Compute));
+      const view = new DataView(written.buffer, written.byteOffset, written.byteLength);
+      expect(new TextDecoder().decode(written.subarray(0, 8))).toBe('SFSIMOM1');
+      // version 2, op 5 (onnx), flags (1: fp16 compute), reserved, gear count, ONNX byte count
+      expect([8, 12, 16, 20, 24, 28].map((at) => view.getUint32(at, true))).toEqual([2, 5, fp16Compute ? 1 : 0, 0, gears.length, onnx.length]);
+      expect(gears.map((_, i) => Number(view.getBigUint64(32 + 8 * i, true)))).toEqual(gears);
+      expect(written.subarray(32 + 8 * gears.length)).toEqual(new Uint8Array(onnx));
       expect(new Uint8Array(addon.encodeOm(env.sim!.splitRuntimeLibrary, onnx, gears, fp16Compute))).toEqual(written);
     }
     expect(() => addon.encodeOm(env.sim!.fullLibrary, onnx, [4, 4], false)).toThrow('sim_om_encode_onnx: batch gears must be positive and increasing');

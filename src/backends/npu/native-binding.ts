@@ -137,6 +137,10 @@ export interface NativeGeModel {
 }
 
 export interface NativeGeConvertOptions {
+  /**
+   * Not read: a conversion runs the IR build API without AscendCL or a device, as ATC does. Kept
+   * so that callers written to the first version of this interface still compile.
+   */
   readonly libraryPath?: string;
   readonly deviceId?: number;
   readonly file?: string;

@@ -48,11 +48,18 @@ graphStatus aclgrphBuildInitialize(std::map<AscendString, AscendString> &global_
   if (Status injected = sim_ge_injected("aclgrphBuildInitialize")) return injected;
   std::lock_guard<std::mutex> guard(build_lock);
   if (build_initialized) return sim_ge_fail(FAILED, "aclgrphBuildInitialize", "already initialized (aclgrphBuildFinalize first)");
+  /* Real GE accepts this and breaks later: aclgrphBuildFinalize finalises GELib whenever it is initialised
+   * (hicann/ge 8.5.0 compiler/api/aclgrph/ge_ir_build.cc), under these sessions. The simulation refuses at once. */
+  if (int64_t sessions = sim_ge_counter("sessions")) {
+    return sim_ge_fail(FAILED, "aclgrphBuildInitialize", "%lld GE session(s) are alive: aclgrphBuildFinalize would finalise GE under them",
+                       static_cast<long long>(sessions));
+  }
   std::string soc;
   if (!sim_ge::Lookup(global_options, kSocVersion, &soc) || soc.empty()) {
     return sim_ge_fail(ACL_ERROR_GE_PARAM_INVALID, "aclgrphBuildInitialize", "the global option ge.socVersion (ir_option::SOC_VERSION) is required");
   }
   build_initialized = true;
+  sim_ge_count(SIM_GE_BUILD_ENVIRONMENTS, 1);
   return GRAPH_SUCCESS;
 }
 
@@ -63,6 +70,8 @@ void aclgrphBuildFinalize() {
     sim_ge_fail(FAILED, "aclgrphBuildFinalize", "aclgrphBuildInitialize has not been called");
     fprintf(stderr, "[sim ge] aclgrphBuildFinalize: aclgrphBuildInitialize has not been called\n");
     sim_ge_count(SIM_GE_LIFECYCLE_ERRORS, 1);
+  } else {
+    sim_ge_count(SIM_GE_BUILD_ENVIRONMENTS, -1);
   }
   build_initialized = false;
 }
@@ -76,6 +85,7 @@ graphStatus aclgrphBuildModel(const Graph &graph, const std::map<AscendString, A
     std::lock_guard<std::mutex> guard(build_lock);
     if (!build_initialized) return sim_ge_fail(ACL_ERROR_GE_EXEC_NOT_INIT, fn, "aclgrphBuildInitialize has not been called");
   }
+  sim_ge_delay("GE_SIM_BUILD_DELAY_MS");
   const GraphImplPtr &impl = GraphUtils::Impl(graph);
   if (!impl || impl->onnx.empty()) return sim_ge_fail(ACL_ERROR_GE_PARAM_INVALID, fn, "the graph holds no parsed model");
   for (const auto &option : build_options) {

@@ -31,6 +31,9 @@ enum sim_ge_counter_id {
   SIM_GE_PARSE_CALLS,
   SIM_GE_BUILD_CALLS,
   SIM_GE_LIFECYCLE_ERRORS,
+  SIM_GE_CONCURRENT_PARSES,
+  SIM_GE_MAX_CONCURRENT_PARSES,
+  SIM_GE_BUILD_ENVIRONMENTS,
   SIM_GE_COUNTER_COUNT
 };
 
@@ -47,6 +50,9 @@ GE_SIM_EXPORT void sim_ge_count(enum sim_ge_counter_id id, int64_t delta);
 GE_SIM_EXPORT void sim_ge_gauge(enum sim_ge_counter_id id, enum sim_ge_counter_id peak, int64_t delta);
 GE_SIM_EXPORT int64_t sim_ge_counter(const char *name);
 GE_SIM_EXPORT void sim_ge_reset_peaks(void);
+/* Sleeps for the milliseconds the environment variable names (none when unset): the tests widen a
+ * call with it so that concurrent callers overlap inside the simulation. */
+GE_SIM_EXPORT void sim_ge_delay(const char *variable);
 }
 
 namespace ge {

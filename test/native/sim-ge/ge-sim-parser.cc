@@ -9,7 +9,7 @@
 #include "ge-sim-internal.h"
 
 namespace {
-ge::graphStatus Parse(const char *function, std::vector<uint8_t> bytes, const sim_ge::Options &params, ge::Graph &graph) {
+ge::graphStatus ParseNow(const char *function, std::vector<uint8_t> bytes, const sim_ge::Options &params, ge::Graph &graph) {
   sim_ge::Options known;
   std::string input_shape;
   bool has_shape = false;
@@ -49,6 +49,15 @@ ge::graphStatus Parse(const char *function, std::vector<uint8_t> bytes, const si
   impl->onnx = std::move(bytes);
   ge::GraphUtils::SetImpl(graph, std::move(impl));
   return ge::GRAPH_SUCCESS;
+}
+/* GE's ONNX parser keeps process-wide state, so callers serialise parses (Huawei's GE backend parses
+ * under a lock, src/model_instance_state.cpp ParseGraph); the gauge shows whether they did. */
+ge::graphStatus Parse(const char *function, std::vector<uint8_t> bytes, const sim_ge::Options &params, ge::Graph &graph) {
+  sim_ge_gauge(SIM_GE_CONCURRENT_PARSES, SIM_GE_MAX_CONCURRENT_PARSES, 1);
+  sim_ge_delay("GE_SIM_PARSE_DELAY_MS");
+  ge::graphStatus status = ParseNow(function, std::move(bytes), params, graph);
+  sim_ge_gauge(SIM_GE_CONCURRENT_PARSES, SIM_GE_MAX_CONCURRENT_PARSES, -1);
+  return status;
 }
 }  // namespace
 

@@ -118,6 +118,11 @@ Status GEInitialize(const std::map<AscendString, AscendString> &options) {
   RunnerState &runner = Runner();
   std::lock_guard<std::mutex> guard(runner.lock);
   if (runner.initialized) return sim_ge_fail(FAILED, "GEInitialize", "GE is already initialized (GEFinalize first)");
+  /* The other half of the conversion rule (ge-sim-compiler.cc): GE initialised inside a build environment
+   * would be finalised by its aclgrphBuildFinalize. */
+  if (sim_ge_counter("build_environments") > 0) {
+    return sim_ge_fail(FAILED, "GEInitialize", "an aclgrphBuildInitialize environment is open: its aclgrphBuildFinalize would finalise GE");
+  }
   if (!AclInitialized()) return sim_ge_fail(ACL_ERROR_GE_EXEC_NOT_INIT, "GEInitialize", "aclInit has not been called");
   if (CurrentDevice() < 0) {
     return sim_ge_fail(ACL_ERROR_GE_EXEC_NOT_INIT, "GEInitialize", "no device is set on this thread (aclrtSetDevice first)");

@@ -2,10 +2,12 @@
  * libgraph.so: the state every simulated GE library shares (see ge-sim-internal.h).
  */
 #include <atomic>
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "ge-sim-internal.h"
 
@@ -17,7 +19,8 @@ static std::atomic<int64_t> counters[SIM_GE_COUNTER_COUNT];
 static const char *const counter_names[SIM_GE_COUNTER_COUNT] = {
     "ge_initialize_calls", "ge_finalize_calls", "sessions", "graphs_added", "graphs_compiled", "graphs_loaded",
     "load_graph_calls", "executes", "concurrent_executes", "max_concurrent_executes", "ge_allocated_outputs",
-    "parse_calls", "build_calls", "lifecycle_errors",
+    "parse_calls", "build_calls", "lifecycle_errors", "concurrent_parses", "max_concurrent_parses",
+    "build_environments",
 };
 
 /* GE keeps the error text per thread (GEGetErrorMsgV2 reports the calling thread's last failure). */
@@ -71,5 +74,14 @@ int64_t sim_ge_counter(const char *name) {
   return -1;
 }
 
-void sim_ge_reset_peaks(void) { counters[SIM_GE_MAX_CONCURRENT_EXECUTES].store(0); }
+void sim_ge_reset_peaks(void) {
+  counters[SIM_GE_MAX_CONCURRENT_EXECUTES].store(0);
+  counters[SIM_GE_MAX_CONCURRENT_PARSES].store(0);
+}
+
+void sim_ge_delay(const char *variable) {
+  const char *value = getenv(variable);
+  unsigned long ms = value ? strtoul(value, nullptr, 10) : 0;
+  if (ms) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
 }

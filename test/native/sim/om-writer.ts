@@ -1,10 +1,13 @@
 import { writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { buildSimulatedAcl } from '../build-sim.js';
 
 /**
  * Writes model files in the simulated AscendCL's test-only format (test/native/sim/README.md):
- * version 1 for the ops add, mul, relu and matmul, version 2 for op onnx (an ONNX graph). It
- * encodes whatever it is given, without checking op rules, so tests can also write models the
- * simulation must reject.
+ * version 1 for the ops add, mul, relu and matmul, encoded here without checking op rules, so
+ * tests can also write models the simulation must reject; version 2 for op onnx (an ONNX graph),
+ * encoded by the simulation's own C encoder (sim_om_encode_onnx, the one the simulated GE compiler
+ * writes with) through sim-onnx.node, so that format has one writer.
  */
 
 export type SimOp = 'add' | 'mul' | 'relu' | 'matmul';
@@ -42,24 +45,17 @@ export interface SimOnnxModelSpec {
 
 const MAGIC = 'SFSIMOM1';
 const FORMAT_VERSION = 1;
-const ONNX_FORMAT_VERSION = 2;
-const ONNX_OP_CODE = 5;
-const FP16_COMPUTE_FLAG = 1;
 const HEADER_BYTES = 32;
 const NAME_BYTES = 64;
 
+interface SimOnnxAddon {
+  encodeOm(libraryFile: string, onnx: Uint8Array, gears: readonly number[], fp16Compute: boolean): Uint8Array;
+}
+
 function encodeOnnxModel(spec: SimOnnxModelSpec): Uint8Array {
-  const gears = spec.batchGears ?? [];
-  const bytes = new Uint8Array(HEADER_BYTES + 8 * gears.length + spec.onnx.length);
-  const view = new DataView(bytes.buffer);
-  bytes.set(new TextEncoder().encode(MAGIC), 0);
-  // version, op, flags, reserved, gear count, ONNX byte count
-  [ONNX_FORMAT_VERSION, ONNX_OP_CODE, spec.fp16Compute ? FP16_COMPUTE_FLAG : 0, 0, gears.length, spec.onnx.length].forEach((value, i) =>
-    view.setUint32(8 + 4 * i, value, true),
-  );
-  gears.forEach((gear, i) => view.setBigUint64(HEADER_BYTES + 8 * i, BigInt(gear), true));
-  bytes.set(spec.onnx, HEADER_BYTES + 8 * gears.length);
-  return bytes;
+  const sim = buildSimulatedAcl();
+  const addon = createRequire(import.meta.url)(sim.onnxAddon) as SimOnnxAddon;
+  return new Uint8Array(addon.encodeOm(sim.fullLibrary, spec.onnx, spec.batchGears ?? [], spec.fp16Compute ?? false));
 }
 
 function tensorBytes(t: SimTensorDecl): number {
