@@ -3,7 +3,6 @@ import { basename, resolve } from 'node:path';
 import { InvalidArgumentError } from 'commander';
 import { geMissingReason, loadNpuBinding, type NpuNativeBinding } from '../backends/npu/native-binding.js';
 import { fromNativeError } from '../backends/npu/npu-errors.js';
-import { resolveLibraryPath } from '../backends/npu/npu-library.js';
 import { createError } from '../errors/index.js';
 
 /**
@@ -49,8 +48,6 @@ export interface ConvertOptions {
   readonly precisionModeV2?: string;
   /** More ge::ir_option entries for aclgrphBuildModel; they win over the flags above. */
   readonly options?: Readonly<Record<string, string>>;
-  /** AscendCL the addon binds (default SERVE_FN_ACL_LIBRARY, then the search in docs/npu.md). */
-  readonly libraryPath?: string;
   /** A binding to use instead of the built addon (tests). */
   readonly binding?: NpuNativeBinding;
 }
@@ -107,7 +104,6 @@ export async function convertModel(model: string, options: ConvertOptions): Prom
   const parserOptions: Record<string, string> = options.inputShape === undefined ? {} : { [IR_OPTION.inputShape]: options.inputShape };
   try {
     const written = await loaded.binding.convertGeModel({
-      libraryPath: resolveLibraryPath(options.libraryPath),
       file: resolve(model),
       output: options.output,
       parserOptions,

@@ -75,7 +75,6 @@ describe('convertModel', () => {
       output: 'out/m',
       inputShape: 'x:-1,3',
       dynamicBatchSize: '1,2',
-      libraryPath: '/cann/lib64',
       binding: binding(async (options) => {
         calls.push(options);
         return { file: '/abs/out/m.om' };
@@ -84,7 +83,6 @@ describe('convertModel', () => {
     expect(file).toBe('/abs/out/m.om');
     expect(calls).toEqual([
       {
-        libraryPath: '/cann/lib64',
         file: resolve(model),
         output: 'out/m',
         parserOptions: { input_shape: 'x:-1,3' },

@@ -136,19 +136,14 @@ export interface NativeGeModel {
   unload(): Promise<void>;
 }
 
+/** A conversion runs the IR build API without AscendCL or a device, as ATC does. */
 export interface NativeGeConvertOptions {
-  /**
-   * Not read: a conversion runs the IR build API without AscendCL or a device, as ATC does. Kept
-   * so that callers written to the first version of this interface still compile.
-   */
-  readonly libraryPath?: string;
-  readonly deviceId?: number;
   readonly file?: string;
   readonly bytes?: Uint8Array;
   /** The .om path as the user gave it (the result names the file actually written). */
   readonly output: string;
   readonly parserOptions: Readonly<Record<string, string>>;
-  /** ge::ir_option keys: soc_version, input_shape, dynamic_batch_size, precision_mode… */
+  /** ge::ir_option entries by their key strings: ge.socVersion, input_shape, ge.dynamicBatchSize, ge.exec.precision_mode… */
   readonly buildOptions: Readonly<Record<string, string>>;
 }
 
