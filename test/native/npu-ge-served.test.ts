@@ -68,6 +68,25 @@ function bytesOf(values: Int32Array | Float32Array): Buffer {
   return Buffer.from(values.buffer, values.byteOffset, values.byteLength);
 }
 
+/** Writes a model repository (path → contents, folders made as needed) under `root`. */
+function writeRepository(root: string, files: Readonly<Record<string, string | Uint8Array>>): string {
+  for (const [path, contents] of Object.entries(files)) {
+    mkdirSync(dirname(join(root, path)), { recursive: true });
+    writeFileSync(join(root, path), contents);
+  }
+  return root;
+}
+
+/** One KServe v2 binary infer request: each input's bytes after the JSON header, every output asked for as binary. */
+function inferBinary(server: ServeFnServer, model: string, inputs: readonly Tensor[], outputs: readonly string[]) {
+  const header = JSON.stringify({
+    inputs: inputs.map((t) => ({ name: t.name, shape: t.shape, datatype: t.datatype, parameters: { binary_data_size: (t.data as Int32Array | Float32Array).byteLength } })),
+    outputs: outputs.map((name) => ({ name, parameters: { binary_data: true } })),
+  });
+  const { body, headers } = binaryBody(header, ...inputs.map((t) => bytesOf(t.data as Int32Array | Float32Array)));
+  return server.app.inject({ method: 'POST', url: `/v2/models/${model}/infer`, headers, payload: body });
+}
+
 describe(`ONNX models served through npu_ge on ${REAL_HARDWARE ? 'a real NPU' : 'the simulated NPU'}`, () => {
   let target: GeTarget;
   let restoreEnv: () => void;
@@ -107,13 +126,10 @@ describe(`ONNX models served through npu_ge on ${REAL_HARDWARE ? 'a real NPU' : 
     let loadsBefore: number;
 
     beforeAll(async () => {
-      const root = join(scratch, 'simple-repository');
-      mkdirSync(join(root, 'simple', '1'), { recursive: true });
       const config = SIMPLE_CONFIG.replace('platform: "onnxruntime_onnx"', 'backend: "npu_ge"') +
         'parameters { key: "instance_exec_blocks" value { string_value: "2" } }\n' +
         'dynamic_batching { preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 5000000 }\n';
-      writeFileSync(join(root, 'simple', 'config.pbtxt'), config);
-      writeFileSync(join(root, 'simple', '1', 'model.onnx'), buildAddSubModel({ size: 16 }));
+      const root = writeRepository(join(scratch, 'simple-repository'), { 'simple/config.pbtxt': config, 'simple/1/model.onnx': buildAddSubModel({ size: 16 }) });
       loadsBefore = before('load_graph_calls');
       server = new ServeFnServer({ models: [], repository: { root }, collectProcessMetrics: false });
       await server.start();
@@ -123,17 +139,8 @@ describe(`ONNX models served through npu_ge on ${REAL_HARDWARE ? 'a real NPU' : 
       await server?.close();
     });
 
-    const infer = (input0: Int32Array, input1: Int32Array) => {
-      const { body, headers } = binaryBody(
-        '{"inputs":[' +
-          '{"name":"INPUT0","shape":[1,16],"datatype":"INT32","parameters":{"binary_data_size":64}},' +
-          '{"name":"INPUT1","shape":[1,16],"datatype":"INT32","parameters":{"binary_data_size":64}}],' +
-          '"outputs":[{"name":"OUTPUT0","parameters":{"binary_data":true}},{"name":"OUTPUT1","parameters":{"binary_data":true}}]}',
-        bytesOf(input0),
-        bytesOf(input1),
-      );
-      return server.app.inject({ method: 'POST', url: '/v2/models/simple/infer', headers, payload: body });
-    };
+    const infer = (input0: Int32Array, input1: Int32Array) =>
+      inferBinary(server, 'simple', [createTensor('INPUT0', 'INT32', [1, 16], input0), createTensor('INPUT1', 'INT32', [1, 16], input1)], ['OUTPUT0', 'OUTPUT1']);
 
     it('loads the graph once per slot and reports itself as npu_ge', async () => {
       if (!REAL_HARDWARE) expect(ge('load_graph_calls') - loadsBefore).toBe(2);
@@ -168,10 +175,10 @@ describe(`ONNX models served through npu_ge on ${REAL_HARDWARE ? 'a real NPU' : 
     let loadsBefore: number;
 
     beforeAll(async () => {
-      const root = join(scratch, 'example-repository');
-      mkdirSync(join(root, 'resnet', '1'), { recursive: true });
-      writeFileSync(join(root, 'resnet', 'config.pbtxt'), GE_RESNET_CONFIG.replace('string_value: "4,5"', `string_value: "${RESNET_DEVICES.join(',')}"`));
-      writeFileSync(join(root, 'resnet', '1', 'model.onnx'), buildResnetStandIn());
+      const root = writeRepository(join(scratch, 'example-repository'), {
+        'resnet/config.pbtxt': GE_RESNET_CONFIG.replace('string_value: "4,5"', `string_value: "${RESNET_DEVICES.join(',')}"`),
+        'resnet/1/model.onnx': buildResnetStandIn(),
+      });
       loadsBefore = before('load_graph_calls');
       server = new ServeFnServer({ models: [], repository: { root }, collectProcessMetrics: false });
       await server.start();
@@ -181,14 +188,7 @@ describe(`ONNX models served through npu_ge on ${REAL_HARDWARE ? 'a real NPU' : 
       await server?.close();
     });
 
-    const infer = (data: Float32Array) => {
-      const { body, headers } = binaryBody(
-        `{"inputs":[{"name":"data","shape":[2,3,224,224],"datatype":"FP32","parameters":{"binary_data_size":${data.byteLength}}}],` +
-          '"outputs":[{"name":"resnetv24_dense0_fwd","parameters":{"binary_data":true}}]}',
-        bytesOf(data),
-      );
-      return server.app.inject({ method: 'POST', url: '/v2/models/resnet/infer', headers, payload: body });
-    };
+    const infer = (data: Float32Array) => inferBinary(server, 'resnet', [createTensor('data', 'FP32', [2, 3, 224, 224], data)], ['resnetv24_dense0_fwd']);
 
     it.skipIf(REAL_HARDWARE)('loads one instance with one slot on each of its device_ids', () => {
       expect(ge('load_graph_calls') - loadsBefore).toBe(2);
@@ -214,14 +214,14 @@ describe(`ONNX models served through npu_ge on ${REAL_HARDWARE ? 'a real NPU' : 
     let server: ServeFnServer;
 
     beforeAll(async () => {
-      const root = join(scratch, 'ocr-fixed-repository');
-      mkdirSync(join(root, 'ocr_det_64x256', '1'), { recursive: true });
       // The ONNX file leaves height and width free; the graph GE compiles takes 64 × 256 images only.
-      writeFileSync(join(root, 'ocr_det_64x256', 'config.pbtxt'), `backend: "npu_ge"
-        max_batch_size: 2
-        parameters [ { key: "device_ids" value { string_value: "${OCR_DEVICE}" } },
-          { key: "graph.ge.inputShape" value { string_value: "x:-1,3,64,256" } }, { key: "graph.ge.dynamicDims" value { string_value: "1;2" } } ]`);
-      writeFileSync(join(root, 'ocr_det_64x256', '1', 'model.onnx'), readFileSync(OCR_DET));
+      const root = writeRepository(join(scratch, 'ocr-fixed-repository'), {
+        'ocr_det_64x256/config.pbtxt': `backend: "npu_ge"
+          max_batch_size: 2
+          parameters [ { key: "device_ids" value { string_value: "${OCR_DEVICE}" } },
+            { key: "graph.ge.inputShape" value { string_value: "x:-1,3,64,256" } }, { key: "graph.ge.dynamicDims" value { string_value: "1;2" } } ]`,
+        'ocr_det_64x256/1/model.onnx': readFileSync(OCR_DET),
+      });
       server = new ServeFnServer({ models: [], repository: { root }, collectProcessMetrics: false });
       await server.start();
     }, 120_000);
@@ -230,15 +230,7 @@ describe(`ONNX models served through npu_ge on ${REAL_HARDWARE ? 'a real NPU' : 
       await server?.close();
     });
 
-    const infer = (input: Tensor) => {
-      const data = input.data as Float32Array;
-      const { body, headers } = binaryBody(
-        `{"inputs":[{"name":"x","shape":${JSON.stringify(input.shape)},"datatype":"FP32","parameters":{"binary_data_size":${data.byteLength}}}],` +
-          `"outputs":[{"name":"${OCR_OUTPUT}","parameters":{"binary_data":true}}]}`,
-        bytesOf(data),
-      );
-      return server.app.inject({ method: 'POST', url: '/v2/models/ocr_det_64x256/infer', headers, payload: body });
-    };
+    const infer = (input: Tensor) => inferBinary(server, 'ocr_det_64x256', [input], [OCR_OUTPUT]);
 
     it('answers an image of the compiled size as ONNX Runtime does, and refuses another size with a 400 before GE runs it', async () => {
       const res = await infer(images(2, 64, 256));
@@ -258,19 +250,18 @@ describe(`ONNX models served through npu_ge on ${REAL_HARDWARE ? 'a real NPU' : 
     let loadsBefore: number;
 
     beforeAll(async () => {
-      const root = join(scratch, 'ocr-repository');
-      mkdirSync(join(root, 'ocr_det', '1'), { recursive: true });
-      // No input or output lists: they are completed from the ONNX file, read with ONNX Runtime.
-      writeFileSync(join(root, 'ocr_det', 'config.pbtxt'), `backend: "npu_ge"
-        max_batch_size: 4
-        parameters [ { key: "device_ids" value { string_value: "${OCR_DEVICE}" } }, { key: "instance_exec_blocks" value { string_value: "2" } } ]`);
-      writeFileSync(join(root, 'ocr_det', '1', 'model.onnx'), readFileSync(OCR_DET));
-      // The same file in GE's fp16 precision, which serve-fn's default ("origin") avoids.
-      mkdirSync(join(root, 'ocr_det_fp16', '1'), { recursive: true });
-      writeFileSync(join(root, 'ocr_det_fp16', 'config.pbtxt'), `backend: "npu_ge"
-        max_batch_size: 4
-        parameters [ { key: "device_ids" value { string_value: "${OCR_DEVICE}" } }, { key: "precision_mode_v2" value { string_value: "fp16" } } ]`);
-      writeFileSync(join(root, 'ocr_det_fp16', '1', 'model.onnx'), readFileSync(OCR_DET));
+      const root = writeRepository(join(scratch, 'ocr-repository'), {
+        // No input or output lists: they are completed from the ONNX file, read with ONNX Runtime.
+        'ocr_det/config.pbtxt': `backend: "npu_ge"
+          max_batch_size: 4
+          parameters [ { key: "device_ids" value { string_value: "${OCR_DEVICE}" } }, { key: "instance_exec_blocks" value { string_value: "2" } } ]`,
+        'ocr_det/1/model.onnx': readFileSync(OCR_DET),
+        // The same file in GE's fp16 precision, which serve-fn's default ("origin") avoids.
+        'ocr_det_fp16/config.pbtxt': `backend: "npu_ge"
+          max_batch_size: 4
+          parameters [ { key: "device_ids" value { string_value: "${OCR_DEVICE}" } }, { key: "precision_mode_v2" value { string_value: "fp16" } } ]`,
+        'ocr_det_fp16/1/model.onnx': readFileSync(OCR_DET),
+      });
       loadsBefore = before('load_graph_calls');
       server = new ServeFnServer({
         models: [OcrDetectorOnNpu],
@@ -285,15 +276,7 @@ describe(`ONNX models served through npu_ge on ${REAL_HARDWARE ? 'a real NPU' : 
       await server?.close();
     });
 
-    const inferBinary = (model: string, input: Tensor) => {
-      const data = input.data as Float32Array;
-      const { body, headers } = binaryBody(
-        `{"inputs":[{"name":"x","shape":${JSON.stringify(input.shape)},"datatype":"FP32","parameters":{"binary_data_size":${data.byteLength}}}],` +
-          `"outputs":[{"name":"${OCR_OUTPUT}","parameters":{"binary_data":true}}]}`,
-        bytesOf(data),
-      );
-      return server.app.inject({ method: 'POST', url: `/v2/models/${model}/infer`, headers, payload: body });
-    };
+    const inferImages = (model: string, input: Tensor) => inferBinary(server, model, [input], [OCR_OUTPUT]);
 
     const expectLikeOnnxRuntime = async (res: Awaited<ReturnType<typeof inferBinary>>, input: Tensor) => {
       expect(res.statusCode).toBe(200);
@@ -316,18 +299,18 @@ describe(`ONNX models served through npu_ge on ${REAL_HARDWARE ? 'a real NPU' : 
       });
       const input = images(2, 64, 256);
       const executesBefore = before('executes');
-      await expectLikeOnnxRuntime(await inferBinary('ocr_det', input), images(2, 64, 256));
+      await expectLikeOnnxRuntime(await inferImages('ocr_det', input), images(2, 64, 256));
       // Two images over the two slots, one each.
       if (!REAL_HARDWARE) expect(ge('executes') - executesBefore).toBe(2);
     });
 
     it('serves it through a decorated class that loads it with ctx.loadModel(file, { device: "npu" })', async () => {
-      await expectLikeOnnxRuntime(await inferBinary('ocr_det_ge', images(3, 96, 160)), images(3, 96, 160));
+      await expectLikeOnnxRuntime(await inferImages('ocr_det_ge', images(3, 96, 160)), images(3, 96, 160));
     });
 
     it('computes in GE fp16 precision only when precision_mode_v2 asks for it: then the results are rounded', async () => {
       const input = images(1, 64, 256);
-      const res = await inferBinary('ocr_det_fp16', input);
+      const res = await inferImages('ocr_det_fp16', input);
       expect(res.statusCode).toBe(200);
       const { binary } = splitResponse(res);
       const got = floats(binary);
