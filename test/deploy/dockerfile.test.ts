@@ -118,7 +118,8 @@ describe('Dockerfile stages', () => {
   });
 
   it('puts the addon where binding.gyp builds it and the NPU backend loads it', () => {
-    const gyp = JSON.parse(read('native/binding.gyp')) as { targets: { target_name: string }[] };
+    // A .gyp file is JSON plus Python-style comment lines.
+    const gyp = JSON.parse(read('native/binding.gyp').replace(/^\s*#.*$/gm, '')) as { targets: { target_name: string }[] };
     const addon = copies(stage('runtime')).find((c) => c.sources[0].endsWith('.node'))!;
     expect(addon.destination).toBe(`./native/build/Release/${gyp.targets[0].target_name}.node`);
     expect(argumentsOf(all(stage('runtime'), 'WORKDIR')[0])).toEqual(['/opt/serve-fn']);
