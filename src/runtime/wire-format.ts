@@ -74,6 +74,17 @@ export interface ExecuteOutcome {
 export type OnResult = (index: number, outcome: ExecuteOutcome) => void;
 
 /**
+ * The buffers of a call's requests. An endpoint request's `info` holds the URL's params and query and
+ * the headers, all strings, so only its payload is walked: the same depth as walking the call's list.
+ */
+export function callTransferables(call: ExecuteCall): ArrayBuffer[] {
+  if (call.kind !== 'endpoint') return collectTransferables(call.requests);
+  const out: ArrayBuffer[] = [];
+  for (const request of call.requests) collectTransferables(request.payload, out, 2);
+  return out;
+}
+
+/**
  * Buffers to hand over instead of copying. A buffer is only transferable when the view covers it
  * whole: Node's pooled small Buffers share one ArrayBuffer, and transferring it would detach others.
  */

@@ -10,7 +10,7 @@ import { SocketLink } from './socket-session.js';
 import { StreamChannel, type StreamControl } from './stream-channel.js';
 import { instanceNiceness } from './thread-priority.js';
 import type { FromWorker, ToWorker, WorkerBootData } from './worker-messages.js';
-import { answersOneByOne, collectTransferables, reviveBuffers, type ExecuteCall, type ExecuteOutcome, type OnResult, type SocketCall, type WireResult } from './wire-format.js';
+import { answersOneByOne, callTransferables, collectTransferables, reviveBuffers, type ExecuteCall, type ExecuteOutcome, type OnResult, type SocketCall, type WireResult } from './wire-format.js';
 
 const BOOTSTRAP_URL = new URL('../../loader/worker-bootstrap.mjs', import.meta.url);
 const WORKER_ENTRY_URL = new URL(`./worker-entry${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
@@ -93,7 +93,7 @@ export class WorkerInstance implements ModelInstance {
     const id = this.nextId++;
     return new Promise<ExecuteOutcome>((resolve, reject) => {
       this.pending.set(id, answersOneByOne(call) ? { resolve, reject, results: [], onResult } : { resolve, reject });
-      this.outbox.queue({ type: 'execute', id, call }, collectTransferables(call.requests), (err) => {
+      this.outbox.queue({ type: 'execute', id, call }, callTransferables(call), (err) => {
         this.pending.delete(id);
         reject(createError('SF_ERR_BAD_REQUEST', `request cannot be sent to the model: ${err.message}`));
       });
@@ -103,7 +103,7 @@ export class WorkerInstance implements ModelInstance {
   openStream(call: ExecuteCall, credit: number): StreamChannel {
     const id = this.nextId++;
     const channel = new StreamChannel(this.flowControl(id));
-    this.openChannel(id, channel, { type: 'stream-open', id, call, credit }, collectTransferables(call.requests));
+    this.openChannel(id, channel, { type: 'stream-open', id, call, credit }, callTransferables(call));
     return channel;
   }
 

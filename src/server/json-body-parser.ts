@@ -38,17 +38,37 @@ function errorPosition(message: string, text: string): number | undefined {
 export function installJsonBodyParser(app: FastifyInstance, defaultLimit: number): void {
   const secureParse = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: defaultLimit }, async (request: FastifyRequest, raw: Buffer) => {
-    const encoding = request.headers['content-encoding'];
-    const body = await decompressRequestBody(raw, Array.isArray(encoding) ? encoding[0] : encoding, request.routeOptions.bodyLimit ?? defaultLimit);
-    if (body.byteLength === 0) throw new RequestValidationError([{ loc: ['body'], msg: 'Field required', type: 'missing', input: null }]);
-    const text = utf8Text(body);
-    const value = await new Promise<unknown>((resolve, reject) => {
-      secureParse(request, text, (err, parsed) => (err ? reject(describeInvalid(text)) : resolve(parsed)));
-    });
-    if (jsonDepthExceeds(value)) throw jsonInvalid(createError('SF_ERR_BODY_TOO_DEEP', MAX_JSON_DEPTH).message);
-    return value;
+  // A callback parser (https://fastify.dev/docs/latest/Reference/ContentTypeParser/): a body without
+  // Content-Encoding, nearly every one, is parsed in the same turn, with no promise of its own.
+  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: defaultLimit }, (request: FastifyRequest, raw: Buffer, done: ParserDone) => {
+    const header = request.headers['content-encoding'];
+    const encoding = Array.isArray(header) ? header[0] : header;
+    if (encoding === undefined) return parseJson(raw, secureParse, request, done);
+    decompressRequestBody(raw, encoding, request.routeOptions.bodyLimit ?? defaultLimit).then((body) => parseJson(body, secureParse, request, done), done);
   });
+}
+
+type ParserDone = (err: Error | null, body?: unknown) => void;
+type SecureParse = ReturnType<FastifyInstance['getDefaultJsonParser']>;
+
+function parseJson(body: Buffer, secureParse: SecureParse, request: FastifyRequest, done: ParserDone): void {
+  if (body.byteLength === 0) return done(new RequestValidationError([{ loc: ['body'], msg: 'Field required', type: 'missing', input: null }]));
+  let text: string;
+  try {
+    text = utf8Text(body);
+  } catch (err) {
+    return done(err as Error);
+  }
+  // fastify's parser calls back inside its own try block: the request goes on from there only after.
+  let failed = false;
+  let value: unknown;
+  secureParse(request, text, (err, parsed) => {
+    failed = err !== null;
+    value = parsed;
+  });
+  if (failed) return done(describeInvalid(text));
+  if (jsonDepthExceeds(value)) return done(jsonInvalid(createError('SF_ERR_BODY_TOO_DEEP', MAX_JSON_DEPTH).message));
+  done(null, value);
 }
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });

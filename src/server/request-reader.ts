@@ -49,7 +49,12 @@ async function readMultipart(request: FastifyRequest): Promise<Record<string, un
 }
 
 export function flattenHeaders(headers: FastifyRequest['headers']): Record<string, string> {
+  // for...in rather than Object.entries: no [key, value] array per header for each request. Node's
+  // headers object has a null prototype (https://nodejs.org/api/http.html#messageheaders), so every key is its own.
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(headers)) if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : v;
+  for (const k in headers) {
+    const v = headers[k];
+    if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : v;
+  }
   return out;
 }

@@ -169,6 +169,15 @@ describe('JSON bodies of user routes', () => {
     ]);
   });
 
+  it('answers a compressed body as a plain one: bad JSON and an empty body are 422s, identity is read as is', async () => {
+    const bad = await post('/echo', gzipSync('{"a":'), { 'content-encoding': 'gzip' });
+    expect([bad.statusCode, bad.json().detail[0].loc, bad.json().detail[0].type]).toEqual([422, ['body', 5], 'json_invalid']);
+    const empty = await post('/echo', gzipSync(''), { 'content-encoding': 'gzip' });
+    expect([empty.statusCode, empty.json().detail]).toEqual([422, [{ loc: ['body'], msg: 'Field required', type: 'missing', input: null }]]);
+    const identity = await post('/echo', '{"a":2}', { 'content-encoding': ' Identity ' });
+    expect([identity.statusCode, identity.json()]).toEqual([200, { a: 2 }]);
+  });
+
   it('limits JSON bodies to 1 MiB, while multipart uploads keep the server body limit', async () => {
     const big = `{"a":"${'x'.repeat(1024 * 1024)}"}`;
     const res = await post('/echo', big);

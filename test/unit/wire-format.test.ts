@@ -1,6 +1,6 @@
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
-import { collectTransferables, reviveBuffers } from '../../src/runtime/wire-format.js';
+import { callTransferables, collectTransferables, reviveBuffers, tensorCall } from '../../src/runtime/wire-format.js';
 
 const ports: MessagePort[] = [];
 
@@ -58,6 +58,26 @@ describe('collectTransferables', () => {
     const received = await roundTrip(message, collectTransferables(message));
     expect(data.byteLength).toBe(0);
     expect([...received.payload.data]).toEqual([1, 2, 3, 4]);
+  });
+});
+
+describe('callTransferables', () => {
+  const info = { params: {}, query: {}, headers: { host: 'local' } };
+
+  it("collects an endpoint call's payload buffers, to the depth the walk over its list reaches", () => {
+    const audio = new Uint8Array(8);
+    let deep: unknown = { leaf: new Uint8Array(4) };
+    for (let i = 0; i < 6; i++) deep = { deep };
+    const requests = [{ payload: { audio }, info }, { payload: { deep }, info }];
+    const call = { kind: 'endpoint', methodName: 'run', batched: true, requests } as const;
+    expect(callTransferables(call)).toEqual(collectTransferables(requests));
+    expect(callTransferables(call)).toEqual([audio.buffer]);
+  });
+
+  it("walks a tensor call's requests whole", () => {
+    const data = new Float32Array(4);
+    const call = tensorCall([{ inputs: [{ name: 'x', datatype: 'FP32', shape: [4], data }], outputs: [], parameters: {} } as never]);
+    expect(callTransferables(call)).toEqual([data.buffer]);
   });
 });
 
