@@ -23,12 +23,6 @@ gert::Tensor DeviceTensor(const GeDims &dims, ge::DataType dataType, void *addre
   return gert::Tensor(shape, format, gert::kOnDeviceHbm, dataType, address);
 }
 
-size_t TensorBytes(const GeDims &dims, ge::DataType dataType) {
-  int64_t elements = 1;
-  for (uint32_t d = 0; d < dims.count; d++) elements *= dims.values[d];
-  return static_cast<size_t>(ge::GetSizeInBytes(elements, dataType));
-}
-
 }  // namespace
 
 GeLoadedGraph::GeLoadedGraph(std::unique_ptr<DeviceRuntime> runtime) : runtime_(std::move(runtime)) {}
@@ -106,7 +100,7 @@ NpuStatus GeLoadedGraph::Stage(Slot *slot, const GeExecuteRequest &request, std:
   }
   for (size_t i = 0; i < request.callerOutputs.size(); i++) {
     const GeOutputTensor &output = request.callerOutputs[i];
-    NpuStatus status = Grow(&slot->outputDevice, i, TensorBytes(output.dims, output.dataType), true);
+    NpuStatus status = Grow(&slot->outputDevice, i, output.bytes, true);
     if (!status.ok) return status;
     outputs->push_back(DeviceTensor(output.dims, output.dataType, slot->outputDevice[i].address));
   }

@@ -43,6 +43,7 @@ struct GeInputTensor {
 struct GeOutputTensor {
   ge::DataType dataType = ge::DT_FLOAT;
   GeDims dims;
+  size_t bytes = 0;  // what dims and dataType take, worked out once while the request is read
 };
 
 struct GeExecuteRequest {

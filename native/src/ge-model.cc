@@ -155,11 +155,10 @@ bool GeModel::ReadRequest(const Napi::CallbackInfo &info, GeExecuteRequest *requ
     Napi::Object object = item.As<Napi::Object>();
     GeOutputTensor &output = described[i];
     int64_t elements = 1;
-    size_t bytes = 0;
     Napi::Value dims = object.Get("dims");
     bool hasDims = !dims.IsUndefined() && !dims.IsNull();
     if ((hasDims && !ReadDims(env, dims, "outputs", i, &output.dims, &elements)) ||
-        !ReadDataType(env, object.Get("dataType"), "outputs", i, elements, &output.dataType, &bytes)) {
+        !ReadDataType(env, object.Get("dataType"), "outputs", i, elements, &output.dataType, &output.bytes)) {
       return false;
     }
     allDims = allDims && hasDims;
