@@ -31,25 +31,22 @@ NpuStatus DeviceRuntime::MakeCurrent() const { return ACL_CALL(api(), aclrtSetCu
 NpuStatus DeviceRuntime::Release() {
   const AclApi &api = library_->api();
   NpuStatus first;
-  auto keep = [&first](NpuStatus status) {
-    if (first.ok && !status.ok) first = std::move(status);
-  };
-  if (context_) keep(MakeCurrent());
+  if (context_) KeepFirstFailure(&first, MakeCurrent());
   if (stream_) {
-    keep(ACL_CALL(api, aclrtSynchronizeStream, (stream_)));
-    keep(ACL_CALL(api, aclrtDestroyStream, (stream_)));
+    KeepFirstFailure(&first, ACL_CALL(api, aclrtSynchronizeStream, (stream_)));
+    KeepFirstFailure(&first, ACL_CALL(api, aclrtDestroyStream, (stream_)));
     stream_ = nullptr;
   }
   if (context_) {
-    keep(ACL_CALL(api, aclrtDestroyContext, (context_)));
+    KeepFirstFailure(&first, ACL_CALL(api, aclrtDestroyContext, (context_)));
     context_ = nullptr;
   }
   if (deviceSet_) {
-    keep(ACL_CALL(api, aclrtResetDevice, (deviceId_)));
+    KeepFirstFailure(&first, ACL_CALL(api, aclrtResetDevice, (deviceId_)));
     deviceSet_ = false;
   }
   if (initHeld_) {
-    keep(library_->ReleaseInit());
+    KeepFirstFailure(&first, library_->ReleaseInit());
     initHeld_ = false;
   }
   return first;

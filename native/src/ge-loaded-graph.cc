@@ -157,23 +157,20 @@ NpuStatus GeLoadedGraph::Execute(const GeExecuteRequest &request, std::vector<Ge
 NpuStatus GeLoadedGraph::Release(Slot *slot) {
   const AclApi &api = runtime_->api();
   NpuStatus first;
-  auto keep = [&first](NpuStatus status) {
-    if (first.ok && !status.ok) first = std::move(status);
-  };
-  if (slot->graphAdded) keep(GeCheck(slot->session->RemoveGraph(slot->graphId), "RemoveGraph"));
+  if (slot->graphAdded) KeepFirstFailure(&first, GeCheck(slot->session->RemoveGraph(slot->graphId), "RemoveGraph"));
   slot->graphAdded = false;
   slot->session.reset();
-  if (slot->stream) keep(ACL_CALL(api, aclrtDestroyStream, (slot->stream)));
+  if (slot->stream) KeepFirstFailure(&first, ACL_CALL(api, aclrtDestroyStream, (slot->stream)));
   slot->stream = nullptr;
   for (auto *buffers : {&slot->inputDevice, &slot->outputDevice}) {
     for (Buffer &buffer : *buffers) {
-      if (buffer.address) keep(ACL_CALL(api, aclrtFree, (buffer.address)));
+      if (buffer.address) KeepFirstFailure(&first, ACL_CALL(api, aclrtFree, (buffer.address)));
     }
     buffers->clear();
   }
   for (auto *buffers : {&slot->inputHost, &slot->outputHost}) {
     for (Buffer &buffer : *buffers) {
-      if (buffer.address) keep(ACL_CALL(api, aclrtFreeHost, (buffer.address)));
+      if (buffer.address) KeepFirstFailure(&first, ACL_CALL(api, aclrtFreeHost, (buffer.address)));
     }
     buffers->clear();
   }
@@ -183,14 +180,11 @@ NpuStatus GeLoadedGraph::Release(Slot *slot) {
 NpuStatus GeLoadedGraph::Unload() {
   if (!runtime_) return NpuStatus::Ok();
   NpuStatus first = runtime_->MakeCurrent();
-  auto keep = [&first](NpuStatus status) {
-    if (first.ok && !status.ok) first = std::move(status);
-  };
-  for (Slot &slot : slots_) keep(Release(&slot));
+  for (Slot &slot : slots_) KeepFirstFailure(&first, Release(&slot));
   slots_.clear();
-  if (geHeld_) keep(GeEnvironment::Release());
+  if (geHeld_) KeepFirstFailure(&first, GeEnvironment::Release());
   geHeld_ = false;
-  keep(runtime_->Release());
+  KeepFirstFailure(&first, runtime_->Release());
   runtime_.reset();
   return first;
 }

@@ -109,25 +109,22 @@ NpuStatus LoadedModel::Unload() {
   if (!runtime_) return NpuStatus::Ok();
   const AclApi &api = runtime_->api();
   NpuStatus first = runtime_->MakeCurrent();
-  auto keep = [&first](NpuStatus status) {
-    if (first.ok && !status.ok) first = std::move(status);
-  };
   for (auto *buffers : {&inputBuffers_, &outputBuffers_}) {
     for (IoBuffer &buffer : *buffers) {
-      if (buffer.dataBuffer) keep(ACL_CALL(api, aclDestroyDataBuffer, (buffer.dataBuffer)));
-      if (buffer.device) keep(ACL_CALL(api, aclrtFree, (buffer.device)));
-      if (buffer.host) keep(ACL_CALL(api, aclrtFreeHost, (buffer.host)));
+      if (buffer.dataBuffer) KeepFirstFailure(&first, ACL_CALL(api, aclDestroyDataBuffer, (buffer.dataBuffer)));
+      if (buffer.device) KeepFirstFailure(&first, ACL_CALL(api, aclrtFree, (buffer.device)));
+      if (buffer.host) KeepFirstFailure(&first, ACL_CALL(api, aclrtFreeHost, (buffer.host)));
     }
     buffers->clear();
   }
-  if (inputSet_) keep(ACL_CALL(api, aclmdlDestroyDataset, (inputSet_)));
-  if (outputSet_) keep(ACL_CALL(api, aclmdlDestroyDataset, (outputSet_)));
-  if (modelLoaded_) keep(ACL_CALL(api, aclmdlUnload, (modelId_)));
-  if (desc_) keep(ACL_CALL(api, aclmdlDestroyDesc, (desc_)));
+  if (inputSet_) KeepFirstFailure(&first, ACL_CALL(api, aclmdlDestroyDataset, (inputSet_)));
+  if (outputSet_) KeepFirstFailure(&first, ACL_CALL(api, aclmdlDestroyDataset, (outputSet_)));
+  if (modelLoaded_) KeepFirstFailure(&first, ACL_CALL(api, aclmdlUnload, (modelId_)));
+  if (desc_) KeepFirstFailure(&first, ACL_CALL(api, aclmdlDestroyDesc, (desc_)));
   inputSet_ = outputSet_ = nullptr;
   desc_ = nullptr;
   modelLoaded_ = false;
-  keep(runtime_->Release());
+  KeepFirstFailure(&first, runtime_->Release());
   runtime_.reset();
   return first;
 }

@@ -9,6 +9,7 @@
 #include <napi.h>
 
 #include <string>
+#include <utility>
 
 #include "acl-api.h"
 
@@ -29,6 +30,12 @@ struct NpuStatus {
 NpuStatus AclCheck(const AclApi &api, aclError code, const char *function);
 
 #define ACL_CALL(api, fn, args) AclCheck((api), (api).fn args, #fn)
+
+// For teardowns that go on past a failed step, so that everything is still released: *first
+// keeps the earliest failure, the one the caller reports.
+inline void KeepFirstFailure(NpuStatus *first, NpuStatus status) {
+  if (first->ok && !status.ok) *first = std::move(status);
+}
 
 // An Error carrying aclFunction, aclCode and aclMessage for ACL failures, and geFunction, geStatus
 // and geMessage for GE failures.
