@@ -69,12 +69,14 @@ GeConvertWorker::GeConvertWorker(Napi::Env env, GeConvertRequest request)
     : PromiseWorker(env, "serve-fn:npu:ge-convert"), request_(std::move(request)) {}
 
 NpuStatus GeConvertWorker::Build() {
-  ge::Options global;
-  ge::Options build;
+  StringOptions globalOptions;
+  StringOptions buildOptions;
   for (const auto &entry : request_.buildOptions) {
-    ge::Options &target = BuildModelKeys().count(entry.first) ? build : global;
-    target[ge::AscendString(entry.first.c_str())] = ge::AscendString(entry.second.c_str());
+    (BuildModelKeys().count(entry.first) ? buildOptions : globalOptions).insert(entry);
   }
+  // Named, not temporaries: aclgrphBuildInitialize takes its map by non-const reference.
+  ge::Options global = ToGeOptions(globalOptions);
+  ge::Options build = ToGeOptions(buildOptions);
   NpuStatus status = GE_CALL(aclgrphBuildInitialize, (global));
   if (!status.ok) return status;
   ge::Graph graph;
