@@ -19,11 +19,10 @@ NpuStatus DeviceRuntime::Create(std::shared_ptr<AclLibrary> library, int32_t dev
   return status;
 }
 
-NpuStatus DeviceRuntime::Open(const std::string &libraryPath, int32_t deviceId, std::unique_ptr<DeviceRuntime> *out,
-                              Stream stream) {
+NpuStatus DeviceRuntime::Open(const std::string &libraryPath, int32_t deviceId, std::unique_ptr<DeviceRuntime> *out) {
   AclLibrary::OpenResult opened = AclLibrary::Open(libraryPath);
   if (!opened.library) return opened.NotFound();
-  return Create(opened.library, deviceId, out, stream);
+  return Create(opened.library, deviceId, out);
 }
 
 NpuStatus DeviceRuntime::MakeCurrent() const { return ACL_CALL(api(), aclrtSetCurrentContext, (context_)); }

@@ -18,9 +18,9 @@ class DeviceRuntime {
   // aclInit (first holder only) -> aclrtSetDevice -> aclrtCreateContext -> aclrtCreateStream.
   static NpuStatus Create(std::shared_ptr<AclLibrary> library, int32_t deviceId, std::unique_ptr<DeviceRuntime> *out,
                           Stream stream = Stream::kCreate);
-  // Finds AscendCL (an explicit path, else the usual places: AclLibrary::Open), then Create.
-  static NpuStatus Open(const std::string &libraryPath, int32_t deviceId, std::unique_ptr<DeviceRuntime> *out,
-                        Stream stream = Stream::kCreate);
+  // Finds AscendCL (an explicit path, else the usual places: AclLibrary::Open), then Create with
+  // a stream: only the OM route opens a runtime this way.
+  static NpuStatus Open(const std::string &libraryPath, int32_t deviceId, std::unique_ptr<DeviceRuntime> *out);
 
   ~DeviceRuntime();
   DeviceRuntime(const DeviceRuntime &) = delete;
