@@ -33,6 +33,7 @@ class DeviceRuntime {
 
   const AclApi &api() const { return library_->api(); }
   aclrtStream stream() const { return stream_; }
+  int32_t deviceId() const { return deviceId_; }
 
  private:
   DeviceRuntime(std::shared_ptr<AclLibrary> library, int32_t deviceId);

@@ -26,7 +26,7 @@ NpuStatus GeLoadWorker::Run() {
   NpuStatus status = GeEnvironment::CheckSameAscendCl(*opened.library);
   std::unique_ptr<DeviceRuntime> runtime;
   if (status.ok) status = DeviceRuntime::Create(opened.library, deviceId_, &runtime, DeviceRuntime::Stream::kNone);
-  if (status.ok) status = GeLoadedGraph::Load(std::move(runtime), deviceId_, request_, &graph_);
+  if (status.ok) status = GeLoadedGraph::Load(std::move(runtime), request_, &graph_);
   // The ONNX bytes are only needed to parse; the compiled graphs live in GE now.
   request_.source = ModelSource();
   return status;

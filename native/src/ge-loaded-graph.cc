@@ -29,7 +29,7 @@ GeLoadedGraph::GeLoadedGraph(std::unique_ptr<DeviceRuntime> runtime) : runtime_(
 
 GeLoadedGraph::~GeLoadedGraph() { Unload(); }
 
-NpuStatus GeLoadedGraph::Load(std::unique_ptr<DeviceRuntime> runtime, int32_t deviceId, const GeLoadRequest &request,
+NpuStatus GeLoadedGraph::Load(std::unique_ptr<DeviceRuntime> runtime, const GeLoadRequest &request,
                               std::unique_ptr<GeLoadedGraph> *out) {
   std::unique_ptr<GeLoadedGraph> graph(new GeLoadedGraph(std::move(runtime)));
   NpuStatus status = graph->runtime_->MakeCurrent();
@@ -38,16 +38,16 @@ NpuStatus GeLoadedGraph::Load(std::unique_ptr<DeviceRuntime> runtime, int32_t de
   if (status.ok) graph->slots_.resize(request.slots);
   for (uint32_t i = 0; status.ok && i < request.slots; i++) {
     graph->slots_[i].graphId = i;
-    status = graph->LoadSlot(deviceId, request, &graph->slots_[i]);
+    status = graph->LoadSlot(request, &graph->slots_[i]);
   }
   // A failure unloads what was built (the destructor), sessions and the GE share included.
   if (status.ok) *out = std::move(graph);
   return status;
 }
 
-NpuStatus GeLoadedGraph::LoadSlot(int32_t deviceId, const GeLoadRequest &request, Slot *slot) {
+NpuStatus GeLoadedGraph::LoadSlot(const GeLoadRequest &request, Slot *slot) {
   StringOptions sessionOptions = request.sessionOptions;
-  sessionOptions[kSessionDeviceId] = std::to_string(deviceId);
+  sessionOptions[kSessionDeviceId] = std::to_string(runtime_->deviceId());
   slot->session.reset(new ge::Session(ToGeOptions(sessionOptions)));
   // Parsed once per slot, as the GE backend does: each session compiles its own graph.
   ge::Graph graph;

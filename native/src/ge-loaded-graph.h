@@ -60,7 +60,7 @@ struct GeResult {
 
 class GeLoadedGraph {
  public:
-  static NpuStatus Load(std::unique_ptr<DeviceRuntime> runtime, int32_t deviceId, const GeLoadRequest &request,
+  static NpuStatus Load(std::unique_ptr<DeviceRuntime> runtime, const GeLoadRequest &request,
                         std::unique_ptr<GeLoadedGraph> *out);
 
   ~GeLoadedGraph();
@@ -91,7 +91,7 @@ class GeLoadedGraph {
   };
 
   explicit GeLoadedGraph(std::unique_ptr<DeviceRuntime> runtime);
-  NpuStatus LoadSlot(int32_t deviceId, const GeLoadRequest &request, Slot *slot);
+  NpuStatus LoadSlot(const GeLoadRequest &request, Slot *slot);
   NpuStatus Grow(std::vector<Buffer> *buffers, size_t index, size_t bytes, bool device);
   NpuStatus Stage(Slot *slot, const GeExecuteRequest &request, std::vector<gert::Tensor> *inputs,
                   std::vector<gert::Tensor> *outputs);
