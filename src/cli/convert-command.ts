@@ -2,7 +2,7 @@ import { statSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { InvalidArgumentError } from 'commander';
 import { geMissingReason, loadNpuBinding, type NpuNativeBinding } from '../backends/npu/native-binding.js';
-import { fromNativeError } from '../backends/npu/npu-errors.js';
+import { loadNatively } from '../backends/npu/npu-errors.js';
 import { createError } from '../errors/index.js';
 
 /**
@@ -102,17 +102,16 @@ export async function convertModel(model: string, options: ConvertOptions): Prom
   if (!loaded.binding.convertGeModel) throw createError('SF_ERR_NPU_UNAVAILABLE', `${geMissingReason(loaded)}; serve-fn convert needs it`);
   // ATC hands --input_shape to the ONNX parser as well, so the parsed graph already has the gear dimension.
   const parserOptions: Record<string, string> = options.inputShape === undefined ? {} : { [IR_OPTION.inputShape]: options.inputShape };
-  try {
-    const written = await loaded.binding.convertGeModel({
+  const written = await loadNatively('npu_ge', basename(model), () =>
+    // Checked just above; the narrowing does not reach into this callback.
+    loaded.binding.convertGeModel!({
       file: resolve(model),
       output: options.output,
       parserOptions,
       buildOptions: convertBuildOptions(options),
-    });
-    return written.file;
-  } catch (err) {
-    throw fromNativeError(err, (message, cause) => createError('SF_ERR_BACKEND_LOAD_FAILED', 'npu_ge', basename(model), message, cause));
-  }
+    }),
+  );
+  return written.file;
 }
 
 /** The CLI action: converts, then names the file written. */
