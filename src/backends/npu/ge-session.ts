@@ -2,13 +2,13 @@ import { createError } from '../../errors/index.js';
 import { concatBatch, splitBatch } from '../../inference/tensor-batching.js';
 import { DATATYPE_INFO } from '../../tensor/datatype-info.js';
 import { checkTensorAgainstSpec, createTensor, elementCount, formatShape } from '../../tensor/tensor-factory.js';
-import type { Datatype, Tensor, TensorSpec } from '../../tensor/tensor.js';
+import type { Datatype, Tensor } from '../../tensor/tensor.js';
 import type { BackendMetadata, BackendSession } from '../backend.js';
 import { distributeRows, executionRows, gearFor } from './batch-gears.js';
 import { ExecutionSlots } from './ge-slots.js';
 import type { NativeGeModel, NativeGeOutput, NativeGeTensor } from './native-binding.js';
 import { fromNativeError } from './npu-errors.js';
-import { aclDataTypeOf, inputFor, refuseUnexpectedInputs, selectOutputs, storageName, tensorBytes, tensorData } from './npu-tensors.js';
+import { aclDataTypeOf, inputBytes, inputFor, refuseUnexpectedInputs, selectOutputs, tensorBytes, tensorData } from './npu-tensors.js';
 
 const BACKEND = 'npu_ge';
 
@@ -143,9 +143,11 @@ export class GeSession implements BackendSession {
   #checkInputs(inputs: Readonly<Record<string, Tensor>>): { feeds: Tensor[]; rows: number } {
     refuseUnexpectedInputs(this.#metadata, inputs, this.#label);
     const feeds = this.#metadata.inputs.map((spec) => {
-      const tensor = inputFor(spec, inputs, this.#label);
-      checkInput(spec, tensor);
-      return tensor.name === spec.name ? tensor : { ...tensor, name: spec.name };
+      const given = inputFor(spec, inputs, this.#label);
+      const tensor = given.name === spec.name ? given : { ...given, name: spec.name };
+      checkTensorAgainstSpec(tensor, spec);
+      inputBytes(spec, tensor, formatShape);
+      return tensor;
     });
     const rows = this.#batched ? feeds[0]?.shape[0] ?? 1 : 1;
     if (this.#batched) {
@@ -158,15 +160,6 @@ export class GeSession implements BackendSession {
 
   #runFailed(message: string, cause?: { cause: unknown }) {
     return createError('SF_ERR_BACKEND_RUN_FAILED', BACKEND, this.#label, message, ...(cause ? [cause] : []));
-  }
-}
-
-function checkInput(spec: TensorSpec, tensor: Tensor): void {
-  checkTensorAgainstSpec({ ...tensor, name: spec.name }, spec);
-  if (!tensorBytes(spec.datatype, tensor.data)) throw createError('SF_ERR_TENSOR_DATA', spec.name, `${spec.datatype} data must be ${storageName(spec.datatype)}`);
-  const elements = elementCount(tensor.shape);
-  if (tensor.data.length !== elements) {
-    throw createError('SF_ERR_TENSOR_DATA', spec.name, `holds ${tensor.data.length} elements, shape ${formatShape(tensor.shape)} needs ${elements}`);
   }
 }
 
