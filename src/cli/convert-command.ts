@@ -1,8 +1,9 @@
 import { statSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { InvalidArgumentError } from 'commander';
-import { geMissingReason, loadNpuBinding, type NpuNativeBinding } from '../backends/npu/native-binding.js';
-import { fromNativeError } from '../backends/npu/npu-errors.js';
+import type { NpuNativeBinding } from '../backends/npu/native-binding.js';
+import { loadNatively } from '../backends/npu/npu-errors.js';
+import { geBinding } from '../backends/npu/npu-library.js';
 import { createError } from '../errors/index.js';
 
 /**
@@ -97,22 +98,19 @@ export function convertBuildOptions(options: ConvertOptions): Record<string, str
 
 /** Converts one ONNX file; resolves to the .om GE wrote. */
 export async function convertModel(model: string, options: ConvertOptions): Promise<string> {
-  const loaded = options.binding ? { binding: options.binding } : loadNpuBinding();
-  if ('reason' in loaded) throw createError('SF_ERR_NPU_UNAVAILABLE', loaded.reason);
-  if (!loaded.binding.convertGeModel) throw createError('SF_ERR_NPU_UNAVAILABLE', `${geMissingReason(loaded)}; serve-fn convert needs it`);
+  const loaded = geBinding(options.binding, 'convertGeModel');
+  if ('reason' in loaded) throw createError('SF_ERR_NPU_UNAVAILABLE', loaded.geMissing ? `${loaded.reason}; serve-fn convert needs it` : loaded.reason);
   // ATC hands --input_shape to the ONNX parser as well, so the parsed graph already has the gear dimension.
   const parserOptions: Record<string, string> = options.inputShape === undefined ? {} : { [IR_OPTION.inputShape]: options.inputShape };
-  try {
-    const written = await loaded.binding.convertGeModel({
+  const written = await loadNatively('npu_ge', basename(model), () =>
+    loaded.binding.convertGeModel({
       file: resolve(model),
       output: options.output,
       parserOptions,
       buildOptions: convertBuildOptions(options),
-    });
-    return written.file;
-  } catch (err) {
-    throw fromNativeError(err, (message, cause) => createError('SF_ERR_BACKEND_LOAD_FAILED', 'npu_ge', basename(model), message, cause));
-  }
+    }),
+  );
+  return written.file;
 }
 
 /** The CLI action: converts, then names the file written. */

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import { geMissingReason, loadNpuBinding, type NpuNativeBinding } from '../backends/npu/native-binding.js';
+import type { NpuNativeBinding } from '../backends/npu/native-binding.js';
 import { fromNativeError } from '../backends/npu/npu-errors.js';
-import { accessNpu, resolveLibraryPath } from '../backends/npu/npu-library.js';
+import { accessNpu, geBinding, resolveLibraryPath } from '../backends/npu/npu-library.js';
 import { createError } from '../errors/index.js';
 
 export interface NpuDeviceReport {
@@ -82,9 +82,8 @@ function processMappedFiles(): string[] {
 
 /** What `serve-fn doctor` prints about the GE route: the CANN it was built against and the libraries in use, or why there is none. */
 export function describeGe(options: DescribeGeOptions = {}): GeDoctorReport {
-  const loaded = options.binding ? { binding: options.binding } : loadNpuBinding();
+  const loaded = geBinding(options.binding, 'geInfo');
   if ('reason' in loaded) return { available: false, reason: loaded.reason };
-  if (!loaded.binding.geInfo) return { available: false, reason: geMissingReason(loaded) };
   const { cannHome, headers } = loaded.binding.geInfo();
   const mapped = (options.mappedFiles ?? processMappedFiles)();
   const libraries = GE_LIBRARIES.flatMap((name) => mapped.filter((file) => basename(file) === name || basename(file).startsWith(`${name}.`)));

@@ -33,10 +33,7 @@ export function concatBatch(name: string, parts: readonly Tensor[]): Tensor {
  * buffer (slice, not subarray), so it can be transferred to another thread on its own.
  */
 export function splitBatch(tensor: Tensor, rows: readonly number[]): Tensor[] {
-  const total = rows.reduce((sum, n) => sum + n, 0);
-  if (tensor.shape.length === 0 || tensor.shape[0] !== total) {
-    throw createError('SF_ERR_BACKEND_RUN_FAILED', 'batching', tensor.name, `output shape ${formatShape(tensor.shape)} does not start with the batch size ${total} of its requests`);
-  }
+  checkRows(tensor, rows.reduce((sum, n) => sum + n, 0));
   if (rows.length === 1) return [tensor];
   const rowSize = elementCount(tensor.shape.slice(1));
   let row = 0;
@@ -46,6 +43,22 @@ export function splitBatch(tensor: Tensor, rows: readonly number[]): Tensor[] {
     const data = (tensor.data as NumericData | Uint8Array[]).slice(start, row * rowSize) as TensorData;
     return createTensor(tensor.name, tensor.datatype, [count, ...tensor.shape.slice(1)], data);
   });
+}
+
+/**
+ * The first `rows` rows of a tensor of `total` rows, as splitBatch(tensor, [rows, total - rows])[0]
+ * would cut them, without copying the rows after them (padding, say) into a piece thrown away.
+ */
+export function firstRows(tensor: Tensor, rows: number, total: number): Tensor {
+  checkRows(tensor, total);
+  const shape = [rows, ...tensor.shape.slice(1)];
+  return createTensor(tensor.name, tensor.datatype, shape, (tensor.data as NumericData | Uint8Array[]).slice(0, elementCount(shape)) as TensorData);
+}
+
+function checkRows(tensor: Tensor, total: number): void {
+  if (tensor.shape.length === 0 || tensor.shape[0] !== total) {
+    throw createError('SF_ERR_BACKEND_RUN_FAILED', 'batching', tensor.name, `output shape ${formatShape(tensor.shape)} does not start with the batch size ${total} of its requests`);
+  }
 }
 
 /** Gives a tensor a new shape with the same elements; one -1 in `shape` takes whatever is left. */

@@ -1,14 +1,14 @@
 import { createError } from '../../errors/index.js';
-import { concatBatch, splitBatch } from '../../inference/tensor-batching.js';
+import { concatBatch, firstRows, splitBatch } from '../../inference/tensor-batching.js';
 import { DATATYPE_INFO } from '../../tensor/datatype-info.js';
 import { checkTensorAgainstSpec, createTensor, elementCount, formatShape } from '../../tensor/tensor-factory.js';
-import type { Datatype, Tensor, TensorSpec } from '../../tensor/tensor.js';
+import type { Datatype, Tensor } from '../../tensor/tensor.js';
 import type { BackendMetadata, BackendSession } from '../backend.js';
 import { distributeRows, executionRows, gearFor } from './batch-gears.js';
 import { ExecutionSlots } from './ge-slots.js';
 import type { NativeGeModel, NativeGeOutput, NativeGeTensor } from './native-binding.js';
 import { fromNativeError } from './npu-errors.js';
-import { aclDataTypeOf, inputFor, refuseUnexpectedInputs, selectOutputs, storageName, tensorBytes, tensorData } from './npu-tensors.js';
+import { aclDataTypeOf, inputBytes, inputFor, refuseUnexpectedInputs, selectOutputs, tensorBytes, tensorData } from './npu-tensors.js';
 
 const BACKEND = 'npu_ge';
 
@@ -89,13 +89,17 @@ export class GeSession implements BackendSession {
     }
     const slots = await this.#slots.acquire(rows);
     const shares = distributeRows(rows, slots.length);
-    const bySlot = feeds.map((feed) => splitBatch(feed, shares));
+    // Every execution of every slot, in row order, so each input is cut (copied) once, straight into them.
+    const executions = shares.flatMap((share, s) => executionRows(share, this.#gears).map((n) => ({ s, n })));
+    const byExecution = feeds.map((feed) => splitBatch(feed, executions.map(({ n }) => n)));
     const runs = slots.map(async (slot, s) => {
-      const chunks = executionRows(shares[s], this.#gears);
-      const byChunk = bySlot.map((parts) => splitBatch(parts[s], chunks));
       const results: Tensor[][] = [];
-      // executionRows keeps each execution within the largest gear, so gearFor finds one.
-      for (const [c, n] of chunks.entries()) results.push(await this.#execute(slot, byChunk.map((parts) => parts[c]), { rows: n, gear: gearFor(this.#gears, n)! }));
+      for (const [e, execution] of executions.entries()) {
+        if (execution.s !== s) continue;
+        // executionRows keeps each execution within the largest gear, so gearFor finds one.
+        const piece = { rows: execution.n, gear: gearFor(this.#gears, execution.n)! };
+        results.push(await this.#execute(slot, byExecution.map((parts) => parts[e]), piece));
+      }
       return results;
     });
     const settled = await Promise.allSettled(runs);
@@ -110,7 +114,7 @@ export class GeSession implements BackendSession {
 
   /** One ExecuteGraphWithStreamAsync: pads the piece to its gear, types the outputs and trims the padding off. */
   async #execute(slot: number, inputs: readonly Tensor[], piece: Piece): Promise<Tensor[]> {
-    const padded = piece.gear === piece.rows ? inputs : inputs.map((t) => concatBatch(t.name, [t, zeroRows(t, piece.gear - piece.rows)]));
+    const padded = piece.gear === piece.rows ? inputs : inputs.map((t) => padRows(t, piece.gear));
     const native: NativeGeTensor[] = padded.map((t) => ({ data: tensorBytes(t.datatype, t.data)!, dims: t.shape, dataType: aclDataTypeOf(t.datatype)! }));
     let produced: { data: ArrayBuffer; dims: number[] }[];
     try {
@@ -121,7 +125,7 @@ export class GeSession implements BackendSession {
     return this.#metadata.outputs.map((spec, o) => {
       const { data, dims } = produced[o];
       const tensor = createTensor(spec.name, spec.datatype, dims, tensorData(spec.datatype as Exclude<Datatype, 'BYTES'>, data));
-      return this.#batched && piece.gear !== piece.rows ? splitBatch(tensor, [piece.rows, piece.gear - piece.rows])[0] : tensor;
+      return this.#batched && piece.gear !== piece.rows ? firstRows(tensor, piece.rows, piece.gear) : tensor;
     });
   }
 
@@ -143,9 +147,11 @@ export class GeSession implements BackendSession {
   #checkInputs(inputs: Readonly<Record<string, Tensor>>): { feeds: Tensor[]; rows: number } {
     refuseUnexpectedInputs(this.#metadata, inputs, this.#label);
     const feeds = this.#metadata.inputs.map((spec) => {
-      const tensor = inputFor(spec, inputs, this.#label);
-      checkInput(spec, tensor);
-      return tensor.name === spec.name ? tensor : { ...tensor, name: spec.name };
+      const given = inputFor(spec, inputs, this.#label);
+      const tensor = given.name === spec.name ? given : { ...given, name: spec.name };
+      checkTensorAgainstSpec(tensor, spec);
+      inputBytes(spec, tensor, formatShape);
+      return tensor;
     });
     const rows = this.#batched ? feeds[0]?.shape[0] ?? 1 : 1;
     if (this.#batched) {
@@ -161,18 +167,12 @@ export class GeSession implements BackendSession {
   }
 }
 
-function checkInput(spec: TensorSpec, tensor: Tensor): void {
-  checkTensorAgainstSpec({ ...tensor, name: spec.name }, spec);
-  if (!tensorBytes(spec.datatype, tensor.data)) throw createError('SF_ERR_TENSOR_DATA', spec.name, `${spec.datatype} data must be ${storageName(spec.datatype)}`);
-  const elements = elementCount(tensor.shape);
-  if (tensor.data.length !== elements) {
-    throw createError('SF_ERR_TENSOR_DATA', spec.name, `holds ${tensor.data.length} elements, shape ${formatShape(tensor.shape)} needs ${elements}`);
-  }
-}
-
-/** `rows` rows of zeros shaped like the rows of `tensor`: the padding up to a compiled batch size. */
-function zeroRows(tensor: Tensor, rows: number): Tensor {
-  const shape = [rows, ...tensor.shape.slice(1)];
+/** `tensor` with zero rows after its own up to `gear` rows, a compiled batch size: one allocation, the zeros being the new array's. */
+function padRows(tensor: Tensor, gear: number): Tensor {
+  const shape = [gear, ...tensor.shape.slice(1)];
   const ArrayType = DATATYPE_INFO[tensor.datatype].arrayType!;
-  return createTensor(tensor.name, tensor.datatype, shape, new ArrayType(elementCount(shape)));
+  const padded = new ArrayType(elementCount(shape));
+  // GeBackend refuses BYTES tensors, so the data is a typed array of the same kind as `padded`.
+  (padded as { set(source: typeof tensor.data, offset: number): void }).set(tensor.data, 0);
+  return createTensor(tensor.name, tensor.datatype, shape, padded);
 }

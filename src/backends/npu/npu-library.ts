@@ -1,6 +1,6 @@
 import { createError } from '../../errors/index.js';
 import type { BackendLoadOptions } from '../backend.js';
-import { loadNpuBinding, type NpuNativeBinding } from './native-binding.js';
+import { geMissingReason, loadNpuBinding, type NpuNativeBinding } from './native-binding.js';
 
 /** Points serve-fn at libascendcl.so, libacl_rt.so, or a directory holding them (docs/npu.md). */
 export const ACL_LIBRARY_ENV = 'SERVE_FN_ACL_LIBRARY';
@@ -26,6 +26,23 @@ export function accessNpu(binding: NpuNativeBinding | undefined, libraryPath: st
     };
   }
   return { binding: loaded.binding, libraryFile: probe.path, ...('geLoadError' in loaded ? { geLoadError: loaded.geLoadError } : {}) };
+}
+
+/** The GE functions `member` names, as a binding has them once that member is checked. */
+export type GeBinding<K extends 'geInfo' | 'convertGeModel'> = NpuNativeBinding & Required<Pick<NpuNativeBinding, K>>;
+
+/**
+ * `binding` (tests) or the addon, when it has the GE function `member`; else why not: the addon's
+ * load failure, or (`geMissing`) geMissingReason when it loaded without the GE route.
+ */
+export function geBinding<K extends 'geInfo' | 'convertGeModel'>(
+  binding: NpuNativeBinding | undefined,
+  member: K,
+): { readonly binding: GeBinding<K> } | { readonly reason: string; readonly geMissing: boolean } {
+  const loaded = binding ? { binding } : loadNpuBinding();
+  if ('reason' in loaded) return { reason: loaded.reason, geMissing: false };
+  if (!loaded.binding[member]) return { reason: geMissingReason(loaded), geMissing: true };
+  return { binding: loaded.binding as GeBinding<K> };
 }
 
 /** The binding of an access, or SF_ERR_NPU_UNAVAILABLE with the reason there is none. */

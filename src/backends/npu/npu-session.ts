@@ -1,11 +1,10 @@
 import { createError } from '../../errors/index.js';
-import { elementCount } from '../../tensor/tensor-factory.js';
 import type { Datatype, Tensor, TensorSpec } from '../../tensor/tensor.js';
 import type { BackendMetadata, BackendSession } from '../backend.js';
 import type { NativeOmModel } from './native-binding.js';
 import { gearFor } from './batch-gears.js';
 import { fromNativeError } from './npu-errors.js';
-import { inputFor, refuseUnexpectedInputs, selectOutputs, storageName, tensorBytes, tensorData } from './npu-tensors.js';
+import { inputBytes, inputFor, refuseUnexpectedInputs, selectOutputs, tensorData } from './npu-tensors.js';
 
 const BACKEND = 'npu_om';
 
@@ -90,12 +89,6 @@ export class NpuSession implements BackendSession {
       const expected = spec.shape.map((dim) => (dim === -1 ? batch : dim));
       throw createError('SF_ERR_TENSOR_SHAPE', spec.name, formatShape(expected), formatShape(tensor.shape));
     }
-    const bytes = tensorBytes(spec.datatype, tensor.data);
-    if (!bytes) throw createError('SF_ERR_TENSOR_DATA', spec.name, `${spec.datatype} data must be ${storageName(spec.datatype)}`);
-    const elements = elementCount(tensor.shape);
-    if (tensor.data.length !== elements) {
-      throw createError('SF_ERR_TENSOR_DATA', spec.name, `holds ${tensor.data.length} elements, shape ${formatShape(tensor.shape)} needs ${elements}`);
-    }
-    return bytes;
+    return inputBytes(spec, tensor, formatShape);
   }
 }

@@ -1,6 +1,7 @@
 import { createError } from '../../errors/index.js';
 import type { BackendMetadata } from '../backend.js';
 import { DATATYPE_INFO, type NumericArrayConstructor } from '../../tensor/datatype-info.js';
+import { elementCount } from '../../tensor/tensor-factory.js';
 import type { Datatype, Tensor, TensorData, TensorSpec } from '../../tensor/tensor.js';
 import type { NativeModelDescription, NativeTensorDescription } from './native-binding.js';
 
@@ -51,7 +52,7 @@ export function tensorBytes(datatype: Datatype, data: TensorData): Uint8Array | 
   return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
 }
 
-export function storageName(datatype: Datatype): string {
+function storageName(datatype: Datatype): string {
   return datatype === 'BYTES' ? 'an array of Uint8Array' : `a ${storage(datatype).name}`;
 }
 
@@ -86,4 +87,19 @@ export function inputFor(spec: TensorSpec, inputs: Readonly<Record<string, Tenso
   const tensor = inputs[spec.name];
   if (!tensor) throw createError('SF_ERR_TENSOR_MISSING', spec.name, label);
   return tensor;
+}
+
+/**
+ * The bytes of a request tensor whose datatype and shape already fit `spec`; refuses data not held
+ * in the datatype's typed array, or holding other than the shape's element count. `format` writes
+ * the shape in the refusal as the session's other errors write shapes.
+ */
+export function inputBytes(spec: TensorSpec, tensor: Tensor, format: (shape: readonly number[]) => string): Uint8Array {
+  const bytes = tensorBytes(spec.datatype, tensor.data);
+  if (!bytes) throw createError('SF_ERR_TENSOR_DATA', spec.name, `${spec.datatype} data must be ${storageName(spec.datatype)}`);
+  const elements = elementCount(tensor.shape);
+  if (tensor.data.length !== elements) {
+    throw createError('SF_ERR_TENSOR_DATA', spec.name, `holds ${tensor.data.length} elements, shape ${format(tensor.shape)} needs ${elements}`);
+  }
+  return bytes;
 }
