@@ -43,7 +43,10 @@ export class MessageOutbox<M> {
     this.schedule(this.scheduledFlush);
   }
 
-  /** Posts `message` now, after the queued ones; throws what postMessage throws. */
+  /**
+   * Posts `message` now, after the queued ones; throws what postMessage throws. With the receiver
+   * gone nothing is posted: its owner has already failed whatever the message was about.
+   */
   send(message: M, transfer: readonly ArrayBuffer[] = []): void {
     this.flush();
     this.port()?.postMessage(message, transfer);

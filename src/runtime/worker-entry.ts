@@ -32,16 +32,12 @@ let nextInferId = 1;
  */
 const outbox = new MessageOutbox<FromWorker>(() => port, setImmediate);
 
-function send(message: FromWorker, transfer: ArrayBuffer[] = []): void {
-  outbox.send(message, transfer);
-}
-
 /** Sends a call's outcome, or with `index` one unbatched request's; a result that cannot be cloned fails what it was part of. */
 function sendOutcome(id: number, outcome: ExecuteOutcome, index?: number): void {
   outbox.queue(index === undefined ? { type: 'outcome', id, outcome } : { type: 'result', id, index, outcome }, collectTransferables(outcome.results), (err) => {
     const method = `${data.context.modelName} endpoint method`;
     const error = serializeError(createError('SF_ERR_RESPONSE_NOT_SERIALIZABLE', method, err.message));
-    send(index === undefined ? { type: 'failed', id, error } : { type: 'result', id, index, outcome: { ...outcome, results: [{ ok: false, error }] } });
+    outbox.send(index === undefined ? { type: 'failed', id, error } : { type: 'result', id, index, outcome: { ...outcome, results: [{ ok: false, error }] } });
   });
 }
 
@@ -63,7 +59,7 @@ function holdOrFlush(each: ExecuteOutcome): void {
 function sendStreamEvent(id: number, event: StreamEvent): void {
   try {
     // Chunks are copied, not transferred: a generator may yield the same buffer again.
-    send({ type: 'stream', id, event });
+    outbox.send({ type: 'stream', id, event });
   } catch (err) {
     throw createError('SF_ERR_RESPONSE_NOT_SERIALIZABLE', `${data.context.modelName} stream`, (err as Error).message);
   }
@@ -83,7 +79,7 @@ function openSocket(message: Extract<ToWorker, { type: 'socket-open' }>): void {
     sendStreamEvent(id, { kind: 'error', error: serializeError(createError('SF_ERR_EXECUTION_FAILED', data.context.modelName, message.call.methodName, reason)) });
     return;
   }
-  const session = host.openSocket(message.call, message.credit, (event) => sendStreamEvent(id, event), () => send({ type: 'socket-taken', id }));
+  const session = host.openSocket(message.call, message.credit, (event) => sendStreamEvent(id, event), () => outbox.send({ type: 'socket-taken', id }));
   sockets.set(id, session);
   void session.run().finally(() => sockets.delete(id));
 }
@@ -93,7 +89,7 @@ function inferThroughMain(model: string, input: unknown, options: InferOptions):
   const id = nextInferId++;
   return new Promise((resolve, reject) => {
     inferCalls.set(id, { resolve, reject });
-    send({ type: 'infer', id, model, input, options }, collectTransferables(input));
+    outbox.send({ type: 'infer', id, model, input, options }, collectTransferables(input));
   });
 }
 
@@ -156,8 +152,8 @@ function receive(message: ToWorker): void {
       .finalize()
       .finally(() => services.dispose())
       .then(
-        () => send({ type: 'finalized' }),
-        (err: unknown) => send({ type: 'finalized', error: serializeError(err) }),
+        () => outbox.send({ type: 'finalized' }),
+        (err: unknown) => outbox.send({ type: 'finalized', error: serializeError(err) }),
       );
   }
 }
@@ -174,6 +170,6 @@ port.on('message', receive);
   await created.initialize(services.context);
   host = created;
 })().then(
-  () => send({ type: 'ready' }),
-  (err: unknown) => send({ type: 'init-failed', error: serializeError(err) }),
+  () => outbox.send({ type: 'ready' }),
+  (err: unknown) => outbox.send({ type: 'init-failed', error: serializeError(err) }),
 );

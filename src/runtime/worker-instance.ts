@@ -112,8 +112,8 @@ export class WorkerInstance implements ModelInstance {
     const link = new SocketLink(
       {
         ...this.flowControl(id),
-        deliver: (input) => this.post({ type: 'socket-message', id, input }, collectTransferables(input)),
-        endInput: () => this.post({ type: 'socket-end', id }),
+        deliver: (input) => this.outbox.send({ type: 'socket-message', id, input }, collectTransferables(input)),
+        endInput: () => this.outbox.send({ type: 'socket-end', id }),
       },
       this.index,
     );
@@ -160,14 +160,9 @@ export class WorkerInstance implements ModelInstance {
 
   private flowControl(id: number): StreamControl {
     return {
-      grant: (units) => this.post({ type: 'stream-credit', id, units }),
-      cancel: () => this.post({ type: 'stream-cancel', id }),
+      grant: (units) => this.outbox.send({ type: 'stream-credit', id, units }),
+      cancel: () => this.outbox.send({ type: 'stream-cancel', id }),
     };
-  }
-
-  /** Messages about a request already sent; after the worker is gone there is nobody to tell. */
-  private post(message: ToWorker, transfer: ArrayBuffer[] = []): void {
-    this.outbox.send(message, transfer);
   }
 
   private onMessage(message: FromWorker): void {
@@ -214,12 +209,12 @@ export class WorkerInstance implements ModelInstance {
     this.infer(model, reviveBuffers(input), options).then(
       (value) => {
         try {
-          this.post({ type: 'infer-result', id, value }, collectTransferables(value));
+          this.outbox.send({ type: 'infer-result', id, value }, collectTransferables(value));
         } catch (err) {
-          this.post({ type: 'infer-result', id, error: serializeError(err) });
+          this.outbox.send({ type: 'infer-result', id, error: serializeError(err) });
         }
       },
-      (err: unknown) => this.post({ type: 'infer-result', id, error: serializeError(err) }),
+      (err: unknown) => this.outbox.send({ type: 'infer-result', id, error: serializeError(err) }),
     );
   }
 
