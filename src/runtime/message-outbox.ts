@@ -9,6 +9,12 @@ export interface Bundle<M> {
   readonly messages: readonly M[];
 }
 
+/** Hands `handle` the messages of `message` in order: those of a bundle (and of bundles in it), or `message` itself. */
+export function forEachMessage<M>(message: M | Bundle<M>, handle: (message: Exclude<M, Bundle<M>>) => void): void {
+  if ((message as { readonly type?: unknown }).type !== 'messages') return handle(message as Exclude<M, Bundle<M>>);
+  for (const each of (message as Bundle<M>).messages) forEachMessage(each, handle);
+}
+
 interface Entry<M> {
   readonly message: M;
   readonly transfer: readonly ArrayBuffer[];

@@ -5,7 +5,7 @@ import type { ModelDefinition } from '../definition/model-definition.js';
 import { createError, deserializeError, serializeError } from '../errors/index.js';
 import { TensorModelHost } from '../inference/tensor-model-host.js';
 import { ContextServices } from './context-services.js';
-import { MessageOutbox } from './message-outbox.js';
+import { forEachMessage, MessageOutbox, type Bundle } from './message-outbox.js';
 import { ModelHost } from './model-host.js';
 import { now } from './request-accounting.js';
 import { lowerThisThreadPriority } from './thread-priority.js';
@@ -125,10 +125,8 @@ function execute(message: Extract<ToWorker, { type: 'execute' }>): void {
 const services = new ContextServices(data.context, inferThroughMain);
 let host: (Pick<ModelHost, 'execute' | 'finalize' | 'openStream'> & Partial<Pick<ModelHost, 'openSocket'>>) | undefined;
 
-function receive(message: ToWorker): void {
-  if (message.type === 'messages') {
-    for (const each of message.messages) receive(each);
-  } else if (message.type === 'infer-result') {
+function receive(message: Exclude<ToWorker, Bundle<ToWorker>>): void {
+  if (message.type === 'infer-result') {
     const call = inferCalls.get(message.id);
     inferCalls.delete(message.id);
     if (message.error) call?.reject(deserializeError(message.error));
@@ -158,7 +156,7 @@ function receive(message: ToWorker): void {
   }
 }
 
-port.on('message', receive);
+port.on('message', (message: ToWorker) => forEachMessage(message, receive));
 
 (async () => {
   lowerThisThreadPriority(data.niceness);

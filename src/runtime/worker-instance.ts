@@ -5,7 +5,7 @@ import type { InferCall } from './context-services.js';
 import { createError, deserializeError, serializeError } from '../errors/index.js';
 import type { TensorModelPlan } from '../inference/tensor-model-plan.js';
 import type { InstanceEvents, ModelInstance } from './model-instance.js';
-import { MessageOutbox } from './message-outbox.js';
+import { forEachMessage, MessageOutbox, type Bundle } from './message-outbox.js';
 import { SocketLink } from './socket-session.js';
 import { StreamChannel, type StreamControl } from './stream-channel.js';
 import { instanceNiceness } from './thread-priority.js';
@@ -75,7 +75,7 @@ export class WorkerInstance implements ModelInstance {
           reject(deserializeError(message.error));
           void worker.terminate();
         } else {
-          this.onMessage(message);
+          forEachMessage(message, this.onMessage);
         }
       });
       const ended = (reason: string, cause: string): void => {
@@ -165,11 +165,8 @@ export class WorkerInstance implements ModelInstance {
     };
   }
 
-  private onMessage(message: FromWorker): void {
-    if (message.type === 'messages') {
-      for (const each of message.messages) this.onMessage(each);
-      return;
-    }
+  /** An arrow, so forEachMessage can call it without a closure per message. */
+  private readonly onMessage = (message: Exclude<FromWorker, Bundle<FromWorker>>): void => {
     if (message.type === 'infer') {
       this.answerInfer(message.id, message.model, message.input, message.options);
       return;
@@ -203,7 +200,7 @@ export class WorkerInstance implements ModelInstance {
     } else {
       pending.reject(deserializeError(message.error));
     }
-  }
+  };
 
   private answerInfer(id: number, model: string, input: unknown, options: InferOptions): void {
     this.infer(model, reviveBuffers(input), options).then(
