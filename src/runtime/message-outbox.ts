@@ -1,3 +1,5 @@
+import { now } from './request-accounting.js';
+
 /** What an outbox posts to: a worker, or the worker's parentPort. */
 export interface MessagePort {
   postMessage(message: unknown, transfer: readonly ArrayBuffer[]): void;
@@ -31,6 +33,7 @@ interface Entry<M> {
 export class MessageOutbox<M> {
   private entries: Entry<M>[] = [];
   private scheduled = false;
+  private firstQueuedMs = 0;
 
   constructor(
     private readonly port: () => MessagePort | undefined,
@@ -43,6 +46,7 @@ export class MessageOutbox<M> {
    * `failed` the error is thrown from the flush.
    */
   queue(message: M, transfer: readonly ArrayBuffer[], failed?: (err: Error) => void): void {
+    if (this.entries.length === 0) this.firstQueuedMs = now();
     this.entries.push({ message, transfer, failed });
     if (this.scheduled) return;
     this.scheduled = true;
@@ -63,9 +67,9 @@ export class MessageOutbox<M> {
     this.flush();
   };
 
-  /** How many messages wait for the flush. */
-  get size(): number {
-    return this.entries.length;
+  /** When the oldest message still waiting for the flush was queued (see `now`); read it while one waits. */
+  get oldestQueuedMs(): number {
+    return this.firstQueuedMs;
   }
 
   /** Posts what is queued now rather than at the scheduled flush. */

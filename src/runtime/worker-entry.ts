@@ -48,12 +48,14 @@ function sendOutcome(id: number, outcome: ExecuteOutcome, index?: number): void 
  * so a slow model's requests are still answered each as it ends.
  */
 const HOLD_MS = 0.5;
-let heldSinceMs = 0;
 
-/** After `each` was queued: sends what is held once it spans HOLD_MS of model time. */
+/**
+ * After `each` was queued: sends what is held once it spans HOLD_MS of model time. The hold began
+ * when the oldest message held was queued (an earlier call's outcome, say, which is no result);
+ * held alone, `each` was queued after it ended, so the min counts its own run from its start.
+ */
 function holdOrFlush(each: ExecuteOutcome): void {
-  if (outbox.size === 1) heldSinceMs = each.computeStartMs;
-  if (each.computeEndMs - heldSinceMs >= HOLD_MS) outbox.flush();
+  if (each.computeEndMs - Math.min(outbox.oldestQueuedMs, each.computeStartMs) >= HOLD_MS) outbox.flush();
 }
 
 function sendStreamEvent(id: number, event: StreamEvent): void {
