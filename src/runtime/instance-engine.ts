@@ -143,7 +143,14 @@ export class InstanceEngine {
   submit<Q extends RequestClock, R>(batcher: DynamicBatcher<Q, R>, queued: Q, options: SubmitOptions): Promise<R> {
     const { recorder, name, version } = this.options;
     requestQueued(recorder, name, version);
-    return requestSettled(recorder, name, version, queued, this.pool.available ? batcher.submit(queued, options) : Promise.reject(this.pool.unavailableError()));
+    let pending: Promise<R>;
+    try {
+      pending = this.pool.available ? batcher.submit(queued, options) : Promise.reject(this.pool.unavailableError());
+    } catch (err) {
+      // Settled like any failure: otherwise a synchronous throw leaves the request pending for ever.
+      pending = Promise.reject(err);
+    }
+    return requestSettled(recorder, name, version, queued, pending);
   }
 
   /**

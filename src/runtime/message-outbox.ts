@@ -1,3 +1,5 @@
+import { now } from './request-accounting.js';
+
 /** What an outbox posts to: a worker, or the worker's parentPort. */
 export interface MessagePort {
   postMessage(message: unknown, transfer: readonly ArrayBuffer[]): void;
@@ -7,6 +9,12 @@ export interface MessagePort {
 export interface Bundle<M> {
   readonly type: 'messages';
   readonly messages: readonly M[];
+}
+
+/** Hands `handle` the messages of `message` in order: those of a bundle (and of bundles in it), or `message` itself. */
+export function forEachMessage<M>(message: M | Bundle<M>, handle: (message: Exclude<M, Bundle<M>>) => void): void {
+  if ((message as { readonly type?: unknown }).type !== 'messages') return handle(message as Exclude<M, Bundle<M>>);
+  for (const each of (message as Bundle<M>).messages) forEachMessage(each, handle);
 }
 
 interface Entry<M> {
@@ -25,6 +33,7 @@ interface Entry<M> {
 export class MessageOutbox<M> {
   private entries: Entry<M>[] = [];
   private scheduled = false;
+  private firstQueuedMs = 0;
 
   constructor(
     private readonly port: () => MessagePort | undefined,
@@ -37,13 +46,17 @@ export class MessageOutbox<M> {
    * `failed` the error is thrown from the flush.
    */
   queue(message: M, transfer: readonly ArrayBuffer[], failed?: (err: Error) => void): void {
+    if (this.entries.length === 0) this.firstQueuedMs = now();
     this.entries.push({ message, transfer, failed });
     if (this.scheduled) return;
     this.scheduled = true;
     this.schedule(this.scheduledFlush);
   }
 
-  /** Posts `message` now, after the queued ones; throws what postMessage throws. */
+  /**
+   * Posts `message` now, after the queued ones; throws what postMessage throws. With the receiver
+   * gone nothing is posted: its owner has already failed whatever the message was about.
+   */
   send(message: M, transfer: readonly ArrayBuffer[] = []): void {
     this.flush();
     this.port()?.postMessage(message, transfer);
@@ -54,9 +67,9 @@ export class MessageOutbox<M> {
     this.flush();
   };
 
-  /** How many messages wait for the flush. */
-  get size(): number {
-    return this.entries.length;
+  /** When the oldest message still waiting for the flush was queued (see `now`); read it while one waits. */
+  get oldestQueuedMs(): number {
+    return this.firstQueuedMs;
   }
 
   /** Posts what is queued now rather than at the scheduled flush. */

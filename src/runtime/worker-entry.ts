@@ -5,7 +5,7 @@ import type { ModelDefinition } from '../definition/model-definition.js';
 import { createError, deserializeError, serializeError } from '../errors/index.js';
 import { TensorModelHost } from '../inference/tensor-model-host.js';
 import { ContextServices } from './context-services.js';
-import { MessageOutbox } from './message-outbox.js';
+import { forEachMessage, MessageOutbox, type Bundle } from './message-outbox.js';
 import { ModelHost } from './model-host.js';
 import { now } from './request-accounting.js';
 import { lowerThisThreadPriority } from './thread-priority.js';
@@ -32,16 +32,12 @@ let nextInferId = 1;
  */
 const outbox = new MessageOutbox<FromWorker>(() => port, setImmediate);
 
-function send(message: FromWorker, transfer: ArrayBuffer[] = []): void {
-  outbox.send(message, transfer);
-}
-
 /** Sends a call's outcome, or with `index` one unbatched request's; a result that cannot be cloned fails what it was part of. */
 function sendOutcome(id: number, outcome: ExecuteOutcome, index?: number): void {
   outbox.queue(index === undefined ? { type: 'outcome', id, outcome } : { type: 'result', id, index, outcome }, collectTransferables(outcome.results), (err) => {
     const method = `${data.context.modelName} endpoint method`;
     const error = serializeError(createError('SF_ERR_RESPONSE_NOT_SERIALIZABLE', method, err.message));
-    send(index === undefined ? { type: 'failed', id, error } : { type: 'result', id, index, outcome: { ...outcome, results: [{ ok: false, error }] } });
+    outbox.send(index === undefined ? { type: 'failed', id, error } : { type: 'result', id, index, outcome: { ...outcome, results: [{ ok: false, error }] } });
   });
 }
 
@@ -52,18 +48,20 @@ function sendOutcome(id: number, outcome: ExecuteOutcome, index?: number): void 
  * so a slow model's requests are still answered each as it ends.
  */
 const HOLD_MS = 0.5;
-let heldSinceMs = 0;
 
-/** After `each` was queued: sends what is held once it spans HOLD_MS of model time. */
+/**
+ * After `each` was queued: sends what is held once it spans HOLD_MS of model time. The hold began
+ * when the oldest message held was queued (an earlier call's outcome, say, which is no result);
+ * held alone, `each` was queued after it ended, so the min counts its own run from its start.
+ */
 function holdOrFlush(each: ExecuteOutcome): void {
-  if (outbox.size === 1) heldSinceMs = each.computeStartMs;
-  if (each.computeEndMs - heldSinceMs >= HOLD_MS) outbox.flush();
+  if (each.computeEndMs - Math.min(outbox.oldestQueuedMs, each.computeStartMs) >= HOLD_MS) outbox.flush();
 }
 
 function sendStreamEvent(id: number, event: StreamEvent): void {
   try {
     // Chunks are copied, not transferred: a generator may yield the same buffer again.
-    send({ type: 'stream', id, event });
+    outbox.send({ type: 'stream', id, event });
   } catch (err) {
     throw createError('SF_ERR_RESPONSE_NOT_SERIALIZABLE', `${data.context.modelName} stream`, (err as Error).message);
   }
@@ -83,7 +81,7 @@ function openSocket(message: Extract<ToWorker, { type: 'socket-open' }>): void {
     sendStreamEvent(id, { kind: 'error', error: serializeError(createError('SF_ERR_EXECUTION_FAILED', data.context.modelName, message.call.methodName, reason)) });
     return;
   }
-  const session = host.openSocket(message.call, message.credit, (event) => sendStreamEvent(id, event), () => send({ type: 'socket-taken', id }));
+  const session = host.openSocket(message.call, message.credit, (event) => sendStreamEvent(id, event), () => outbox.send({ type: 'socket-taken', id }));
   sockets.set(id, session);
   void session.run().finally(() => sockets.delete(id));
 }
@@ -93,7 +91,7 @@ function inferThroughMain(model: string, input: unknown, options: InferOptions):
   const id = nextInferId++;
   return new Promise((resolve, reject) => {
     inferCalls.set(id, { resolve, reject });
-    send({ type: 'infer', id, model, input, options }, collectTransferables(input));
+    outbox.send({ type: 'infer', id, model, input, options }, collectTransferables(input));
   });
 }
 
@@ -129,10 +127,8 @@ function execute(message: Extract<ToWorker, { type: 'execute' }>): void {
 const services = new ContextServices(data.context, inferThroughMain);
 let host: (Pick<ModelHost, 'execute' | 'finalize' | 'openStream'> & Partial<Pick<ModelHost, 'openSocket'>>) | undefined;
 
-function receive(message: ToWorker): void {
-  if (message.type === 'messages') {
-    for (const each of message.messages) receive(each);
-  } else if (message.type === 'infer-result') {
+function receive(message: Exclude<ToWorker, Bundle<ToWorker>>): void {
+  if (message.type === 'infer-result') {
     const call = inferCalls.get(message.id);
     inferCalls.delete(message.id);
     if (message.error) call?.reject(deserializeError(message.error));
@@ -156,13 +152,13 @@ function receive(message: ToWorker): void {
       .finalize()
       .finally(() => services.dispose())
       .then(
-        () => send({ type: 'finalized' }),
-        (err: unknown) => send({ type: 'finalized', error: serializeError(err) }),
+        () => outbox.send({ type: 'finalized' }),
+        (err: unknown) => outbox.send({ type: 'finalized', error: serializeError(err) }),
       );
   }
 }
 
-port.on('message', receive);
+port.on('message', (message: ToWorker) => forEachMessage(message, receive));
 
 (async () => {
   lowerThisThreadPriority(data.niceness);
@@ -174,6 +170,6 @@ port.on('message', receive);
   await created.initialize(services.context);
   host = created;
 })().then(
-  () => send({ type: 'ready' }),
-  (err: unknown) => send({ type: 'init-failed', error: serializeError(err) }),
+  () => outbox.send({ type: 'ready' }),
+  (err: unknown) => outbox.send({ type: 'init-failed', error: serializeError(err) }),
 );

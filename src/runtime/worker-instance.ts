@@ -5,7 +5,7 @@ import type { InferCall } from './context-services.js';
 import { createError, deserializeError, serializeError } from '../errors/index.js';
 import type { TensorModelPlan } from '../inference/tensor-model-plan.js';
 import type { InstanceEvents, ModelInstance } from './model-instance.js';
-import { MessageOutbox } from './message-outbox.js';
+import { forEachMessage, MessageOutbox, type Bundle } from './message-outbox.js';
 import { SocketLink } from './socket-session.js';
 import { StreamChannel, type StreamControl } from './stream-channel.js';
 import { instanceNiceness } from './thread-priority.js';
@@ -75,7 +75,7 @@ export class WorkerInstance implements ModelInstance {
           reject(deserializeError(message.error));
           void worker.terminate();
         } else {
-          this.onMessage(message);
+          forEachMessage(message, this.onMessage);
         }
       });
       const ended = (reason: string, cause: string): void => {
@@ -112,8 +112,8 @@ export class WorkerInstance implements ModelInstance {
     const link = new SocketLink(
       {
         ...this.flowControl(id),
-        deliver: (input) => this.post({ type: 'socket-message', id, input }, collectTransferables(input)),
-        endInput: () => this.post({ type: 'socket-end', id }),
+        deliver: (input) => this.outbox.send({ type: 'socket-message', id, input }, collectTransferables(input)),
+        endInput: () => this.outbox.send({ type: 'socket-end', id }),
       },
       this.index,
     );
@@ -160,21 +160,13 @@ export class WorkerInstance implements ModelInstance {
 
   private flowControl(id: number): StreamControl {
     return {
-      grant: (units) => this.post({ type: 'stream-credit', id, units }),
-      cancel: () => this.post({ type: 'stream-cancel', id }),
+      grant: (units) => this.outbox.send({ type: 'stream-credit', id, units }),
+      cancel: () => this.outbox.send({ type: 'stream-cancel', id }),
     };
   }
 
-  /** Messages about a request already sent; after the worker is gone there is nobody to tell. */
-  private post(message: ToWorker, transfer: ArrayBuffer[] = []): void {
-    this.outbox.send(message, transfer);
-  }
-
-  private onMessage(message: FromWorker): void {
-    if (message.type === 'messages') {
-      for (const each of message.messages) this.onMessage(each);
-      return;
-    }
+  /** An arrow, so forEachMessage can call it without a closure per message. */
+  private readonly onMessage = (message: Exclude<FromWorker, Bundle<FromWorker>>): void => {
     if (message.type === 'infer') {
       this.answerInfer(message.id, message.model, message.input, message.options);
       return;
@@ -208,18 +200,18 @@ export class WorkerInstance implements ModelInstance {
     } else {
       pending.reject(deserializeError(message.error));
     }
-  }
+  };
 
   private answerInfer(id: number, model: string, input: unknown, options: InferOptions): void {
     this.infer(model, reviveBuffers(input), options).then(
       (value) => {
         try {
-          this.post({ type: 'infer-result', id, value }, collectTransferables(value));
+          this.outbox.send({ type: 'infer-result', id, value }, collectTransferables(value));
         } catch (err) {
-          this.post({ type: 'infer-result', id, error: serializeError(err) });
+          this.outbox.send({ type: 'infer-result', id, error: serializeError(err) });
         }
       },
-      (err: unknown) => this.post({ type: 'infer-result', id, error: serializeError(err) }),
+      (err: unknown) => this.outbox.send({ type: 'infer-result', id, error: serializeError(err) }),
     );
   }
 

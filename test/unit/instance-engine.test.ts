@@ -126,6 +126,21 @@ describe('InstanceEngine', () => {
     expect(await recorder.registry.getSingleMetricAsString('nv_inference_pending_request_count')).toContain('nv_inference_pending_request_count{model="m",version="1"} 0');
   });
 
+  it('counts a batcher that throws before it returns a promise as one failed request, no longer pending', async () => {
+    const instances = new ManualInstances();
+    const { e, recorder, batcher } = engine(instances);
+    const first = batcher('first');
+    await e.start();
+    first.submit = () => {
+      throw new Error('refused at once');
+    };
+    await expect(e.submit(first, queued('x'), {})).rejects.toThrow('refused at once');
+    const [stats] = recorder.statistics('m', '1').model_stats;
+    expect(stats.inference_stats.fail.count).toBe(1);
+    expect(e.pendingCount).toBe(0);
+    expect(await recorder.registry.getSingleMetricAsString('nv_inference_pending_request_count')).toContain('nv_inference_pending_request_count{model="m",version="1"} 0');
+  });
+
   it('cancels streams still open when the drain timeout passes', async () => {
     const instances = new ManualInstances();
     const { e } = engine(instances);
