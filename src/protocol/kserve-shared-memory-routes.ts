@@ -49,7 +49,7 @@ export function registerSharedMemoryRoutes(scope: FastifyInstance, opts: { reado
       if (key === undefined) throw createError('SF_ERR_BAD_REQUEST', "Shared memory register request has no 'key' field");
       if (typeof key !== 'string') throw createError('SF_ERR_BAD_REQUEST', `Unable to parse 'key': expected a string, got ${JSON.stringify(key)}`);
       if (byteSize === undefined) throw createError('SF_ERR_BAD_REQUEST', "Shared memory register request has no 'byte_size' field");
-      sharedMemory.register(request.params.region, key, readCount('offset', offset ?? 0), readCount('byte_size', byteSize));
+      await sharedMemory.register(request.params.region, key, readCount('offset', offset ?? 0), readCount('byte_size', byteSize));
       return emptyAnswer(reply);
     },
   );
