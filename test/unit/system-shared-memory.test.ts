@@ -181,6 +181,17 @@ describe('SystemSharedMemoryRegistry caps', () => {
     expect(registry.status()).toHaveLength(1);
   });
 
+  it('holds no mapping per region, so registrations cannot use up vm.max_map_count', async () => {
+    const key = createObject(4096);
+    const registry = new SystemSharedMemoryRegistry({ maxRegions: 2000, maxBytes: 2000 });
+    const mappings = (): number => readFileSync('/proc/self/maps', 'utf8').split('\n').length;
+    const before = mappings();
+    for (let i = 0; i < 2000; i += 1) await registry.register(`r${i}`, key, i, 1);
+    expect(registry.status()).toHaveLength(2000);
+    // The heap may map a few more pages meanwhile; a mapping per region would add 2000 lines.
+    expect(mappings() - before).toBeLessThan(500);
+  });
+
   it('holds the caps under concurrent registrations, which all open their objects at once', async () => {
     const key = createObject(8);
     const registry = new SystemSharedMemoryRegistry({ maxRegions: 3, maxBytes: 1024 });
