@@ -107,8 +107,9 @@ export class SystemSharedMemoryRegistry {
     const start = region.offset + offset;
     return this.use(region, 'read', async ({ handle, size }) => {
       if (size < start + byteSize) throw objectChanged(region, `'${region.key}' is now ${size} bytes, short of [${start}, ${start + byteSize})`);
-      // Unpooled: the runtime may transfer the tensor's buffer to an instance's thread.
-      const bytes = new Uint8Array(byteSize);
+      // Unpooled, as the runtime may transfer the tensor's buffer to an instance's thread; not zeroed,
+      // as a read that does not fill it throws it away.
+      const bytes = Buffer.allocUnsafeSlow(byteSize);
       // A read that meets the end early is the object shrinking after the size check.
       const got = await readInto(handle, bytes, start);
       if (got < byteSize) throw objectChanged(region, `'${region.key}' shrank to ${start + got} bytes while it was read`);
