@@ -16,7 +16,6 @@
       "src/npu-status.cc",
       "src/om-model.cc",
       "src/promise-worker.cc",
-      "src/shared-memory.cc",
       "src/unload-worker.cc"
     ],
     "addon_defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS", "NODE_ADDON_API_DISABLE_DEPRECATED"],

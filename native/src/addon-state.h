@@ -7,7 +7,6 @@
 
 struct AddonState {
   Napi::FunctionReference omModelConstructor;
-  Napi::FunctionReference sharedMemoryMappingConstructor;
 #ifdef SERVE_FN_WITH_GE
   Napi::FunctionReference geModelConstructor;
 #endif

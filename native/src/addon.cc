@@ -1,5 +1,4 @@
-// serve_fn_npu: Ascend OM models through AscendCL, bound at run time, and system shared memory
-// (POSIX shm_open + mmap) for the protocol layer. serve_fn_npu_ge (SERVE_FN_WITH_GE, built only
+// serve_fn_npu: Ascend OM models through AscendCL, bound at run time. serve_fn_npu_ge (SERVE_FN_WITH_GE, built only
 // against a CANN toolkit) adds ONNX models through the GE graph engine. Only registers exports;
 // see src/backends/npu/native-binding.ts for the typed surface.
 #include <napi.h>
@@ -9,7 +8,6 @@
 #include "library-probe.h"
 #include "load-worker.h"
 #include "om-model.h"
-#include "shared-memory.h"
 
 #ifdef SERVE_FN_WITH_GE
 #include "ge-convert-worker.h"
@@ -24,11 +22,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   auto *state = new AddonState();
   env.AddCleanupHook([state]() { delete state; });
   state->omModelConstructor = Napi::Persistent(OmModel::DefineClass(env));
-  state->sharedMemoryMappingConstructor = Napi::Persistent(SharedMemoryMapping::DefineClass(env));
   exports.Set("probeLibrary", Napi::Function::New(env, ProbeLibrary, "probeLibrary"));
   exports.Set("describeDevices", Napi::Function::New(env, DescribeDevices, "describeDevices"));
   exports.Set("loadModel", Napi::Function::New(env, LoadModel, "loadModel", state));
-  exports.Set("mapSharedMemory", Napi::Function::New(env, MapSharedMemory, "mapSharedMemory", state));
 #ifdef SERVE_FN_WITH_GE
   state->geModelConstructor = Napi::Persistent(GeModel::DefineClass(env));
   exports.Set("geInfo", Napi::Function::New(env, GeInfo, "geInfo"));

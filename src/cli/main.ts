@@ -44,6 +44,8 @@ interface StartFlags extends BodyLimitFlags, TextFlags {
   repositoryPollSecs: number;
   grpc: boolean;
   grpcPort: number;
+  shmMaxRegions?: number;
+  shmMaxBytes?: number;
 }
 
 interface ConvertFlags {
@@ -95,6 +97,8 @@ export function buildProgram(): Command {
     .addOption(new Option('--model-control-mode <mode>', 'Triton repository: load all at start (none), on request (explicit), or rescan (poll)').choices(['none', 'explicit', 'poll']).default('none'))
     .option('--load-model <name>', 'Triton repository, explicit mode: a model to load at start (repeatable; * loads all)', (name: string, all: string[]) => [...all, name], [])
     .option('--repository-poll-secs <seconds>', 'Triton repository, poll mode: seconds between rescans', positiveInt, 15)
+    .addOption(new Option('--shm-max-regions <n>', 'system shared memory: most regions registered at once (default 1024)').argParser(positiveInt).env('SERVE_FN_SHM_MAX_REGIONS'))
+    .addOption(new Option('--shm-max-bytes <bytes>', 'system shared memory: most bytes all registered regions span (default 4 GiB)').argParser(positiveInt).env('SERVE_FN_SHM_MAX_BYTES'))
     .action(async (entries: string[], opts: StartFlags) => {
       await startCommand(entries, {
         host: opts.host,
@@ -108,6 +112,7 @@ export function buildProgram(): Command {
         grpc: opts.grpc && !opts.dev ? { port: opts.grpcPort } : undefined,
         repository: { controlMode: opts.modelControlMode, startupModels: opts.loadModel, pollIntervalMs: opts.repositoryPollSecs * 1000 },
         text: textServeOptions(opts),
+        sharedMemoryLimits: { ...(opts.shmMaxRegions === undefined ? {} : { maxRegions: opts.shmMaxRegions }), ...(opts.shmMaxBytes === undefined ? {} : { maxBytes: opts.shmMaxBytes }) },
       });
     });
 

@@ -2,6 +2,7 @@ import type { FastifyServerOptions } from 'fastify';
 import { pino } from 'pino';
 import pretty from 'pino-pretty';
 import { createError } from '../errors/index.js';
+import { DEFAULT_SHARED_MEMORY_LIMITS, type SharedMemoryLimits } from '../protocol/system-shared-memory/registry.js';
 import { ServeFnServer, type RepositoryServeOptions } from '../server/serve-fn-server.js';
 import { securityOptionsFromEnv, tlsOptionsFromEnv } from '../server/security-env.js';
 import { START_INSTANCE_NICENESS } from '../runtime/thread-priority.js';
@@ -29,6 +30,8 @@ export interface StartOptions {
   readonly repository?: Omit<RepositoryServeOptions, 'root'>;
   /** TEI's flags, for text model folders and @TextModel classes. */
   readonly text?: TextServeOptions;
+  /** Caps on system shared-memory regions (--shm-max-regions, --shm-max-bytes); each cap the flags leave out keeps its default. */
+  readonly sharedMemoryLimits?: Partial<SharedMemoryLimits>;
 }
 
 function waitForGo(): Promise<void> {
@@ -60,7 +63,7 @@ async function serverFor(entryPaths: string | readonly string[] | undefined, opt
   if (!options.dev && !process.env.SERVE_FN_INSTANCE_NICENESS) process.env.SERVE_FN_INSTANCE_NICENESS = String(START_INSTANCE_NICENESS);
   const security = securityOptionsFromEnv(process.env);
   const tls = tlsOptionsFromEnv(process.env);
-  return new ServeFnServer({ ...(await modelsToServe(entryPaths, options.repository)), text: options.text, logger, bodyLimit: options.bodyLimit, jsonBodyLimit: options.jsonBodyLimit, exposeErrors: options.dev, grpc: options.grpc, security, tls });
+  return new ServeFnServer({ ...(await modelsToServe(entryPaths, options.repository)), text: options.text, logger, bodyLimit: options.bodyLimit, jsonBodyLimit: options.jsonBodyLimit, sharedMemoryLimits: { ...DEFAULT_SHARED_MEMORY_LIMITS, ...options.sharedMemoryLimits }, exposeErrors: options.dev, grpc: options.grpc, security, tls });
 }
 
 /** `serve-fn start` (and the child process of `serve-fn dev`): initialise, listen, drain on signals. */

@@ -53,6 +53,7 @@ export const ERROR_CATALOGUE = {
   SF_ERR_BAD_REQUEST: spec(400, '%s'),
   SF_ERR_BODY_INVALID_JSON: spec(400, 'Request body is not valid JSON: %s'),
   SF_ERR_BODY_TOO_LARGE: spec(413, 'Request body is larger than the limit of %s bytes.'),
+  SF_ERR_JSON_ANSWER_TOO_LARGE: spec(400, "The answer's JSON could take %s bytes, past the limit of %s bytes (--body-limit): request %s with \"binary_data\": true or in shared memory."),
   SF_ERR_BODY_TOO_DEEP: spec(400, 'Request body nests arrays and objects deeper than %s levels.'),
   SF_ERR_CONTENT_ENCODING_UNSUPPORTED: spec(415, "Content-Encoding '%s' is not supported; send gzip, deflate or identity."),
   SF_ERR_UNSUPPORTED_MEDIA_TYPE: spec(415, "Content type '%s' is not accepted by %s; send %s."),
@@ -126,6 +127,8 @@ export const ERROR_CATALOGUE = {
   SF_ERR_SHM_REGISTER_FAILED: spec(400, "failed to register shared memory region '%s': %s"),
   SF_ERR_SHM_OFFSET_INVALID: spec(400, "Invalid offset for shared memory region: '%s'"),
   SF_ERR_SHM_BYTE_SIZE_INVALID: spec(400, "Invalid offset + byte size for shared memory region: '%s'"),
+  SF_ERR_SHM_LIMIT: spec(400, "failed to register shared memory region '%s': the server holds at most %s (%s)"),
+  SF_ERR_SHM_OBJECT_CHANGED: spec(400, "shared memory region '%s' no longer covers its range: %s"),
 
   // Ascend NPU (native addon).
   SF_ERR_NPU_UNAVAILABLE: spec(501, 'Ascend NPU backend is not available: %s'),

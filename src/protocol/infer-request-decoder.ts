@@ -3,7 +3,7 @@ import { checkOutputName } from '../inference/request-validation.js';
 import type { InferenceModelInfo, InferRequest, RequestedOutput } from '../inference/inference-model.js';
 import { DATATYPE_INFO, decodeInferInputs, decodeTensorHeader, elementCount, formatShape, splitInferBody, tensorFromBytes } from '../tensor/index.js';
 import type { Tensor } from '../tensor/tensor.js';
-import { readSharedMemoryInput, takeSharedMemoryParameters, type SharedMemoryLocation } from './system-shared-memory/tensors.js';
+import { sharedMemoryInputReader, takeSharedMemoryParameters, type SharedMemoryLocation } from './system-shared-memory/tensors.js';
 import type { SystemSharedMemoryRegistry } from './system-shared-memory/registry.js';
 
 /** How one output goes back: in the JSON `data`, as bytes after the JSON (binary tensor data extension), or into a shared-memory region. */
@@ -29,7 +29,7 @@ export type Parameters = Record<string, string | number | boolean>;
  * `Inference-Header-Content-Length` header: absent = the whole body is JSON, 0 = a raw binary
  * request for a single-input model, n = n bytes of JSON followed by binary tensor data.
  */
-export function decodeInferRequest(body: Uint8Array, headerLength: string | undefined, info: InferenceModelInfo, sharedMemory: SystemSharedMemoryRegistry): DecodedInferRequest {
+export async function decodeInferRequest(body: Uint8Array, headerLength: string | undefined, info: InferenceModelInfo, sharedMemory: SystemSharedMemoryRegistry): Promise<DecodedInferRequest> {
   if (headerLength === undefined) {
     if (body.byteLength === 0) throw createError('SF_ERR_BODY_INVALID_JSON', 'the body is empty');
     return decodeJsonRequest(splitInferBody(body, body.byteLength).header, new Uint8Array(0), info, sharedMemory);
@@ -38,15 +38,16 @@ export function decodeInferRequest(body: Uint8Array, headerLength: string | unde
   return header === undefined ? decodeRawRequest(binary, info) : decodeJsonRequest(header, binary, info, sharedMemory);
 }
 
-function decodeJsonRequest(header: unknown, binary: Uint8Array, info: InferenceModelInfo, sharedMemory: SystemSharedMemoryRegistry): DecodedInferRequest {
+async function decodeJsonRequest(header: unknown, binary: Uint8Array, info: InferenceModelInfo, sharedMemory: SystemSharedMemoryRegistry): Promise<DecodedInferRequest> {
   if (!isObject(header)) {
     throw createError('SF_ERR_BAD_REQUEST', `The inference request must be a JSON object with "inputs", got ${describe(header)}.`);
   }
   const { id, inputs, outputs, parameters } = header;
   if (id !== undefined && typeof id !== 'string') throw createError('SF_ERR_BAD_REQUEST', `Unable to parse 'id': expected a string, got ${describe(id)}.`);
   const reserved = splitReservedParameters(readParameters('the request', parameters));
-  const tensors = decodeInputs(inputs, binary, sharedMemory);
+  const readInputs = decodeInputs(inputs, binary, sharedMemory);
   const requested = outputs === undefined ? undefined : readRequestedOutputs(outputs, info, sharedMemory);
+  const tensors = await readInputs();
   const request = buildInferRequest(id, tensors, requested?.map((r) => r.output), reserved);
   const binaryByDefault = reserved.binaryDataOutput ?? false;
   return {
@@ -130,15 +131,19 @@ function checkSequenceParameters(parameters: Parameters): void {
 /**
  * The inputs in request order: those with shared-memory parameters read from their region, the
  * others from `data` or the binary section, whose offsets only the non-shared-memory inputs advance.
+ * Everything is checked now; what it returns starts the reads from regions.
  */
-function decodeInputs(inputs: unknown, binary: Uint8Array, sharedMemory: SystemSharedMemoryRegistry): Tensor[] {
-  if (!Array.isArray(inputs)) return decodeInferInputs(inputs, binary);
+function decodeInputs(inputs: unknown, binary: Uint8Array, sharedMemory: SystemSharedMemoryRegistry): () => Promise<Tensor[]> {
+  if (!Array.isArray(inputs)) {
+    const decoded = decodeInferInputs(inputs, binary);
+    return async () => decoded;
+  }
   const fromRegions = inputs.map((input: unknown) => sharedMemoryInput(input, sharedMemory));
   const others = decodeInferInputs(inputs.filter((_, i) => fromRegions[i] === undefined), binary);
-  return fromRegions.map((tensor) => tensor ?? (others.shift() as Tensor));
+  return () => Promise.all(fromRegions.map((read) => (read ? read() : (others.shift() as Tensor))));
 }
 
-function sharedMemoryInput(input: unknown, sharedMemory: SystemSharedMemoryRegistry): Tensor | undefined {
+function sharedMemoryInput(input: unknown, sharedMemory: SystemSharedMemoryRegistry): (() => Promise<Tensor>) | undefined {
   const header = decodeTensorHeader(input);
   const { location } = takeSharedMemoryParameters(`input '${header.name}'`, header.parameters);
   if (location === undefined) return undefined;
@@ -146,7 +151,7 @@ function sharedMemoryInput(input: unknown, sharedMemory: SystemSharedMemoryRegis
   if (given.length > 0) {
     throw createError('SF_ERR_BAD_REQUEST', `Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But set ${given.join(' ')} 'shared_memory_region'`);
   }
-  return readSharedMemoryInput(sharedMemory, header.name, header.datatype, header.shape, location);
+  return sharedMemoryInputReader(sharedMemory, header.name, header.datatype, header.shape, location);
 }
 
 function readRequestedOutputs(outputs: unknown, info: InferenceModelInfo, sharedMemory: SystemSharedMemoryRegistry): { output: RequestedOutput; binary?: boolean; sharedMemory?: SharedMemoryLocation }[] {
@@ -164,7 +169,7 @@ function readRequestedOutputs(outputs: unknown, info: InferenceModelInfo, shared
     const { location, rest } = takeSharedMemoryParameters(`output '${name}'`, parameters);
     if (location !== undefined && binary === true) throw createError('SF_ERR_BAD_REQUEST', "Output can't set both 'shared_memory_region' and 'binary_data'");
     // Checked now, as Triton does, so a wrong region fails the request before the model runs.
-    if (location !== undefined) sharedMemory.view(location.region, location.offset, location.byteSize);
+    if (location !== undefined) sharedMemory.check(location.region, location.offset, location.byteSize);
     const requested: RequestedOutput = Object.keys(rest).length === 0 ? { name } : { name, parameters: rest };
     return {
       output: requested,

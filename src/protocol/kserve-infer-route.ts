@@ -38,9 +38,9 @@ async function infer(request: FastifyRequest<{ Params: ModelParams }>, reply: Fa
   if (model.info.decoupled) throw createError('SF_ERR_UNSUPPORTED', "HTTP end point doesn't support models with decoupled transaction policy");
   if (!model.ready()) throw createError('SF_ERR_MODEL_NOT_READY', model.info.name, model.info.version);
   const body = await readRequestBody(request, opts.bodyLimit);
-  const decoded = decodeInferRequest(body, headerValue(request, INFERENCE_HEADER_CONTENT_LENGTH.toLowerCase()), model.info, opts.sharedMemory);
+  const decoded = await decodeInferRequest(body, headerValue(request, INFERENCE_HEADER_CONTENT_LENGTH.toLowerCase()), model.info, opts.sharedMemory);
   const response = await inferWhileConnected(model, decoded.request, reply);
-  const encoded = encodeInferResponse(response, decoded, opts.sharedMemory);
+  const encoded = await encodeInferResponse(response, decoded, opts.sharedMemory, opts.bodyLimit);
   if (encoded.headerLength === undefined) {
     reply.type('application/json');
   } else {

@@ -25,7 +25,7 @@ export const KSERVE_EXTENSIONS: readonly string[] = [
   'sequence',
 ];
 
-/** Where the native addon maps shared memory, Triton's extension (extension_shared_memory.md) is served too. */
+/** Where the system has POSIX shared memory (/dev/shm), Triton's extension (extension_shared_memory.md) is served too. */
 export function protocolExtensions(sharedMemory: SystemSharedMemoryRegistry): readonly string[] {
   return sharedMemory.available ? [...KSERVE_EXTENSIONS, 'system_shared_memory'] : KSERVE_EXTENSIONS;
 }

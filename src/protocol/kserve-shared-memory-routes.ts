@@ -18,7 +18,7 @@ const STATUS_SCHEMA: Schema = {
 const REGISTER_SCHEMA: Schema = {
   type: 'object',
   properties: {
-    key: { type: 'string', description: 'The POSIX shared-memory object the client created, as given to shm_open (e.g. /input_simple).' },
+    key: { type: 'string', description: "The POSIX shared-memory object the client created, as given to shm_open: '/' and a name without '/' (e.g. /input_simple)." },
     offset: { type: 'integer', minimum: 0, description: 'Where the region starts in the object, in bytes; 0 by default.' },
     byte_size: { type: 'integer', minimum: 1 },
   },
@@ -26,8 +26,8 @@ const REGISTER_SCHEMA: Schema = {
 };
 
 const ERRORS: Readonly<Record<number, Schema>> = {
-  400: errorResponse('Bad Request: an unknown region, a region registered twice, a range outside the object, or no such object.', 'SF_ERR_SHM_REGION_EXISTS', 'input_data'),
-  501: errorResponse('Not Implemented: the native addon that maps shared memory is not built.', 'SF_ERR_SHM_UNAVAILABLE', 'the native addon could not be loaded'),
+  400: errorResponse('Bad Request: an unknown region, a region registered twice, a range outside the object, no such object, or a region past the caps (--shm-max-regions, --shm-max-bytes).', 'SF_ERR_SHM_REGION_EXISTS', 'input_data'),
+  501: errorResponse('Not Implemented: this system has no POSIX shared memory (/dev/shm).', 'SF_ERR_SHM_UNAVAILABLE', 'this system has no /dev/shm'),
 };
 
 /**
@@ -49,7 +49,7 @@ export function registerSharedMemoryRoutes(scope: FastifyInstance, opts: { reado
       if (key === undefined) throw createError('SF_ERR_BAD_REQUEST', "Shared memory register request has no 'key' field");
       if (typeof key !== 'string') throw createError('SF_ERR_BAD_REQUEST', `Unable to parse 'key': expected a string, got ${JSON.stringify(key)}`);
       if (byteSize === undefined) throw createError('SF_ERR_BAD_REQUEST', "Shared memory register request has no 'byte_size' field");
-      sharedMemory.register(request.params.region, key, readCount('offset', offset ?? 0), readCount('byte_size', byteSize));
+      await sharedMemory.register(request.params.region, key, readCount('offset', offset ?? 0), readCount('byte_size', byteSize));
       return emptyAnswer(reply);
     },
   );

@@ -17,7 +17,7 @@ import { EmptyModelRepository } from '../inference/empty-model-repository.js';
 import { ModelCatalogue } from '../inference/model-catalogue.js';
 import { kserveProtocol } from '../protocol/kserve-protocol.js';
 import { startGrpcServer, type GrpcServerHandle } from '../protocol/grpc/grpc-server.js';
-import { SystemSharedMemoryRegistry } from '../protocol/system-shared-memory/registry.js';
+import { SystemSharedMemoryRegistry, type SharedMemoryLimits } from '../protocol/system-shared-memory/registry.js';
 import { InlineInstance } from '../runtime/inline-instance.js';
 import type { RestartPolicy } from '../runtime/instance-pool.js';
 import type { InstanceFactory } from '../runtime/model-instance.js';
@@ -73,6 +73,8 @@ export interface ServeOptions {
   readonly textFolders?: readonly string[];
   /** TEI's flags for every text model: limits, task, pooling, dtype, prompt and served name. */
   readonly text?: TextServeOptions;
+  /** Caps on the clients' system shared-memory regions (default DEFAULT_SHARED_MEMORY_LIMITS). */
+  readonly sharedMemoryLimits?: SharedMemoryLimits;
 }
 
 /** How the server names itself in KServe server metadata, over HTTP and gRPC alike. */
@@ -106,12 +108,13 @@ export class ServeFnServer {
   private startup?: Promise<void>;
   private listening?: Promise<string>;
   /** The clients' shared-memory regions, one set for HTTP and gRPC as in Triton. */
-  private readonly sharedMemory = new SystemSharedMemoryRegistry();
+  private readonly sharedMemory: SystemSharedMemoryRegistry;
 
   constructor(private readonly options: ServeOptions) {
     this.definitions = buildDefinitions(options.models);
     this.bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
     this.jsonBodyLimit = Math.min(options.jsonBodyLimit ?? DEFAULT_JSON_BODY_LIMIT, this.bodyLimit);
+    this.sharedMemory = new SystemSharedMemoryRegistry(options.sharedMemoryLimits);
     this.recorder = new InferenceRecorder({ collectProcessMetrics: options.collectProcessMetrics ?? true });
     this.app = fastify({
       logger: options.logger ?? false,

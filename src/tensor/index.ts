@@ -28,6 +28,7 @@ export {
   decodeJsonTensorData,
   decodeTensorHeader,
   encodeJsonTensor,
+  jsonTensorByteBound,
   stringifyJson,
   tensorToJsonValues,
   type JsonParameters,

@@ -1,7 +1,7 @@
 import { createError } from '../errors/index.js';
 import { isBigIntDatatype, parseDatatype } from './datatype-info.js';
 import { bf16BitsToNumber, fp16BitsToNumber } from './half-float.js';
-import { createTensor, validateShape } from './tensor-factory.js';
+import { createTensor, elementCount, validateShape } from './tensor-factory.js';
 import type { Datatype, Tensor } from './tensor.js';
 
 /** `$parameters` of KServe v2 required_api.md. */
@@ -92,6 +92,41 @@ export function encodeJsonTensor(tensor: Tensor, parameters?: JsonParameters): J
     ...(parameters === undefined ? {} : { parameters }),
     data: tensorToJsonValues(tensor),
   };
+}
+
+/**
+ * The most bytes an element can take in JSON with its comma: the longest integer of the type, and for
+ * floats the longest shortest-round-trip form of a double (e.g. -2.2250738585072014e-308, 24
+ * characters), which is what JSON.stringify writes for every float type once it is a JS number.
+ */
+const JSON_ELEMENT_WIDTH: Readonly<Record<Exclude<Datatype, 'BYTES'>, number>> = {
+  BOOL: 6,
+  INT8: 5,
+  UINT8: 4,
+  INT16: 7,
+  UINT16: 6,
+  INT32: 12,
+  UINT32: 11,
+  INT64: 21,
+  UINT64: 21,
+  FP16: 25,
+  BF16: 25,
+  FP32: 25,
+  FP64: 25,
+};
+
+/** Room for a tensor's name, datatype, shape and punctuation, beyond its elements. */
+const JSON_TENSOR_OVERHEAD = 128;
+
+/**
+ * An upper bound of the bytes {@link encodeJsonTensor} and {@link stringifyJson} write for a tensor,
+ * from its element count and type alone, so an answer too large to build can be refused before it
+ * is built. A BYTES element counts 6 bytes a byte (a control character becomes \u00XX) and its quotes.
+ */
+export function jsonTensorByteBound(tensor: Tensor): number {
+  const header = JSON_TENSOR_OVERHEAD + 6 * tensor.name.length + JSON_ELEMENT_WIDTH.INT64 * tensor.shape.length;
+  if (tensor.datatype !== 'BYTES') return header + elementCount(tensor.shape) * JSON_ELEMENT_WIDTH[tensor.datatype];
+  return (tensor.data as Uint8Array[]).reduce((sum, bytes) => sum + 6 * bytes.byteLength + 3, header);
 }
 
 /**

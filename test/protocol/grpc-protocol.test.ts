@@ -113,7 +113,7 @@ describe('health and metadata over gRPC', () => {
       ['serve-fn'],
       ['0.1.0'],
       // binary_tensor_data is HTTP's (extension_binary_data.md); gRPC carries raw_input_contents in its core messages.
-      // system_shared_memory where the native addon is built (test/protocol/system-shared-memory-grpc.test.ts).
+      // system_shared_memory where the system has /dev/shm (test/protocol/system-shared-memory-grpc.test.ts).
       ['model_configuration', 'model_repository', 'statistics', 'schedule_policy', 'parameters', 'sequence', 'system_shared_memory'],
     ]);
   });

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { kserveProtocol } from '../../src/protocol/kserve-protocol.js';
 import { SystemSharedMemoryRegistry } from '../../src/protocol/system-shared-memory/registry.js';
-import { FakeRepository, simpleModel } from './fake-repository.js';
+import { FakeRepository, identityModel, simpleModel } from './fake-repository.js';
 import { binaryBody, postInfer, protocolApp } from './protocol-app.js';
 
 /** A client's region: on Linux shm_open('/name') is /dev/shm/name. */
@@ -103,6 +103,25 @@ describe('system shared memory over HTTP (Triton extension_shared_memory.md)', (
     expect(res.json().outputs[0].data).toEqual(INPUT0.map((v) => v + 1));
   });
 
+  it('refuses a JSON answer for a shared-memory input larger than the body limit with a 400 naming the limit, before encoding it', async () => {
+    const { app } = await protocolApp(new FakeRepository([identityModel('FP32')]), { bodyLimit: 64 * 1024 });
+    const elements = 32 * 1024;
+    const key = createRegion(new Uint8Array(elements * 4));
+    expect((await register(app, 'values', { key, byte_size: elements * 4 })).statusCode).toBe(200);
+    const input = { name: 'INPUT0', datatype: 'FP32', shape: [elements], parameters: { shared_memory_region: 'values', shared_memory_byte_size: elements * 4 } };
+    const json = await postInfer(app, 'identity_fp32', JSON.stringify({ inputs: [input], outputs: [{ name: 'OUTPUT0', parameters: { binary_data: false } }] }));
+    expect({ status: json.statusCode, body: json.json() }).toEqual({
+      status: 400,
+      body: {
+        error: `The answer's JSON could take ${128 + 6 * 'OUTPUT0'.length + 21 + elements * 25} bytes, past the limit of ${64 * 1024} bytes (--body-limit): request 'OUTPUT0' with "binary_data": true or in shared memory.`,
+        code: 'SF_ERR_JSON_ANSWER_TOO_LARGE',
+      },
+    });
+    const binary = await postInfer(app, 'identity_fp32', JSON.stringify({ inputs: [input], outputs: [{ name: 'OUTPUT0', parameters: { binary_data: true } }] }));
+    expect(binary.statusCode).toBe(200);
+    expect(binary.rawPayload.length - Number(binary.headers['inference-header-content-length'])).toBe(elements * 4);
+  });
+
   it('answers bad regions, offsets and sizes with 400 and Triton\'s messages, reads nothing out of bounds, and keeps serving', async () => {
     const app = await simpleApp();
     const key = createRegion(Buffer.concat([int32(INPUT0), int32(INPUT1)]));
@@ -173,7 +192,7 @@ describe('system shared memory over HTTP (Triton extension_shared_memory.md)', (
     expect((await app.inject({ method: 'GET', url: '/v2' })).json().extensions).not.toContain('cuda_shared_memory');
   });
 
-  it('refuses to register with 501 where the native addon is not built, and does not advertise the extension', async () => {
+  it('refuses to register with 501 where the system has no shm directory, and does not advertise the extension', async () => {
     const app = Fastify();
     await app.register(kserveProtocol, {
       repository: new FakeRepository([simpleModel()]),
@@ -181,12 +200,12 @@ describe('system shared memory over HTTP (Triton extension_shared_memory.md)', (
       serverName: 'serve-fn',
       serverVersion: '0.1.0',
       ready: () => true,
-      sharedMemory: new SystemSharedMemoryRegistry(() => ({ reason: 'the native addon could not be loaded; tried native/build/Release/serve_fn_npu.node (not built).' })),
+      sharedMemory: new SystemSharedMemoryRegistry(undefined, '/nonexistent-shm-directory'),
     });
     const res = await register(app as never, 'r', { key: '/k', byte_size: 8 });
     expect({ status: res.statusCode, body: res.json() }).toEqual({
       status: 501,
-      body: { error: 'System shared memory is not available: the native addon could not be loaded; tried native/build/Release/serve_fn_npu.node (not built).', code: 'SF_ERR_SHM_UNAVAILABLE' },
+      body: { error: 'System shared memory is not available: this system has no /nonexistent-shm-directory', code: 'SF_ERR_SHM_UNAVAILABLE' },
     });
     expect((await app.inject({ method: 'GET', url: '/v2' })).json().extensions).not.toContain('system_shared_memory');
     await app.close();

@@ -4,6 +4,7 @@ import {
   decodeJsonTensor,
   decodeTensorHeader,
   encodeJsonTensor,
+  jsonTensorByteBound,
   stringifyJson,
   tensorToJsonValues,
 } from '../../src/tensor/json-codec.js';
@@ -132,5 +133,37 @@ describe('stringifyJson', () => {
     expect(stringifyJson([{ x: 1n }, undefined, 'a'])).toBe('[{"x":1},null,"a"]');
     expect(stringifyJson(12345678901234567890n)).toBe('12345678901234567890');
     expect(stringifyJson(undefined)).toBe('null');
+  });
+});
+
+describe('jsonTensorByteBound', () => {
+  const widest: [Datatype, unknown[]][] = [
+    ['BOOL', [false, true]],
+    ['INT8', [-128, 127]],
+    ['UINT8', [255, 0]],
+    ['INT16', [-32768, 32767]],
+    ['UINT16', [65535, 0]],
+    ['INT32', [-2147483648, 2147483647]],
+    ['UINT32', [4294967295, 0]],
+    ['INT64', [-9223372036854775808n, 9223372036854775807n]],
+    ['UINT64', [18446744073709551615n, 0n]],
+    ['FP16', [-6.1e-5, -65504]],
+    ['BF16', [-1.1754943508222875e-38, -3.3895313892515355e38]],
+    ['FP32', [-1.1754943508222875e-38, -1.401298464324817e-45]],
+    ['FP64', [-2.2250738585072014e-308, -5e-324]],
+  ];
+  for (const [datatype, values] of widest) {
+    it(`bounds ${datatype} at its widest elements`, () => {
+      const tensor = createTensor('a_long_output_name', datatype, [2, 1], values as never);
+      expect(Buffer.byteLength(stringifyJson(encodeJsonTensor(tensor)))).toBeLessThanOrEqual(jsonTensorByteBound(tensor));
+    });
+  }
+
+  it('bounds BYTES by the escaped size of each element, and costs nothing but the element count for the others', () => {
+    const control = new Uint8Array(100).fill(1);
+    const tensor = createTensor('b', 'BYTES', [2], [control, new TextEncoder().encode('"\\')]);
+    expect(Buffer.byteLength(stringifyJson(encodeJsonTensor(tensor)))).toBeLessThanOrEqual(jsonTensorByteBound(tensor));
+    const huge = { name: 'x', datatype: 'FP32' as const, shape: [1024, 1024, 1024], data: new Float32Array(0) };
+    expect(jsonTensorByteBound(huge)).toBeGreaterThan(25 * 1024 ** 3);
   });
 });

@@ -61,21 +61,6 @@ export interface NativeAclErrorFields {
   readonly aclMessage: string;
 }
 
-/** One mmap of a POSIX shared-memory object (native/src/shared-memory.h). */
-export interface NativeSharedMemoryMapping {
-  /** The mapped bytes; undefined once unmapped (views over it then read as empty). */
-  readonly buffer: ArrayBuffer | undefined;
-  unmap(): void;
-}
-
-/** What the addon adds to the Error mapSharedMemory throws. */
-export interface NativeSharedMemoryErrorFields {
-  readonly reason: 'open' | 'bounds' | 'map';
-  readonly errno?: number;
-  /** With 'bounds': the size of the object, in bytes. */
-  readonly objectSize?: number;
-}
-
 /** What the addon adds to an Error raised by a failed GE call (GEGetErrorMsgV2 gives geMessage). */
 export interface NativeGeErrorFields {
   readonly geFunction: string;
@@ -152,8 +137,6 @@ export interface NpuNativeBinding {
   probeLibrary(libraryPath?: string): LibraryProbe;
   describeDevices(libraryPath?: string): Promise<NativeDeviceReport>;
   loadModel(options: NativeLoadOptions): Promise<NativeOmModel>;
-  /** shm_open (read/write, never create) and mmap of [offset, offset + byteSize) of the object `key`; absent in an addon built before it. */
-  mapSharedMemory?(key: string, offset: number, byteSize: number): NativeSharedMemoryMapping;
   /** The GE route: only in serve_fn_npu_ge.node. */
   geInfo?(): NativeGeInfo;
   loadGeModel?(options: NativeGeLoadOptions): Promise<NativeGeModel>;

@@ -148,7 +148,7 @@ async function infer(
   extra: Readonly<Record<string, unknown>> = {},
 ): Promise<ModelInferResponseMessage> {
   if (!model.ready()) throw createError('SF_ERR_MODEL_NOT_READY', model.info.name, model.info.version);
-  const { request, requested } = readRequest(model, message, sharedMemory);
+  const { request, requested } = await readRequest(model, message, sharedMemory);
   const response = await model.infer({ ...request, signal });
   return responseMessage(response, request.id, requested, sharedMemory, extra);
 }
@@ -166,24 +166,25 @@ interface DecodedGrpcRequest {
   readonly emptyFinal: boolean;
 }
 
-function readRequest(model: InferenceModel, message: ModelInferRequestMessage, sharedMemory: SystemSharedMemoryRegistry): DecodedGrpcRequest {
+async function readRequest(model: InferenceModel, message: ModelInferRequestMessage, sharedMemory: SystemSharedMemoryRegistry): Promise<DecodedGrpcRequest> {
   const { info } = model;
   const { triton_enable_empty_final_response: emptyFinal, ...parameters } = fromGrpcParameters(message.parameters);
   if (emptyFinal !== undefined && typeof emptyFinal !== 'boolean') {
     throw createError('SF_ERR_BAD_REQUEST', `Parameter 'triton_enable_empty_final_response' must be a bool_param, got ${JSON.stringify(emptyFinal)}.`);
   }
   const reserved = splitReservedParameters(parameters);
-  const inputs = decodeGrpcInputs(message.inputs ?? [], message.raw_input_contents ?? [], info.name, sharedMemory);
+  const readInputs = decodeGrpcInputs(message.inputs ?? [], message.raw_input_contents ?? [], info.name, sharedMemory);
   const requested = message.outputs?.length
     ? message.outputs.map((o) => {
         const name = o.name ?? '';
         checkOutputName(name, info);
         const { location, rest } = takeSharedMemoryParameters(`output '${name}'`, fromGrpcParameters(o.parameters));
         // Checked now, as Triton does, so a wrong region fails the request before the model runs.
-        if (location !== undefined) sharedMemory.view(location.region, location.offset, location.byteSize);
+        if (location !== undefined) sharedMemory.check(location.region, location.offset, location.byteSize);
         return { output: Object.keys(rest).length === 0 ? { name } : { name, parameters: rest }, sharedMemory: location };
       })
     : undefined;
+  const inputs = await readInputs();
   return {
     request: buildInferRequest(message.id, inputs, requested?.map((r) => r.output), reserved),
     requested: requested?.map((r) => (r.sharedMemory ? { name: r.output.name, sharedMemory: r.sharedMemory } : { name: r.output.name })),
@@ -191,13 +192,13 @@ function readRequest(model: InferenceModel, message: ModelInferRequestMessage, s
   };
 }
 
-function responseMessage(
+async function responseMessage(
   response: InferResponse,
   requestId: string | undefined,
   requested: readonly RequestedGrpcOutput[] | undefined,
   sharedMemory: SystemSharedMemoryRegistry,
   extra: Readonly<Record<string, unknown>> = {},
-): ModelInferResponseMessage {
+): Promise<ModelInferResponseMessage> {
   const id = response.id ?? requestId;
   const tensors = selectOutputs(response, requested?.map((r) => r.name));
   return {
@@ -205,7 +206,7 @@ function responseMessage(
     model_version: response.modelVersion,
     ...(id ? { id } : {}),
     parameters: toGrpcParameters({ ...response.parameters, ...extra }),
-    ...encodeGrpcOutputs(tensors, requested && { registry: sharedMemory, locations: requested.map((r) => r.sharedMemory) }),
+    ...(await encodeGrpcOutputs(tensors, requested && { registry: sharedMemory, locations: requested.map((r) => r.sharedMemory) })),
   };
 }
 
@@ -261,19 +262,19 @@ async function answerOnStream(
     return;
   }
   if (!model.ready()) throw createError('SF_ERR_MODEL_NOT_READY', model.info.name, model.info.version);
-  const { request, requested, emptyFinal } = readRequest(model, message, sharedMemory);
+  const { request, requested, emptyFinal } = await readRequest(model, message, sharedMemory);
   const stream = await model.inferStream({ ...request, signal });
   let last: StreamedInferResponse | undefined;
   try {
     for await (const response of stream) {
       last = response;
-      await write({ infer_response: responseMessage(response, request.id, requested, sharedMemory, { [FINAL]: response.final }) });
+      await write({ infer_response: await responseMessage(response, request.id, requested, sharedMemory, { [FINAL]: response.final }) });
     }
   } finally {
     stream.cancel();
   }
   if (emptyFinal && !last?.final) {
     const empty: InferResponse = { modelName: model.info.name, modelVersion: model.info.version, id: request.id, outputs: [] };
-    await write({ infer_response: responseMessage(empty, request.id, [], sharedMemory, { [FINAL]: true }) });
+    await write({ infer_response: await responseMessage(empty, request.id, [], sharedMemory, { [FINAL]: true }) });
   }
 }

@@ -23,9 +23,9 @@ export function grpcSharedMemoryAnswers(registry: SystemSharedMemoryRegistry): R
     SystemSharedMemoryStatus: (request: RegionRequest) => ({
       regions: Object.fromEntries(registry.status(request.name || undefined).map((r) => [r.name, r])),
     }),
-    SystemSharedMemoryRegister: (request: SystemRegisterRequest) => {
+    SystemSharedMemoryRegister: async (request: SystemRegisterRequest) => {
       if (!request.name) throw createError('SF_ERR_BAD_REQUEST', "'region name' is necessary to register system shared memory region");
-      registry.register(request.name, request.key ?? '', Number(request.offset ?? 0), Number(request.byte_size ?? 0));
+      await registry.register(request.name, request.key ?? '', Number(request.offset ?? 0), Number(request.byte_size ?? 0));
       return {};
     },
     SystemSharedMemoryUnregister: (request: RegionRequest) => {

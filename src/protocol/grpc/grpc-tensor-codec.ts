@@ -2,7 +2,7 @@ import { createError } from '../../errors/index.js';
 import { createTensor, parseDatatype, tensorFromBytes, tensorToBytes, validateShape, type TensorValue } from '../../tensor/index.js';
 import type { Datatype, Tensor } from '../../tensor/tensor.js';
 import type { Parameters } from '../infer-request-decoder.js';
-import { readSharedMemoryInput, takeSharedMemoryParameters, writeSharedMemoryOutput, type SharedMemoryLocation } from '../system-shared-memory/tensors.js';
+import { sharedMemoryInputReader, takeSharedMemoryParameters, writeSharedMemoryOutput, type SharedMemoryLocation } from '../system-shared-memory/tensors.js';
 import type { SystemSharedMemoryRegistry } from '../system-shared-memory/registry.js';
 
 /**
@@ -110,10 +110,11 @@ const FIELD_DATATYPE: Readonly<Record<keyof GrpcTensorContents, Datatype>> = {
  * else the next `raw_input_contents` entry; typed contents and raw entries never mix in one
  * request. An entry left over after the last input is refused rather than ignored. An input with
  * shared-memory parameters is read from its region and takes no raw entry (Triton's extension_shared_memory.md).
+ * Everything is checked now; what it returns starts the reads from regions.
  */
-export function decodeGrpcInputs(inputs: readonly GrpcInputTensor[], raw: readonly Uint8Array[], modelName: string, sharedMemory: SystemSharedMemoryRegistry): Tensor[] {
+export function decodeGrpcInputs(inputs: readonly GrpcInputTensor[], raw: readonly Uint8Array[], modelName: string, sharedMemory: SystemSharedMemoryRegistry): () => Promise<Tensor[]> {
   let nextRaw = 0;
-  const tensors = inputs.map((input) => {
+  const tensors = inputs.map((input): Tensor | (() => Promise<Tensor>) => {
     const name = input.name ?? '';
     if (name === '') throw createError('SF_ERR_BAD_REQUEST', 'Each input needs a non-empty name.');
     const datatype = parseDatatype(input.datatype, name);
@@ -122,7 +123,7 @@ export function decodeGrpcInputs(inputs: readonly GrpcInputTensor[], raw: readon
     const field = typedField(input.contents, name, datatype, modelName);
     if (location !== undefined) {
       if (field !== undefined) throw createError('SF_ERR_BAD_REQUEST', `unexpected explicit tensor data for input tensor '${name}' for model '${modelName}', it is in shared memory region '${location.region}'`);
-      return readSharedMemoryInput(sharedMemory, name, datatype, shape, location);
+      return sharedMemoryInputReader(sharedMemory, name, datatype, shape, location);
     }
     if (field !== undefined && raw.length > 0) {
       throw createError('SF_ERR_BAD_REQUEST', `contents field must not be specified when using raw_input_contents for '${name}' for model '${modelName}'`);
@@ -137,7 +138,7 @@ export function decodeGrpcInputs(inputs: readonly GrpcInputTensor[], raw: readon
   if (nextRaw < raw.length) {
     throw createError('SF_ERR_BAD_REQUEST', `Expected ${inputs.length} raw_input_contents, one per input, got ${raw.length} for model '${modelName}'.`);
   }
-  return tensors;
+  return () => Promise.all(tensors.map((tensor) => (typeof tensor === 'function' ? tensor() : tensor)));
 }
 
 /** The non-empty typed contents field of an input, checked in Triton's field order; undefined when none is set. */
@@ -161,22 +162,22 @@ function typedField(contents: GrpcTensorContents | undefined, name: string, data
  * An output with a shared-memory location (`shared.locations[i]`) is written into its region instead;
  * its raw entry is empty, as in Triton, so the entries still line up with the outputs.
  */
-export function encodeGrpcOutputs(
+export async function encodeGrpcOutputs(
   tensors: readonly Tensor[],
   shared?: { readonly registry: SystemSharedMemoryRegistry; readonly locations: readonly (SharedMemoryLocation | undefined)[] },
-): { outputs: GrpcOutputTensor[]; raw_output_contents: Uint8Array[] } {
+): Promise<{ outputs: GrpcOutputTensor[]; raw_output_contents: Uint8Array[] }> {
   const outputs: GrpcOutputTensor[] = [];
   const raw: Uint8Array[] = [];
-  tensors.forEach((tensor, i) => {
+  for (const [i, tensor] of tensors.entries()) {
     const location = shared?.locations[i];
     if (shared === undefined || location === undefined) {
       outputs.push({ name: tensor.name, datatype: tensor.datatype, shape: [...tensor.shape] });
       raw.push(tensorToBytes(tensor));
-      return;
+      continue;
     }
-    const header = writeSharedMemoryOutput(shared.registry, tensor, location);
+    const header = await writeSharedMemoryOutput(shared.registry, tensor, location);
     outputs.push({ name: header.name, datatype: header.datatype, shape: header.shape, parameters: toGrpcParameters(header.parameters) });
     raw.push(new Uint8Array(0));
-  });
+  }
   return { outputs, raw_output_contents: raw };
 }

@@ -40,27 +40,29 @@ function readCount(owner: string, name: string, value: unknown): number {
 }
 
 /**
- * An input tensor read from a region. The bytes are copied out of the mapping: the model then owns
- * them even if the client rewrites or unregisters the region while the request waits in a queue,
- * and the runtime may transfer them to an instance's thread, where transferring the mapping's own
- * buffer would detach it for every later request.
+ * Checks an input in a region now (its range, and its byte size against its shape) and returns what
+ * reads it: a decoder checks every input and output before it starts a read, so a bad request never
+ * leaves a read in flight. The bytes are copied out (registry.read): the model owns the copy even if
+ * the client rewrites or unregisters the region while the request waits in a queue, and the runtime
+ * may transfer it to an instance's thread.
  */
-export function readSharedMemoryInput(registry: SystemSharedMemoryRegistry, name: string, datatype: Datatype, shape: readonly number[], location: SharedMemoryLocation): Tensor {
-  const bytes = registry.view(location.region, location.offset, location.byteSize);
+export function sharedMemoryInputReader(registry: SystemSharedMemoryRegistry, name: string, datatype: Datatype, shape: readonly number[], location: SharedMemoryLocation): () => Promise<Tensor> {
+  registry.check(location.region, location.offset, location.byteSize);
   const elementSize = DATATYPE_INFO[datatype].byteSize;
   if (elementSize !== undefined && elementCount(shape) * elementSize !== location.byteSize) {
     throw createError('SF_ERR_TENSOR_DATA', name, `${BYTE_SIZE} is ${location.byteSize}, but shape ${formatShape(shape)} of ${datatype} needs ${elementCount(shape) * elementSize} bytes.`);
   }
-  return tensorFromBytes(name, datatype, shape, bytes.slice());
+  return async () => tensorFromBytes(name, datatype, shape, await registry.read(location.region, location.offset, location.byteSize));
 }
 
 /** Writes an output tensor into its region; the answer carries its header and the parameters, no data (Triton's extension_shared_memory.md). */
-export function writeSharedMemoryOutput(registry: SystemSharedMemoryRegistry, tensor: Tensor, location: SharedMemoryLocation): JsonTensorHeader {
+export async function writeSharedMemoryOutput(registry: SystemSharedMemoryRegistry, tensor: Tensor, location: SharedMemoryLocation): Promise<JsonTensorHeader> {
   const bytes = tensorToBytes(tensor);
   if (bytes.byteLength > location.byteSize) {
     throw createError('SF_ERR_TENSOR_DATA', tensor.name, `shared memory size specified with the request for output '${tensor.name}' (${location.byteSize} bytes) should be at least ${bytes.byteLength} bytes to hold the results`);
   }
-  registry.view(location.region, location.offset, location.byteSize).set(bytes);
+  registry.check(location.region, location.offset, location.byteSize);
+  await registry.write(location.region, location.offset, bytes);
   return {
     name: tensor.name,
     datatype: tensor.datatype,
