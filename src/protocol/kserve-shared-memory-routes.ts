@@ -25,6 +25,9 @@ const REGISTER_SCHEMA: Schema = {
   required: ['key', 'byte_size'],
 };
 
+/** Registering reads and writes any /dev/shm object the server's user can open: a restricted group (restricted-apis.ts). */
+const GROUP = { apiGroup: 'shared-memory' } as const;
+
 const ERRORS: Readonly<Record<number, Schema>> = {
   400: errorResponse('Bad Request: an unknown region, a region registered twice, a range outside the object, or no such object.', 'SF_ERR_SHM_REGION_EXISTS', 'input_data'),
   501: errorResponse('Not Implemented: the native addon that maps shared memory is not built.', 'SF_ERR_SHM_UNAVAILABLE', 'the native addon could not be loaded'),
@@ -38,12 +41,12 @@ const ERRORS: Readonly<Record<number, Schema>> = {
  */
 export function registerSharedMemoryRoutes(scope: FastifyInstance, opts: { readonly sharedMemory: SystemSharedMemoryRegistry }): void {
   const { sharedMemory } = opts;
-  const statusDoc = { schema: routeDoc('System shared-memory regions', { response: STATUS_SCHEMA, errors: ERRORS }) };
+  const statusDoc = { schema: routeDoc('System shared-memory regions', { response: STATUS_SCHEMA, errors: ERRORS }), config: GROUP };
   scope.get('/systemsharedmemory/status', statusDoc, async () => sharedMemory.status());
   scope.get<{ Params: RegionParams }>('/systemsharedmemory/region/:region/status', statusDoc, async (request) => sharedMemory.status(request.params.region));
   scope.post<{ Params: RegionParams }>(
     '/systemsharedmemory/region/:region/register',
-    { schema: routeDoc('Register a system shared-memory region the client created', { body: REGISTER_SCHEMA, errors: ERRORS }) },
+    { schema: routeDoc('Register a system shared-memory region the client created', { body: REGISTER_SCHEMA, errors: ERRORS }), config: GROUP },
     async (request, reply) => {
       const { key, offset, byte_size: byteSize } = readBody(request);
       if (key === undefined) throw createError('SF_ERR_BAD_REQUEST', "Shared memory register request has no 'key' field");
@@ -53,7 +56,7 @@ export function registerSharedMemoryRoutes(scope: FastifyInstance, opts: { reado
       return emptyAnswer(reply);
     },
   );
-  const unregisterDoc = { schema: routeDoc('Unregister one system shared-memory region, or all of them', { errors: ERRORS }) };
+  const unregisterDoc = { schema: routeDoc('Unregister one system shared-memory region, or all of them', { errors: ERRORS }), config: GROUP };
   scope.post('/systemsharedmemory/unregister', unregisterDoc, async (_request, reply) => {
     sharedMemory.unregister();
     return emptyAnswer(reply);
@@ -63,7 +66,7 @@ export function registerSharedMemoryRoutes(scope: FastifyInstance, opts: { reado
     return emptyAnswer(reply);
   });
 
-  const hidden = { schema: { hide: true } };
+  const hidden = { schema: { hide: true }, config: GROUP };
   scope.get('/cudasharedmemory/status', hidden, async () => []);
   scope.get<{ Params: RegionParams }>('/cudasharedmemory/region/:region/status', hidden, async (request) => {
     throw createError('SF_ERR_SHM_REGION_UNKNOWN', request.params.region);
