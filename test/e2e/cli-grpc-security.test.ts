@@ -91,7 +91,7 @@ describe('serve-fn start on 0.0.0.0: shared memory and repository control', () =
     } finally {
       expect(await cli.stop()).toBe(0);
     }
-  });
+  }, 60_000);
 
   it('refuses a setting it cannot read before serving, from a flag or a variable', async () => {
     const flag = await startCli(['start', 'test/fixtures/cli/greeter-model.ts', '--host', '127.0.0.1', '--http-restricted-api', `inference:admin-key=${SECRET}`]);
