@@ -74,8 +74,8 @@ describe('serve-fn start <text model folders>', () => {
         const outcomes = await Promise.all(
           Array.from({ length: 8 }, () => call(client, 'ModelInfer', request).then(() => 'ok', (err: ServiceError) => `${status[err.code]} ${err.details}`)),
         );
-        expect(outcomes).toContain('ok');
-        expect(outcomes).toContain('UNAVAILABLE Model is overloaded');
+        expect(outcomes, outcomes.join('; ')).toContain('ok');
+        expect(outcomes, outcomes.join('; ')).toContain('UNAVAILABLE Model is overloaded');
         expect(outcomes.filter((o) => o !== 'ok' && o !== 'UNAVAILABLE Model is overloaded')).toEqual([]);
       } finally {
         client.close();
