@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { status } from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import { createError, ERROR_CATALOGUE } from '../../src/errors/index.js';
@@ -9,6 +10,12 @@ describe('GRPC_CODE_BY_HTTP_STATUS', () => {
   it('has a code for every status the catalogue answers with', () => {
     const statuses = new Set(Object.values(ERROR_CATALOGUE).map((spec) => spec.status));
     for (const code of statuses) expect(GRPC_CODE_BY_HTTP_STATUS[code], String(code)).toBeDefined();
+  });
+
+  it('is the table docs/errors.md shows', () => {
+    const docs = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
+    const documented = Object.fromEntries([...docs.matchAll(/^\| (\d{3}) \| ([A-Z_]+) \|$/gm)].map((m) => [m[1], m[2]]));
+    expect(documented).toEqual(Object.fromEntries(Object.entries(GRPC_CODE_BY_HTTP_STATUS).map(([http, code]) => [http, status[code]])));
   });
 
   it("answers an overloaded model UNAVAILABLE, Triton's queue-full code that retry policies retry, never INVALID_ARGUMENT", () => {
