@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { createError } from '../errors/index.js';
-import { errorResponse, routeDoc, type Schema } from './kserve-openapi.js';
+import { errorResponse, restrictedGroupErrors, routeDoc, type Schema } from './kserve-openapi.js';
 import { readBody } from './kserve-repository-routes.js';
 import type { SystemSharedMemoryRegistry } from './system-shared-memory/registry.js';
 
@@ -28,10 +28,10 @@ const REGISTER_SCHEMA: Schema = {
 /** Registering reads and writes any /dev/shm object the server's user can open: a restricted group (restricted-apis.ts). */
 const GROUP = { apiGroup: 'shared-memory' } as const;
 
-const ERRORS: Readonly<Record<number, Schema>> = {
+const ERRORS: Readonly<Record<number, Schema>> = restrictedGroupErrors(GROUP.apiGroup, {
   400: errorResponse('Bad Request: an unknown region, a region registered twice, a range outside the object, or no such object.', 'SF_ERR_SHM_REGION_EXISTS', 'input_data'),
   501: errorResponse('Not Implemented: the native addon that maps shared memory is not built.', 'SF_ERR_SHM_UNAVAILABLE', 'the native addon could not be loaded'),
-};
+});
 
 /**
  * Triton's system shared-memory extension over HTTP (Triton's extension_shared_memory.md):
