@@ -12,7 +12,7 @@ export const GRPC_CODE_BY_HTTP_STATUS: Readonly<Record<number, GrpcStatus>> = {
   400: GrpcStatus.INVALID_ARGUMENT,
   401: GrpcStatus.UNAUTHENTICATED,
   // Triton answers a call to a restricted protocol without its header UNAVAILABLE, not
-  // PERMISSION_DENIED (grpc_server.cc, "This protocol is restricted, expecting header ...").
+  // PERMISSION_DENIED (its src/grpc handlers: "This protocol is restricted, expecting header ...").
   403: GrpcStatus.UNAVAILABLE,
   404: GrpcStatus.NOT_FOUND,
   405: GrpcStatus.UNIMPLEMENTED,
