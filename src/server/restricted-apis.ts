@@ -18,7 +18,7 @@ export type ApiGroup = (typeof API_GROUPS)[number];
  * repository control loads model files. `serve-fn start` binds 0.0.0.0, so Triton's "open until
  * restricted" would hand both to the network.
  */
-export const LOOPBACK_ONLY_GROUPS: readonly ApiGroup[] = ['shared-memory', 'model-repository'];
+const LOOPBACK_ONLY_GROUPS: readonly ApiGroup[] = ['shared-memory', 'model-repository'];
 
 /** One `<apis>:<key>=<value>` setting: the groups, and the header (lower case) that must carry the value. */
 export interface ApiRestriction {
@@ -53,7 +53,7 @@ const HEADER_VALUE = /^[\x21-\x7e]+$/;
 
 /**
  * Reads Triton's `<api>,<api>...:<key>=<value>`; throws an Error naming what is wrong (the value,
- * a secret, is never echoed).
+ * a secret, is never echoed). Hand-written: the syntax is Triton's own, with no parser outside it.
  */
 export function parseApiRestriction(text: string): ApiRestriction {
   const colon = text.indexOf(':');
