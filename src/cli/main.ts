@@ -1,5 +1,6 @@
 import { inspect } from 'node:util';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { addApiRestriction, parseApiRestriction, type ApiRestriction } from '../server/restricted-apis.js';
 import { SERVER_IDENTITY } from '../server/serve-fn-server.js';
 import { batchGears, convertCommand, existingFile, flagConflict, irOption } from './convert-command.js';
 import { devCommand } from './dev-command.js';
@@ -27,6 +28,15 @@ function nonNegativeInt(value: string): number {
   return n;
 }
 
+/** A repeatable `<apis>:<header>=<value>`, Triton's restricted API setting. */
+function apiRestriction(value: string, previous: readonly ApiRestriction[]): ApiRestriction[] {
+  try {
+    return addApiRestriction(previous, parseApiRestriction(value));
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+}
+
 interface BodyLimitFlags {
   bodyLimit?: number;
   jsonBodyLimit?: number;
@@ -46,6 +56,8 @@ interface StartFlags extends BodyLimitFlags, TextFlags {
   grpcPort: number;
   shmMaxRegions?: number;
   shmMaxBytes?: number;
+  httpRestrictedApi: ApiRestriction[];
+  grpcRestrictedProtocol: ApiRestriction[];
 }
 
 interface ConvertFlags {
@@ -90,6 +102,18 @@ export function buildProgram(): Command {
     .option('--port <port>', 'port to listen on (env SERVE_FN_PORT)', port, defaultPort)
     .option('--grpc-port <port>', 'port of the KServe v2 gRPC service (env SERVE_FN_GRPC_PORT)', port, defaultGrpcPort)
     .option('--no-grpc', 'do not serve gRPC')
+    .option(
+      '--http-restricted-api <apis:header=value>',
+      "as Triton's: HTTP APIs (shared-memory, model-repository, model-config, statistics) that need header=value, e.g. shared-memory,model-repository:admin-key=<secret> (repeatable; env SERVE_FN_HTTP_RESTRICTED_API). Unset, shared-memory and model-repository answer loopback clients only",
+      apiRestriction,
+      [],
+    )
+    .option(
+      '--grpc-restricted-protocol <apis:header=value>',
+      "as Triton's: the same for gRPC, whose metadata key is triton-grpc-protocol-<header> (repeatable; env SERVE_FN_GRPC_RESTRICTED_PROTOCOL)",
+      apiRestriction,
+      [],
+    )
     .option('--grace-period <ms>', 'longest drain on SIGTERM before exiting 1', positiveInt, 30_000)
     .option('--shutdown-delay <ms>', 'after SIGTERM, how long readiness answers 503 while requests are still served (env SERVE_FN_SHUTDOWN_DELAY_MS, default 5000)', nonNegativeInt)
     .option('--dev', 'pretty logs and endpoint list (used by serve-fn dev)', false)
@@ -110,6 +134,7 @@ export function buildProgram(): Command {
         shutdownDelayMs: opts.shutdownDelay,
         standby: opts.standby,
         grpc: opts.grpc && !opts.dev ? { port: opts.grpcPort } : undefined,
+        restrictedApis: { http: opts.httpRestrictedApi, grpc: opts.grpcRestrictedProtocol },
         repository: { controlMode: opts.modelControlMode, startupModels: opts.loadModel, pollIntervalMs: opts.repositoryPollSecs * 1000 },
         text: textServeOptions(opts),
         sharedMemoryLimits: { ...(opts.shmMaxRegions === undefined ? {} : { maxRegions: opts.shmMaxRegions }), ...(opts.shmMaxBytes === undefined ? {} : { maxBytes: opts.shmMaxBytes }) },

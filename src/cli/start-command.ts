@@ -5,6 +5,7 @@ import { createError } from '../errors/index.js';
 import { DEFAULT_SHARED_MEMORY_LIMITS, type SharedMemoryLimits } from '../protocol/system-shared-memory/registry.js';
 import { ServeFnServer, type RepositoryServeOptions } from '../server/serve-fn-server.js';
 import { securityOptionsFromEnv, tlsOptionsFromEnv } from '../server/security-env.js';
+import type { RestrictedApiSettings } from '../server/security-plugin.js';
 import { START_INSTANCE_NICENESS } from '../runtime/thread-priority.js';
 import type { TextServeOptions } from '../text/text-model-loader.js';
 import { STANDBY_GO } from './dev-command.js';
@@ -24,6 +25,8 @@ export interface StartOptions {
   readonly gracePeriodMs: number;
   /** Wait, with serve-fn loaded, for `serve-fn dev` to say go (it prepares the next reload this way). */
   readonly standby?: boolean;
+  /** `--http-restricted-api` and `--grpc-restricted-protocol`; each given one wins over its environment variable. */
+  readonly restrictedApis?: RestrictedApiSettings;
   /** Serve the inference protocol over gRPC on this port too (`serve-fn dev` leaves it off). */
   readonly grpc?: { readonly port: number };
   /** How a Triton model repository given as the entry is served. */
@@ -61,7 +64,15 @@ async function serverFor(entryPaths: string | readonly string[] | undefined, opt
   const logger = loggerFor(options.dev);
   // Instances read it when they start (thread-priority.ts); dev keeps the library's default of 0.
   if (!options.dev && !process.env.SERVE_FN_INSTANCE_NICENESS) process.env.SERVE_FN_INSTANCE_NICENESS = String(START_INSTANCE_NICENESS);
-  const security = securityOptionsFromEnv(process.env);
+  const fromEnv = securityOptionsFromEnv(process.env);
+  const flags = options.restrictedApis;
+  const security = {
+    ...fromEnv,
+    restrictedApis: {
+      http: flags?.http?.length ? flags.http : fromEnv.restrictedApis?.http,
+      grpc: flags?.grpc?.length ? flags.grpc : fromEnv.restrictedApis?.grpc,
+    },
+  };
   const tls = tlsOptionsFromEnv(process.env);
   return new ServeFnServer({ ...(await modelsToServe(entryPaths, options.repository)), text: options.text, logger, bodyLimit: options.bodyLimit, jsonBodyLimit: options.jsonBodyLimit, sharedMemoryLimits: { ...DEFAULT_SHARED_MEMORY_LIMITS, ...options.sharedMemoryLimits }, exposeErrors: options.dev, grpc: options.grpc, security, tls });
 }

@@ -75,6 +75,8 @@ export const ERROR_CATALOGUE = {
   SF_ERR_UNAUTHORIZED: spec(401, "Missing or invalid API key: send it as 'Authorization: Bearer <key>' or 'X-API-Key: <key>'."),
   SF_ERR_RATE_LIMITED: spec(429, 'Too many requests: at most %s per %s ms from one client; retry in %s s.'),
   SF_ERR_ENV_INVALID: spec(500, 'Environment variable %s is invalid: %s'),
+  SF_ERR_API_RESTRICTED: spec(403, "This %s is restricted, expecting header '%s'"),
+  SF_ERR_API_LOCAL_ONLY: spec(403, "This %s is restricted to clients on the server's own host; to serve others, set %s=%s:<header>=<value> and send that header."),
 
   // Execution errors: raised by the runtime while running model code.
   SF_ERR_EXECUTION_FAILED: spec(500, "Model '%s' failed in %s: %s"),

@@ -7,3 +7,4 @@ export {
   statusOf,
   type SerializedError,
 } from './serve-fn-error.js';
+export { exposesMessage, GENERIC_SERVER_ERROR, isServerFault } from './server-fault.js';

@@ -18,10 +18,13 @@ export interface ModelRoutesOptions {
   readonly recorder: InferenceRecorder;
 }
 
+/** The restricted API group (restricted-apis.ts) of the statistics routes; configuration's is `model-config`. */
+const STATISTICS = { apiGroup: 'statistics' } as const;
+
 /** Model metadata, readiness, configuration and statistics (KServe v2 required_api.md; Triton's extension_statistics.md). */
 export function registerModelRoutes(scope: FastifyInstance, opts: ModelRoutesOptions): void {
   const { repository, recorder } = opts;
-  scope.get('/models/stats', { schema: routeDoc('Statistics of every model', { response: STATISTICS_SCHEMA }) }, async () =>
+  scope.get('/models/stats', { schema: routeDoc('Statistics of every model', { response: STATISTICS_SCHEMA }), config: STATISTICS }, async () =>
     modelStatistics(recorder, repository),
   );
   for (const path of MODEL_PATHS) {
@@ -33,10 +36,10 @@ export function registerModelRoutes(scope: FastifyInstance, opts: ModelRoutesOpt
       if (!repository.get(request.params.model, request.params.version).ready()) throw createError('SF_ERR_BAD_REQUEST', 'Model version not ready');
       return reply.code(200).send();
     });
-    scope.get<{ Params: ModelParams }>(`${path}/config`, { schema: routeDoc("Model configuration (Triton's ModelConfig JSON)", { response: { type: 'object' } }) }, async (request) =>
+    scope.get<{ Params: ModelParams }>(`${path}/config`, { schema: routeDoc("Model configuration (Triton's ModelConfig JSON)", { response: { type: 'object' } }), config: { apiGroup: 'model-config' } }, async (request) =>
       modelConfig(repository, request.params.model, request.params.version),
     );
-    scope.get<{ Params: ModelParams }>(`${path}/stats`, { schema: routeDoc('Model statistics', { response: STATISTICS_SCHEMA }) }, async (request) =>
+    scope.get<{ Params: ModelParams }>(`${path}/stats`, { schema: routeDoc('Model statistics', { response: STATISTICS_SCHEMA }), config: STATISTICS }, async (request) =>
       modelStatistics(recorder, repository, request.params.model, request.params.version),
     );
   }

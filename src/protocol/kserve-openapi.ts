@@ -1,6 +1,7 @@
 import type { FastifySchema } from 'fastify';
 import { createError, type SfErrorCode } from '../errors/index.js';
 import type { InferenceModel, InferenceModelInfo } from '../inference/inference-model.js';
+import type { ApiGroup } from '../server/restricted-apis.js';
 import { DATATYPES, type Datatype } from '../tensor/tensor.js';
 import { elementCount } from '../tensor/index.js';
 
@@ -188,6 +189,12 @@ const PROTOCOL_ERRORS: Readonly<Record<number, Schema>> = {
     'SF_ERR_MODEL_NOT_READY', 'my_model', '1',
   ),
 };
+
+/** The answers of a route in a group restricted by default (docs/security.md, "Restricted APIs"): `errors` and the 403 refusal. */
+export function restrictedGroupErrors(group: ApiGroup, errors: Readonly<Record<number, Schema>> = PROTOCOL_ERRORS): Readonly<Record<number, Schema>> {
+  const description = `Forbidden: '${group}' answers clients on the server's own host only, or, with --http-restricted-api, requests that carry its header.`;
+  return { ...errors, 403: errorResponse(description, 'SF_ERR_API_LOCAL_ONLY', 'API', '--http-restricted-api', group) };
+}
 
 export interface RouteDocParts {
   readonly description?: string;

@@ -7,21 +7,26 @@ import {
   LOAD_REQUEST_SCHEMA,
   REPOSITORY_INDEX_REQUEST_SCHEMA,
   REPOSITORY_INDEX_SCHEMA,
+  restrictedGroupErrors,
   routeDoc,
   UNLOAD_REQUEST_SCHEMA,
 } from './kserve-openapi.js';
 
+/** Loading writes and runs model files: a restricted group (restricted-apis.ts). */
+const GROUP = { apiGroup: 'model-repository' } as const;
+const ERRORS = restrictedGroupErrors(GROUP.apiGroup);
+
 /** Triton's model repository extension over HTTP (model-control.ts), with JSON bodies and base64 files. */
 export function registerRepositoryRoutes(scope: FastifyInstance, opts: { readonly repository: ModelRepository }): void {
   const { repository } = opts;
-  scope.post('/repository/index', { schema: routeDoc('Models in the repository', { body: REPOSITORY_INDEX_REQUEST_SCHEMA, response: REPOSITORY_INDEX_SCHEMA }) }, async (request) => {
+  scope.post('/repository/index', { schema: routeDoc('Models in the repository', { body: REPOSITORY_INDEX_REQUEST_SCHEMA, response: REPOSITORY_INDEX_SCHEMA, errors: ERRORS }), config: GROUP }, async (request) => {
     const { ready } = readBody(request);
     if (ready !== undefined && typeof ready !== 'boolean') throw createError('SF_ERR_BAD_REQUEST', "Invalid value for 'ready': expected a boolean");
     return repositoryIndex(repository, ready === true);
   });
   scope.post<{ Params: { model: string } }>(
     '/repository/models/:model/load',
-    { schema: routeDoc('Load or reload a model (explicit control mode)', { body: LOAD_REQUEST_SCHEMA }) },
+    { schema: routeDoc('Load or reload a model (explicit control mode)', { body: LOAD_REQUEST_SCHEMA, errors: ERRORS }), config: GROUP },
     async (request, reply) => {
       await loadModel(repository, request.params.model, readLoadRequest(readBody(request).parameters));
       return reply.code(200).send();
@@ -29,7 +34,7 @@ export function registerRepositoryRoutes(scope: FastifyInstance, opts: { readonl
   );
   scope.post<{ Params: { model: string } }>(
     '/repository/models/:model/unload',
-    { schema: routeDoc('Unload a model after its in-flight requests finish (explicit control mode)', { body: UNLOAD_REQUEST_SCHEMA }) },
+    { schema: routeDoc('Unload a model after its in-flight requests finish (explicit control mode)', { body: UNLOAD_REQUEST_SCHEMA, errors: ERRORS }), config: GROUP },
     async (request, reply) => {
       await unloadModel(repository, request.params.model, readUnloadDependents(readBody(request).parameters));
       return reply.code(200).send();

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { createError } from '../errors/index.js';
-import { errorResponse, routeDoc, type Schema } from './kserve-openapi.js';
+import { errorResponse, restrictedGroupErrors, routeDoc, type Schema } from './kserve-openapi.js';
 import { readBody } from './kserve-repository-routes.js';
 import type { SystemSharedMemoryRegistry } from './system-shared-memory/registry.js';
 
@@ -25,10 +25,13 @@ const REGISTER_SCHEMA: Schema = {
   required: ['key', 'byte_size'],
 };
 
-const ERRORS: Readonly<Record<number, Schema>> = {
+/** Registering reads and writes any /dev/shm object the server's user can open: a restricted group (restricted-apis.ts). */
+const GROUP = { apiGroup: 'shared-memory' } as const;
+
+const ERRORS: Readonly<Record<number, Schema>> = restrictedGroupErrors(GROUP.apiGroup, {
   400: errorResponse('Bad Request: an unknown region, a region registered twice, a range outside the object, no such object, or a region past the caps (--shm-max-regions, --shm-max-bytes).', 'SF_ERR_SHM_REGION_EXISTS', 'input_data'),
   501: errorResponse('Not Implemented: this system has no POSIX shared memory (/dev/shm).', 'SF_ERR_SHM_UNAVAILABLE', 'this system has no /dev/shm'),
-};
+});
 
 /**
  * Triton's system shared-memory extension over HTTP (Triton's extension_shared_memory.md):
@@ -38,12 +41,12 @@ const ERRORS: Readonly<Record<number, Schema>> = {
  */
 export function registerSharedMemoryRoutes(scope: FastifyInstance, opts: { readonly sharedMemory: SystemSharedMemoryRegistry }): void {
   const { sharedMemory } = opts;
-  const statusDoc = { schema: routeDoc('System shared-memory regions', { response: STATUS_SCHEMA, errors: ERRORS }) };
+  const statusDoc = { schema: routeDoc('System shared-memory regions', { response: STATUS_SCHEMA, errors: ERRORS }), config: GROUP };
   scope.get('/systemsharedmemory/status', statusDoc, async () => sharedMemory.status());
   scope.get<{ Params: RegionParams }>('/systemsharedmemory/region/:region/status', statusDoc, async (request) => sharedMemory.status(request.params.region));
   scope.post<{ Params: RegionParams }>(
     '/systemsharedmemory/region/:region/register',
-    { schema: routeDoc('Register a system shared-memory region the client created', { body: REGISTER_SCHEMA, errors: ERRORS }) },
+    { schema: routeDoc('Register a system shared-memory region the client created', { body: REGISTER_SCHEMA, errors: ERRORS }), config: GROUP },
     async (request, reply) => {
       const { key, offset, byte_size: byteSize } = readBody(request);
       if (key === undefined) throw createError('SF_ERR_BAD_REQUEST', "Shared memory register request has no 'key' field");
@@ -53,7 +56,7 @@ export function registerSharedMemoryRoutes(scope: FastifyInstance, opts: { reado
       return emptyAnswer(reply);
     },
   );
-  const unregisterDoc = { schema: routeDoc('Unregister one system shared-memory region, or all of them', { errors: ERRORS }) };
+  const unregisterDoc = { schema: routeDoc('Unregister one system shared-memory region, or all of them', { errors: ERRORS }), config: GROUP };
   scope.post('/systemsharedmemory/unregister', unregisterDoc, async (_request, reply) => {
     sharedMemory.unregister();
     return emptyAnswer(reply);
@@ -63,7 +66,7 @@ export function registerSharedMemoryRoutes(scope: FastifyInstance, opts: { reado
     return emptyAnswer(reply);
   });
 
-  const hidden = { schema: { hide: true } };
+  const hidden = { schema: { hide: true }, config: GROUP };
   scope.get('/cudasharedmemory/status', hidden, async () => []);
   scope.get<{ Params: RegionParams }>('/cudasharedmemory/region/:region/status', hidden, async (request) => {
     throw createError('SF_ERR_SHM_REGION_UNKNOWN', request.params.region);

@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { sharedSecretMatcher } from './shared-secret.js';
 
 /** What a request carries that may hold the API key: HTTP headers or gRPC metadata, every value given. */
 export interface PresentedCredentials {
@@ -13,18 +13,13 @@ export interface PresentedCredentials {
  * compared in constant time.
  */
 export function apiKeyVerifier(apiKey: string): (presented: PresentedCredentials) => boolean {
-  const expected = digest(apiKey);
+  const matches = sharedSecretMatcher(apiKey);
   return ({ authorization, apiKey: headers }) => {
     const keys = [...authorization.map(bearerToken).filter((k): k is string => k !== undefined), ...headers];
-    return keys.some((key) => timingSafeEqual(digest(key), expected));
+    return keys.some(matches);
   };
 }
 
 function bearerToken(authorization: string): string | undefined {
   return /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1];
-}
-
-/** Equal-length digests let timingSafeEqual compare keys of any length without leaking it. */
-function digest(key: string): Buffer {
-  return createHash('sha256').update(key).digest();
 }

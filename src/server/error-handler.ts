@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { createError, ServeFnError, statusOf, type SfErrorCode } from '../errors/index.js';
+import { createError, exposesMessage, GENERIC_SERVER_ERROR, isServerFault, ServeFnError, statusOf, type SfErrorCode } from '../errors/index.js';
 import { SUPPORTED_CONTENT_CODINGS } from '../protocol/body-compression.js';
 import { RequestValidationError, type ValidationIssue } from '../validation/dto-validator.js';
 import { REQUEST_ID_HEADER } from './request-id.js';
@@ -23,9 +23,6 @@ const CODE_BY_STATUS: Readonly<Record<number, SfErrorCode>> = {
   415: 'SF_ERR_UNSUPPORTED_MEDIA_TYPE',
   429: 'SF_ERR_RATE_LIMITED',
 };
-
-/** What a production 500 says instead of the error's message, which may hold the model's internals. */
-const GENERIC_SERVER_ERROR = 'Internal Server Error';
 
 export interface ErrorBody {
   readonly error: string;
@@ -65,9 +62,9 @@ export function toHttpError(err: unknown, options: ErrorAnswerOptions): HttpErro
   if (crossed?.statusCode === 422 && Array.isArray(crossed.detail)) return { status: 422, body: { detail: crossed.detail }, fault: false };
   const known = asCatalogueError(err, options);
   const { status, code, message } = describeError(known);
-  const fault = status === 500 || (status > 500 && !(known instanceof ServeFnError));
+  const fault = isServerFault(known);
   if (code === 'SF_ERR_CONTENT_ENCODING_UNSUPPORTED') return { status, body: { error: message, code }, fault, headers: { 'Accept-Encoding': SUPPORTED_CONTENT_CODINGS } };
-  if (!fault || options.exposeErrors) return { status, body: { error: message, code }, fault };
+  if (exposesMessage(known, options.exposeErrors)) return { status, body: { error: message, code }, fault };
   return { status, body: { error: GENERIC_SERVER_ERROR, code, ...(options.requestId ? { request_id: options.requestId } : {}) }, fault };
 }
 

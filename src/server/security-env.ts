@@ -1,6 +1,7 @@
 import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createError } from '../errors/index.js';
+import { addApiRestriction, parseApiRestriction, type ApiRestriction } from './restricted-apis.js';
 import type { SecurityOptions, TlsFiles } from './security-plugin.js';
 
 export type Environment = Readonly<Record<string, string | undefined>>;
@@ -11,8 +12,11 @@ const BOOLEANS: Readonly<Record<string, boolean>> = { true: true, '1': true, yes
 /**
  * Reads the security settings from the environment: SERVE_FN_API_KEY, SERVE_FN_CORS_ORIGINS
  * (`*` or comma-separated origins), SERVE_FN_RATE_LIMIT (`<max>/<window>`, e.g. `100/60s`),
- * SERVE_FN_REQUEST_TIMEOUT_MS, SERVE_FN_PROTECT_HEALTH and SERVE_FN_PROTECT_METRICS. Unset means
- * off; a malformed value stops start-up with SF_ERR_ENV_INVALID rather than serving unprotected.
+ * SERVE_FN_REQUEST_TIMEOUT_MS, SERVE_FN_PROTECT_HEALTH, SERVE_FN_PROTECT_METRICS, and
+ * SERVE_FN_HTTP_RESTRICTED_API and SERVE_FN_GRPC_RESTRICTED_PROTOCOL (Triton's
+ * `<apis>:<header>=<value>` settings, several separated by spaces). Unset means off (the restricted
+ * groups' loopback default); a malformed value stops start-up with SF_ERR_ENV_INVALID rather than
+ * serving unprotected.
  */
 export function securityOptionsFromEnv(env: Environment): SecurityOptions {
   const apiKey = apiKeyFrom(env.SERVE_FN_API_KEY);
@@ -24,6 +28,8 @@ export function securityOptionsFromEnv(env: Environment): SecurityOptions {
   const corsOrigins = env.SERVE_FN_CORS_ORIGINS;
   const rateLimit = env.SERVE_FN_RATE_LIMIT;
   const timeout = env.SERVE_FN_REQUEST_TIMEOUT_MS;
+  const http = restrictionsFrom('SERVE_FN_HTTP_RESTRICTED_API', env.SERVE_FN_HTTP_RESTRICTED_API);
+  const grpc = restrictionsFrom('SERVE_FN_GRPC_RESTRICTED_PROTOCOL', env.SERVE_FN_GRPC_RESTRICTED_PROTOCOL);
   return {
     ...(apiKey === undefined ? {} : { apiKey }),
     ...(protectHealth ? { protectHealth } : {}),
@@ -31,6 +37,7 @@ export function securityOptionsFromEnv(env: Environment): SecurityOptions {
     ...(corsOrigins === undefined ? {} : { cors: { origins: originsFrom(corsOrigins) } }),
     ...(rateLimit === undefined ? {} : { rateLimit: rateLimitFrom(rateLimit) }),
     ...(timeout === undefined ? {} : { requestTimeoutMs: positiveIntegerFrom('SERVE_FN_REQUEST_TIMEOUT_MS', timeout) }),
+    ...(http === undefined && grpc === undefined ? {} : { restrictedApis: { ...(http ? { http } : {}), ...(grpc ? { grpc } : {}) } }),
   };
 }
 
@@ -94,6 +101,16 @@ function isOrigin(text: string): boolean {
     return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === text;
   } catch {
     return false;
+  }
+}
+
+/** Settings separated by whitespace: a header value is one token without spaces. */
+function restrictionsFrom(name: string, value: string | undefined): ApiRestriction[] | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return value.split(/\s+/).filter((setting) => setting !== '').reduce<ApiRestriction[]>((all, setting) => addApiRestriction(all, parseApiRestriction(setting)), []);
+  } catch (err) {
+    throw createError('SF_ERR_ENV_INVALID', name, (err as Error).message, { cause: err });
   }
 }
 

@@ -5,6 +5,7 @@ import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { createError } from '../errors/index.js';
 import { apiKeyVerifier, type PresentedCredentials } from './api-key.js';
+import { apiAccess, HTTP_RESTRICTION, type ApiGroup, type ApiRestriction } from './restricted-apis.js';
 
 export interface SecurityOptions {
   /** When set, every request but the open probes and metrics needs `Authorization: Bearer <key>` or `X-API-Key: <key>`. */
@@ -19,6 +20,23 @@ export interface SecurityOptions {
   readonly rateLimit?: { readonly max: number; readonly windowMs: number } | false;
   /** Longest time a client may take to send a whole request (slow or stalled uploads get 408). */
   readonly requestTimeoutMs?: number;
+  /**
+   * Triton's restricted API groups, per transport (`--http-restricted-api`, `--grpc-restricted-protocol`);
+   * shared memory and repository control answer loopback clients only while none names them.
+   */
+  readonly restrictedApis?: RestrictedApiSettings;
+}
+
+export interface RestrictedApiSettings {
+  readonly http?: readonly ApiRestriction[];
+  readonly grpc?: readonly ApiRestriction[];
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The restricted API group (restricted-apis.ts) a route belongs to. */
+    apiGroup?: ApiGroup;
+  }
 }
 
 /** PEM certificate (chain) and private key: fastify's `https` option, and what gRPC's createSsl takes. */
@@ -42,9 +60,11 @@ const CORS_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'];
 const CORS_EXPOSED_HEADERS = ['retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'inference-header-content-length'];
 
 /**
- * Installs CORS, per-client rate limiting and API-key auth as onRequest hooks, in that order: a
- * preflight is answered before anything else, every answer (429 and 401 included) carries the CORS
- * headers a page needs to read it, and guessed keys count against the rate limit. Call it on the
+ * Installs CORS, per-client rate limiting, API-key auth and the restricted API groups as onRequest
+ * hooks, in that order: a preflight is answered before anything else, every answer (429, 401 and
+ * 403 included) carries the CORS headers a page needs to read it, guessed keys and restricted
+ * headers count against the rate limit, and a caller without the key learns nothing of the
+ * restrictions. A route joins a group with `config: { apiGroup }`. Call it on the
  * root instance before any route is added and after serve-fn's error handling is installed (the
  * hooks throw catalogue errors, which that handler turns into `{error, code}` bodies).
  */
@@ -77,6 +97,17 @@ export async function securityPlugin(app: FastifyInstance, options: SecurityOpti
       throw createError('SF_ERR_UNAUTHORIZED');
     });
   }
+  const refusal = apiAccess(options.restrictedApis?.http ?? [], HTTP_RESTRICTION);
+  // A callback hook: fastify runs an async one through a promise per request, and every request passes here.
+  app.addHook('onRequest', (request, _reply, done) => {
+    const group = request.routeOptions.config.apiGroup;
+    done(group === undefined ? undefined : refusal(group, { remoteAddress: request.socket.remoteAddress, values: (name) => headerValues(request, name) }));
+  });
+}
+
+function headerValues(request: FastifyRequest, name: string): readonly string[] {
+  const value = request.headers[name];
+  return value === undefined ? [] : typeof value === 'string' ? [value] : value;
 }
 
 /** Options for fastify's constructor: HTTPS when `tls` is given, and the request timeout (none by default). */

@@ -191,6 +191,8 @@ export class ServeFnServer {
         sharedMemory: this.sharedMemory,
         security: this.options.security,
         tls: this.options.tls,
+        exposeErrors: this.options.exposeErrors ?? false,
+        logger: this.app.log,
       });
     }
     return address;

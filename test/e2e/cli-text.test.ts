@@ -1,6 +1,9 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { Client, credentials, status, type ServiceError } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call } from '../protocol/grpc-raw.js';
+import { pb } from '../protocol/protobuf-wire.js';
 import { scratchFolder } from '../fixtures/repository/repository-files.js';
 import { writeBertCrossEncoder, writeBertEncoder } from '../fixtures/text/text-model-folders.js';
 import { startCli } from './cli-harness.js';
@@ -53,6 +56,30 @@ describe('serve-fn start <text model folders>', () => {
       expect(over.status).toBe(400);
       expect(over.json.error.message).toBe('batch size 3 > maximum allowed batch size 2');
       expect((await post(cli.base, '/v1/embeddings', { model: 'my-embedder', input: ['a', 'b'] })).status).toBe(200);
+    } finally {
+      expect(await cli.stop()).toBe(0);
+    }
+  }, 90_000);
+
+  it("answers ModelInfer calls past --max-concurrent-requests UNAVAILABLE, the code gRPC clients retry, as Triton's queue-full", async () => {
+    const cli = await startCli(['start', join(models, 'bge-tiny'), '--host', '127.0.0.1', '--max-concurrent-requests', '64']);
+    try {
+      const grpcPort = Number((await cli.waitForOutput(/"grpcPort":(\d+)/, 60_000))[1]);
+      const texts = Array.from({ length: 32 }, (_, i) => Buffer.from(`text number ${i} of a batch that fills half the admission limit`));
+      // BYTES raw contents: each element is its 4-byte little-endian length, then its bytes.
+      const raw = Buffer.concat(texts.flatMap((t) => [Buffer.from(new Uint32Array([t.byteLength]).buffer), t]));
+      const request = Buffer.concat([pb.string(1, 'bge-tiny'), pb.message(5, pb.string(1, 'text'), pb.string(2, 'BYTES'), pb.packedVarints(3, [32])), pb.bytes(7, raw)]);
+      const client = new Client(`127.0.0.1:${grpcPort}`, credentials.createInsecure());
+      try {
+        const outcomes = await Promise.all(
+          Array.from({ length: 8 }, () => call(client, 'ModelInfer', request).then(() => 'ok', (err: ServiceError) => `${status[err.code]} ${err.details}`)),
+        );
+        expect(outcomes, outcomes.join('; ')).toContain('ok');
+        expect(outcomes, outcomes.join('; ')).toContain('UNAVAILABLE Model is overloaded');
+        expect(outcomes.filter((o) => o !== 'ok' && o !== 'UNAVAILABLE Model is overloaded')).toEqual([]);
+      } finally {
+        client.close();
+      }
     } finally {
       expect(await cli.stop()).toBe(0);
     }

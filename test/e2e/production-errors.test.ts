@@ -1,4 +1,7 @@
+import { Client, credentials, status } from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
+import { call, failure } from '../protocol/grpc-raw.js';
+import { pb } from '../protocol/protobuf-wire.js';
 import { startCli } from './cli-harness.js';
 
 const leak = (base: string): Promise<Response> =>
@@ -23,6 +26,27 @@ describe('a model that fails with a secret in its message', () => {
       expect(logged).toHaveLength(1);
       expect(logged[0]).toContain('db password is hunter2');
       expect(logged[0]).toMatch(/leaky-model\.ts:\d+/);
+    } finally {
+      await cli.stop();
+    }
+  });
+
+  it('under serve-fn start: answers gRPC INTERNAL "Internal Server Error", as HTTP, and logs the message with the method', async () => {
+    const cli = await startCli(['start', 'test/fixtures/errors/leaky-model.ts', '--host', '127.0.0.1']);
+    try {
+      const grpcPort = Number((await cli.waitForOutput(/"grpcPort":(\d+)/))[1]);
+      const client = new Client(`127.0.0.1:${grpcPort}`, credentials.createInsecure());
+      try {
+        const request = Buffer.concat([pb.string(1, 'leaky-tensors'), pb.message(5, pb.string(1, 'INPUT0'), pb.string(2, 'FP32'), pb.packedVarints(3, [1])), pb.bytes(7, Buffer.alloc(4))]);
+        expect(await failure(call(client, 'ModelInfer', request))).toEqual([status.INTERNAL, 'Internal Server Error']);
+      } finally {
+        client.close();
+      }
+      await cli.waitForOutput(/gRPC call failed/);
+      const logged = cli.output().split('\n').filter((line) => line.includes('gRPC call failed'));
+      expect(logged).toHaveLength(1);
+      expect(logged[0]).toContain('/srv/models/secret/model.onnx');
+      expect(logged[0]).toContain('"method":"/inference.GRPCInferenceService/ModelInfer"');
     } finally {
       await cli.stop();
     }

@@ -348,6 +348,22 @@ describe('securityOptionsFromEnv', () => {
     expect(securityOptionsFromEnv({ SERVE_FN_CORS_ORIGINS: '*' }).cors).toEqual({ origins: '*' });
   });
 
+  it("reads Triton's restricted API settings, several separated by spaces or lines", () => {
+    expect(
+      securityOptionsFromEnv({
+        SERVE_FN_HTTP_RESTRICTED_API: ' shared-memory,model-repository:admin-key=a1\n statistics:stats-key=b2 ',
+        SERVE_FN_GRPC_RESTRICTED_PROTOCOL: 'model-config:Admin-Key=c3',
+      }).restrictedApis,
+    ).toEqual({
+      http: [
+        { groups: ['shared-memory', 'model-repository'], header: 'admin-key', value: 'a1' },
+        { groups: ['statistics'], header: 'stats-key', value: 'b2' },
+      ],
+      grpc: [{ groups: ['model-config'], header: 'admin-key', value: 'c3' }],
+    });
+    expect(securityOptionsFromEnv({ SERVE_FN_GRPC_RESTRICTED_PROTOCOL: 'shared-memory:k=v' }).restrictedApis).toEqual({ grpc: [{ groups: ['shared-memory'], header: 'k', value: 'v' }] });
+  });
+
   it('names the variable and the fix for each malformed value', () => {
     const rateReason = (got: string): string => `expected '<max requests>/<window>' with a window in ms, s, m or h, such as '100/60s', got '${got}'.`;
     const cases: [Environment, { code: string; message: string }][] = [
@@ -368,6 +384,12 @@ describe('securityOptionsFromEnv', () => {
         envError('SERVE_FN_API_KEY', 'give printable ASCII without spaces (it is sent in an HTTP header), or unset it to turn authentication off.'),
       ],
       [{ SERVE_FN_API_KEY: '' }, envError('SERVE_FN_API_KEY', 'give printable ASCII without spaces (it is sent in an HTTP header), or unset it to turn authentication off.')],
+      [{ SERVE_FN_HTTP_RESTRICTED_API: 'health:k=v' }, envError('SERVE_FN_HTTP_RESTRICTED_API', "unknown API 'health': use shared-memory, model-repository, model-config, statistics, trace, logging.")],
+      [{ SERVE_FN_GRPC_RESTRICTED_PROTOCOL: 'shared-memory' }, envError('SERVE_FN_GRPC_RESTRICTED_PROTOCOL', "expected '<api>,<api>...:<header>=<value>', such as 'shared-memory,model-repository:admin-key=<secret>'.")],
+      [
+        { SERVE_FN_HTTP_RESTRICTED_API: 'shared-memory:a=1 shared-memory,statistics:b=2' },
+        envError('SERVE_FN_HTTP_RESTRICTED_API', "API 'shared-memory' can not be specified in multiple config groups."),
+      ],
     ];
     for (const [env, expected] of cases) expect(thrown(() => securityOptionsFromEnv(env)), JSON.stringify(env)).toEqual(expected);
   });

@@ -2,6 +2,7 @@ import { Client, credentials, loadPackageDefinition, status, type GrpcObject, ty
 import { loadSync, type Options } from '@grpc/proto-loader';
 import { afterEach, describe, expect, it } from 'vitest';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
+import type { GrpcFaultLogger } from '../../src/protocol/grpc/grpc-inference-service.js';
 import { GRPC_PROTO_PATH, startGrpcServer, type GrpcServerHandle } from '../../src/protocol/grpc/grpc-server.js';
 import type { Datatype } from '../../src/tensor/tensor.js';
 import { range } from '../fixtures/repository/repository-files.js';
@@ -25,6 +26,8 @@ interface ConnectOptions {
   readonly recorder?: InferenceRecorder;
   /** How the client decodes messages with the .proto (typedClient only). */
   readonly decode?: Options;
+  readonly exposeErrors?: boolean;
+  readonly logger?: GrpcFaultLogger;
 }
 
 async function serve(repository: FakeRepository, options: ConnectOptions): Promise<GrpcServerHandle> {
@@ -37,6 +40,8 @@ async function serve(repository: FakeRepository, options: ConnectOptions): Promi
     port: 0,
     host: '127.0.0.1',
     ...(options.maxMessageBytes === undefined ? {} : { maxMessageBytes: options.maxMessageBytes }),
+    ...(options.exposeErrors === undefined ? {} : { exposeErrors: options.exposeErrors }),
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
   });
 }
 
@@ -337,6 +342,43 @@ describe('ModelInfer errors', () => {
     const client = await connect(new FakeRepository([identityModel('UINT8')]), { maxMessageBytes: 1024 });
     const request = Buffer.concat([pb.string(1, 'identity_uint8'), input('INPUT0', 'UINT8', [2048]), pb.bytes(7, Buffer.alloc(2048))]);
     expect((await failure(call(client, 'ModelInfer', request)))[0]).toBe(status.RESOURCE_EXHAUSTED);
+  });
+});
+
+describe('server faults over gRPC', () => {
+  const secret = "ENOENT: no such file or directory, open '/srv/models/secret/1/model.onnx'";
+  const broken = (): FakeModel =>
+    new FakeModel({ name: 'broken', inputs: [], outputs: [], compute: () => { throw Object.assign(new Error(secret), { cause: new Error('the root cause') }); } });
+  const logged = (): { entries: [object, string][]; logger: GrpcFaultLogger } => {
+    const entries: [object, string][] = [];
+    return { entries, logger: { error: (details, message) => void entries.push([details, message]) } };
+  };
+
+  it('answers INTERNAL "Internal Server Error" under serve-fn start, as HTTP, and logs the whole error with its cause', async () => {
+    const { entries, logger } = logged();
+    const client = await connect(new FakeRepository([broken()]), { logger });
+    expect(await failure(call(client, 'ModelInfer', pb.string(1, 'broken')))).toEqual([status.INTERNAL, 'Internal Server Error']);
+    expect(entries).toHaveLength(1);
+    const [details, message] = entries[0];
+    expect(message).toBe('gRPC call failed');
+    expect(details).toMatchObject({ method: '/inference.GRPCInferenceService/ModelInfer', err: { message: secret, cause: { message: 'the root cause' } } });
+  });
+
+  it('answers generically in a stream error_message too', async () => {
+    const { entries, logger } = logged();
+    const client = await connect(new FakeRepository([broken()]), { logger });
+    const [response] = await exchange(client, inferenceMethod('ModelStreamInfer'), [pb.string(1, 'broken')]);
+    expect(strings(parse(response), 1)).toEqual(['Internal Server Error']);
+    expect(entries).toHaveLength(1);
+  });
+
+  it('shows the message under serve-fn dev, and keeps a client error\'s message in production', async () => {
+    const client = await connect(new FakeRepository([broken()]), { exposeErrors: true });
+    expect(await failure(call(client, 'ModelInfer', pb.string(1, 'broken')))).toEqual([status.INTERNAL, secret]);
+    const { entries, logger } = logged();
+    const production = await connect(new FakeRepository([broken()]), { logger });
+    expect(await failure(call(production, 'ModelInfer', pb.string(1, 'ghost')))).toEqual([status.NOT_FOUND, "Request for unknown model: 'ghost' is not found"]);
+    expect(entries).toEqual([]);
   });
 });
 

@@ -1,11 +1,12 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, credentials, Metadata, Server, status, type ChannelCredentials, type ServerDuplexStream } from '@grpc/grpc-js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadInferenceService, startGrpcServer, type GrpcServerHandle } from '../../src/protocol/grpc/grpc-server.js';
-import { GRPC_HEALTH_METHODS, grpcAuthInterceptors, grpcServerCredentials, type GrpcSecurityOptions } from '../../src/protocol/grpc/grpc-security.js';
+import { GRPC_HEALTH_METHODS, GRPC_METHOD_GROUPS, grpcAuthInterceptors, grpcServerCredentials, type GrpcSecurityOptions } from '../../src/protocol/grpc/grpc-security.js';
+import { API_GROUPS, parseApiRestriction } from '../../src/server/restricted-apis.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import type { TlsFiles } from '../../src/server/security-plugin.js';
 import { FakeRepository, simpleModel } from '../protocol/fake-repository.js';
@@ -165,5 +166,58 @@ describe('TLS over gRPC', () => {
     const client = await tlsServer({ apiKey: KEY }, () => credentials.createSsl(tls.cert));
     expect(await failure(call(client, 'ServerMetadata'))).toEqual(UNAUTHENTICATED);
     expect(await serverName(client, metadata({ authorization: `Bearer ${KEY}` }))).toEqual(['serve-fn']);
+  });
+});
+
+/** This host's first non-loopback IPv4 address: a call to it comes from a non-loopback peer. */
+const EXTERNAL = Object.values(networkInterfaces()).flat().find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
+const SECRET = 's3cret-0123456789';
+const LOCAL_ONLY: [status, string] = [
+  status.UNAVAILABLE,
+  "This protocol is restricted to clients on the server's own host; to serve others, set --grpc-restricted-protocol=shared-memory:<header>=<value> and send that header.",
+];
+const RESTRICTED: [status, string] = [status.UNAVAILABLE, "This protocol is restricted, expecting header 'triton-grpc-protocol-admin-key'"];
+
+describe('restricted protocols over gRPC', () => {
+  /** One server on every interface, and a client through loopback and one through the external address. */
+  async function clients(security: GrpcSecurityOptions): Promise<{ local: Client; remote: Client }> {
+    const server = await startGrpcServer({ repository: new FakeRepository([simpleModel()]), serverName: 'serve-fn', serverVersion: '0.1.0', recorder: new InferenceRecorder({ collectProcessMetrics: false }), ready: () => true, port: 0, host: '0.0.0.0', security });
+    const remote = new Client(`${EXTERNAL}:${server.port}`, credentials.createInsecure());
+    open.push({ close: async () => remote.close() });
+    return { local: track(server, new Client(`127.0.0.1:${server.port}`, credentials.createInsecure())), remote };
+  }
+
+  it("groups every RPC Triton's groups name, and no other", () => {
+    const paths = new Set(Object.values(loadInferenceService().service).map((m) => m.path));
+    for (const path of GRPC_METHOD_GROUPS.keys()) expect(paths.has(path), path).toBe(true);
+    expect(new Set(GRPC_METHOD_GROUPS.values())).toEqual(new Set(API_GROUPS));
+  });
+
+  it.skipIf(EXTERNAL === undefined)('answers shared memory and repository control to loopback callers only by default', async () => {
+    const { local, remote } = await clients({});
+    expect([...(await call(local, 'SystemSharedMemoryStatus'))]).toEqual([]);
+    expect(await failure(call(remote, 'SystemSharedMemoryStatus'))).toEqual(LOCAL_ONLY);
+    expect(await failure(call(remote, 'SystemSharedMemoryRegister', metadata(), Buffer.concat([pb.string(1, 'r'), pb.string(2, '/victim'), pb.varint(4, 64)])))).toEqual(LOCAL_ONLY);
+    expect((await failure(call(remote, 'RepositoryModelLoad', metadata(), pb.string(2, 'simple'))))[0]).toBe(status.UNAVAILABLE);
+    expect(strings(parse(await call(local, 'RepositoryIndex')), 1)).toHaveLength(1);
+    // The other RPCs stay open.
+    expect(await serverName(remote, metadata())).toEqual(['serve-fn']);
+    expect((await call(remote, 'ModelConfig', metadata(), pb.string(1, 'simple'))).byteLength).toBeGreaterThan(0);
+  });
+
+  it.skipIf(EXTERNAL === undefined)("asks every caller for triton-grpc-protocol-<key> once a setting names the group, as Triton", async () => {
+    const { local, remote } = await clients({ restrictedApis: { grpc: [parseApiRestriction(`shared-memory,statistics:admin-key=${SECRET}`)] } });
+    expect([...(await call(remote, 'SystemSharedMemoryStatus', metadata({ 'triton-grpc-protocol-admin-key': SECRET })))]).toEqual([]);
+    expect(await failure(call(remote, 'SystemSharedMemoryStatus', metadata({ 'admin-key': SECRET })))).toEqual(RESTRICTED);
+    expect(await failure(call(local, 'SystemSharedMemoryStatus'))).toEqual(RESTRICTED);
+    expect(await failure(call(local, 'ModelStatistics', metadata({ 'triton-grpc-protocol-admin-key': 'wrong' })))).toEqual(RESTRICTED);
+    expect((await call(local, 'ModelStatistics', metadata({ 'triton-grpc-protocol-admin-key': SECRET }))).byteLength).toBeGreaterThan(0);
+  });
+
+  it.skipIf(EXTERNAL === undefined)('asks for the API key first', async () => {
+    const { remote } = await clients({ apiKey: KEY, restrictedApis: { grpc: [parseApiRestriction(`shared-memory:admin-key=${SECRET}`)] } });
+    expect(await failure(call(remote, 'SystemSharedMemoryStatus', metadata({ 'triton-grpc-protocol-admin-key': SECRET })))).toEqual(UNAUTHENTICATED);
+    expect(await failure(call(remote, 'SystemSharedMemoryStatus', metadata({ 'x-api-key': KEY })))).toEqual(RESTRICTED);
+    expect([...(await call(remote, 'SystemSharedMemoryStatus', metadata({ 'x-api-key': KEY, 'triton-grpc-protocol-admin-key': SECRET })))]).toEqual([]);
   });
 });

@@ -29,6 +29,37 @@ describe('serve-fn start flags', () => {
     expect(commands.start).toHaveBeenCalledWith(['models.ts'], expect.objectContaining({ bodyLimit: undefined, jsonBodyLimit: undefined, shutdownDelayMs: undefined }));
   });
 
+  it("takes Triton's --http-restricted-api and --grpc-restricted-protocol, each repeatable", async () => {
+    await parse('start', 'models.ts', '--http-restricted-api', 'shared-memory:admin-key=a1', '--http-restricted-api', 'model-repository:other-key=b2', '--grpc-restricted-protocol=shared-memory,model-repository:admin-key=c3');
+    expect(commands.start).toHaveBeenCalledWith(['models.ts'], expect.objectContaining({
+      restrictedApis: {
+        http: [{ groups: ['shared-memory'], header: 'admin-key', value: 'a1' }, { groups: ['model-repository'], header: 'other-key', value: 'b2' }],
+        grpc: [{ groups: ['shared-memory', 'model-repository'], header: 'admin-key', value: 'c3' }],
+      },
+    }));
+  });
+
+  it('passes no restriction when neither is given, so the environment or the loopback default applies', async () => {
+    await parse('start', 'models.ts');
+    expect(commands.start).toHaveBeenCalledWith(['models.ts'], expect.objectContaining({ restrictedApis: { http: [], grpc: [] } }));
+  });
+
+  it.each([
+    ['--http-restricted-api', 'inference:k=v'],
+    ['--http-restricted-api', 'shared-memory'],
+    ['--grpc-restricted-protocol', 'shared-memory:k='],
+  ])('refuses %s %s as a usage error', async (flag, value) => {
+    await expect(parse('start', 'models.ts', flag, value)).rejects.toMatchObject({ code: 'commander.invalidArgument' });
+    expect(commands.start).not.toHaveBeenCalled();
+  });
+
+  it('refuses a group named by two settings, as Triton', async () => {
+    await expect(parse('start', 'models.ts', '--grpc-restricted-protocol', 'shared-memory:a=1', '--grpc-restricted-protocol', 'shared-memory:b=2')).rejects.toMatchObject({
+      code: 'commander.invalidArgument',
+      message: expect.stringContaining("API 'shared-memory' can not be specified in multiple config groups."),
+    });
+  });
+
   it.each([
     ['--json-body-limit', '0'],
     ['--json-body-limit', '1.5'],

@@ -12,7 +12,7 @@ import { loadModel, readLoadParameters, repositoryIndex, unloadModel } from '../
 import { modelConfig, modelMetadata, modelReady, modelStatistics, serverMetadata, serverReady, type ServerIdentity } from '../model-metadata.js';
 import { takeSharedMemoryParameters, type SharedMemoryLocation } from '../system-shared-memory/tensors.js';
 import type { SystemSharedMemoryRegistry } from '../system-shared-memory/registry.js';
-import { toGrpcError } from './grpc-errors.js';
+import { toGrpcError, type GrpcErrorAnswer } from './grpc-errors.js';
 import { grpcSharedMemoryAnswers } from './grpc-shared-memory.js';
 import {
   decodeGrpcInputs,
@@ -28,6 +28,15 @@ export interface GrpcServiceOptions extends ServerIdentity {
   readonly recorder: InferenceRecorder;
   /** The system shared-memory regions, the same as HTTP's. */
   readonly sharedMemory: SystemSharedMemoryRegistry;
+  /** Whether a server fault's details carry its message (`serve-fn dev`), as on HTTP; false by default. */
+  readonly exposeErrors?: boolean;
+  /** Where a server fault is logged whole (stack and `cause`); the server's pino logger. */
+  readonly logger?: GrpcFaultLogger;
+}
+
+/** The part of a pino (fastify) logger a failed call is logged with. */
+export interface GrpcFaultLogger {
+  error(details: object, message: string): void;
 }
 
 /** A ModelRepositoryParameter as proto-loader hands it over (`oneofs: true`, bytes as Buffer). */
@@ -68,6 +77,7 @@ const FINAL = 'triton_final_response';
  */
 export function grpcInferenceService(opts: GrpcServiceOptions): UntypedServiceImplementation {
   const { repository, recorder, sharedMemory } = opts;
+  const failed = grpcFailure(opts);
   const unary = <Req, Res>(answer: (request: Req, signal: AbortSignal) => Res | Promise<Res>) =>
     (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>): void => {
       const abort = new AbortController();
@@ -80,7 +90,13 @@ export function grpcInferenceService(opts: GrpcServiceOptions): UntypedServiceIm
       Promise.resolve()
         .then(() => answer(call.request, abort.signal))
         .finally(answered)
-        .then((response) => callback(null, response), (err: unknown) => callback(toGrpcError(err)));
+        .then(
+          (response) => callback(null, response),
+          (err: unknown) => {
+            const { code, details } = failed(err, call.getPath());
+            callback({ code, details });
+          },
+        );
     };
 
   return {
@@ -94,7 +110,7 @@ export function grpcInferenceService(opts: GrpcServiceOptions): UntypedServiceIm
       if (model.info.decoupled) throw createError('SF_ERR_UNSUPPORTED', "ModelInfer RPC doesn't support models with decoupled transaction policy");
       return infer(model, request, signal, sharedMemory);
     }),
-    ModelStreamInfer: (call: ServerDuplexStream<ModelInferRequestMessage, Record<string, unknown>>) => streamInfer(repository, sharedMemory, call),
+    ModelStreamInfer: (call: ServerDuplexStream<ModelInferRequestMessage, Record<string, unknown>>) => streamInfer(repository, sharedMemory, call, failed),
     // proto-loader encodes the config JSON with protobufjs's fromObject: Triton's JSON mapping (enum
     // names, int64 as text or number) is what it reads, as Triton's own JsonStringToMessage.
     ModelConfig: unary((request: { name?: string; version?: string }) => ({ config: modelConfig(repository, request.name ?? '', request.version || undefined) })),
@@ -122,6 +138,16 @@ export function grpcInferenceService(opts: GrpcServiceOptions): UntypedServiceIm
       return {};
     }),
     ...Object.fromEntries(Object.entries(grpcSharedMemoryAnswers(sharedMemory)).map(([rpc, answer]) => [rpc, unary(answer)])),
+  };
+}
+
+/** Answers a failed call as its gRPC status, and logs a server fault whole, as HTTP's error handler does. */
+function grpcFailure(opts: GrpcServiceOptions): (err: unknown, method: string) => GrpcErrorAnswer {
+  const exposeErrors = opts.exposeErrors ?? false;
+  return (err, method) => {
+    const answer = toGrpcError(err, { exposeErrors });
+    if (answer.fault) opts.logger?.error({ err, method }, 'gRPC call failed');
+    return answer;
   };
 }
 
@@ -219,7 +245,12 @@ async function responseMessage(
  * them; a cancelled call stops every model still streaming. The call ends once the client has
  * finished sending and every request is answered.
  */
-function streamInfer(repository: ModelRepository, sharedMemory: SystemSharedMemoryRegistry, call: ServerDuplexStream<ModelInferRequestMessage, Record<string, unknown>>): void {
+function streamInfer(
+  repository: ModelRepository,
+  sharedMemory: SystemSharedMemoryRegistry,
+  call: ServerDuplexStream<ModelInferRequestMessage, Record<string, unknown>>,
+  failed: (err: unknown, method: string) => GrpcErrorAnswer,
+): void {
   const abort = new AbortController();
   let pending = 0;
   let ended = false;
@@ -235,7 +266,7 @@ function streamInfer(repository: ModelRepository, sharedMemory: SystemSharedMemo
     Promise.resolve()
       .then(() => answerOnStream(repository, sharedMemory, message, abort.signal, write))
       .catch((err: unknown) => {
-        if (!abort.signal.aborted) call.write({ error_message: toGrpcError(err).details });
+        if (!abort.signal.aborted) call.write({ error_message: failed(err, call.getPath()).details });
       })
       .finally(() => {
         pending -= 1;

@@ -5,7 +5,7 @@ import { DEFAULT_PROTOCOL_BODY_LIMIT, protocolExtensions } from '../kserve-proto
 import { SystemSharedMemoryRegistry } from '../system-shared-memory/registry.js';
 import type { TlsFiles } from '../../server/security-plugin.js';
 import { grpcInferenceService, type GrpcServiceOptions } from './grpc-inference-service.js';
-import { grpcAuthInterceptors, grpcServerCredentials, type GrpcSecurityOptions } from './grpc-security.js';
+import { grpcAuthInterceptors, grpcRestrictionInterceptor, grpcServerCredentials, type GrpcSecurityOptions } from './grpc-security.js';
 
 /**
  * The extensions served over gRPC: HTTP's but `binary_tensor_data`, an HTTP/REST extension
@@ -38,7 +38,7 @@ export interface GrpcServerOptions extends Omit<GrpcServiceOptions, 'extensions'
   readonly host?: string;
   /** Largest request message in bytes; 64 MiB by default, as for HTTP bodies (grpc-js would allow 4 MiB). */
   readonly maxMessageBytes?: number;
-  /** The API key (and whether health needs it too) that HTTP enforces; no check when absent. */
+  /** The API key (and whether health needs it too) that HTTP enforces, and the restricted API groups; no key check when absent. */
   readonly security?: GrpcSecurityOptions;
   /** The HTTP side's certificate and key; plaintext when absent. */
   readonly tls?: TlsFiles;
@@ -63,7 +63,7 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
   const server = new Server({
     'grpc.max_receive_message_length': maxMessageBytes,
     'grpc.max_send_message_length': -1,
-    interceptors: grpcAuthInterceptors(opts.security ?? {}),
+    interceptors: [...grpcAuthInterceptors(opts.security ?? {}), grpcRestrictionInterceptor(opts.security?.restrictedApis?.grpc ?? [])],
   });
   const sharedMemory = opts.sharedMemory ?? new SystemSharedMemoryRegistry();
   server.addService(loadInferenceService().service, grpcInferenceService({ ...opts, sharedMemory, extensions: opts.extensions ?? grpcExtensions(sharedMemory) }));
