@@ -356,7 +356,8 @@ export class TextEngine {
   }
 
   private promptFor(promptName: string): string {
-    const prompt = this.spec.prompts[promptName];
+    // Own keys only: `constructor` or `__proto__` would otherwise find Object.prototype's members.
+    const prompt = Object.hasOwn(this.spec.prompts, promptName) ? this.spec.prompts[promptName] : undefined;
     if (prompt === undefined) {
       const known = Object.keys(this.spec.prompts);
       throw createError('SF_ERR_TEXT_VALIDATION', `prompt_name '${promptName}' is not one of the model's prompts (${known.join(', ') || 'it has none'})`);
