@@ -16,6 +16,7 @@ export interface TextFlags {
   defaultPromptName?: string;
   promptName?: string;
   servedModelName?: string;
+  payloadLimit?: number;
 }
 
 function count(value: string): number {
@@ -48,6 +49,7 @@ const TEXT_OPTIONS: readonly (readonly [Option, keyof TextFlags])[] = [
   [new Option('--default-prompt-name <name>', 'text models: the prompt (config_sentence_transformers.json) for requests that name none').env('DEFAULT_PROMPT_NAME'), 'defaultPromptName'],
   [new Option('--prompt-name <name>', 'the same as --default-prompt-name'), 'promptName'],
   [new Option('--served-model-name <name>', 'text folders: the model name clients use (one folder only)').env('SERVED_MODEL_NAME'), 'servedModelName'],
+  [new Option('--payload-limit <bytes>', 'text routes: largest request body, compressed or inflated (default 2000000)').argParser(count).env('PAYLOAD_LIMIT'), 'payloadLimit'],
 ];
 
 export function textFlagOptions(command: Command): Command {
@@ -57,7 +59,7 @@ export function textFlagOptions(command: Command): Command {
 
 export function textServeOptions(flags: TextFlags): TextServeOptions {
   const limits = Object.fromEntries((['maxBatchTokens', 'maxBatchRequests', 'maxClientBatchSize', 'maxConcurrentRequests', 'autoTruncate', 'batchByLength'] as const).filter((k) => flags[k] !== undefined).map((k) => [k, flags[k]]));
-  return { task: flags.task, pooling: flags.pooling, limits, dtype: flags.dtype, promptName: flags.defaultPromptName ?? flags.promptName, servedModelName: flags.servedModelName };
+  return { task: flags.task, pooling: flags.pooling, limits, dtype: flags.dtype, promptName: flags.defaultPromptName ?? flags.promptName, servedModelName: flags.servedModelName, payloadLimit: flags.payloadLimit };
 }
 
 /** The flags again as arguments, for the `start` process `dev` runs. */

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_JSON_BODY_LIMIT } from '../../src/server/json-body-parser.js';
+import { DEFAULT_TEXT_PAYLOAD_LIMIT } from '../../src/protocol/text-routes.js';
 import { DEFAULT_TEXT_LIMITS, TextEngine } from '../../src/text/text-engine.js';
 import { expectTeiError, post, teiApp, teiAppsByTask, type TeiAppsByTask } from '../helpers/tei-app.js';
 import { fakeForward, textModelFor } from '../helpers/text-model-fixture.js';
@@ -160,8 +160,8 @@ describe('failures', () => {
       expect(res.body).not.toContain('secret');
       const text = await app.inject({ method: 'POST', url: '/embed', headers: { 'content-type': 'text/plain' }, payload: 'hello' });
       expectTeiError(text, 415, 'Validation');
-      const huge = await post(app, '/embed', { inputs: 'a'.repeat(DEFAULT_JSON_BODY_LIMIT + 1) });
-      expectTeiError(huge, 413, 'Validation', new RegExp(String(DEFAULT_JSON_BODY_LIMIT)));
+      const huge = await post(app, '/embed', { inputs: 'a'.repeat(DEFAULT_TEXT_PAYLOAD_LIMIT + 1) });
+      expectTeiError(huge, 413, 'Validation', new RegExp(String(DEFAULT_TEXT_PAYLOAD_LIMIT)));
     } finally {
       await app.close();
     }
