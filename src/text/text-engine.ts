@@ -3,6 +3,7 @@ import type { InferenceModel } from '../inference/inference-model.js';
 import { ForwardBatcher, type QueuedSequence, type Row, type SparseValue, type Want } from './forward-batches.js';
 import type { TextTask } from './model-folder.js';
 import { l2Normalize, sigmoid, softmax, type PoolingMode } from './pooling.js';
+import { admittedPair, admittedText, codePoints } from './text-characters.js';
 import type { TextInput } from './text-inputs.js';
 import type { TextFailure, TextMetricFamily, TextMetrics } from './text-metrics.js';
 import type { TextEncoding, TextTokenizer } from './tokenizer.js';
@@ -220,8 +221,10 @@ export class TextEngine {
   async tokenize(inputs: readonly string[], options: PromptOptions & { readonly addSpecialTokens?: boolean } = {}): Promise<TokenInfo[][]> {
     this.checkClientBatch(inputs.length);
     return Promise.all(inputs.map(async (input) => {
-      // The prompt /embed would add, so the tokens shown are the tokens embedded.
-      const text = this.withPrompt(input, options.promptName ?? this.spec.defaultPromptName);
+      // The prompt /embed would add, so the tokens shown are the tokens embedded. Nothing is cut
+      // here: TEI's /tokenize refuses a text over its character bound.
+      const admitted = admittedText(input, { maxInputLength: this.spec.maxInputLength, cut: false, direction: 'right' });
+      const text = this.withPrompt(admitted, options.promptName ?? this.spec.defaultPromptName);
       const encoding = await this.tokenizer.encode(text, { addSpecialTokens: options.addSpecialTokens ?? true });
       const bytes = Buffer.from(text, 'utf8');
       return Array.from(encoding.ids, (id, i) => {
@@ -316,15 +319,18 @@ export class TextEngine {
       const kept = input.length <= max ? input : direction === 'right' ? input.slice(0, max) : input.slice(input.length - max);
       return idsEncoding(kept, input.length);
     }
-    const text = this.withPrompt(input, options.promptName ?? this.spec.defaultPromptName);
+    // TEI bounds the request's own text by characters, before the prompt is added.
+    const text = this.withPrompt(admittedText(input, { maxInputLength: max, cut, direction }), options.promptName ?? this.spec.defaultPromptName);
     return this.encoded(() => this.tokenizer.encode(text, cut ? { maxLength: max, direction } : {}));
   }
 
   /** A pair is cut LongestFirst by the tokenizer when truncation is on, as TEI's /rerank and /predict do. */
-  private encodePair(first: string, second: string, options: TruncateOptions): Promise<TextEncoding> {
+  private async encodePair(first: string, second: string, options: TruncateOptions): Promise<TextEncoding> {
     const cut = options.truncate ?? this.options.limits.autoTruncate;
     const direction = options.truncationDirection ?? 'right';
-    return this.encoded(() => this.tokenizer.encodePair(first, second, cut ? { maxLength: this.spec.maxInputLength, direction } : {}));
+    const maxInputLength = this.spec.maxInputLength;
+    const [a, b] = admittedPair(first, second, { maxInputLength, cut, direction });
+    return this.encoded(() => this.tokenizer.encodePair(a, b, cut ? { maxLength: maxInputLength, direction } : {}));
   }
 
   /** Runs the tokenizer: its failure is the request's (422 Tokenizer), and an uncut encoding over the limit is refused. */
@@ -377,11 +383,4 @@ function idsEncoding(ids: readonly number[], untruncatedLength: number): TextEnc
 /** TEI's x-compute-characters: the characters (code points, as Rust counts chars) of the texts; token-id inputs count none. */
 function characterCount(inputs: readonly (TextInput | readonly string[])[]): number {
   return inputs.reduce<number>((sum, input) => sum + (typeof input === 'string' ? codePoints(input) : 0), 0);
-}
-
-function codePoints(text: string): number {
-  let count = text.length;
-  // Each surrogate pair is two UTF-16 units but one character.
-  for (let i = 0; i < text.length; i++) if ((text.charCodeAt(i) & 0xfc00) === 0xd800) count--;
-  return count;
 }
