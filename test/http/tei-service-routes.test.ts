@@ -132,6 +132,16 @@ describe('failures', () => {
     }
   });
 
+  it('/embed_all whose answer would pass --max-answer-bytes is 413 Validation naming the limit', async () => {
+    const app = await teiApp([await textModelFor('embed', { limits: { maxAnswerBytes: 1000 } })]);
+    try {
+      expectTeiError(await post(app, '/embed_all', { inputs: ['a b c d e'] }), 413, 'Validation', /over the limit of 1000 bytes \(--max-answer-bytes\)/);
+      expect((await post(app, '/embed_all', { inputs: 'a' })).statusCode).toBe(200);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('a forward pass that fails is 424 Backend, logged with its error but answered without it, and the server keeps serving', async () => {
     const forward = fakeForward('embed', tei.embedder.tokenizer.vocabSize);
     const lost = new Error('device lost');

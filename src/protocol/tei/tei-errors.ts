@@ -23,6 +23,7 @@ const ERROR_TYPES: Partial<Record<SfErrorCode, TeiErrorType>> = {
   SF_ERR_TEXT_VALIDATION: 'Validation',
   SF_ERR_TEXT_BATCH_TOO_LARGE: 'Validation',
   SF_ERR_TEXT_TOO_LONG: 'Validation',
+  SF_ERR_TEXT_ANSWER_TOO_LARGE: 'Validation',
   SF_ERR_TEXT_OVERLOADED: 'Overloaded',
   SF_ERR_TEXT_WRONG_TASK: 'Backend',
   SF_ERR_TEXT_BACKEND: 'Backend',
