@@ -237,13 +237,13 @@ export class TextEngine {
     // Its answer is some 60 bytes a token: it takes permits by its texts' length, as a forward pass would.
     const release = this.admit(inputPermits(inputs.map(codePoints), this.spec.maxInputLength, this.permits.capacity));
     try {
-      return await this.tokens(inputs, options);
+      return await this.tokenInfos(inputs, options);
     } finally {
       release();
     }
   }
 
-  private tokens(inputs: readonly string[], options: PromptOptions & { readonly addSpecialTokens?: boolean }): Promise<TokenInfo[][]> {
+  private tokenInfos(inputs: readonly string[], options: PromptOptions & { readonly addSpecialTokens?: boolean }): Promise<TokenInfo[][]> {
     return Promise.all(inputs.map(async (input) => {
       // The prompt /embed would add, so the tokens shown are the tokens embedded. Nothing is cut
       // here: TEI's /tokenize refuses a text over its character bound.
@@ -283,9 +283,10 @@ export class TextEngine {
   /**
    * Admits, tokenizes, queues and gathers one request. Admission is TEI's, and comes before any
    * tokenizing: too many inputs for one request is 413, and the request takes its permits
-   * (text-permits.ts: by its inputs and their characters) without waiting. Token embeddings are
-   * sized once tokenized, before the forward pass: over --max-answer-bytes is refused, and a
-   * request whose answer costs more permits than its inputs takes the difference. `characters` are what each input hands the tokenizer.
+   * (text-permits.ts: by its inputs and their `characters`, what each hands the tokenizer) without
+   * waiting. Token embeddings are sized once tokenized, before the forward pass: over
+   * --max-answer-bytes is refused, and a request whose answer costs more permits than its inputs
+   * takes the difference.
    */
   private async run<I>(operation: string, family: TextMetricFamily, inputs: readonly I[], encode: (input: I) => Promise<TextEncoding>, want: Want, characters: readonly number[]): Promise<TextAnswer<Row>> {
     const started = performance.now();
