@@ -12,10 +12,12 @@ export interface TextFlags {
   maxConcurrentRequests?: number;
   autoTruncate?: boolean;
   batchByLength?: boolean;
+  maxAnswerBytes?: number;
   dtype?: TextServeOptions['dtype'];
   defaultPromptName?: string;
   promptName?: string;
   servedModelName?: string;
+  payloadLimit?: number;
 }
 
 function count(value: string): number {
@@ -44,10 +46,12 @@ const TEXT_OPTIONS: readonly (readonly [Option, keyof TextFlags])[] = [
   [new Option('--max-concurrent-requests <n>', 'text models: inputs admitted at once before 429 (default 512)').argParser(count).env('MAX_CONCURRENT_REQUESTS'), 'maxConcurrentRequests'],
   [new Option('--auto-truncate <bool>', 'text models: cut inputs over the model limit unless a request says otherwise (default true)').argParser(bool).env('AUTO_TRUNCATE'), 'autoTruncate'],
   [new Option('--batch-by-length <bool>', 'text models: batch the oldest text with the queued texts nearest its length, so less is padding (default true; false: first come, first served, as TEI)').argParser(bool).env('SERVE_FN_BATCH_BY_LENGTH'), 'batchByLength'],
+  [new Option('--max-answer-bytes <bytes>', "text models: largest /embed_all answer, sized before the forward pass (default 33554432; serve-fn's, not TEI's)").argParser(count).env('SERVE_FN_MAX_ANSWER_BYTES'), 'maxAnswerBytes'],
   [new Option('--dtype <dtype>', 'text folders: float16 serves onnx/model_fp16.onnx').choices(['float32', 'float16']).env('DTYPE'), 'dtype'],
   [new Option('--default-prompt-name <name>', 'text models: the prompt (config_sentence_transformers.json) for requests that name none').env('DEFAULT_PROMPT_NAME'), 'defaultPromptName'],
   [new Option('--prompt-name <name>', 'the same as --default-prompt-name'), 'promptName'],
   [new Option('--served-model-name <name>', 'text folders: the model name clients use (one folder only)').env('SERVED_MODEL_NAME'), 'servedModelName'],
+  [new Option('--payload-limit <bytes>', 'text routes: largest request body, compressed or inflated (default 2000000)').argParser(count).env('PAYLOAD_LIMIT'), 'payloadLimit'],
 ];
 
 export function textFlagOptions(command: Command): Command {
@@ -56,8 +60,8 @@ export function textFlagOptions(command: Command): Command {
 }
 
 export function textServeOptions(flags: TextFlags): TextServeOptions {
-  const limits = Object.fromEntries((['maxBatchTokens', 'maxBatchRequests', 'maxClientBatchSize', 'maxConcurrentRequests', 'autoTruncate', 'batchByLength'] as const).filter((k) => flags[k] !== undefined).map((k) => [k, flags[k]]));
-  return { task: flags.task, pooling: flags.pooling, limits, dtype: flags.dtype, promptName: flags.defaultPromptName ?? flags.promptName, servedModelName: flags.servedModelName };
+  const limits = Object.fromEntries((['maxBatchTokens', 'maxBatchRequests', 'maxClientBatchSize', 'maxConcurrentRequests', 'autoTruncate', 'batchByLength', 'maxAnswerBytes'] as const).filter((k) => flags[k] !== undefined).map((k) => [k, flags[k]]));
+  return { task: flags.task, pooling: flags.pooling, limits, dtype: flags.dtype, promptName: flags.defaultPromptName ?? flags.promptName, servedModelName: flags.servedModelName, payloadLimit: flags.payloadLimit };
 }
 
 /** The flags again as arguments, for the `start` process `dev` runs. */

@@ -142,6 +142,7 @@ export const ERROR_CATALOGUE = {
   SF_ERR_TEXT_VALIDATION: spec(422, 'Input validation error: %s'),
   SF_ERR_TEXT_BATCH_TOO_LARGE: spec(413, 'batch size %s > maximum allowed batch size %s'),
   SF_ERR_TEXT_TOO_LONG: spec(422, 'Input validation error: `inputs` must have less than %s tokens. Given: %s'),
+  SF_ERR_TEXT_ANSWER_TOO_LARGE: spec(413, 'Input validation error: the answer would be about %s bytes of JSON, over the limit of %s bytes (--max-answer-bytes); send fewer or shorter inputs'),
   SF_ERR_TEXT_OVERLOADED: spec(429, 'Model is overloaded'),
   SF_ERR_TEXT_WRONG_TASK: spec(424, "model '%s' is not a %s model"),
   SF_ERR_TEXT_BACKEND: spec(424, "Model '%s' failed to run its forward pass; the server log has the error."),

@@ -7,8 +7,19 @@ export interface TextRoutesOptions {
   readonly models: TextModelSet;
   /** Whether a server fault's body carries its message (`serve-fn dev`); default false. */
   readonly exposeErrors?: boolean;
-  /** The server's body limit, named when fastify refuses a larger body; default the route's (fastify's 1 MiB). */
-  readonly bodyLimit?: number;
+  /**
+   * The largest request body of every text route, in bytes, compressed or inflated: TEI's
+   * `--payload-limit` (docs/source/en/cli_arguments.md), {@link DEFAULT_TEXT_PAYLOAD_LIMIT} unless set.
+   */
+  readonly payloadLimit?: number;
+}
+
+/** TEI's `--payload-limit` default: 2,000,000 bytes. */
+export const DEFAULT_TEXT_PAYLOAD_LIMIT = 2_000_000;
+
+/** The body limit of the text routes these options serve. */
+export function textPayloadLimit(opts: TextRoutesOptions): number {
+  return opts.payloadLimit ?? DEFAULT_TEXT_PAYLOAD_LIMIT;
 }
 
 /**

@@ -30,22 +30,36 @@ function errorPosition(message: string, text: string): number | undefined {
   return message.startsWith('Unexpected end of JSON input') ? text.length : undefined;
 }
 
+/** The route config key holding the limit fastify reads the route's JSON body under. */
+const JSON_BODY_LIMIT = Symbol('jsonBodyLimit');
+
 /**
  * The JSON parser of user routes, in place of fastify's: it undoes `Content-Encoding` (as /v2 does),
  * keeps fastify's refusal of `__proto__` and `constructor.prototype` keys, and answers what it cannot
  * read as FastAPI does, 422 `json_invalid`, with the parser's message; an empty body is a missing one.
+ * A compressed body is inflated only up to the limit its compressed bytes were read under, so gzip
+ * cannot carry past a route's limit what the plain body could not.
  */
 export function installJsonBodyParser(app: FastifyInstance, defaultLimit: number): void {
   const secureParse = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
+  // fastify reads a body up to the route's own bodyLimit, else the parser's; request.routeOptions
+  // falls back to the server's (64 MiB) instead, so each route's is kept where the parser finds it.
+  app.addHook('onRoute', (route) => {
+    route.config = { ...route.config, [JSON_BODY_LIMIT]: route.bodyLimit ?? defaultLimit } as typeof route.config;
+  });
   // A callback parser (https://fastify.dev/docs/latest/Reference/ContentTypeParser/): a body without
   // Content-Encoding, nearly every one, is parsed in the same turn, with no promise of its own.
   app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: defaultLimit }, (request: FastifyRequest, raw: Buffer, done: ParserDone) => {
     const header = request.headers['content-encoding'];
     const encoding = Array.isArray(header) ? header[0] : header;
     if (encoding === undefined) return parseJson(raw, secureParse, request, done);
-    decompressRequestBody(raw, encoding, request.routeOptions.bodyLimit ?? defaultLimit).then((body) => parseJson(body, secureParse, request, done), done);
+    decompressRequestBody(raw, encoding, jsonBodyLimit(request) ?? defaultLimit).then((body) => parseJson(body, secureParse, request, done), done);
   });
+}
+
+function jsonBodyLimit(request: FastifyRequest): number | undefined {
+  return (request.routeOptions.config as { [JSON_BODY_LIMIT]?: number } | undefined)?.[JSON_BODY_LIMIT];
 }
 
 type ParserDone = (err: Error | null, body?: unknown) => void;

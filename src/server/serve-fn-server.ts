@@ -29,6 +29,7 @@ import type { VersionBuilderContext } from '../model-repository/model-version-bu
 import type { TextEngine } from '../text/text-engine.js';
 import { openAiRoutes } from '../protocol/openai/openai-routes.js';
 import { teiRoutes } from '../protocol/tei/tei-routes.js';
+import { DEFAULT_TEXT_PAYLOAD_LIMIT } from '../protocol/text-routes.js';
 import { cohereVllmRoutes } from '../protocol/cohere-vllm/cohere-vllm-routes.js';
 import { endpointRoutes } from './endpoint-routes.js';
 import { installErrorHandling } from './error-handler.js';
@@ -320,7 +321,7 @@ export class ServeFnServer {
 
   /** The text protocols' routes; one an @Endpoint took already is refused naming both, not with fastify's bare error. */
   private async textRoutes(exposeErrors: boolean): Promise<void> {
-    const text = { models: this.textModels.set, exposeErrors, bodyLimit: this.jsonBodyLimit };
+    const text = { models: this.textModels.set, exposeErrors, payloadLimit: Math.min(this.options.text?.payloadLimit ?? DEFAULT_TEXT_PAYLOAD_LIMIT, this.bodyLimit) };
     try {
       await this.app.register(teiRoutes, { ...text, serverVersion: SERVER_IDENTITY.serverVersion });
       await this.app.register(openAiRoutes, text);

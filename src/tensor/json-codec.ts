@@ -1,4 +1,5 @@
 import { createError } from '../errors/index.js';
+import { loneSurrogateAt } from '../validation/lone-surrogate.js';
 import { isBigIntDatatype, parseDatatype } from './datatype-info.js';
 import { bf16BitsToNumber, fp16BitsToNumber } from './half-float.js';
 import { createTensor, elementCount, validateShape } from './tensor-factory.js';
@@ -58,6 +59,12 @@ export function decodeJsonTensorData(header: JsonTensorHeader, data: unknown): T
     throw createError('SF_ERR_TENSOR_DATA', header.name, `expected "data" as an array of elements, got ${got}.`);
   }
   const flat = data.some(Array.isArray) ? data.flat(Infinity) : data;
+  // UTF-8 cannot hold a lone surrogate, which JSON.parse lets through from `"\ud800"`: encoding would
+  // write U+FFFD in its place. Triton's RapidJSON refuses the escape as well.
+  if (header.datatype === 'BYTES') {
+    const at = flat.findIndex((value) => typeof value === 'string' && loneSurrogateAt(value) >= 0);
+    if (at >= 0) throw createError('SF_ERR_TENSOR_DATA', header.name, `element ${at} is not valid Unicode: it holds a lone surrogate.`);
+  }
   return createTensor(header.name, header.datatype, header.shape, flat);
 }
 

@@ -68,11 +68,15 @@ const SERDE_DIRECTIONS: Readonly<Record<string, 'left' | 'right'>> = { Left: 'le
 
 const isObject = (value: unknown): value is Fields => typeof value === 'object' && value !== null && !Array.isArray(value);
 
+/** A field the request itself holds: an inherited member (`constructor`, `toString`) is no field of it. */
+const own = (fields: Fields, field: string): unknown => (Object.hasOwn(fields, field) ? fields[field] : undefined);
+
 /** The readers, each throwing the error `fail` makes for a bad field. */
 export function fieldReaders(fail: FieldErrorFactory): FieldReaders {
   const required = (fields: Fields, field: string): unknown => {
-    if (fields[field] === undefined) throw fail({ field, missing: true });
-    return fields[field];
+    const value = own(fields, field);
+    if (value === undefined) throw fail({ field, missing: true });
+    return value;
   };
   const string = (value: unknown, field: string): string => {
     if (typeof value !== 'string') throw fail({ field, expected: { kind: 'string' }, value });
@@ -84,7 +88,7 @@ export function fieldReaders(fail: FieldErrorFactory): FieldReaders {
   };
   // Null is "not set" for every optional field: TEI's `Option<T>`, vLLM's `X | None`, OpenAI's nullable fields.
   const optional = <T>(fields: Fields, field: string, read: (value: unknown, field: string) => T): T | undefined => {
-    const value = fields[field];
+    const value = own(fields, field);
     return value === undefined || value === null ? undefined : read(value, field);
   };
   return {
@@ -101,14 +105,17 @@ export function fieldReaders(fail: FieldErrorFactory): FieldReaders {
     optionalString: (fields, field) => optional(fields, field, string),
     requiredString: (fields, field) => string(required(fields, field), field),
     optionalBoolean: (fields, field) => optional(fields, field, boolean),
-    booleanOr: (fields, field, fallback) => (fields[field] === undefined ? fallback : boolean(fields[field], field)),
+    booleanOr: (fields, field, fallback) => {
+      const value = own(fields, field);
+      return value === undefined ? fallback : boolean(value, field);
+    },
     optionalInteger: (fields, field, min) =>
       optional(fields, field, (value) => {
         if (typeof value !== 'number' || !Number.isSafeInteger(value) || (min !== undefined && value < min)) throw fail({ field, expected: { kind: 'integer', min }, value });
         return value;
       }),
     truncationDirection(fields, { anyCase }) {
-      const value = fields.truncation_direction;
+      const value = own(fields, 'truncation_direction');
       if (value === undefined) return undefined;
       const word = typeof value !== 'string' ? undefined : anyCase ? value.toLowerCase() : Object.hasOwn(SERDE_DIRECTIONS, value) ? SERDE_DIRECTIONS[value] : undefined;
       if (word === 'left' || word === 'right') return word;

@@ -3,6 +3,8 @@ import type { InferenceModel } from '../inference/inference-model.js';
 import { ForwardBatcher, type QueuedSequence, type Row, type SparseValue, type Want } from './forward-batches.js';
 import type { TextTask } from './model-folder.js';
 import { l2Normalize, sigmoid, softmax, type PoolingMode } from './pooling.js';
+import { admittedPair, admittedText, codePoints } from './text-characters.js';
+import { answerPermits, inputPermits, TextPermits } from './text-permits.js';
 import type { TextInput } from './text-inputs.js';
 import type { TextFailure, TextMetricFamily, TextMetrics } from './text-metrics.js';
 import type { TextEncoding, TextTokenizer } from './tokenizer.js';
@@ -18,7 +20,10 @@ export interface TextLimits {
   readonly maxBatchRequests?: number;
   /** --max-client-batch-size: inputs per request. */
   readonly maxClientBatchSize: number;
-  /** --max-concurrent-requests: inputs admitted at once; each input of a request takes one. */
+  /**
+   * --max-concurrent-requests: permits, taken without waiting; an input takes one, or more when
+   * its texts or its answer are long (text-permits.ts).
+   */
   readonly maxConcurrentRequests: number;
   /** --auto-truncate: what a request that says nothing about truncation gets. */
   readonly autoTruncate: boolean;
@@ -27,9 +32,16 @@ export interface TextLimits {
    * oldest queued text and those nearest its length, so less of each padded batch is padding.
    */
   readonly batchByLength: boolean;
+  /**
+   * --max-answer-bytes (serve-fn's; TEI has none): the largest /embed_all answer, a vector a token,
+   * checked before the forward pass at its JSON size, so no answer is too long to write.
+   */
+  readonly maxAnswerBytes: number;
 }
 
-export const DEFAULT_TEXT_LIMITS: TextLimits = Object.freeze({ maxBatchTokens: 16384, maxClientBatchSize: 32, maxConcurrentRequests: 512, autoTruncate: true, batchByLength: true });
+export const DEFAULT_TEXT_LIMITS: TextLimits = Object.freeze({
+  maxBatchTokens: 16384, maxClientBatchSize: 32, maxConcurrentRequests: 512, autoTruncate: true, batchByLength: true, maxAnswerBytes: 32 * 1024 * 1024,
+});
 
 /** What the model is: read from its folder (model-folder.ts) or from its class's @TextModel. */
 export interface TextModelSpec {
@@ -131,7 +143,7 @@ const TASK_NOUN: Readonly<Record<string, string>> = { embed: 'embedding', embed_
 export class TextEngine {
   readonly spec: TextModelSpec;
   private readonly batches: ForwardBatcher;
-  private admitted = 0;
+  private readonly permits: TextPermits;
 
   constructor(
     spec: TextModelSpec,
@@ -140,6 +152,7 @@ export class TextEngine {
     private readonly options: TextModelOptions,
   ) {
     const { limits } = options;
+    this.permits = new TextPermits(limits.maxConcurrentRequests);
     this.batches = new ForwardBatcher(spec.name, forward, {
       pooling: spec.pooling, padId: tokenizer.padId, maxBatchTokens: limits.maxBatchTokens, maxBatchRequests: limits.maxBatchRequests, batchByLength: limits.batchByLength,
       instanceCount: options.instanceCount, metrics: options.metrics, log: options.log,
@@ -166,7 +179,7 @@ export class TextEngine {
   async embed(inputs: readonly TextInput[], options: EmbedOptions = {}): Promise<TextAnswer<Float32Array>> {
     const { dimensions } = options;
     if (dimensions !== undefined && (!Number.isInteger(dimensions) || dimensions < 1 || dimensions > (this.batches.width ?? Infinity))) throw this.badDimensions(dimensions);
-    const answer = await this.run('embed', 'embed', inputs, (input) => this.encodeInput(input, options), 'pooled', characterCount(inputs));
+    const answer = await this.run('embed', 'embed', inputs, (input) => this.encodeInput(input, options), 'pooled', inputs.map(characters));
     const values = (answer.values as Float32Array[]).map((vector) => {
       if (dimensions !== undefined && dimensions > vector.length) throw this.badDimensions(dimensions);
       const kept = dimensions === undefined ? vector : vector.slice(0, dimensions);
@@ -183,17 +196,17 @@ export class TextEngine {
   }
 
   async embedAll(inputs: readonly TextInput[], options: TruncateOptions & PromptOptions = {}): Promise<TextAnswer<Float32Array[]>> {
-    return this.run('embed_all', 'embed', inputs, (input) => this.encodeInput(input, options), 'tokens', characterCount(inputs)) as Promise<TextAnswer<Float32Array[]>>;
+    return this.run('embed_all', 'embed', inputs, (input) => this.encodeInput(input, options), 'tokens', inputs.map(characters)) as Promise<TextAnswer<Float32Array[]>>;
   }
 
   async embedSparse(inputs: readonly TextInput[], options: TruncateOptions & PromptOptions = {}): Promise<TextAnswer<SparseValue[]>> {
-    return this.run('embed_sparse', 'embed', inputs, (input) => this.encodeInput(input, options), 'sparse', characterCount(inputs)) as Promise<TextAnswer<SparseValue[]>>;
+    return this.run('embed_sparse', 'embed', inputs, (input) => this.encodeInput(input, options), 'sparse', inputs.map(characters)) as Promise<TextAnswer<SparseValue[]>>;
   }
 
   /** One text or a pair per input; each input's labels sorted by score, highest first. */
   async predict(inputs: readonly (string | readonly [string, string])[], options: TruncateOptions & { readonly rawScores?: boolean } = {}): Promise<TextAnswer<ScoredLabel[]>> {
     const encode = (input: string | readonly [string, string]) => (typeof input === 'string' ? this.encodeInput(input, options) : this.encodePair(input[0], input[1], options));
-    const answer = await this.run('predict', 'predict', inputs, encode, 'logits', characterCount(inputs.flat()));
+    const answer = await this.run('predict', 'predict', inputs, encode, 'logits', inputs.map((input) => (typeof input === 'string' ? codePoints(input) : codePoints(input[0]) + codePoints(input[1]))));
     const values = (answer.values as Float32Array[]).map((logits) => {
       const scores = options.rawScores ? logits : logits.length === 1 ? logits.map(sigmoid) : softmax(logits);
       return Array.from(scores, (score, i) => ({ score, label: this.spec.labels[i] ?? `LABEL_${i}` })).sort((a, b) => b.score - a.score);
@@ -204,7 +217,9 @@ export class TextEngine {
   /** One score per text, in the texts' order: the (query, text) pair's logit, through a sigmoid unless rawScores. */
   async rerank(query: string, texts: readonly string[], options: TruncateOptions & { readonly rawScores?: boolean } = {}): Promise<TextAnswer<number>> {
     if (texts.length === 0) throw createError('SF_ERR_TEXT_EMPTY', '`texts`');
-    const answer = await this.run('rerank', 'predict', texts, (text) => this.encodePair(query, text, options), 'logits', characterCount(texts) + codePoints(query) * texts.length);
+    // Every pair tokenizes the query again, so each costs the query's characters too.
+    const queryCharacters = codePoints(query);
+    const answer = await this.run('rerank', 'predict', texts, (text) => this.encodePair(query, text, options), 'logits', texts.map((text) => queryCharacters + codePoints(text)));
     return { ...answer, values: (answer.values as Float32Array[]).map((logits) => (options.rawScores ? logits[0] : sigmoid(logits[0]))) };
   }
 
@@ -219,9 +234,21 @@ export class TextEngine {
   /** Tokens with the original substring and UTF-8 byte offsets (null for special tokens), as TEI's /tokenize. */
   async tokenize(inputs: readonly string[], options: PromptOptions & { readonly addSpecialTokens?: boolean } = {}): Promise<TokenInfo[][]> {
     this.checkClientBatch(inputs.length);
+    // Its answer is some 60 bytes a token: it takes permits by its texts' length, as a forward pass would.
+    const release = this.admit(inputPermits(inputs.map(codePoints), this.spec.maxInputLength, this.permits.capacity));
+    try {
+      return await this.tokenInfos(inputs, options);
+    } finally {
+      release();
+    }
+  }
+
+  private tokenInfos(inputs: readonly string[], options: PromptOptions & { readonly addSpecialTokens?: boolean }): Promise<TokenInfo[][]> {
     return Promise.all(inputs.map(async (input) => {
-      // The prompt /embed would add, so the tokens shown are the tokens embedded.
-      const text = this.withPrompt(input, options.promptName ?? this.spec.defaultPromptName);
+      // The prompt /embed would add, so the tokens shown are the tokens embedded. Nothing is cut
+      // here: TEI's /tokenize refuses a text over its character bound.
+      const admitted = admittedText(input, { maxInputLength: this.spec.maxInputLength, cut: false, direction: 'right' });
+      const text = this.withPrompt(admitted, options.promptName ?? this.spec.defaultPromptName);
       const encoding = await this.tokenizer.encode(text, { addSpecialTokens: options.addSpecialTokens ?? true });
       const bytes = Buffer.from(text, 'utf8');
       return Array.from(encoding.ids, (id, i) => {
@@ -245,13 +272,23 @@ export class TextEngine {
     return this.batches.drain();
   }
 
+  /** Takes permits without waiting; 429 when too few are free. */
+  private admit(count: number): () => void {
+    const release = this.permits.tryTake(count);
+    if (release) return release;
+    this.options.metrics?.failed(this.spec.name, 'overloaded');
+    throw createError('SF_ERR_TEXT_OVERLOADED');
+  }
+
   /**
    * Admits, tokenizes, queues and gathers one request. Admission is TEI's, and comes before any
-   * tokenizing: too many inputs for one request is 413, and every input takes one of
-   * maxConcurrentRequests permits without waiting, so a server at its limit answers 429 at once
-   * instead of queueing (or tokenizing) without bound.
+   * tokenizing: too many inputs for one request is 413, and the request takes its permits
+   * (text-permits.ts: by its inputs and their `characters`, what each hands the tokenizer) without
+   * waiting. Token embeddings are sized once tokenized, before the forward pass: over
+   * --max-answer-bytes is refused, and a request whose answer costs more permits than its inputs
+   * takes the difference.
    */
-  private async run<I>(operation: string, family: TextMetricFamily, inputs: readonly I[], encode: (input: I) => Promise<TextEncoding>, want: Want, characters: number): Promise<TextAnswer<Row>> {
+  private async run<I>(operation: string, family: TextMetricFamily, inputs: readonly I[], encode: (input: I) => Promise<TextEncoding>, want: Want, characters: readonly number[]): Promise<TextAnswer<Row>> {
     const started = performance.now();
     const { metrics } = this.options;
     const name = this.spec.name;
@@ -267,12 +304,9 @@ export class TextEngine {
       failed('batch_size');
       throw err;
     }
-    if (this.admitted + inputs.length > this.options.limits.maxConcurrentRequests) {
-      failed('overloaded');
-      throw createError('SF_ERR_TEXT_OVERLOADED');
-    }
+    const held = inputPermits(characters, this.spec.maxInputLength, this.permits.capacity);
+    const releases = [this.admit(held)];
     metrics?.received(name, family, inputs.length);
-    this.admitted += inputs.length;
     try {
       let sequences: QueuedSequence[];
       try {
@@ -284,7 +318,12 @@ export class TextEngine {
       }
       const tokenizationMs = performance.now() - started;
       for (const s of sequences) metrics?.tokenized(name, s.ids.length);
+      const tokens = sequences.reduce((sum, s) => sum + s.ids.length, 0);
+      // An embedder of unknown width (no hidden_size in its config, no forward pass yet) is sized once its rows are back.
+      const width = this.batches.width;
+      if (want === 'tokens' && width !== undefined) releases.push(this.admitAnswer(tokenEmbeddingsBytes(tokens, inputs.length, width), held));
       const results = await Promise.all(this.batches.submitAll(sequences));
+      if (want === 'tokens' && width === undefined) this.checkAnswer(tokenEmbeddingsBytes(tokens, inputs.length, (results[0].row as Float32Array[])[0]?.length ?? 0));
       const timings = {
         tokenizationMs,
         queueMs: Math.max(...results.map((r) => r.queueMs)),
@@ -292,12 +331,26 @@ export class TextEngine {
         totalMs: performance.now() - started,
       };
       metrics?.answered(name, family, inputs.length, timings);
-      return { values: results.map((r) => r.row), promptTokens: sequences.reduce((sum, s) => sum + s.ids.length, 0), characters, timings };
+      return { values: results.map((r) => r.row), promptTokens: tokens, characters: characters.reduce((sum, count) => sum + count, 0), timings };
     } catch (err) {
       if ((err as ServeFnError).code === 'SF_ERR_TEXT_BACKEND') failed('inference');
       throw err;
     } finally {
-      this.admitted -= inputs.length;
+      for (const release of releases) release();
+    }
+  }
+
+  /** A request costs its answer's share of the permits when that is more than its inputs' (`held`). */
+  private admitAnswer(bytes: number, held: number): () => void {
+    this.checkAnswer(bytes);
+    return this.admit(Math.max(0, answerPermits(bytes, this.options.limits.maxAnswerBytes, this.permits.capacity) - held));
+  }
+
+  private checkAnswer(bytes: number): void {
+    const limit = this.options.limits.maxAnswerBytes;
+    if (bytes > limit) {
+      this.options.metrics?.failed(this.spec.name, 'validation');
+      throw createError('SF_ERR_TEXT_ANSWER_TOO_LARGE', bytes, limit);
     }
   }
 
@@ -316,15 +369,18 @@ export class TextEngine {
       const kept = input.length <= max ? input : direction === 'right' ? input.slice(0, max) : input.slice(input.length - max);
       return idsEncoding(kept, input.length);
     }
-    const text = this.withPrompt(input, options.promptName ?? this.spec.defaultPromptName);
+    // TEI bounds the request's own text by characters, before the prompt is added.
+    const text = this.withPrompt(admittedText(input, { maxInputLength: max, cut, direction }), options.promptName ?? this.spec.defaultPromptName);
     return this.encoded(() => this.tokenizer.encode(text, cut ? { maxLength: max, direction } : {}));
   }
 
   /** A pair is cut LongestFirst by the tokenizer when truncation is on, as TEI's /rerank and /predict do. */
-  private encodePair(first: string, second: string, options: TruncateOptions): Promise<TextEncoding> {
+  private async encodePair(first: string, second: string, options: TruncateOptions): Promise<TextEncoding> {
     const cut = options.truncate ?? this.options.limits.autoTruncate;
     const direction = options.truncationDirection ?? 'right';
-    return this.encoded(() => this.tokenizer.encodePair(first, second, cut ? { maxLength: this.spec.maxInputLength, direction } : {}));
+    const maxInputLength = this.spec.maxInputLength;
+    const [a, b] = admittedPair(first, second, { maxInputLength, cut, direction });
+    return this.encoded(() => this.tokenizer.encodePair(a, b, cut ? { maxLength: maxInputLength, direction } : {}));
   }
 
   /** Runs the tokenizer: its failure is the request's (422 Tokenizer), and an uncut encoding over the limit is refused. */
@@ -356,7 +412,8 @@ export class TextEngine {
   }
 
   private promptFor(promptName: string): string {
-    const prompt = this.spec.prompts[promptName];
+    // Own keys only: `constructor` or `__proto__` would otherwise find Object.prototype's members.
+    const prompt = Object.hasOwn(this.spec.prompts, promptName) ? this.spec.prompts[promptName] : undefined;
     if (prompt === undefined) {
       const known = Object.keys(this.spec.prompts);
       throw createError('SF_ERR_TEXT_VALIDATION', `prompt_name '${promptName}' is not one of the model's prompts (${known.join(', ') || 'it has none'})`);
@@ -373,14 +430,15 @@ function idsEncoding(ids: readonly number[], untruncatedLength: number): TextEnc
   };
 }
 
-/** TEI's x-compute-characters: the characters (code points, as Rust counts chars) of the texts; token-id inputs count none. */
-function characterCount(inputs: readonly (TextInput | readonly string[])[]): number {
-  return inputs.reduce<number>((sum, input) => sum + (typeof input === 'string' ? codePoints(input) : 0), 0);
+/** TEI's x-compute-characters counts code points, as Rust counts chars; token-id inputs count none. */
+function characters(input: TextInput): number {
+  return typeof input === 'string' ? codePoints(input) : 0;
 }
 
-function codePoints(text: string): number {
-  let count = text.length;
-  // Each surrogate pair is two UTF-16 units but one character.
-  for (let i = 0; i < text.length; i++) if ((text.charCodeAt(i) & 0xfc00) === 0xd800) count--;
-  return count;
+/**
+ * The JSON size of token embeddings at its largest: a float32 written as a JS number takes at most
+ * 24 bytes with its comma ("-1.4012984643248171e-45,"), and each vector and list its brackets.
+ */
+function tokenEmbeddingsBytes(tokens: number, inputs: number, width: number): number {
+  return tokens * (width * 24 + 3) + inputs * 3;
 }

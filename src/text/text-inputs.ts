@@ -45,14 +45,10 @@ function tokenIds(items: readonly unknown[], at: string): number[] {
 }
 
 function checkedText(text: string, at: string, rules: TextInputRules): string {
+  // Whether the text is valid Unicode is the engine's to say, as for every text route (text-characters.ts).
   if (text === '' && !rules.allowEmptyString) throw createError('SF_ERR_TEXT_EMPTY', `\`${at}\``);
-  // A lone surrogate cannot be encoded as UTF-8; JSON.parse lets `"\ud800"` through.
-  if (LONE_SURROGATE.test(text)) throw createError('SF_ERR_TEXT_VALIDATION', `\`${at}\` is not valid Unicode (it holds a lone surrogate)`);
   return text;
 }
-
-/** A high surrogate not followed by a low one, or a low one not preceded by a high one. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 function describe(value: unknown): string {
   if (value === null) return 'null';

@@ -26,6 +26,8 @@ export interface TextServeOptions {
   readonly promptName?: string;
   /** --served-model-name: the name clients use; only with one folder. */
   readonly servedModelName?: string;
+  /** --payload-limit: the largest body of the text routes in bytes (TEI's; 2,000,000 unless set), never above the server's bodyLimit. */
+  readonly payloadLimit?: number;
 }
 
 /** What the server gives every text model: one set of te_* metrics, and its log. */

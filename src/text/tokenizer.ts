@@ -107,15 +107,42 @@ export class TextTokenizer {
   private async encodeTexts(first: string, second: string | undefined, options: EncodeOptions): Promise<TextEncoding> {
     const addSpecialTokens = options.addSpecialTokens ?? true;
     const texts: [string, string?] = second === undefined ? [first] : [first, second];
-    const bare = await Promise.all(texts.map((text) => this.encodeBare(text!)));
+    let bare = await Promise.all(texts.map((text) => this.encodeBare(text!)));
+    let starts = [0, 0];
     const specials = addSpecialTokens ? this.specialTokenCount(second !== undefined) : 0;
-    const untruncatedLength = bare.reduce((sum, encoding) => sum + encoding.getLength(), specials);
+    const lengths = bare.map((encoding) => encoding.getLength());
+    const untruncatedLength = lengths.reduce((sum, length) => sum + length, specials);
     if (options.maxLength !== undefined && untruncatedLength > options.maxLength) {
-      const kept = keptLengths(bare.map((encoding) => encoding.getLength()), Math.max(0, options.maxLength - specials));
+      const kept = keptLengths(lengths, Math.max(0, options.maxLength - specials));
       const direction = options.direction ?? 'right';
       bare.forEach((encoding, index) => encoding.truncate(kept[index]!, 0, direction));
+      // `truncate` keeps what it cut as overflowing pieces, and post-processing a pair merges every
+      // piece of one text with every piece of the other (HF's `Encoding::merge_with`), synchronously:
+      // with both texts cut, quadratic work on the event loop. Each is re-encoded as its kept span.
+      if (kept.length === 2 && kept.every((keep, index) => keep < lengths[index]!)) {
+        const spans = await Promise.all(bare.map((encoding, index) => this.keptSpan(texts[index]!, encoding, direction)));
+        bare = spans.map((span) => span.encoding);
+        starts = spans.map((span) => span.start);
+      }
     }
-    return encodedTexts(this.native.postProcess(bare[0]!, bare[1] ?? null, addSpecialTokens), texts, untruncatedLength);
+    return encodedTexts(this.native.postProcess(bare[0]!, bare[1] ?? null, addSpecialTokens), texts, untruncatedLength, starts);
+  }
+
+  /**
+   * The kept part of a cut encoding, encoded again on its own so it carries no overflowing pieces,
+   * and where it starts in the text (in code points). Where the span alone tokenizes otherwise (a
+   * left cut inside a word), the cut encoding is kept, pieces and all.
+   */
+  private async keptSpan(text: string, cut: Encoding, direction: 'left' | 'right'): Promise<{ encoding: Encoding; start: number }> {
+    const offsets = cut.getOffsets();
+    const codePoints = Array.from(text);
+    // Nothing kept is the empty span, from either end.
+    const start = direction === 'left' && offsets.length > 0 ? offsets[0]![0]! : 0;
+    const end = offsets.length === 0 ? 0 : direction === 'left' ? codePoints.length : offsets[offsets.length - 1]![1]!;
+    const again = await this.encodeBare(codePoints.slice(start, end).join(''));
+    const ids = cut.getIds();
+    const same = again.getLength() === ids.length && again.getIds().every((id, index) => id === ids[index]);
+    return same ? { encoding: again, start } : { encoding: cut, start: 0 };
   }
 
   private async encodeBare(text: string): Promise<Encoding> {
@@ -154,7 +181,7 @@ function keptLengths(lengths: readonly number[], budget: number): number[] {
  * them. The getter is an own enumerable property, so a structured clone (postMessage to an instance
  * thread) reads it and carries plain offsets; the library's encoding stays in this closure.
  */
-function encodedTexts(encoding: Encoding, texts: readonly [string, string?], untruncatedLength: number): TextEncoding {
+function encodedTexts(encoding: Encoding, texts: readonly [string, string?], untruncatedLength: number, starts: readonly number[]): TextEncoding {
   const special = new Uint8Array(encoding.getSpecialTokensMask());
   // postProcess of a pair encoded text by text loses the first text's sequence ids (the binding
   // answers null for them, 0.23.2), while the second's and the special mask are right: every token
@@ -170,19 +197,22 @@ function encodedTexts(encoding: Encoding, texts: readonly [string, string?], unt
     sequenceIds,
     untruncatedLength,
     get offsets() {
-      offsets ??= byteOffsets(encoding, texts, sequenceIds);
+      offsets ??= byteOffsets(encoding, texts, sequenceIds, starts);
       return offsets;
     },
   };
 }
 
-function byteOffsets(encoding: Encoding, texts: readonly [string, string?], sequenceIds: Int8Array): (readonly [number, number] | null)[] {
+/** `starts`: where in each text, in code points, the part that was encoded begins (a re-encoded kept span). */
+function byteOffsets(encoding: Encoding, texts: readonly [string, string?], sequenceIds: Int8Array, starts: readonly number[]): (readonly [number, number] | null)[] {
   const tables = texts.map((text) => byteOffsetTable(text!));
-  return encoding.getOffsets().map(([start, stop], index) => {
+  return encoding.getOffsets().map(([from, to], index) => {
     const sequence = sequenceIds[index]!;
     if (sequence < 0) return null;
+    const shift = starts[sequence] ?? 0;
+    const [start, stop] = [from! + shift, to! + shift];
     const table = tables[sequence];
-    return table === undefined ? [start!, stop!] : [table[start!]!, table[stop!]!];
+    return table === undefined ? [start, stop] : [table[start]!, table[stop]!];
   });
 }
 

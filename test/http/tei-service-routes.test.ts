@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_JSON_BODY_LIMIT } from '../../src/server/json-body-parser.js';
+import { DEFAULT_TEXT_PAYLOAD_LIMIT } from '../../src/protocol/text-routes.js';
 import { DEFAULT_TEXT_LIMITS, TextEngine } from '../../src/text/text-engine.js';
 import { expectTeiError, post, teiApp, teiAppsByTask, type TeiAppsByTask } from '../helpers/tei-app.js';
 import { fakeForward, textModelFor } from '../helpers/text-model-fixture.js';
@@ -132,6 +132,16 @@ describe('failures', () => {
     }
   });
 
+  it('/embed_all whose answer would pass --max-answer-bytes is 413 Validation naming the limit', async () => {
+    const app = await teiApp([await textModelFor('embed', { limits: { maxAnswerBytes: 1000 } })]);
+    try {
+      expectTeiError(await post(app, '/embed_all', { inputs: ['a b c d e'] }), 413, 'Validation', /over the limit of 1000 bytes \(--max-answer-bytes\)/);
+      expect((await post(app, '/embed_all', { inputs: 'a' })).statusCode).toBe(200);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('a forward pass that fails is 424 Backend, logged with its error but answered without it, and the server keeps serving', async () => {
     const forward = fakeForward('embed', tei.embedder.tokenizer.vocabSize);
     const lost = new Error('device lost');
@@ -160,8 +170,8 @@ describe('failures', () => {
       expect(res.body).not.toContain('secret');
       const text = await app.inject({ method: 'POST', url: '/embed', headers: { 'content-type': 'text/plain' }, payload: 'hello' });
       expectTeiError(text, 415, 'Validation');
-      const huge = await post(app, '/embed', { inputs: 'a'.repeat(DEFAULT_JSON_BODY_LIMIT + 1) });
-      expectTeiError(huge, 413, 'Validation', new RegExp(String(DEFAULT_JSON_BODY_LIMIT)));
+      const huge = await post(app, '/embed', { inputs: 'a'.repeat(DEFAULT_TEXT_PAYLOAD_LIMIT + 1) });
+      expectTeiError(huge, 413, 'Validation', new RegExp(String(DEFAULT_TEXT_PAYLOAD_LIMIT)));
     } finally {
       await app.close();
     }

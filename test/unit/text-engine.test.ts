@@ -275,3 +275,69 @@ describe('TextEngine: tokenize, decode, sparse and similarity', () => {
     expect(score).toBeCloseTo(a.reduce((s, x, i) => s + x * b[i], 0), 5);
   });
 });
+
+describe('TextEngine: permits in proportion to cost', () => {
+  /** An engine over a forward pass that holds every batch until released; 32 tokens a text, so one permit is 128 characters. */
+  async function heldEngine(task: 'embed' | 'rerank', limits: Partial<typeof DEFAULT_TEXT_LIMITS>) {
+    const tokenizer = await TextTokenizer.fromFile(WORDPIECE_TOKENIZER);
+    const held = heldForward(fakeForward(task, tokenizer.vocabSize));
+    const spec = { name: 'held', modelId: 'test', task, pooling: 'cls' as const, maxInputLength: 32, prompts: {}, labels: task === 'rerank' ? ['LABEL_0'] : [], dimensions: HIDDEN };
+    return { held, model: new TextEngine(spec, tokenizer, held.model, { limits: { ...DEFAULT_TEXT_LIMITS, ...limits }, instanceCount: 1, computeType: 'cpu' }) };
+  }
+
+  it('/tokenize takes a permit an input: 429 while the others are held', async () => {
+    const { held, model } = await heldEngine('embed', { maxConcurrentRequests: 3 });
+    const running = model.embed(['a', 'b']);
+    await expect.poll(held.started).toBe(1);
+    expect(await rejection(model.tokenize(['x', 'y']))).toMatchObject({ code: 'SF_ERR_TEXT_OVERLOADED' });
+    expect(await model.tokenize(['x'])).toHaveLength(1);
+    held.release();
+    await running;
+    expect(await model.tokenize(['x', 'y', 'z'])).toHaveLength(3);
+  });
+
+  it('a long text takes a permit for each model-length of characters; a rerank pays its query once a pair', async () => {
+    const { held, model } = await heldEngine('rerank', { maxConcurrentRequests: 8 });
+    const running = model.rerank('q', ['a']);
+    await expect.poll(held.started).toBe(1);
+    // 400 characters: 4 permits a pair (128 characters each), so one pair fits beside the held one, two do not.
+    const query = 'word '.repeat(80);
+    expect(await rejection(model.rerank(query, ['a', 'b']))).toMatchObject({ code: 'SF_ERR_TEXT_OVERLOADED' });
+    const one = model.rerank(query, ['a']);
+    expect(await rejection(model.tokenize([query]))).toMatchObject({ code: 'SF_ERR_TEXT_OVERLOADED' });
+    held.release();
+    await running;
+    await expect.poll(held.started).toBe(2);
+    held.release();
+    expect((await one).values).toHaveLength(1);
+    // Alone, a request costlier than every permit still runs: it takes them all.
+    const alone = model.rerank('word '.repeat(400), ['a', 'b', 'c']);
+    await expect.poll(held.started).toBe(3);
+    held.release();
+    expect((await alone).values).toHaveLength(3);
+  });
+
+  it('/embed_all is sized before the forward pass: over maxAnswerBytes is 413, and a large answer takes its share of the permits', async () => {
+    // 'a b c' is 5 tokens: 5 × (8 × 24 + 3) + 3 = 978 bytes at most, all 4 permits of a 1000-byte limit.
+    const { held, model } = await heldEngine('embed', { maxConcurrentRequests: 4, maxAnswerBytes: 1000 });
+    const tooLarge = await rejection(model.embedAll(['a b c d e']));
+    expect(tooLarge).toMatchObject({ code: 'SF_ERR_TEXT_ANSWER_TOO_LARGE', statusCode: 413 });
+    expect(tooLarge.message).toMatch(/about 1368 bytes of JSON, over the limit of 1000 bytes \(--max-answer-bytes\)/);
+    expect(held.started()).toBe(0);
+    const running = model.embed(['x']);
+    await expect.poll(held.started).toBe(1);
+    expect(await rejection(model.embedAll(['a b c']))).toMatchObject({ code: 'SF_ERR_TEXT_OVERLOADED' });
+    held.release();
+    await running;
+    const alone = model.embedAll(['a b c']);
+    await expect.poll(held.started).toBe(2);
+    held.release();
+    expect((await alone).values[0]).toHaveLength(5);
+  });
+
+  it('/embed_all of a model whose width is not known yet is sized once its rows are back, before its answer is built', async () => {
+    const model = await textModelFor('embed', { limits: { maxAnswerBytes: 1000 } });
+    expect(await rejection(model.embedAll(['a b c d e']))).toMatchObject({ code: 'SF_ERR_TEXT_ANSWER_TOO_LARGE' });
+    expect((await model.embedAll(['a b c'])).values[0]).toHaveLength(5);
+  });
+});

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Tokenizer } from 'tokenizers';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ServeFnError } from '../../src/errors/index.js';
 import { TextTokenizer, type TextEncoding } from '../../src/text/tokenizer.js';
 import { ReferenceByteLevelBpe, ReferenceWordPiece, bertLowercase } from '../helpers/reference-tokenizers.js';
@@ -242,6 +242,27 @@ describe('truncation', () => {
     const encoding = await qwen.encode(long, { maxLength: 9, direction });
     expect([...encoding.ids]).toEqual(cut(ids, 9, direction));
     expect(encoding.untruncatedLength).toBe(ids.length);
+  });
+
+  it.each(['right', 'left'] as const)('cuts a pair of two long texts from the %s to the same tokens, handing the post-processor no overflowing pieces', async (direction) => {
+    // Pieces of both texts would be merged each with each: quadratic work on the event loop.
+    const [first, second] = [`${long} `.repeat(20).trim(), `${long} `.repeat(15).trim()];
+    const native = (wordPiece as unknown as { native: Tokenizer }).native;
+    const postProcess = vi.spyOn(native, 'postProcess');
+    const [a, b] = [wordPieceReference.encode(first, undefined, false).ids, wordPieceReference.encode(second, undefined, false).ids];
+    for (const maxLength of [3, 20, 51]) {
+      const encoding = await wordPiece.encodePair(first, second, { maxLength, direction });
+      // LongestFirst halves the budget, the longer (first) text taking the odd token.
+      const [keepA, keepB] = [Math.ceil((maxLength - 3) / 2), Math.floor((maxLength - 3) / 2)];
+      expect([...encoding.ids]).toEqual([wordPieceReference.id('[CLS]'), ...cut(a, keepA, direction), wordPieceReference.id('[SEP]'), ...cut(b, keepB, direction), wordPieceReference.id('[SEP]')]);
+      expect(encoding.untruncatedLength).toBe(a.length + b.length + 3);
+      const [encoded, pair] = postProcess.mock.calls.at(-1)!;
+      expect([encoded.getOverflowing().length, pair!.getOverflowing().length]).toEqual([0, 0]);
+      // Offsets stay offsets into each whole text: a left cut keeps each text's last bytes.
+      const stops = [0, 1].map((sequence) => encoding.offsets.filter((o, i) => o !== null && encoding.sequenceIds[i] === sequence).map((o) => o![1]));
+      if (direction === 'left' && keepA > 0) expect([stops[0]!.at(-1), stops[1]!.at(-1)]).toEqual([Buffer.byteLength(first), Buffer.byteLength(second)]);
+    }
+    postProcess.mockRestore();
   });
 
   it('leaves a text that fits as it is', async () => {

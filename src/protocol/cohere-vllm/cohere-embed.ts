@@ -45,7 +45,7 @@ function readEmbeddingTypes(body: Body): EmbeddingType[] {
 export function readCohereEmbedRequest(body: Body): CohereEmbedRequest {
   const texts = readTexts(body);
   const truncate = optionalString(body, 'truncate') ?? 'END';
-  if (!(truncate in TRUNCATION)) throw new FieldError('truncate', '`truncate` must be "END", "START" or "NONE"');
+  if (!Object.hasOwn(TRUNCATION, truncate)) throw new FieldError('truncate', '`truncate` must be "END", "START" or "NONE"');
   // vLLM's max_tokens cuts to fewer tokens than the model takes; the engine cuts only at the model's limit.
   if (body.max_tokens != null) throw new FieldError('max_tokens', '`max_tokens` is not supported: texts are cut at the model\'s input limit (`truncate`)');
   return {

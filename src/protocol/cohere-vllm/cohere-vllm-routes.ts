@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifySchema } from 'fastify';
-import { setTextAnswerHeaders, type TextRoutesOptions } from '../text-routes.js';
+import { setTextAnswerHeaders, textPayloadLimit, type TextRoutesOptions } from '../text-routes.js';
 import { errorResponses, installOpenAiErrorHandling } from '../openai/openai-errors.js';
 import { optionalString, requestBody } from '../openai/openai-fields.js';
 import { cohereEmbedResponse, promptName, readCohereEmbedRequest } from './cohere-embed.js';
@@ -59,10 +59,11 @@ export async function cohereVllmRoutes(app: FastifyInstance, opts: TextRoutesOpt
   const { models } = opts;
   app.setValidatorCompiler(() => () => true);
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
-  installOpenAiErrorHandling(app, { flavour: 'vllm', exposeErrors: opts.exposeErrors ?? false, bodyLimit: opts.bodyLimit ?? 1_048_576 });
+  const bodyLimit = textPayloadLimit(opts);
+  installOpenAiErrorHandling(app, { flavour: 'vllm', exposeErrors: opts.exposeErrors ?? false, bodyLimit });
 
   for (const version of ['1', '2'] as const) {
-    app.post(`/v${version}/rerank`, { schema: doc(`Rerank documents (Cohere v${version}, Jina, vLLM)`, RERANK_BODY) }, async (request, reply) => {
+    app.post(`/v${version}/rerank`, { bodyLimit, schema: doc(`Rerank documents (Cohere v${version}, Jina, vLLM)`, RERANK_BODY) }, async (request, reply) => {
       const rerank = readRerankRequest(requestBody(request.body));
       const model = models.pick('rerank', rerank.model);
       const answer = await model.rerank(rerank.query, rerank.texts);
@@ -70,7 +71,7 @@ export async function cohereVllmRoutes(app: FastifyInstance, opts: TextRoutesOpt
       return rerankResponse(rerank, answer, model.info.name, version);
     });
   }
-  app.post('/v2/embed', { schema: doc('Embed texts (Cohere v2, as vLLM serves it)', COHERE_EMBED_BODY) }, async (request, reply) => {
+  app.post('/v2/embed', { bodyLimit, schema: doc('Embed texts (Cohere v2, as vLLM serves it)', COHERE_EMBED_BODY) }, async (request, reply) => {
     const embed = readCohereEmbedRequest(requestBody(request.body));
     const model = models.pick('embed', embed.model);
     const answer = await model.embed(embed.texts, { ...embed.options, promptName: promptName(model, embed.inputType) });
@@ -78,7 +79,7 @@ export async function cohereVllmRoutes(app: FastifyInstance, opts: TextRoutesOpt
     return cohereEmbedResponse(embed, answer);
   });
   for (const path of ['/score', '/v1/score']) {
-    app.post(path, { schema: doc('Score text pairs (vLLM)', SCORE_BODY) }, async (request) => {
+    app.post(path, { bodyLimit, schema: doc('Score text pairs (vLLM)', SCORE_BODY) }, async (request) => {
       const body = requestBody(request.body);
       const pairs = readScorePairs(body);
       const model = models.pick('rerank', optionalString(body, 'model'));
@@ -87,7 +88,7 @@ export async function cohereVllmRoutes(app: FastifyInstance, opts: TextRoutesOpt
     });
   }
   for (const path of ['/classify', '/v1/classify']) {
-    app.post(path, { schema: doc('Classify texts (vLLM)', CLASSIFY_BODY) }, async (request, reply) => {
+    app.post(path, { bodyLimit, schema: doc('Classify texts (vLLM)', CLASSIFY_BODY) }, async (request, reply) => {
       const body = requestBody(request.body);
       const inputs = readClassifyInputs(body);
       const model = models.pick('classify', optionalString(body, 'model'));

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import type { TextEngine } from '../../text/text-engine.js';
-import { setTextAnswerHeaders, type TextRoutesOptions } from '../text-routes.js';
+import { setTextAnswerHeaders, textPayloadLimit, type TextRoutesOptions } from '../text-routes.js';
 import { embeddingsResponse, readEmbeddingsRequest } from './openai-embeddings.js';
 import { errorResponses, installOpenAiErrorHandling } from './openai-errors.js';
 import { requestBody } from './openai-fields.js';
@@ -70,11 +70,12 @@ export async function openAiRoutes(app: FastifyInstance, opts: TextRoutesOptions
   // written as they are built (a response schema would drop fields it does not list).
   app.setValidatorCompiler(() => () => true);
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
-  installOpenAiErrorHandling(app, { flavour: 'openai', exposeErrors: opts.exposeErrors ?? false, bodyLimit: opts.bodyLimit ?? 1_048_576 });
+  const bodyLimit = textPayloadLimit(opts);
+  installOpenAiErrorHandling(app, { flavour: 'openai', exposeErrors: opts.exposeErrors ?? false, bodyLimit });
 
   const embeddingsSchema = doc('Create embeddings (OpenAI)', { body: EMBEDDINGS_BODY, response: EMBEDDINGS_RESPONSE });
   for (const path of ['/v1/embeddings', '/embeddings']) {
-    app.post(path, { schema: embeddingsSchema }, async (request, reply) => {
+    app.post(path, { schema: embeddingsSchema, bodyLimit }, async (request, reply) => {
       const body = readEmbeddingsRequest(requestBody(request.body));
       const model = models.pick('embed', body.model);
       const answer = await model.embed(body.inputs, { dimensions: body.dimensions });

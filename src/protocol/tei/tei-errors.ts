@@ -23,6 +23,7 @@ const ERROR_TYPES: Partial<Record<SfErrorCode, TeiErrorType>> = {
   SF_ERR_TEXT_VALIDATION: 'Validation',
   SF_ERR_TEXT_BATCH_TOO_LARGE: 'Validation',
   SF_ERR_TEXT_TOO_LONG: 'Validation',
+  SF_ERR_TEXT_ANSWER_TOO_LARGE: 'Validation',
   SF_ERR_TEXT_OVERLOADED: 'Overloaded',
   SF_ERR_TEXT_WRONG_TASK: 'Backend',
   SF_ERR_TEXT_BACKEND: 'Backend',
@@ -49,10 +50,10 @@ export function teiError(err: unknown, options: ErrorAnswerOptions): { status: n
 }
 
 /** The TEI scope's error handler: every error becomes TEI's body, logged as the server logs its own. */
-export function installTeiErrorHandling(scope: FastifyInstance, options: { readonly exposeErrors: boolean; readonly bodyLimit?: number }): void {
+export function installTeiErrorHandling(scope: FastifyInstance, options: { readonly exposeErrors: boolean }): void {
   scope.setErrorHandler((err, request, reply) => {
-    const bodyLimit = options.bodyLimit ?? request.routeOptions.bodyLimit ?? scope.initialConfig.bodyLimit ?? 0;
-    const answer = teiError(err, { bodyLimit, contentType: request.headers['content-type'], exposeErrors: options.exposeErrors, requestId: request.id });
+    // Every TEI route has its own limit (--payload-limit), the one a 413 names.
+    const answer = teiError(err, { bodyLimit: request.routeOptions.bodyLimit ?? 0, contentType: request.headers['content-type'], exposeErrors: options.exposeErrors, requestId: request.id });
     logFailure(request, err, { status: answer.status, body: { error: answer.body.error, code: codeOf(err) }, fault: answer.fault });
     return reply.code(answer.status).type('application/json').send(JSON.stringify(answer.body));
   });

@@ -4,7 +4,7 @@ import type { TextTask } from '../../text/model-folder.js';
 import { parseTextInputs, type TextInput } from '../../text/text-inputs.js';
 import type { TextEngine } from '../../text/text-engine.js';
 import type { TextModelSet, TextNeed } from '../../text/text-model-set.js';
-import { setTextAnswerHeaders, type TextRoutesOptions } from '../text-routes.js';
+import { setTextAnswerHeaders, textPayloadLimit, type TextRoutesOptions } from '../text-routes.js';
 import { installTeiErrorHandling } from './tei-errors.js';
 import {
   booleanOr,
@@ -117,10 +117,11 @@ function pick(models: TextModelSet, need: TextNeed, name: string | undefined): T
  */
 export async function teiRoutes(app: FastifyInstance, opts: TeiRoutesOptions): Promise<void> {
   const { models } = opts;
+  const bodyLimit = textPayloadLimit(opts);
   // Bodies are read by tei-fields.ts; the schemas are the routes' documentation.
   app.setValidatorCompiler(() => () => true);
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
-  installTeiErrorHandling(app, { exposeErrors: opts.exposeErrors ?? false, bodyLimit: opts.bodyLimit });
+  installTeiErrorHandling(app, { exposeErrors: opts.exposeErrors ?? false });
   // TEI's bodies are JSON (axum's Json extractor answers anything else 415), where fastify would
   // hand a text/plain body over as a string.
   app.addHook('preValidation', async (request) => {
@@ -132,7 +133,7 @@ export async function teiRoutes(app: FastifyInstance, opts: TeiRoutesOptions): P
   // the set does the same with one model, and with several picks by the request's `model` (a
   // serve-fn extension) or by the route's task.
   const post = (url: string, schema: FastifySchema, task: TextNeed, handler: Handler): void => {
-    app.post(url, { schema }, async (request, reply) => {
+    app.post(url, { schema, bodyLimit }, async (request, reply) => {
       const body = teiBody(request.body);
       return handler(body, pick(models, task, optionalString(body, 'model')), reply);
     });
@@ -146,7 +147,7 @@ export async function teiRoutes(app: FastifyInstance, opts: TeiRoutesOptions): P
   post('/tokenize', TEI_SCHEMAS.tokenize, 'any', tokenize);
   post('/decode', TEI_SCHEMAS.decode, 'any', decode);
   for (const url of ['/', '/invocations']) {
-    app.post(url, { schema: TEI_SCHEMAS.root }, async (request, reply) => {
+    app.post(url, { schema: TEI_SCHEMAS.root, bodyLimit }, async (request, reply) => {
       const body = teiBody(request.body);
       const model = models.pick('any', optionalString(body, 'model'));
       return ROOT_HANDLERS[model.info.task](body, model, reply);
