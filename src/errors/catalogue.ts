@@ -111,6 +111,7 @@ export const ERROR_CATALOGUE = {
   SF_ERR_MODEL_CONTROL_DISABLED: spec(503, 'explicit model load / unload is not allowed if polling is enabled'),
   SF_ERR_MODEL_POLL_FAILED: spec(400, "failed to load '%s', failed to poll from model repository: %s"),
   SF_ERR_MODEL_FILES_UNWRITABLE: spec(500, "failed to load '%s', failed to poll from model repository: file parameter '%s' could not be written (%s)"),
+  SF_ERR_MODEL_LOAD_FAILED: spec(400, "load failed for model '%s': %s"),
   SF_ERR_SEQUENCE_ID_MISSING: spec(400, "inference request to model '%s' must specify a non-zero or non-empty correlation ID"),
   SF_ERR_SEQUENCE_NOT_STARTED: spec(400, "inference request for sequence %s to model '%s' must specify the START flag on the first request of the sequence (the sequence is unknown, has ended, or was freed after %s µs idle)"),
   SF_ERR_SEQUENCE_UNSUPPORTED: spec(400, "inference request to model '%s' sets '%s', but the model is not stateful: its configuration has no sequence_batching"),

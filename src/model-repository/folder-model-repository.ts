@@ -157,13 +157,13 @@ export class FolderModelRepository implements ModelRepository {
       override = hasFiles ? writeOverrideFolder(name, files) : undefined;
       source = readModelSource(this.options.root, name, override?.dir ?? join(this.options.root, name), request.config);
     } catch (err) {
-      override?.remove();
+      this.discard(override);
       const failure = pollFailure(name, err as Error);
       this.markFailed(this.recordOf(name), name, failure);
       throw failure;
     }
     const error = await this.loadSource(source, override);
-    if (error) throw error;
+    if (error) throw hasFiles ? sentContentFailure(name, error) : error;
   }
 
   /** Unloads a model (explicit mode) once its in-flight requests finish; a model not loaded is left as is. */
@@ -222,7 +222,7 @@ export class FolderModelRepository implements ModelRepository {
         versions = await buildModelVersions(source, this.builder);
         await loadEvery(versions);
       } catch (err) {
-        override?.remove();
+        this.discard(override);
         this.markFailed(record, source.name, err as Error);
         return err as Error;
       }
@@ -230,7 +230,7 @@ export class FolderModelRepository implements ModelRepository {
       const previousOverride = record.override;
       Object.assign(record, { versions, state: 'READY', reason: undefined, override });
       await Promise.allSettled(previous.map((v) => v.unload()));
-      previousOverride?.remove();
+      this.discard(previousOverride);
       this.builder.log('info', `loaded model '${source.name}' version ${versions.map((v) => v.info.version).join(', ')}`);
       return undefined;
     });
@@ -241,8 +241,17 @@ export class FolderModelRepository implements ModelRepository {
     record.state = 'UNLOADING';
     await Promise.allSettled(record.versions.map((v) => v.unload(options)));
     Object.assign(record, { versions: [], state: 'UNAVAILABLE', reason: 'unloaded' });
-    record.override?.remove();
+    this.discard(record.override);
     record.override = undefined;
+  }
+
+  /** A temporary folder that cannot be removed is logged: the load or unload it belonged to has happened. */
+  private discard(override: OverrideFolder | undefined): void {
+    try {
+      override?.remove();
+    } catch (err) {
+      this.builder.log('error', `could not remove the temporary model folder ${override!.dir}: ${(err as Error).message}`);
+    }
   }
 
   private markFailed(record: ModelRecord, name: string, err: Error): void {
@@ -282,9 +291,22 @@ function pollFailure(name: string, err: Error): Error {
   return createError('SF_ERR_MODEL_POLL_FAILED', name, err.message, { cause: err });
 }
 
-/** A model name is one folder name: no separators, and not `.` or `..`. */
+/**
+ * A load request whose files the backend cannot load (not an ONNX model, say) failed on the
+ * client's content: 400 with the backend's reason, as Triton answers a failed load
+ * (INVALID_ARG, "load failed for model ..."). Other failures keep their own code and status.
+ */
+function sentContentFailure(name: string, err: Error): Error {
+  if ((err as { code?: string }).code !== 'SF_ERR_BACKEND_LOAD_FAILED') return err;
+  return createError('SF_ERR_MODEL_LOAD_FAILED', name, err.message, { cause: err });
+}
+
+/** Linux's NAME_MAX: a longer model name cannot be a folder. */
+const MAX_MODEL_NAME_BYTES = 255;
+
+/** A model name is one folder name: no separators, not `.` or `..`, and no longer than a file name may be. */
 function checkName(name: string): string {
-  if (name === '' || name === '.' || name === '..' || /[/\\\0]/.test(name)) {
+  if (name === '' || name === '.' || name === '..' || /[/\\\0]/.test(name) || Buffer.byteLength(name) > MAX_MODEL_NAME_BYTES) {
     throw createError('SF_ERR_BAD_REQUEST', `'${name}' is not a model name: a model name is the name of one folder in the repository`);
   }
   return name;
