@@ -135,6 +135,26 @@ describe('FolderModelRepository in explicit mode', () => {
     expect((badJson as Error).message).toMatch(/^failed to load 'simple', failed to poll from model repository: Model configuration for 'simple' is invalid: the config parameter is not valid JSON: /);
   });
 
+  it('refuses to reload an ensemble whose only step is itself, and the loaded one serves on', async () => {
+    const { repo } = repository({
+      'a_pipeline/config.pbtxt': ENSEMBLE,
+      'z_simple/config.pbtxt': SIMPLE_CONFIG.replace('"simple"', '"z_simple"'),
+      'z_simple/1/model.onnx': ADD_SUB,
+    }, { controlMode: 'explicit', startupModels: ['*'] });
+    await repo.start();
+    const selfStep = {
+      name: 'a_pipeline', platform: 'ensemble', max_batch_size: 8,
+      input: [{ name: 'X', data_type: 'TYPE_INT32', dims: [16] }], output: [{ name: 'Y', data_type: 'TYPE_INT32', dims: [16] }],
+      ensemble_scheduling: { step: [{ model_name: 'a_pipeline', model_version: -1, input_map: { X: 'X' }, output_map: { Y: 'Y' } }] },
+    };
+    await expect(repo.load('a_pipeline', { config: JSON.stringify(selfStep) })).rejects.toThrow(expect.objectContaining({
+      code: 'SF_ERR_ENSEMBLE_INVALID', statusCode: 400, message: "Ensemble 'a_pipeline' is invalid: step 0 (model 'a_pipeline') runs the ensemble itself",
+    }));
+    expect(repo.get('a_pipeline').ready()).toBe(true);
+    const response = await repo.get('a_pipeline').infer({ inputs: [int32('X', [1, 16], range(16))] });
+    expect(values(response.outputs[0])).toEqual(range(16, (i) => 2 * i));
+  });
+
   it('refuses a file name over NAME_MAX and a path 2,000 levels deep as bad requests, writing nothing, and serves on', async () => {
     const { repo } = repository({ 'simple/1/model.onnx': ADD_SUB }, { controlMode: 'explicit', startupModels: ['simple'] });
     await repo.start();
