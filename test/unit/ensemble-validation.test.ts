@@ -75,7 +75,7 @@ describe('planEnsemble', () => {
     });
     const selfStep = step('pipeline', { X: 'A' }, { Y: 'SUM_DOUBLED' });
     const plan = (steps: EnsembleStep[], loaded: Record<string, InferenceModelInfo>): string => {
-      const all = { ...models, ...loaded };
+      const all: Record<string, InferenceModelInfo> = { ...models, ...loaded };
       const err = thrown(() => planEnsemble(ensemble, { step: steps, max_inflight_requests: 0 }, (name) => all[name]));
       expect(err.code).toBe('SF_ERR_ENSEMBLE_INVALID');
       return err.message.replace("Ensemble 'pipeline' is invalid: ", '');
@@ -105,7 +105,7 @@ describe('planEnsemble', () => {
         inner: loadedEnsemble('inner', [step('double', { X: 'X' }, { Y: 'Y' })]),
         outer: loadedEnsemble('outer', [step('inner', { X: 'X' }, { Y: 'T' }), step('inner', { X: 'T' }, { Y: 'Y' })]),
       };
-      const all = { ...models, ...loaded };
+      const all: Record<string, InferenceModelInfo> = { ...models, ...loaded };
       expect(() => planEnsemble(ensemble, { step: [GOOD[0], step('outer', { X: 'sum' }, { Y: 'SUM_DOUBLED' })], max_inflight_requests: 0 }, (name) => all[name])).not.toThrow();
     });
   });
