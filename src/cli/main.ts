@@ -1,5 +1,8 @@
 import { inspect } from 'node:util';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { DEFAULT_MAX_INSTANCES } from '../model-repository/instance-placement.js';
+import type { RestartPolicy } from '../runtime/instance-pool.js';
+import { parseRestartLimit, RESTART_LIMIT_FORM } from '../runtime/restart-limit.js';
 import { SERVER_IDENTITY } from '../server/serve-fn-server.js';
 import { batchGears, convertCommand, existingFile, flagConflict, irOption } from './convert-command.js';
 import { devCommand } from './dev-command.js';
@@ -27,6 +30,12 @@ function nonNegativeInt(value: string): number {
   return n;
 }
 
+function restartLimit(value: string): RestartPolicy {
+  const policy = parseRestartLimit(value);
+  if (!policy) throw new InvalidArgumentError(`expected ${RESTART_LIMIT_FORM}`);
+  return policy;
+}
+
 interface BodyLimitFlags {
   bodyLimit?: number;
   jsonBodyLimit?: number;
@@ -42,6 +51,8 @@ interface StartFlags extends BodyLimitFlags, TextFlags {
   modelControlMode: 'none' | 'explicit' | 'poll';
   loadModel: string[];
   repositoryPollSecs: number;
+  maxInstances?: number;
+  restartLimit?: RestartPolicy;
   grpc: boolean;
   grpcPort: number;
 }
@@ -95,6 +106,8 @@ export function buildProgram(): Command {
     .addOption(new Option('--model-control-mode <mode>', 'Triton repository: load all at start (none), on request (explicit), or rescan (poll)').choices(['none', 'explicit', 'poll']).default('none'))
     .option('--load-model <name>', 'Triton repository, explicit mode: a model to load at start (repeatable; * loads all)', (name: string, all: string[]) => [...all, name], [])
     .option('--repository-poll-secs <seconds>', 'Triton repository, poll mode: seconds between rescans', positiveInt, 15)
+    .option('--max-instances <count>', `Triton repository: most instances of one model version a config.pbtxt may ask for (env SERVE_FN_MAX_INSTANCES, default ${DEFAULT_MAX_INSTANCES})`, positiveInt)
+    .option('--restart-limit <restarts/window>', "restarts of one crashed instance allowed within the window, e.g. 5/60s; past it the instance stays down until the window passes (env SERVE_FN_RESTART_LIMIT, default 5/60s; a model's restart_limit parameter wins)", restartLimit)
     .action(async (entries: string[], opts: StartFlags) => {
       await startCommand(entries, {
         host: opts.host,
@@ -106,7 +119,8 @@ export function buildProgram(): Command {
         shutdownDelayMs: opts.shutdownDelay,
         standby: opts.standby,
         grpc: opts.grpc && !opts.dev ? { port: opts.grpcPort } : undefined,
-        repository: { controlMode: opts.modelControlMode, startupModels: opts.loadModel, pollIntervalMs: opts.repositoryPollSecs * 1000 },
+        repository: { controlMode: opts.modelControlMode, startupModels: opts.loadModel, pollIntervalMs: opts.repositoryPollSecs * 1000, maxInstances: opts.maxInstances },
+        restartPolicy: opts.restartLimit,
         text: textServeOptions(opts),
       });
     });

@@ -28,6 +28,8 @@ export interface FolderModelRepositoryOptions {
   /** The models ensemble steps name; by default this repository's. */
   readonly resolve?: ModelResolver;
   readonly restartPolicy?: RestartPolicy;
+  /** Most instances of one model version a config may ask for (--max-instances); DEFAULT_MAX_INSTANCES by default. */
+  readonly maxInstances?: number;
   readonly instanceFactory?: TensorInstanceFactory;
 }
 
@@ -68,6 +70,7 @@ export class FolderModelRepository implements ModelRepository {
       infer: options.infer ?? ((model, input, call) => this.get(model, call.version).infer(input as InferRequest)),
       resolve: options.resolve ?? ((name, version) => this.get(name, version)),
       restartPolicy: options.restartPolicy,
+      maxInstances: options.maxInstances,
       instanceFactory: options.instanceFactory,
     };
   }

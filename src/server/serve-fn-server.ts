@@ -83,7 +83,7 @@ export const SERVER_IDENTITY = {
   serverVersion: (createRequire(import.meta.url)('../../package.json') as { version: string }).version,
 } as const;
 
-export type RepositoryServeOptions = Pick<FolderModelRepositoryOptions, 'root' | 'controlMode' | 'startupModels' | 'pollIntervalMs'>;
+export type RepositoryServeOptions = Pick<FolderModelRepositoryOptions, 'root' | 'controlMode' | 'startupModels' | 'pollIntervalMs' | 'maxInstances'>;
 
 /**
  * A serve-fn server: model runtimes plus the fastify app that fronts them. `start()` initialises

@@ -135,6 +135,20 @@ describe('FolderModelRepository in explicit mode', () => {
     expect((badJson as Error).message).toMatch(/^failed to load 'simple', failed to poll from model repository: Model configuration for 'simple' is invalid: the config parameter is not valid JSON: /);
   });
 
+  it('refuses a config asking for more instances than the ceiling: 400 on a load request, a failed start at startup', async () => {
+    const { repo } = repository({ 'simple/1/model.onnx': ADD_SUB }, { controlMode: 'explicit', maxInstances: 2 });
+    await repo.start();
+    const tooMany = JSON.stringify({ name: 'simple', instance_group: [{ count: 3, kind: 'KIND_CPU' }] });
+    await expect(repo.load('simple', { config: tooMany })).rejects.toThrow(expect.objectContaining({
+      code: 'SF_ERR_CONFIG_INVALID', statusCode: 400, message: expect.stringContaining('instance_group asks for 3 instances (3); this server runs at most 2 per model version'),
+    }));
+    await repo.load('simple', { config: JSON.stringify({ name: 'simple', instance_group: [{ count: 2, kind: 'KIND_CPU' }] }) });
+    expect(repo.get('simple').ready()).toBe(true);
+
+    const { repo: atStart } = repository({ 'simple/config.pbtxt': `${SIMPLE_CONFIG}instance_group [ { count: 16 kind: KIND_CPU } ]`, 'simple/1/model.onnx': ADD_SUB });
+    await expect(atStart.start()).rejects.toThrow(expect.objectContaining({ code: 'SF_ERR_CONFIG_INVALID', message: expect.stringContaining('asks for 16 instances (16); this server runs at most 8') }));
+  });
+
   it('refuses to reload an ensemble whose only step is itself, and the loaded one serves on', async () => {
     const { repo } = repository({
       'a_pipeline/config.pbtxt': ENSEMBLE,
