@@ -114,6 +114,12 @@ export interface TensorDeclaration {
   readonly dims: readonly number[];
   /** Inputs only: the request may leave it out (Triton's `optional`). */
   readonly optional?: boolean;
+  /**
+   * Inputs only: a request may give a 0 for a variable dimension (an empty tensor). Without it a
+   * zero-sized dimension is refused with 400 before `execute` runs, since a model that cannot
+   * run on nothing (ONNX Runtime's Conv and Reshape, say) would fail as a server error.
+   */
+  readonly allowEmpty?: boolean;
 }
 
 export interface TensorsOptions {
