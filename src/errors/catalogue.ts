@@ -100,7 +100,7 @@ export const ERROR_CATALOGUE = {
   SF_ERR_BACKEND_UNSUPPORTED: spec(501, "Backend '%s' is not supported yet: %s"),
   SF_ERR_BACKEND_LOAD_FAILED: spec(500, "Backend '%s' could not load '%s': %s"),
   SF_ERR_BACKEND_RUN_FAILED: spec(500, "Backend '%s' failed to run '%s': %s"),
-  SF_ERR_BACKEND_INPUT_REJECTED: spec(400, "Backend '%s' refused the inputs of '%s': %s"),
+  SF_ERR_BACKEND_INPUT_REJECTED: spec(400, "Backend '%s' refused the inputs: %s"),
   SF_ERR_CONFIG_PARSE: spec(400, '%s:%s:%s: %s'),
   SF_ERR_CONFIG_INVALID: spec(400, "Model configuration for '%s' is invalid: %s"),
   SF_ERR_REPOSITORY_INVALID: spec(400, "Model repository '%s' is invalid: %s"),

@@ -166,7 +166,7 @@ export class FolderModelRepository implements ModelRepository {
       throw failure;
     }
     const error = await this.loadSource(source, override);
-    if (error) throw hasFiles ? sentContentFailure(name, error) : error;
+    if (error) throw override ? sentContentFailure(name, error, override.dir) : error;
   }
 
   /** Unloads a model (explicit mode) once its in-flight requests finish; a model not loaded is left as is. */
@@ -297,11 +297,12 @@ function pollFailure(name: string, err: Error): Error {
 /**
  * A load request whose files the backend cannot load (not an ONNX model, say) failed on the
  * client's content: 400 with the backend's reason, as Triton answers a failed load
- * (INVALID_ARG, "load failed for model ..."). Other failures keep their own code and status.
+ * (INVALID_ARG, "load failed for model ..."), its paths shown inside the model folder the client
+ * sent rather than the server's temporary folder. Other failures keep their own code and status.
  */
-function sentContentFailure(name: string, err: Error): Error {
+function sentContentFailure(name: string, err: Error, dir: string): Error {
   if ((err as { code?: string }).code !== 'SF_ERR_BACKEND_LOAD_FAILED') return err;
-  return createError('SF_ERR_MODEL_LOAD_FAILED', name, err.message, { cause: err });
+  return createError('SF_ERR_MODEL_LOAD_FAILED', name, err.message.split(dir).join(name), { cause: err });
 }
 
 /** Linux's NAME_MAX: a longer model name cannot be a folder. */

@@ -190,7 +190,8 @@ describe('FolderModelRepository in explicit mode', () => {
     const config = JSON.stringify({ name: 'sent', backend: 'onnxruntime' });
     const err = await repo.load('sent', { config, files: { 'file:1/model.onnx': noise } }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'SF_ERR_MODEL_LOAD_FAILED', statusCode: 400, cause: expect.objectContaining({ code: 'SF_ERR_BACKEND_LOAD_FAILED' }) });
-    expect((err as Error).message).toMatch(/^load failed for model 'sent': Backend 'onnxruntime' could not load /);
+    expect((err as Error).message).toMatch(/^load failed for model 'sent': Backend 'onnxruntime' could not load 'sent\/1\/model.onnx': /);
+    expect((err as Error).message).not.toContain(tmpdir());
     expect(overrideFolders()).toEqual(before);
   });
 

@@ -82,7 +82,7 @@ describe('OnnxBackend with onnxruntime-node', () => {
     expect(wrongType.code).toBe('SF_ERR_BACKEND_INPUT_REJECTED');
     expect(wrongType.statusCode).toBe(400);
     expect(wrongType.message).toBe(
-      `Backend 'onnxruntime' refused the inputs of '${label}': Unexpected input data type. Actual: (tensor(float)) , expected: (tensor(int32))`,
+      `Backend 'onnxruntime' refused the inputs: Unexpected input data type. Actual: (tensor(float)) , expected: (tensor(int32))`,
     );
     const missing = await rejection(session.run({ INPUT0: ints }));
     expect(missing.message).toBe(`Backend 'onnxruntime' failed to run '${label}': input 'INPUT1' is missing in 'feeds'.`);

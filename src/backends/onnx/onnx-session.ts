@@ -46,8 +46,9 @@ export class OnnxSession implements BackendSession {
       results = await this.#session.run(feeds, [...(outputNames ?? this.#session.outputNames)]);
     } catch (err) {
       const message = (err as Error).message;
-      const code = INPUT_CHECK_FAILURES.some((start) => message.startsWith(start)) ? 'SF_ERR_BACKEND_INPUT_REJECTED' : 'SF_ERR_BACKEND_RUN_FAILED';
-      throw createError(code, BACKEND, this.#label, message, { cause: err });
+      // A 400 is shown in production, so it does not name the model file, a path on the server.
+      if (INPUT_CHECK_FAILURES.some((start) => message.startsWith(start))) throw createError('SF_ERR_BACKEND_INPUT_REJECTED', BACKEND, message, { cause: err });
+      throw createError('SF_ERR_BACKEND_RUN_FAILED', BACKEND, this.#label, message, { cause: err });
     }
     const outputs: Record<string, Tensor> = {};
     for (const [name, value] of Object.entries(results)) outputs[name] = fromOrtTensor(name, value);
