@@ -99,6 +99,11 @@ export interface InstancesOptions {
   readonly devices?: readonly number[];
   /** Run on the HTTP thread. Only for models that do nothing but async I/O. */
   readonly inline?: boolean;
+  /**
+   * This model's restart limit, `'<restarts>/<window>'` such as `'3/30s'`, as a repository model's
+   * `restart_limit` parameter sets it; it wins over the server's (--restart-limit).
+   */
+  readonly restartLimit?: string;
 }
 
 export interface InstancesRecord {

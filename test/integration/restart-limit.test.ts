@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ServeFnServer } from '../../src/server/serve-fn-server.js';
-import { FragileModel } from '../fixtures/models/fragile-model.js';
+import { BrittleModel, FragileModel } from '../fixtures/models/fragile-model.js';
 import { scratchFolder, writeFiles } from '../fixtures/repository/repository-files.js';
 
 /** No restart within the test: the first crash of an instance is past its limit. */
@@ -125,6 +125,24 @@ describe("a repository model's restart_limit parameter", () => {
     expect((await infer({})).status).toBe(200);
     expect((await infer({ fail: 'exit' })).status).toBe(500);
     expect(await infer({})).toEqual({ status: 503, body: { error: "Model 'scale' version 1 is not ready", code: 'SF_ERR_MODEL_NOT_READY' } });
+  });
+});
+
+describe("a decorated model's @Instances restartLimit", () => {
+  // The server keeps the default limit (5 restarts a minute): only the class's option holds its instance down.
+  const server = new ServeFnServer({
+    models: [BrittleModel],
+    moduleUrl: new URL('../fixtures/models/fragile-model.ts', import.meta.url).href,
+    logger: false,
+    collectProcessMetrics: false,
+  });
+  afterAll(() => server.close());
+
+  it('wins over the server limit: its first crash leaves the model unavailable', async () => {
+    await server.start();
+    expect((await call(server, 'POST', '/brittle/work')).status).toBe(200);
+    expect((await call(server, 'POST', '/brittle/die')).body.code).toBe('SF_ERR_INSTANCE_CRASHED');
+    expect(await call(server, 'POST', '/brittle/work')).toMatchObject({ status: 503, body: { code: 'SF_ERR_MODEL_UNAVAILABLE' } });
   });
 });
 
