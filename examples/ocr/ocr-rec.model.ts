@@ -14,6 +14,7 @@ import { MAX_RUN, TextRecognizer } from './text-recognizer.js';
  */
 @Model({ name: 'ocr-rec', description: 'PaddleOCR PP-OCRv4 text-line recognition' })
 @Tensors({
+  // Any width of 1 pixel or more runs; an empty crop (width 0) or batch is refused with 400, as no input allows empty.
   inputs: [{ name: 'x', datatype: 'FP32', dims: [3, REC_HEIGHT, -1] }],
   outputs: [
     { name: 'TEXT', datatype: 'BYTES', dims: [1] },

@@ -62,10 +62,12 @@ export function findTextModelFolders(path = '.'): string[] | undefined {
  * folders of them), a Triton model repository folder, or an entry module's models. Only text
  * folders come several at a time.
  */
-export async function modelsToServe(paths: string | readonly string[] | undefined, repository: Omit<RepositoryServeOptions, 'root'> = {}): Promise<Pick<ServeOptions, 'models' | 'moduleUrl' | 'repository' | 'textFolders'>> {
+export async function modelsToServe(paths: string | readonly string[] | undefined, repository: Omit<RepositoryServeOptions, 'root'> = {}): Promise<Pick<ServeOptions, 'models' | 'moduleUrl' | 'repository' | 'textFolders' | 'modelControlMode'>> {
   const all = paths === undefined ? ['.'] : typeof paths === 'string' ? [paths] : paths.length === 0 ? ['.'] : paths;
+  // Without a repository folder, the control mode still says how load and unload requests are answered.
+  const modelControlMode = repository.controlMode;
   const textFolders = all.map((p) => findTextModelFolders(p));
-  if (textFolders.every((found) => found !== undefined)) return { models: [], textFolders: textFolders.flat() };
+  if (textFolders.every((found) => found !== undefined)) return { models: [], textFolders: textFolders.flat(), modelControlMode };
   if (all.length > 1) {
     const other = all.find((_, i) => textFolders[i] === undefined)!;
     throw createError('SF_ERR_ENTRY_NOT_FOUND', `${other} (several paths are served only when each is a text model folder, or a folder of them)`);
@@ -74,5 +76,5 @@ export async function modelsToServe(paths: string | readonly string[] | undefine
   const root = findRepository(path);
   if (root) return { models: [], repository: { ...repository, root } };
   const entry = findEntry(path);
-  return { models: await loadModels(entry), moduleUrl: entry.moduleUrl };
+  return { models: await loadModels(entry), moduleUrl: entry.moduleUrl, modelControlMode };
 }

@@ -1,6 +1,9 @@
 import { inspect } from 'node:util';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { addApiRestriction, parseApiRestriction, type ApiRestriction } from '../server/restricted-apis.js';
+import { DEFAULT_MAX_INSTANCES } from '../model-repository/instance-placement.js';
+import type { RestartPolicy } from '../runtime/instance-pool.js';
+import { parseRestartLimit, RESTART_LIMIT_FORM } from '../runtime/restart-limit.js';
 import { SERVER_IDENTITY } from '../server/serve-fn-server.js';
 import { batchGears, convertCommand, existingFile, flagConflict, irOption } from './convert-command.js';
 import { devCommand } from './dev-command.js';
@@ -37,6 +40,12 @@ function apiRestriction(value: string, previous: readonly ApiRestriction[]): Api
   }
 }
 
+function restartLimit(value: string): RestartPolicy {
+  const policy = parseRestartLimit(value);
+  if (!policy) throw new InvalidArgumentError(`expected ${RESTART_LIMIT_FORM}`);
+  return policy;
+}
+
 interface BodyLimitFlags {
   bodyLimit?: number;
   jsonBodyLimit?: number;
@@ -52,6 +61,8 @@ interface StartFlags extends BodyLimitFlags, TextFlags {
   modelControlMode: 'none' | 'explicit' | 'poll';
   loadModel: string[];
   repositoryPollSecs: number;
+  maxInstances?: number;
+  restartLimit?: RestartPolicy;
   grpc: boolean;
   grpcPort: number;
   shmMaxRegions?: number;
@@ -123,6 +134,8 @@ export function buildProgram(): Command {
     .option('--repository-poll-secs <seconds>', 'Triton repository, poll mode: seconds between rescans', positiveInt, 15)
     .addOption(new Option('--shm-max-regions <n>', 'system shared memory: most regions registered at once (default 1024)').argParser(positiveInt).env('SERVE_FN_SHM_MAX_REGIONS'))
     .addOption(new Option('--shm-max-bytes <bytes>', 'system shared memory: most bytes all registered regions span (default 4 GiB)').argParser(positiveInt).env('SERVE_FN_SHM_MAX_BYTES'))
+    .option('--max-instances <count>', `Triton repository: most instances of one model version a config.pbtxt may ask for (env SERVE_FN_MAX_INSTANCES, default ${DEFAULT_MAX_INSTANCES})`, positiveInt)
+    .option('--restart-limit <restarts/window>', "restarts of one crashed instance allowed within the window, e.g. 5/60s; past it the instance stays down until the window passes (env SERVE_FN_RESTART_LIMIT, default 5/60s; a model's restart_limit parameter wins)", restartLimit)
     .action(async (entries: string[], opts: StartFlags) => {
       await startCommand(entries, {
         host: opts.host,
@@ -135,7 +148,8 @@ export function buildProgram(): Command {
         standby: opts.standby,
         grpc: opts.grpc && !opts.dev ? { port: opts.grpcPort } : undefined,
         restrictedApis: { http: opts.httpRestrictedApi, grpc: opts.grpcRestrictedProtocol },
-        repository: { controlMode: opts.modelControlMode, startupModels: opts.loadModel, pollIntervalMs: opts.repositoryPollSecs * 1000 },
+        repository: { controlMode: opts.modelControlMode, startupModels: opts.loadModel, pollIntervalMs: opts.repositoryPollSecs * 1000, maxInstances: opts.maxInstances },
+        restartPolicy: opts.restartLimit,
         text: textServeOptions(opts),
         sharedMemoryLimits: { ...(opts.shmMaxRegions === undefined ? {} : { maxRegions: opts.shmMaxRegions }), ...(opts.shmMaxBytes === undefined ? {} : { maxBytes: opts.shmMaxBytes }) },
       });

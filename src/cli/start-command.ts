@@ -6,6 +6,8 @@ import { DEFAULT_SHARED_MEMORY_LIMITS, type SharedMemoryLimits } from '../protoc
 import { ServeFnServer, type RepositoryServeOptions } from '../server/serve-fn-server.js';
 import { securityOptionsFromEnv, tlsOptionsFromEnv } from '../server/security-env.js';
 import type { RestrictedApiSettings } from '../server/security-plugin.js';
+import type { RestartPolicy } from '../runtime/instance-pool.js';
+import { parseRestartLimit, RESTART_LIMIT_FORM } from '../runtime/restart-limit.js';
 import { START_INSTANCE_NICENESS } from '../runtime/thread-priority.js';
 import type { TextServeOptions } from '../text/text-model-loader.js';
 import { STANDBY_GO } from './dev-command.js';
@@ -29,8 +31,10 @@ export interface StartOptions {
   readonly restrictedApis?: RestrictedApiSettings;
   /** Serve the inference protocol over gRPC on this port too (`serve-fn dev` leaves it off). */
   readonly grpc?: { readonly port: number };
-  /** How a Triton model repository given as the entry is served. */
+  /** How a Triton model repository given as the entry is served; `maxInstances` wins over SERVE_FN_MAX_INSTANCES. */
   readonly repository?: Omit<RepositoryServeOptions, 'root'>;
+  /** How often an instance may crash and be restarted (--restart-limit); it wins over SERVE_FN_RESTART_LIMIT. */
+  readonly restartPolicy?: RestartPolicy;
   /** TEI's flags, for text model folders and @TextModel classes. */
   readonly text?: TextServeOptions;
   /** Caps on system shared-memory regions (--shm-max-regions, --shm-max-bytes); each cap the flags leave out keeps its default. */
@@ -74,7 +78,9 @@ async function serverFor(entryPaths: string | readonly string[] | undefined, opt
     },
   };
   const tls = tlsOptionsFromEnv(process.env);
-  return new ServeFnServer({ ...(await modelsToServe(entryPaths, options.repository)), text: options.text, logger, bodyLimit: options.bodyLimit, jsonBodyLimit: options.jsonBodyLimit, sharedMemoryLimits: { ...DEFAULT_SHARED_MEMORY_LIMITS, ...options.sharedMemoryLimits }, exposeErrors: options.dev, grpc: options.grpc, security, tls });
+  const repository = { ...options.repository, maxInstances: options.repository?.maxInstances ?? maxInstancesFrom(process.env.SERVE_FN_MAX_INSTANCES) };
+  const restartPolicy = options.restartPolicy ?? restartPolicyFrom(process.env.SERVE_FN_RESTART_LIMIT);
+  return new ServeFnServer({ ...(await modelsToServe(entryPaths, repository)), restartPolicy, text: options.text, logger, bodyLimit: options.bodyLimit, jsonBodyLimit: options.jsonBodyLimit, sharedMemoryLimits: { ...DEFAULT_SHARED_MEMORY_LIMITS, ...options.sharedMemoryLimits }, exposeErrors: options.dev, grpc: options.grpc, security, tls });
 }
 
 /** `serve-fn start` (and the child process of `serve-fn dev`): initialise, listen, drain on signals. */
@@ -137,6 +143,19 @@ function shutdownDelayMs(raw: string | undefined): number {
   if (raw === undefined) return DEFAULT_SHUTDOWN_DELAY_MS;
   if (!/^\d+$/.test(raw)) throw createError('SF_ERR_ENV_INVALID', 'SERVE_FN_SHUTDOWN_DELAY_MS', `expected a whole number of milliseconds, got '${raw}'`);
   return Number(raw);
+}
+
+function maxInstancesFrom(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw createError('SF_ERR_ENV_INVALID', 'SERVE_FN_MAX_INSTANCES', `expected a whole number of instances, 1 or more, got '${raw}'`);
+  return Number(raw);
+}
+
+function restartPolicyFrom(raw: string | undefined): RestartPolicy | undefined {
+  if (raw === undefined) return undefined;
+  const policy = parseRestartLimit(raw);
+  if (!policy) throw createError('SF_ERR_ENV_INVALID', 'SERVE_FN_RESTART_LIMIT', `expected ${RESTART_LIMIT_FORM}, got '${raw}'`);
+  return policy;
 }
 
 let closing = false;

@@ -1,3 +1,4 @@
+import type { RestartPolicy } from '../runtime/instance-pool.js';
 import type { BatchPolicy } from '../runtime/batch-policy.js';
 import type { DtoClass, HttpMethod, StreamFormat, TextModelDeclaration } from '../metadata/records.js';
 import type { ConfigTensor } from '../inference/tensor-model-plan.js';
@@ -49,6 +50,8 @@ export interface InstanceGroupDefinition {
   readonly kind: 'cpu' | 'gpu' | 'npu';
   readonly devices: readonly number[];
   readonly inline: boolean;
+  /** @Instances' restartLimit; the server's restart policy applies without one. */
+  readonly restartPolicy?: RestartPolicy;
 }
 
 /** A class's KServe v2 tensor interface (@Tensors), served by its `execute` method. */

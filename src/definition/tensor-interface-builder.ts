@@ -51,7 +51,8 @@ function declarations(list: unknown, kind: 'input' | 'output', invalid: (why: st
     if (!Array.isArray(dims) || dims.some((d) => !Number.isSafeInteger(d) || d === 0 || d < -1)) {
       throw invalid(`${kind} '${t.name}' has dims ${JSON.stringify(dims) ?? 'undefined'}; each must be a size >= 1 or -1`);
     }
-    return Object.freeze({ name: t.name, datatype: t.datatype, dims: Object.freeze([...dims]), optional: t.optional === true });
+    if (t.allowEmpty !== undefined && (kind === 'output' || typeof t.allowEmpty !== 'boolean')) throw invalid(`${kind} '${t.name}': allowEmpty is a boolean of inputs`);
+    return Object.freeze({ name: t.name, datatype: t.datatype, dims: Object.freeze([...dims]), optional: t.optional === true, ...(t.allowEmpty ? { allowEmpty: true } : {}) });
   });
   return Object.freeze(tensors);
 }

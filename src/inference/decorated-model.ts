@@ -7,7 +7,7 @@ import type { BatchPolicy } from '../runtime/batch-policy.js';
 import type { ModelRuntime } from '../runtime/model-runtime.js';
 import { toConfigDatatype } from '../tensor/datatype-info.js';
 import type { InferenceModel, InferenceModelInfo, InferRequest, InferResponse, ModelRepository, RepositoryIndexEntry } from './inference-model.js';
-import { validateInferRequest } from './request-validation.js';
+import { checkNoEmptyDims, validateInferRequest } from './request-validation.js';
 import type { ConfigTensor } from './tensor-model-plan.js';
 
 /** What a decorated model is called in `platform` and `backend`: it runs serve-fn's own runtime, not a Triton backend. */
@@ -59,6 +59,7 @@ export class DecoratedModel implements InferenceModel {
     if (!this.hasTensorInterface) throw this.noTensorInterface();
     const { name, version } = this.info;
     const validated = validateInferRequest(this.info, request);
+    checkNoEmptyDims(this.info, validated, this.runtime.definition.tensors!.inputs);
     const result = await this.runtime.submitTensors(validated, { priority: request.priority, timeoutUs: request.timeoutUs, signal: request.signal });
     return { modelName: name, modelVersion: version, id: request.id, outputs: result.outputs, parameters: result.parameters };
   }

@@ -3,7 +3,7 @@ import { checkTensorAgainstSpec, elementCount, formatShape, withBatchDim } from 
 import type { Tensor } from '../tensor/tensor.js';
 import type { InferenceModelInfo, InferRequest } from './inference-model.js';
 import { batchSignature } from './tensor-batching.js';
-import type { TensorWireRequest } from './tensor-model-plan.js';
+import type { ConfigTensor, TensorWireRequest } from './tensor-model-plan.js';
 
 export interface ValidatedRequest {
   readonly wire: TensorWireRequest;
@@ -53,6 +53,24 @@ function batchRows(info: InferenceModelInfo, inputs: readonly Tensor[]): number 
   if (other) throw createError('SF_ERR_BAD_REQUEST', `input '${other.name}' batch size does not match other inputs for '${info.name}'`);
   if (rows > info.maxBatchSize) throw createError('SF_ERR_BAD_REQUEST', `inference request batch-size must be <= ${info.maxBatchSize} for '${info.name}'`);
   return rows;
+}
+
+/**
+ * Refuses inputs with a zero-sized dimension, for a @Tensors class: zero rows always (an
+ * execution of nothing), any other empty dimension unless the input declares `allowEmpty`.
+ * Triton hands empty tensors to the backend; here they would reach the class's execute and the
+ * backends it calls, which fail on them with a server error (ONNX Runtime's Conv: "Invalid input
+ * shape"), when the request is what is wrong.
+ */
+export function checkNoEmptyDims(info: InferenceModelInfo, request: ValidatedRequest, inputs: readonly ConfigTensor[]): void {
+  for (const tensor of request.wire.inputs) {
+    const empty = tensor.shape.indexOf(0);
+    if (empty === -1) continue;
+    const batchDim = empty === 0 && info.maxBatchSize > 0;
+    if (!batchDim && inputs.find((spec) => spec.name === tensor.name)?.allowEmpty) continue;
+    const what = batchDim ? 'a batch of 0 rows' : `an empty dimension (index ${empty})`;
+    throw createError('SF_ERR_TENSOR_DATA', tensor.name, `shape ${formatShape(tensor.shape)} has ${what}; model '${info.name}' takes no empty input there.`);
+  }
 }
 
 /** Refuses an output the model does not have, before the model runs (Triton's message). */

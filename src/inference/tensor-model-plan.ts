@@ -13,6 +13,8 @@ export interface ConfigTensor {
   /** The shape the model file itself takes or gives (Triton's `reshape`), batch dimension left out. */
   readonly reshape?: readonly number[];
   readonly optional: boolean;
+  /** A @Tensors input that takes zero-sized dimensions (TensorDeclaration.allowEmpty). */
+  readonly allowEmpty?: boolean;
 }
 
 export type TensorModelKind = 'onnx' | 'npu_om' | 'npu_ge' | 'module';

@@ -99,6 +99,11 @@ export interface InstancesOptions {
   readonly devices?: readonly number[];
   /** Run on the HTTP thread. Only for models that do nothing but async I/O. */
   readonly inline?: boolean;
+  /**
+   * This model's restart limit, `'<restarts>/<window>'` such as `'3/30s'`, as a repository model's
+   * `restart_limit` parameter sets it; it wins over the server's (--restart-limit).
+   */
+  readonly restartLimit?: string;
 }
 
 export interface InstancesRecord {
@@ -114,6 +119,12 @@ export interface TensorDeclaration {
   readonly dims: readonly number[];
   /** Inputs only: the request may leave it out (Triton's `optional`). */
   readonly optional?: boolean;
+  /**
+   * Inputs only: a request may give a 0 for a variable dimension (an empty tensor). Without it a
+   * zero-sized dimension is refused with 400 before `execute` runs, since a model that cannot
+   * run on nothing (ONNX Runtime's Conv and Reshape, say) would fail as a server error.
+   */
+  readonly allowEmpty?: boolean;
 }
 
 export interface TensorsOptions {

@@ -28,7 +28,10 @@ interface Produced {
  * Checks an ensemble at load time, as Triton's ValidateEnsembleConfig does: every step model loaded
  * and mapped only to tensors it has, every required step input fed, every tensor read produced
  * exactly once (by an ensemble input or a step) with the datatype and shape the reader expects,
- * every ensemble output produced, and no step depending on itself. Throws SF_ERR_ENSEMBLE_INVALID.
+ * every ensemble output produced, and no step depending on itself. No step may run the ensemble
+ * itself, directly or through other ensembles (Triton refuses circular dependencies among
+ * ensembles): a reload could otherwise find its own previous version loaded and accept it.
+ * Throws SF_ERR_ENSEMBLE_INVALID.
  */
 export function planEnsemble(info: InferenceModelInfo, scheduling: ModelEnsembling | undefined, lookup: ModelInfoLookup): EnsembleStepPlan[] {
   const invalid = (why: string): ServeFnError => createError('SF_ERR_ENSEMBLE_INVALID', info.name, why);
@@ -38,6 +41,7 @@ export function planEnsemble(info: InferenceModelInfo, scheduling: ModelEnsembli
   const steps = scheduling.step.map((step, index) => {
     const label = `step ${index} (model '${step.model_name}')`;
     const modelVersion = step.model_version > 0 ? String(step.model_version) : undefined;
+    if (step.model_name === info.name) throw invalid(`${label} runs the ensemble itself`);
     const model = lookup(step.model_name, modelVersion);
     if (!model) throw invalid(`${label} uses a model that is not loaded${modelVersion ? ` in version ${modelVersion}` : ''}; load it before the ensemble`);
     for (const name of Object.keys(step.input_map)) {
@@ -49,6 +53,8 @@ export function planEnsemble(info: InferenceModelInfo, scheduling: ModelEnsembli
     for (const name of Object.keys(step.output_map)) {
       if (!model.outputs.some((s) => s.name === name)) throw invalid(`${label} maps '${name}', which is not an output of the model (outputs: ${model.outputs.map((s) => s.name).join(', ')})`);
     }
+    const loop = pathBackTo(info.name, model, lookup);
+    if (loop) throw invalid(`${label} runs the ensemble itself through ${[step.model_name, ...loop].map((m) => `'${m}'`).join(' → ')}`);
     const plan: EnsembleStepPlan = { index, modelName: step.model_name, modelVersion, inputs: Object.entries(step.input_map), outputs: Object.entries(step.output_map) };
     return { plan, model, label };
   });
@@ -85,6 +91,35 @@ export function planEnsemble(info: InferenceModelInfo, scheduling: ModelEnsembli
   const cycle = findCycle(steps.map(({ plan }) => plan.inputs.flatMap(([, tensor]) => producers.get(tensor)?.step ?? [])));
   if (cycle) throw invalid(`its steps form a cycle: ${cycle.map((i) => steps[i].label).join(' → ')}`);
   return steps.map(({ plan }) => plan);
+}
+
+/**
+ * The names of the ensembles leading from `model` (an ensemble's step model) back to ensemble
+ * `name`, ending with `name`, or undefined. Each ensemble is entered once, so this ends whatever
+ * the loaded ensembles look like.
+ */
+function pathBackTo(name: string, model: InferenceModelInfo, lookup: ModelInfoLookup): string[] | undefined {
+  const entered = new Set<string>();
+  const stack: { model: InferenceModelInfo; path: string[] }[] = [{ model, path: [] }];
+  while (stack.length > 0) {
+    const { model: current, path } = stack.pop()!;
+    for (const step of stepModels(current)) {
+      if (step.name === name) return [...path, name];
+      const key = `${step.name}\0${step.version ?? ''}`;
+      if (entered.has(key)) continue;
+      entered.add(key);
+      const next = lookup(step.name, step.version);
+      if (next) stack.push({ model: next, path: [...path, step.name] });
+    }
+  }
+  return undefined;
+}
+
+/** The step models of a loaded ensemble, read from the configuration it serves; none for other models. */
+function stepModels(model: InferenceModelInfo): { name: string; version?: string }[] {
+  if (model.platform !== 'ensemble') return [];
+  const steps = (model.config.ensemble_scheduling as { step?: { model_name: string; model_version: number }[] } | undefined)?.step ?? [];
+  return steps.map((step) => ({ name: step.model_name, version: step.model_version > 0 ? String(step.model_version) : undefined }));
 }
 
 /** A dependency cycle among steps (`needs[i]`: the steps step i reads from), as a closed path, or undefined. */

@@ -28,6 +28,8 @@ export interface FolderModelRepositoryOptions {
   /** The models ensemble steps name; by default this repository's. */
   readonly resolve?: ModelResolver;
   readonly restartPolicy?: RestartPolicy;
+  /** Most instances of one model version a config may ask for (--max-instances); DEFAULT_MAX_INSTANCES by default. */
+  readonly maxInstances?: number;
   readonly instanceFactory?: TensorInstanceFactory;
 }
 
@@ -68,6 +70,7 @@ export class FolderModelRepository implements ModelRepository {
       infer: options.infer ?? ((model, input, call) => this.get(model, call.version).infer(input as InferRequest)),
       resolve: options.resolve ?? ((name, version) => this.get(name, version)),
       restartPolicy: options.restartPolicy,
+      maxInstances: options.maxInstances,
       instanceFactory: options.instanceFactory,
     };
   }
@@ -157,13 +160,13 @@ export class FolderModelRepository implements ModelRepository {
       override = hasFiles ? writeOverrideFolder(name, files) : undefined;
       source = readModelSource(this.options.root, name, override?.dir ?? join(this.options.root, name), request.config);
     } catch (err) {
-      override?.remove();
+      this.discard(override);
       const failure = pollFailure(name, err as Error);
       this.markFailed(this.recordOf(name), name, failure);
       throw failure;
     }
     const error = await this.loadSource(source, override);
-    if (error) throw error;
+    if (error) throw override ? sentContentFailure(name, error, override.dir) : error;
   }
 
   /** Unloads a model (explicit mode) once its in-flight requests finish; a model not loaded is left as is. */
@@ -222,7 +225,7 @@ export class FolderModelRepository implements ModelRepository {
         versions = await buildModelVersions(source, this.builder);
         await loadEvery(versions);
       } catch (err) {
-        override?.remove();
+        this.discard(override);
         this.markFailed(record, source.name, err as Error);
         return err as Error;
       }
@@ -230,7 +233,7 @@ export class FolderModelRepository implements ModelRepository {
       const previousOverride = record.override;
       Object.assign(record, { versions, state: 'READY', reason: undefined, override });
       await Promise.allSettled(previous.map((v) => v.unload()));
-      previousOverride?.remove();
+      this.discard(previousOverride);
       this.builder.log('info', `loaded model '${source.name}' version ${versions.map((v) => v.info.version).join(', ')}`);
       return undefined;
     });
@@ -241,8 +244,17 @@ export class FolderModelRepository implements ModelRepository {
     record.state = 'UNLOADING';
     await Promise.allSettled(record.versions.map((v) => v.unload(options)));
     Object.assign(record, { versions: [], state: 'UNAVAILABLE', reason: 'unloaded' });
-    record.override?.remove();
+    this.discard(record.override);
     record.override = undefined;
+  }
+
+  /** A temporary folder that cannot be removed is logged: the load or unload it belonged to has happened. */
+  private discard(override: OverrideFolder | undefined): void {
+    try {
+      override?.remove();
+    } catch (err) {
+      this.builder.log('error', `could not remove the temporary model folder ${override!.dir}: ${(err as Error).message}`);
+    }
   }
 
   private markFailed(record: ModelRecord, name: string, err: Error): void {
@@ -282,9 +294,23 @@ function pollFailure(name: string, err: Error): Error {
   return createError('SF_ERR_MODEL_POLL_FAILED', name, err.message, { cause: err });
 }
 
-/** A model name is one folder name: no separators, and not `.` or `..`. */
+/**
+ * A load request whose files the backend cannot load (not an ONNX model, say) failed on the
+ * client's content: 400 with the backend's reason, as Triton answers a failed load
+ * (INVALID_ARG, "load failed for model ..."), its paths shown inside the model folder the client
+ * sent rather than the server's temporary folder. Other failures keep their own code and status.
+ */
+function sentContentFailure(name: string, err: Error, dir: string): Error {
+  if ((err as { code?: string }).code !== 'SF_ERR_BACKEND_LOAD_FAILED') return err;
+  return createError('SF_ERR_MODEL_LOAD_FAILED', name, err.message.split(dir).join(name), { cause: err });
+}
+
+/** Linux's NAME_MAX: a longer model name cannot be a folder. */
+const MAX_MODEL_NAME_BYTES = 255;
+
+/** A model name is one folder name: no separators, not `.` or `..`, and no longer than a file name may be. */
 function checkName(name: string): string {
-  if (name === '' || name === '.' || name === '..' || /[/\\\0]/.test(name)) {
+  if (name === '' || name === '.' || name === '..' || /[/\\\0]/.test(name) || Buffer.byteLength(name) > MAX_MODEL_NAME_BYTES) {
     throw createError('SF_ERR_BAD_REQUEST', `'${name}' is not a model name: a model name is the name of one folder in the repository`);
   }
   return name;

@@ -1,5 +1,7 @@
 import { createError } from '../errors/index.js';
 import type { TensorModelKind } from '../inference/tensor-model-plan.js';
+import type { RestartPolicy } from '../runtime/instance-pool.js';
+import { parseRestartLimit, RESTART_LIMIT_FORM } from '../runtime/restart-limit.js';
 import { geDeviceIds, geExecBlocks } from './ge-parameters.js';
 import type { ModelConfig } from './model-config.js';
 
@@ -13,6 +15,15 @@ export interface InstancePlacement {
 }
 
 /**
+ * Most instances of one model version a configuration may ask for, unless the server sets its own
+ * (--max-instances, SERVE_FN_MAX_INSTANCES). Each instance is a worker thread with its own session
+ * (about 3 threads and 70 MB for the examples' models), and on the CPU more instances than cores
+ * only queue on the same cores: 8 is twice the cores of a generous serve-fn pod, while Triton,
+ * which has no ceiling, lets one config.pbtxt `count` exhaust the process.
+ */
+export const DEFAULT_MAX_INSTANCES = 8;
+
+/**
  * Where each instance of a model runs, from its instance_group list (normalised by the config
  * parser, so every group has a name and a count >= 1). As in Triton, `count` instances run on each
  * device a group lists. KIND_GPU groups use CUDA devices `gpus` (default 0); KIND_CPU, KIND_AUTO
@@ -20,9 +31,13 @@ export interface InstancePlacement {
  * always run on Ascend NPUs, the group's `gpus` naming NPU ids (default 0); an npu_ge model's
  * `device_ids` parameter overrides them (gePlacements).
  */
-export function instancePlacements(config: ModelConfig, kind: TensorModelKind): InstancePlacement[] {
-  if (kind === 'npu_ge') return gePlacements(config);
-  return tritonPlacements(config, kind === 'npu_om');
+export function instancePlacements(config: ModelConfig, kind: TensorModelKind, maxInstances = DEFAULT_MAX_INSTANCES): InstancePlacement[] {
+  const placements = kind === 'npu_ge' ? gePlacements(config) : tritonPlacements(config, kind === 'npu_om');
+  if (placements.length > maxInstances) {
+    const asked = config.instance_group.map((g) => `${g.count}${g.gpus.length > 1 ? ` × ${g.gpus.length} devices` : ''}`).join(' + ');
+    throw createError('SF_ERR_CONFIG_INVALID', config.name, `instance_group asks for ${placements.length} instances (${asked}); this server runs at most ${maxInstances} per model version (--max-instances, SERVE_FN_MAX_INSTANCES)`);
+  }
+  return placements;
 }
 
 function tritonPlacements(config: ModelConfig, onNpu: boolean): InstancePlacement[] {
@@ -91,4 +106,13 @@ export function sessionOptionsFromParameters(config: ModelConfig): Record<string
     options.enableCpuMemArena = ['true', '1'].includes(arena.trim().toLowerCase());
   }
   return options;
+}
+
+/** The model's `restart_limit` parameter (`'<restarts>/<window>'`), which wins over the server's; undefined without one. */
+export function restartPolicyFromParameters(config: ModelConfig): RestartPolicy | undefined {
+  const text = config.parameters.restart_limit?.string_value;
+  if (text === undefined) return undefined;
+  const policy = parseRestartLimit(text);
+  if (!policy) throw createError('SF_ERR_CONFIG_INVALID', config.name, `parameter restart_limit must be ${RESTART_LIMIT_FORM}, got '${text}'`);
+  return policy;
 }

@@ -115,14 +115,15 @@ export class ConfigDecoder {
         return (value.kind === 'integer' && type.values[Number(parseIntegerLiteral(value.text))]) || mismatch();
       }
       default:
-        return value.kind === 'integer' ? this.checkInteger(type.kind, parseIntegerLiteral(value.text), value, fieldName) : mismatch();
+        return value.kind === 'integer' ? this.checkInteger(type, parseIntegerLiteral(value.text), value, fieldName) : mismatch();
     }
   }
 
-  /** Out of the proto type's range is an error; beyond 2^53 - 1 is held as the nearest safe integer. */
-  private checkInteger(kind: IntKind, n: bigint, at: PbtxtScalar, fieldName: string): number {
-    const [min, max] = INT_RANGES[kind];
-    if (n < min || n > max) this.fail(at, `value ${at.text} is out of range for field '${fieldName}' (${kind})`);
+  /** Out of the proto type's range, or below the schema's minimum, is an error; beyond 2^53 - 1 is held as the nearest safe integer. */
+  private checkInteger(type: ScalarType & { kind: IntKind }, n: bigint, at: PbtxtScalar, fieldName: string): number {
+    const [min, max] = INT_RANGES[type.kind];
+    if (n < min || n > max) this.fail(at, `value ${at.text} is out of range for field '${fieldName}' (${type.kind})`);
+    if (type.min !== undefined && n < BigInt(type.min)) this.fail(at, `field '${fieldName}' must be ${type.min} or more, got ${at.text}`);
     if (n > MAX_SAFE || n < -MAX_SAFE) {
       const held = n > 0n ? Number.MAX_SAFE_INTEGER : -Number.MAX_SAFE_INTEGER;
       this.warn(at, `value ${at.text} of field '${fieldName}' is beyond what serve-fn holds exactly and is read as ${held}`);

@@ -4,7 +4,8 @@ import { CONFIG_DATA_TYPES, CONTROL_KINDS, INPUT_FORMATS, INSTANCE_KINDS, TIMEOU
 export type IntKind = 'int32' | 'uint32' | 'int64' | 'uint64';
 export type ScalarType =
   | { readonly kind: 'string' | 'bool' | 'float' }
-  | { readonly kind: IntKind; readonly jsonAsString?: boolean }
+  /** `min`: the least value Triton's ValidateModelConfig (core/src/model_config_utils.cc) accepts, beyond the proto type's range. */
+  | { readonly kind: IntKind; readonly jsonAsString?: boolean; readonly min?: number }
   | { readonly kind: 'enum'; readonly name: string; readonly values: readonly string[] };
 export type FieldType = ScalarType | { readonly kind: 'message'; readonly schema: MessageSchema };
 
@@ -29,6 +30,8 @@ const INT32: ScalarType = { kind: 'int32' };
 const UINT32: ScalarType = { kind: 'uint32' };
 const INT64: ScalarType = { kind: 'int64' };
 const UINT64: ScalarType = { kind: 'uint64' };
+/** Triton: "'max_batch_size' must be non-negative value"; 0 means the model does not batch. */
+const BATCH_SIZE: ScalarType = { kind: 'int32', min: 0 };
 const DATA_TYPE: ScalarType = { kind: 'enum', name: 'DataType', values: CONFIG_DATA_TYPES };
 
 export const one = (type: FieldType, oneof?: string): FieldSpec => ({ label: 'single', type, oneof });
@@ -56,7 +59,7 @@ export const MODEL_CONFIG: MessageSchema = {
       all: one(msg('All', {}), 'policy_choice'),
       specific: one(msg('Specific', { versions: many(INT64) }), 'policy_choice'),
     })),
-    max_batch_size: one(INT32),
+    max_batch_size: one(BATCH_SIZE),
     input: many(msg('ModelInput', {
       name: one(STRING),
       data_type: one(DATA_TYPE),

@@ -23,7 +23,7 @@ import { autoCompleteConfig, checkConfigAgainstModel, needsAutoComplete } from '
 import { configTensors, toTensorSpec, type ConfigTensors } from './config-tensors.js';
 import { planEnsemble } from './ensemble-validation.js';
 import { geLoadOptions } from './ge-parameters.js';
-import { instancePlacements, sessionOptionsFromParameters, type InstancePlacement } from './instance-placement.js';
+import { instancePlacements, restartPolicyFromParameters, sessionOptionsFromParameters, type InstancePlacement } from './instance-placement.js';
 import { modelConfigToJson, type ModelConfig } from './model-config.js';
 import type { ModelSource } from './model-source.js';
 import { sequenceBatchingPlan } from './sequence-batching-config.js';
@@ -39,6 +39,8 @@ export interface VersionBuilderContext {
   /** Served models by name and version, for ensemble steps; throws SF_ERR_MODEL_UNKNOWN / _VERSION_UNKNOWN. */
   readonly resolve: ModelResolver;
   readonly restartPolicy?: RestartPolicy;
+  /** Most instances of one model version; DEFAULT_MAX_INSTANCES when unset. */
+  readonly maxInstances?: number;
   /** Makes each instance; worker threads by default. */
   readonly instanceFactory?: TensorInstanceFactory;
 }
@@ -71,7 +73,7 @@ function buildEnsemble(source: ModelSource, version: string, ctx: VersionBuilder
 
 async function buildTensorModel(source: ModelSource, kind: TensorModelKind, version: string, file: string, ctx: VersionBuilderContext): Promise<ServedModel> {
   const { name } = source;
-  const placements = instancePlacements(source.config, kind);
+  const placements = instancePlacements(source.config, kind, ctx.maxInstances);
   let config = source.config;
   if (kind === 'module') {
     if (needsAutoComplete(config)) throw createError('SF_ERR_CONFIG_INVALID', name, 'a model.ts / model.js model declares its input and output tensors in config.pbtxt');
@@ -98,7 +100,7 @@ async function buildTensorModel(source: ModelSource, kind: TensorModelKind, vers
     factory: (index: number, events: InstanceEvents) => makeInstance(index, instancePlan(plan, placements[index]), contextData(info, source.dir, placements, index), events),
     recorder: ctx.recorder,
     log: ctx.log,
-    restartPolicy: ctx.restartPolicy,
+    restartPolicy: restartPolicyFromParameters(config) ?? ctx.restartPolicy,
   };
   const runtime = sequence
     ? new SequenceModelRuntime({ ...common, maxBatchSize: config.max_batch_size, idleUs: sequence.idleUs, controls: sequence.controls })

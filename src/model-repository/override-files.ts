@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, rmdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, sep } from 'node:path';
 import { createError, type ServeFnError } from '../errors/index.js';
@@ -11,19 +11,28 @@ export interface OverrideFolder {
 }
 
 const FILE_PREFIX = 'file:';
+/**
+ * Bounds on a file parameter's path, so every path fits Linux's limits with room for the
+ * temporary folder and the model name in front (PATH_MAX is 4096 bytes in all): NAME_MAX (255
+ * bytes) per segment, 1024 bytes in all, and 32 folders deep, far more than any model layout
+ * (`<version>/<file>`, `warmup/<file>`, a model.ts's assets) needs.
+ */
+export const MAX_OVERRIDE_SEGMENT_BYTES = 255;
+export const MAX_OVERRIDE_PATH_BYTES = 1024;
+export const MAX_OVERRIDE_DEPTH = 32;
 
 /**
  * Writes the files of a Triton load request (`file:<version>/<name>` keys) into a fresh temporary
  * model folder, which then stands in for the model's folder, as Triton does with override files.
  * Every path must stay inside that folder: absolute paths, `..`, empty segments and backslashes
- * are refused. The folder is created empty for this load, so no symbolic link in it can redirect a
- * write, and `wx` refuses to write one file twice.
+ * are refused, and so are paths past the bounds above. The folder is created empty for this load,
+ * so no symbolic link in it can redirect a write, and `wx` refuses to write one file twice.
  */
 export function writeOverrideFolder(model: string, files: Readonly<Record<string, Uint8Array>>): OverrideFolder {
   const paths = Object.keys(files).map((key) => [key, checkedPath(model, key)] as const);
   const root = mkdtempSync(join(tmpdir(), 'serve-fn-model-'));
   const dir = join(root, model);
-  const remove = (): void => rmSync(root, { recursive: true, force: true });
+  const remove = (): void => removeTree(root);
   try {
     mkdirSync(dir);
     for (const [key, path] of paths) {
@@ -32,7 +41,7 @@ export function writeOverrideFolder(model: string, files: Readonly<Record<string
         mkdirSync(dirname(target), { recursive: true });
         writeFileSync(target, files[key], { flag: 'wx' });
       } catch (err) {
-        // Triton answers INTERNAL when it cannot write an override file (a name over NAME_MAX, say), and its clients test for it.
+        // Triton answers INTERNAL when it cannot write an override file (a file where another needs a folder, say), and its clients test for it.
         throw createError('SF_ERR_MODEL_FILES_UNWRITABLE', model, key, (err as Error).message, { cause: err });
       }
     }
@@ -43,8 +52,38 @@ export function writeOverrideFolder(model: string, files: Readonly<Record<string
   return { dir, remove };
 }
 
+/**
+ * Deletes a folder and everything in it, depth first with a stack of its own: Node 20's
+ * `rmSync(…, { recursive: true })` recurses in JavaScript once per folder level, so a deep enough
+ * tree overflows the call stack and is left behind. Symbolic links are removed, not followed.
+ */
+export function removeTree(root: string): void {
+  const pending: { path: string; listed: boolean }[] = [{ path: root, listed: false }];
+  while (pending.length > 0) {
+    const top = pending[pending.length - 1];
+    let isFolder: boolean;
+    try {
+      isFolder = lstatSync(top.path).isDirectory();
+    } catch {
+      pending.pop();
+      continue;
+    }
+    if (!isFolder) {
+      unlinkSync(top.path);
+      pending.pop();
+    } else if (!top.listed) {
+      top.listed = true;
+      for (const name of readdirSync(top.path)) pending.push({ path: join(top.path, name), listed: false });
+    } else {
+      rmdirSync(top.path);
+      pending.pop();
+    }
+  }
+}
+
 function refused(model: string, key: string, why: string): ServeFnError {
-  return createError('SF_ERR_BAD_REQUEST', `load of '${model}': file parameter '${key}' ${why}; name files like 'file:1/model.onnx', inside the model folder`);
+  const shown = key.length > 80 ? `${key.slice(0, 80)}…` : key;
+  return createError('SF_ERR_BAD_REQUEST', `load of '${model}': file parameter '${shown}' ${why}; name files like 'file:1/model.onnx', inside the model folder`);
 }
 
 function checkedPath(model: string, key: string): string {
@@ -52,7 +91,10 @@ function checkedPath(model: string, key: string): string {
   const path = key.slice(FILE_PREFIX.length);
   if (path === '' || isAbsolute(path) || /^[a-zA-Z]:/.test(path)) throw refused(model, key, 'is not a relative path');
   if (path.includes('\\') || path.includes('\0')) throw refused(model, key, 'contains a backslash or NUL character');
+  if (Buffer.byteLength(path) > MAX_OVERRIDE_PATH_BYTES) throw refused(model, key, `is longer than ${MAX_OVERRIDE_PATH_BYTES} bytes`);
   const segments = path.split('/');
+  if (segments.length > MAX_OVERRIDE_DEPTH) throw refused(model, key, `is more than ${MAX_OVERRIDE_DEPTH} levels deep`);
   if (segments.some((s) => s === '' || s === '.' || s === '..')) throw refused(model, key, "has an empty, '.' or '..' segment");
+  if (segments.some((s) => Buffer.byteLength(s) > MAX_OVERRIDE_SEGMENT_BYTES)) throw refused(model, key, `has a name longer than ${MAX_OVERRIDE_SEGMENT_BYTES} bytes`);
   return segments.join(sep);
 }

@@ -1,6 +1,7 @@
 import type { ModelDefinition } from '../definition/model-definition.js';
 import { createError, type ServeFnError } from '../errors/index.js';
 import type { InstanceEvents, InstanceFactory, ModelInstance } from './model-instance.js';
+import { DEFAULT_RESTART_POLICY } from './restart-limit.js';
 
 export interface RestartPolicy {
   /** Most restarts of one instance within `windowMs` before it is left down until the window passes. */
@@ -60,7 +61,7 @@ export class InstancePool {
     private readonly definition: PoolOwner,
     private readonly factory: InstanceFactory,
     private readonly events: PoolEvents,
-    private readonly restartPolicy: RestartPolicy = { maxRestarts: 5, windowMs: 60_000 },
+    private readonly restartPolicy: RestartPolicy = DEFAULT_RESTART_POLICY,
   ) {}
 
   get size(): number {

@@ -2,11 +2,11 @@ import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createError } from '../errors/index.js';
 import { addApiRestriction, parseApiRestriction, type ApiRestriction } from './restricted-apis.js';
+import { parseCountPerWindow } from '../validation/count-per-window.js';
 import type { SecurityOptions, TlsFiles } from './security-plugin.js';
 
 export type Environment = Readonly<Record<string, string | undefined>>;
 
-const WINDOW_UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 const BOOLEANS: Readonly<Record<string, boolean>> = { true: true, '1': true, yes: true, false: false, '0': false, no: false };
 
 /**
@@ -115,13 +115,11 @@ function restrictionsFrom(name: string, value: string | undefined): ApiRestricti
 }
 
 function rateLimitFrom(value: string): { max: number; windowMs: number } {
-  const match = /^\s*(\d+)\s*\/\s*(\d+)\s*(ms|s|m|h)\s*$/.exec(value);
-  const max = match ? Number(match[1]) : 0;
-  const windowMs = match ? Number(match[2]) * WINDOW_UNITS[match[3]] : 0;
-  if (!match || max < 1 || windowMs < 1 || !Number.isSafeInteger(max) || !Number.isSafeInteger(windowMs)) {
+  const parsed = parseCountPerWindow(value);
+  if (!parsed || parsed.count < 1) {
     throw invalid('SERVE_FN_RATE_LIMIT', `expected '<max requests>/<window>' with a window in ms, s, m or h, such as '100/60s', got '${value}'.`);
   }
-  return { max, windowMs };
+  return { max: parsed.count, windowMs: parsed.windowMs };
 }
 
 function readPem(name: string, path: string): Buffer {

@@ -10,7 +10,7 @@ import { createError } from '../errors/index.js';
 import { validateDto } from '../validation/dto-validator.js';
 import { InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { InferRequest } from '../inference/inference-model.js';
-import { FolderModelRepository, type FolderModelRepositoryOptions } from '../model-repository/folder-model-repository.js';
+import { FolderModelRepository, type FolderModelRepositoryOptions, type ModelControlMode } from '../model-repository/folder-model-repository.js';
 import { DecoratedModel } from '../inference/decorated-model.js';
 import { EXECUTE_METHOD } from '../definition/tensor-interface-builder.js';
 import { EmptyModelRepository } from '../inference/empty-model-repository.js';
@@ -64,6 +64,8 @@ export interface ServeOptions {
   readonly collectProcessMetrics?: boolean;
   /** A Triton model repository served beside the decorated models (its models answer ctx.infer too). */
   readonly repository?: RepositoryServeOptions;
+  /** --model-control-mode of a server without a repository: how its repository routes answer (EmptyModelRepository). */
+  readonly modelControlMode?: ModelControlMode;
   /** API key, CORS, rate limit and request timeout (security-plugin.ts); all off when absent. */
   readonly security?: SecurityOptions;
   /** Serve HTTPS with this certificate and key. */
@@ -84,7 +86,7 @@ export const SERVER_IDENTITY = {
   serverVersion: (createRequire(import.meta.url)('../../package.json') as { version: string }).version,
 } as const;
 
-export type RepositoryServeOptions = Pick<FolderModelRepositoryOptions, 'root' | 'controlMode' | 'startupModels' | 'pollIntervalMs'>;
+export type RepositoryServeOptions = Pick<FolderModelRepositoryOptions, 'root' | 'controlMode' | 'startupModels' | 'pollIntervalMs' | 'maxInstances'>;
 
 /**
  * A serve-fn server: model runtimes plus the fastify app that fronts them. `start()` initialises
@@ -147,7 +149,7 @@ export class ServeFnServer {
     });
     // A @TextModel class is served to /v2 as its texts-in interface, in place of its token tensors.
     const own = decorated.filter((m) => !this.textModels.classNames.has(m.info.name));
-    this.catalogue = new ModelCatalogue([...own, ...this.textModels.views], this.repository ?? new EmptyModelRepository());
+    this.catalogue = new ModelCatalogue([...own, ...this.textModels.views], this.repository ?? new EmptyModelRepository(this.options.modelControlMode));
     await this.buildRoutes();
   }
 

@@ -208,6 +208,14 @@ describe('OCR example (PP-OCRv4 det -> crop -> rec over ctx.infer)', () => {
     expect(score.data[0]).toBeCloseTo(route.json().score, 6);
   });
 
+  it('answers 400 for an empty crop or an empty batch sent to ocr-rec, which its interface does not take', async () => {
+    for (const shape of [[1, 3, 48, 0], [0, 3, 48, 16]]) {
+      const res = await server.app.inject({ method: 'POST', url: '/v2/models/ocr-rec/infer', payload: { inputs: [{ name: 'x', datatype: 'FP32', shape, data: [] }] } });
+      expect([res.statusCode, res.json().code], String(shape)).toEqual([400, 'SF_ERR_TENSOR_DATA']);
+      expect(res.json().error).toMatch(/^Tensor 'x': shape \[[\d,]+\] has (an empty dimension \(index 3\)|a batch of 0 rows); model 'ocr-rec' takes no empty input there\.$/);
+    }
+  });
+
   it('counts in /v2 statistics what /metrics counts, for both OCR models', async () => {
     const stats = await statisticsCounts(server.app);
     expect(Object.keys(stats)).toEqual(['ocr:1', 'ocr-rec:1']);

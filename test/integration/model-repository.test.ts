@@ -234,6 +234,26 @@ describe('a Triton model repository served by ServeFnServer (worker-thread insta
     expect(repository.get('simple').ready()).toBe(true);
   });
 
+  it("answers hostile loads over the load API with 400 in KServe's error shape, and serves on", async () => {
+    const load = async (name: string, parameters: Record<string, string>) => {
+      const res = await server.app.inject({ method: 'POST', url: `/v2/repository/models/${name}/load`, payload: { parameters } });
+      return { status: res.statusCode, error: res.json().error as string, code: res.json().code as string };
+    };
+    const sent = JSON.stringify({ name: 'sent', backend: 'onnxruntime' });
+    const file = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
+    const deep = await load('sent', { config: sent, [`file:${'d/'.repeat(2000)}f`]: file(new Uint8Array(1)) });
+    expect([deep.status, deep.code]).toEqual([400, 'SF_ERR_MODEL_POLL_FAILED']);
+    expect(deep.error).toContain('is longer than 1024 bytes');
+    const longName = await load('sent', { config: sent, [`file:1/${'n'.repeat(5000)}`]: file(new Uint8Array(1)) });
+    expect([longName.status, longName.code]).toEqual([400, 'SF_ERR_MODEL_POLL_FAILED']);
+    const noise = await load('sent', { config: sent, 'file:1/model.onnx': file(new Uint8Array(4 * 1024 * 1024).fill(7)) });
+    expect([noise.status, noise.code]).toEqual([400, 'SF_ERR_MODEL_LOAD_FAILED']);
+    expect(noise.error).toMatch(/^load failed for model 'sent': Backend 'onnxruntime' could not load /);
+    const negative = await load('simple', { config: JSON.stringify({ name: 'simple', max_batch_size: -1 }) });
+    expect([negative.status, negative.error]).toEqual([400, "failed to load 'simple', failed to poll from model repository: config parameter of 'simple':1:1: field 'max_batch_size' must be 0 or more, got -1"]);
+    expect(repository.get('simple').ready()).toBe(true);
+  });
+
   it('unloads a model only after its in-flight requests finish', async () => {
     await repository.load('scale');
     const scale = repository.get('scale');

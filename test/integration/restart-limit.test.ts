@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ServeFnServer } from '../../src/server/serve-fn-server.js';
-import { FragileModel } from '../fixtures/models/fragile-model.js';
+import { BrittleModel, FragileModel } from '../fixtures/models/fragile-model.js';
 import { scratchFolder, writeFiles } from '../fixtures/repository/repository-files.js';
 
 /** No restart within the test: the first crash of an instance is past its limit. */
@@ -98,3 +98,51 @@ describe('a repository model whose only instance crashes past the restart limit'
     expect(await server.repository!.index()).toEqual([{ name: 'scale', version: '1', state: 'UNAVAILABLE' }]);
   });
 });
+
+describe("a repository model's restart_limit parameter", () => {
+  const root = scratchFolder('restart-limit-parameter');
+  const scaleModel = new URL('../fixtures/repository/scale-model.ts', import.meta.url).href;
+  writeFiles(root, {
+    'scale/config.pbtxt': `backend: "serve-fn"
+      max_batch_size: 8
+      input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 2 ] } ]
+      output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 2 ] }, { name: "OUTPUT1" data_type: TYPE_INT32 dims: [ 1 ] } ]
+      instance_group [ { count: 1 kind: KIND_CPU } ]
+      parameters { key: "restart_limit" value { string_value: "0/10m" } }`,
+    'scale/1/model.ts': `export { default } from '${scaleModel}';\n`,
+  });
+  // The server keeps the default limit (5 restarts a minute): only the model's parameter holds its instance down.
+  const server = new ServeFnServer({ models: [], repository: { root }, exposeErrors: true, logger: false, collectProcessMetrics: false });
+  afterAll(async () => {
+    await server.close();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('wins over the server limit: its first crash leaves the model not ready', async () => {
+    await server.start();
+    const infer = (parameters: Record<string, string>) =>
+      call(server, 'POST', '/v2/models/scale/infer', { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 2], data: [1, 2] }], parameters });
+    expect((await infer({})).status).toBe(200);
+    expect((await infer({ fail: 'exit' })).status).toBe(500);
+    expect(await infer({})).toEqual({ status: 503, body: { error: "Model 'scale' version 1 is not ready", code: 'SF_ERR_MODEL_NOT_READY' } });
+  });
+});
+
+describe("a decorated model's @Instances restartLimit", () => {
+  // The server keeps the default limit (5 restarts a minute): only the class's option holds its instance down.
+  const server = new ServeFnServer({
+    models: [BrittleModel],
+    moduleUrl: new URL('../fixtures/models/fragile-model.ts', import.meta.url).href,
+    logger: false,
+    collectProcessMetrics: false,
+  });
+  afterAll(() => server.close());
+
+  it('wins over the server limit: its first crash leaves the model unavailable', async () => {
+    await server.start();
+    expect((await call(server, 'POST', '/brittle/work')).status).toBe(200);
+    expect((await call(server, 'POST', '/brittle/die')).body.code).toBe('SF_ERR_INSTANCE_CRASHED');
+    expect(await call(server, 'POST', '/brittle/work')).toMatchObject({ status: 503, body: { code: 'SF_ERR_MODEL_UNAVAILABLE' } });
+  });
+});
+

@@ -191,3 +191,33 @@ describe('a decorated model whose server is starting, or whose instances are all
     expect((await server.app.inject({ method: 'POST', url: '/v2/repository/index', payload: { ready: true } })).json()).toEqual([]);
   });
 });
+
+describe('load and unload on a server of decorated models only', () => {
+  const models = (modelControlMode?: 'explicit') => new ServeFnServer({ models: [EchoModel], logger: false, collectProcessMetrics: false, ...(modelControlMode ? { modelControlMode } : {}) });
+  const explicit = models('explicit');
+  const none = models();
+  afterAll(async () => {
+    await Promise.all([explicit.close(), none.close()]);
+  });
+
+  it("answers in explicit mode what a repository would: 400 for the class's model, unknown for any other name", async () => {
+    await explicit.start();
+    const post = async (url: string) => {
+      const res = await explicit.app.inject({ method: 'POST', url });
+      return [res.statusCode, res.json().code];
+    };
+    expect(await post('/v2/repository/models/echo/load')).toEqual([400, 'SF_ERR_MODEL_NOT_IN_REPOSITORY']);
+    expect(await post('/v2/repository/models/echo/unload')).toEqual([400, 'SF_ERR_MODEL_NOT_IN_REPOSITORY']);
+    const other = await explicit.app.inject({ method: 'POST', url: '/v2/repository/models/other/load' });
+    expect([other.statusCode, other.json()]).toEqual([400, { error: "failed to load 'other', failed to poll from model repository: the server serves no model repository", code: 'SF_ERR_MODEL_POLL_FAILED' }]);
+    expect(await post('/v2/repository/models/other/unload')).toEqual([404, 'SF_ERR_MODEL_UNKNOWN']);
+  });
+
+  it("refuses every load and unload with Triton's 503 in the default mode", async () => {
+    await none.start();
+    for (const url of ['/v2/repository/models/echo/load', '/v2/repository/models/other/unload']) {
+      const res = await none.app.inject({ method: 'POST', url });
+      expect([res.statusCode, res.json().code], url).toEqual([503, 'SF_ERR_MODEL_CONTROL_DISABLED']);
+    }
+  });
+});

@@ -1,10 +1,11 @@
+import { status } from '@grpc/grpc-js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ServeFnServer } from '../../src/server/serve-fn-server.js';
 import { DoublerCallerModel, DoublerModel, InlineDoublerModel } from '../fixtures/models/tensor-models.js';
 import { scratchFolder, writeFiles } from '../fixtures/repository/repository-files.js';
 import { metricsCounts, statisticsCounts } from '../helpers/statistics-and-metrics.js';
 import { listeningServer } from './listening-server.js';
-import { call, exchange, inferenceMethod } from './grpc-raw.js';
+import { call, exchange, failure, inferenceMethod } from './grpc-raw.js';
 import { binaryBody, splitResponse } from './protocol-app.js';
 import { messages, packedInt64, parse, pb, rawBytes, strings } from './protobuf-wire.js';
 
@@ -106,6 +107,8 @@ describe('a decorated model with a @Tensors interface, on HTTP /v2, gRPC and ctx
       [{ inputs: [...REQUEST.inputs, { name: 'EXTRA', datatype: 'FP32', shape: [1, 1], data: [1] }] }, 'SF_ERR_TENSOR_UNEXPECTED', 'EXTRA'],
       [{ ...REQUEST, outputs: [{ name: 'GHOST' }] }, 'SF_ERR_OUTPUT_UNKNOWN', 'GHOST'],
       [{ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [5, 1], data: [1, 2, 3, 4, 5] }] }, 'SF_ERR_BAD_REQUEST', 'batch-size must be <= 4'],
+      [{ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 0], data: [] }] }, 'SF_ERR_TENSOR_DATA', 'has an empty dimension (index 1)'],
+      [{ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [0, 3], data: [] }] }, 'SF_ERR_TENSOR_DATA', 'has a batch of 0 rows'],
     ];
     for (const [payload, code, named] of cases) {
       const res = await inject('POST', '/v2/models/doubler/infer', payload);
@@ -128,6 +131,11 @@ describe('a decorated model with a @Tensors interface, on HTTP /v2, gRPC and ctx
     expect([strings(res, 1), strings(res, 2)]).toEqual([['doubler'], ['1']]);
     expect(messages(res, 5).map((o) => [strings(o, 1)[0], strings(o, 2)[0], packedInt64(o, 3)])).toEqual([['OUTPUT0', 'FP32', [1, 2]]]);
     expect(readFloats(rawBytes(res, 6)[0])).toEqual([10, -2]);
+  });
+
+  it('answers gRPC ModelInfer with an empty dimension INVALID_ARGUMENT', async () => {
+    const request = Buffer.concat([pb.string(1, 'doubler'), pb.message(5, pb.string(1, 'INPUT0'), pb.string(2, 'FP32'), pb.packedVarints(3, [1, 0])), pb.bytes(7, Buffer.alloc(0))]);
+    expect(await failure(call(grpc(), 'ModelInfer', request))).toEqual([status.INVALID_ARGUMENT, "Tensor 'INPUT0': shape [1,0] has an empty dimension (index 1); model 'doubler' takes no empty input there."]);
   });
 
   it('runs gRPC ModelStreamInfer on the same interface, a bad request answered in error_message', async () => {

@@ -83,9 +83,9 @@ describe('BackendExecutor', () => {
     expect(values(outputs(result)[0])).toEqual([3, 3, 3, 3]);
   });
 
-  it('fails the execution with the backend error', async () => {
+  it("fails the execution with the backend error: ONNX Runtime refusing the request's dims is a 400", async () => {
     const executor = await start(simple);
     await expect(executor.run([{ inputs: [int32('INPUT0', [1, 3], [1, 2, 3]), int32('INPUT1', [1, 4], [1, 2, 3, 4])], outputs: ['OUTPUT0'], parameters: {} }]))
-      .rejects.toThrow(expect.objectContaining({ code: 'SF_ERR_BACKEND_RUN_FAILED' }));
+      .rejects.toThrow(expect.objectContaining({ code: 'SF_ERR_BACKEND_INPUT_REJECTED', statusCode: 400 }));
   });
 });

@@ -40,6 +40,12 @@ describe('parseModelConfigJson', () => {
     expect(() => parseModelConfigJson(deepObject, 'm')).toThrow(expect.objectContaining({ code: 'SF_ERR_BODY_TOO_DEEP', statusCode: 400 }));
   });
 
+  it("refuses a negative max_batch_size in a load request's config with 400", () => {
+    expect(() => parseModelConfigJson('{"max_batch_size": -1}', 'm')).toThrow(expect.objectContaining({
+      code: 'SF_ERR_CONFIG_PARSE', statusCode: 400, message: "config parameter of 'm':1:1: field 'max_batch_size' must be 0 or more, got -1",
+    }));
+  });
+
   it('names the model in its errors', () => {
     expect(() => parseModelConfigJson('{"name":', 'm')).toThrow(expect.objectContaining({ code: 'SF_ERR_CONFIG_INVALID', message: expect.stringMatching(/^Model configuration for 'm' is invalid: the config parameter is not valid JSON/) }));
     expect(() => parseModelConfigJson('[1]', 'm')).toThrow("Model configuration for 'm' is invalid: the config parameter must be a JSON object");

@@ -317,6 +317,23 @@ describe('buildDefinition', () => {
     expect(failure(() => buildDefinition(NegativeDevice), 'SF_ERR_INSTANCES_INVALID')).toContain('NegativeDevice: @Instances devices');
   });
 
+  it('reads a restartLimit into the restart policy, and reports a malformed one', () => {
+    @Model({ name: 'm' })
+    @Instances(2, { restartLimit: '3/30s' })
+    class Limited {
+      @Endpoint('/limited')
+      async run(): Promise<number> {
+        return 1;
+      }
+    }
+    expect(buildDefinition(Limited).instances.restartPolicy).toEqual({ maxRestarts: 3, windowMs: 30_000 });
+
+    @Model({ name: 'm' })
+    @Instances(1, { restartLimit: 'often' })
+    class Often {}
+    expect(failure(() => buildDefinition(Often), 'SF_ERR_INSTANCES_INVALID')).toMatch(/^Often: @Instances restartLimit must be '<restarts>\/<window>' .* \(got 'often'\)\.$/);
+  });
+
   it('reports a lifecycle hook that is not a method', () => {
     @Model({ name: 'm' })
     class HookValue {}

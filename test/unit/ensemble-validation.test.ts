@@ -65,4 +65,48 @@ describe('planEnsemble', () => {
   it('refuses an ensemble without declared tensors', () => {
     expect(why(GOOD, info('pipeline', [], []))).toBe('declare its input and output tensors in config.pbtxt');
   });
+
+  describe('an ensemble that runs itself', () => {
+    /** A loaded ensemble, as the repository serves it: platform 'ensemble' and its steps in its configuration. */
+    const loadedEnsemble = (name: string, steps: EnsembleStep[]): InferenceModelInfo => ({
+      ...info(name, [int16('X')], [int16('Y')]),
+      platform: 'ensemble',
+      config: { name, platform: 'ensemble', ensemble_scheduling: { step: steps, max_inflight_requests: 0 } },
+    });
+    const selfStep = step('pipeline', { X: 'A' }, { Y: 'SUM_DOUBLED' });
+    const plan = (steps: EnsembleStep[], loaded: Record<string, InferenceModelInfo>): string => {
+      const all: Record<string, InferenceModelInfo> = { ...models, ...loaded };
+      const err = thrown(() => planEnsemble(ensemble, { step: steps, max_inflight_requests: 0 }, (name) => all[name]));
+      expect(err.code).toBe('SF_ERR_ENSEMBLE_INVALID');
+      return err.message.replace("Ensemble 'pipeline' is invalid: ", '');
+    };
+
+    it('refuses a step naming the ensemble, even while an earlier version of it is loaded (a reload)', () => {
+      const loaded = { pipeline: loadedEnsemble('pipeline', [step('double', { X: 'X' }, { Y: 'Y' })]) };
+      expect(plan([selfStep], loaded)).toBe("step 0 (model 'pipeline') runs the ensemble itself");
+    });
+
+    it('refuses a cycle through another ensemble (a 2-cycle) and a longer one', () => {
+      const twoCycle = { other: loadedEnsemble('other', [step('pipeline', { X: 'X' }, { Y: 'Y' })]) };
+      expect(plan([GOOD[0], step('other', { X: 'sum' }, { Y: 'SUM_DOUBLED' })], twoCycle)).toBe(
+        "step 1 (model 'other') runs the ensemble itself through 'other' → 'pipeline'",
+      );
+      const threeCycle = {
+        first: loadedEnsemble('first', [step('double', { X: 'X' }, { Y: 'T' }), step('second', { X: 'T' }, { Y: 'Y' })]),
+        second: loadedEnsemble('second', [step('pipeline', { X: 'X' }, { Y: 'Y' }, 1)]),
+      };
+      expect(plan([GOOD[0], step('first', { X: 'sum' }, { Y: 'SUM_DOUBLED' })], threeCycle)).toBe(
+        "step 1 (model 'first') runs the ensemble itself through 'first' → 'second' → 'pipeline'",
+      );
+    });
+
+    it('accepts ensembles of ensembles without a cycle, however they share steps', () => {
+      const loaded = {
+        inner: loadedEnsemble('inner', [step('double', { X: 'X' }, { Y: 'Y' })]),
+        outer: loadedEnsemble('outer', [step('inner', { X: 'X' }, { Y: 'T' }), step('inner', { X: 'T' }, { Y: 'Y' })]),
+      };
+      const all: Record<string, InferenceModelInfo> = { ...models, ...loaded };
+      expect(() => planEnsemble(ensemble, { step: [GOOD[0], step('outer', { X: 'sum' }, { Y: 'SUM_DOUBLED' })], max_inflight_requests: 0 }, (name) => all[name])).not.toThrow();
+    });
+  });
 });

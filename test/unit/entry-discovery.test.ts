@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { findEntry, findRepository, FOLDER_ENTRIES, loadModels } from '../../src/cli/entry-discovery.js';
+import { findEntry, findRepository, FOLDER_ENTRIES, loadModels, modelsToServe } from '../../src/cli/entry-discovery.js';
 import { readModel } from '../../src/metadata/reflection.js';
 import { ServeFnError } from '../../src/errors/index.js';
 
@@ -85,5 +85,13 @@ describe('findRepository', () => {
     expect(findRepository(project)).toBeUndefined();
     expect(findRepository(join(repo, 'simple', 'config.pbtxt'))).toBeUndefined();
     expect(findRepository(join(scratch, 'absent'))).toBeUndefined();
+  });
+});
+
+describe('modelsToServe', () => {
+  it('passes --model-control-mode on for an entry module, which has no repository folder to carry it', async () => {
+    const served = await modelsToServe(join(fixtures, 'entry-models.ts'), { controlMode: 'explicit', startupModels: ['*'] });
+    expect(served.repository).toBeUndefined();
+    expect(served.modelControlMode).toBe('explicit');
   });
 });

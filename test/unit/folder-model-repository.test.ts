@@ -1,10 +1,14 @@
-import { rmSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { privateTmpdir } from '../helpers/private-tmpdir.js';
 import { buildAddSubModel, buildIdentityModel } from '../../src/backends/onnx/onnx-model-builder.js';
 import { FolderModelRepository, type FolderModelRepositoryOptions } from '../../src/model-repository/folder-model-repository.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { inThreadInstances, int32, range, scratchFolder, SIMPLE_CONFIG, values, writeFiles } from '../fixtures/repository/repository-files.js';
+
+privateTmpdir();
 
 const ADD_SUB = buildAddSubModel({ size: 16 });
 const cleanup: (() => Promise<void> | void)[] = [];
@@ -131,14 +135,84 @@ describe('FolderModelRepository in explicit mode', () => {
     expect((badJson as Error).message).toMatch(/^failed to load 'simple', failed to poll from model repository: Model configuration for 'simple' is invalid: the config parameter is not valid JSON: /);
   });
 
-  it('answers an override file it cannot write (a name over NAME_MAX) as Triton does, a server error (INTERNAL), and serves on', async () => {
+  it('refuses a config asking for more instances than the ceiling: 400 on a load request, a failed start at startup', async () => {
+    const { repo } = repository({ 'simple/1/model.onnx': ADD_SUB }, { controlMode: 'explicit', maxInstances: 2 });
+    await repo.start();
+    const tooMany = JSON.stringify({ name: 'simple', instance_group: [{ count: 3, kind: 'KIND_CPU' }] });
+    await expect(repo.load('simple', { config: tooMany })).rejects.toThrow(expect.objectContaining({
+      code: 'SF_ERR_CONFIG_INVALID', statusCode: 400, message: expect.stringContaining('instance_group asks for 3 instances (3); this server runs at most 2 per model version'),
+    }));
+    await repo.load('simple', { config: JSON.stringify({ name: 'simple', instance_group: [{ count: 2, kind: 'KIND_CPU' }] }) });
+    expect(repo.get('simple').ready()).toBe(true);
+
+    const { repo: atStart } = repository({ 'simple/config.pbtxt': `${SIMPLE_CONFIG}instance_group [ { count: 16 kind: KIND_CPU } ]`, 'simple/1/model.onnx': ADD_SUB });
+    await expect(atStart.start()).rejects.toThrow(expect.objectContaining({ code: 'SF_ERR_CONFIG_INVALID', message: expect.stringContaining('asks for 16 instances (16); this server runs at most 8') }));
+  });
+
+  it('refuses to reload an ensemble whose only step is itself, and the loaded one serves on', async () => {
+    const { repo } = repository({
+      'a_pipeline/config.pbtxt': ENSEMBLE,
+      'z_simple/config.pbtxt': SIMPLE_CONFIG.replace('"simple"', '"z_simple"'),
+      'z_simple/1/model.onnx': ADD_SUB,
+    }, { controlMode: 'explicit', startupModels: ['*'] });
+    await repo.start();
+    const selfStep = {
+      name: 'a_pipeline', platform: 'ensemble', max_batch_size: 8,
+      input: [{ name: 'X', data_type: 'TYPE_INT32', dims: [16] }], output: [{ name: 'Y', data_type: 'TYPE_INT32', dims: [16] }],
+      ensemble_scheduling: { step: [{ model_name: 'a_pipeline', model_version: -1, input_map: { X: 'X' }, output_map: { Y: 'Y' } }] },
+    };
+    await expect(repo.load('a_pipeline', { config: JSON.stringify(selfStep) })).rejects.toThrow(expect.objectContaining({
+      code: 'SF_ERR_ENSEMBLE_INVALID', statusCode: 400, message: "Ensemble 'a_pipeline' is invalid: step 0 (model 'a_pipeline') runs the ensemble itself",
+    }));
+    expect(repo.get('a_pipeline').ready()).toBe(true);
+    const response = await repo.get('a_pipeline').infer({ inputs: [int32('X', [1, 16], range(16))] });
+    expect(values(response.outputs[0])).toEqual(range(16, (i) => 2 * i));
+  });
+
+  it('refuses a file name over NAME_MAX and a path 2,000 levels deep as bad requests, writing nothing, and serves on', async () => {
     const { repo } = repository({ 'simple/1/model.onnx': ADD_SUB }, { controlMode: 'explicit', startupModels: ['simple'] });
     await repo.start();
-    const key = `file:${'A'.repeat(256)}`;
-    const err = await repo.load('simple', { config: '{}', files: { [key]: new Uint8Array(1) } }).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: 'SF_ERR_MODEL_FILES_UNWRITABLE', statusCode: 500, cause: expect.objectContaining({ code: 'ENAMETOOLONG' }) });
-    expect((err as Error).message).toMatch(new RegExp(`^failed to load 'simple', failed to poll from model repository: file parameter '${key}' could not be written \\(ENAMETOOLONG`));
+    const before = overrideFolders();
+    for (const key of [`file:1/${'A'.repeat(5000)}`, `file:1/${'A'.repeat(256)}`, `file:${'d/'.repeat(2000)}f`]) {
+      const err = await repo.load('simple', { config: '{}', files: { [key]: new Uint8Array(1) } }).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'SF_ERR_MODEL_POLL_FAILED', statusCode: 400, cause: expect.objectContaining({ code: 'SF_ERR_BAD_REQUEST' }) });
+    }
+    expect(overrideFolders()).toEqual(before);
     expect(repo.get('simple').ready()).toBe(true);
+    await expect(repo.load('n'.repeat(256))).rejects.toThrow(expect.objectContaining({ code: 'SF_ERR_BAD_REQUEST', message: expect.stringContaining('is not a model name') }));
+  });
+
+  it('answers a sent model file the backend cannot load (4 MiB of noise) 400 with the backend reason, removing its folder', async () => {
+    const { repo } = repository({}, { controlMode: 'explicit' });
+    await repo.start();
+    const before = overrideFolders();
+    const noise = new Uint8Array(4 * 1024 * 1024).fill(7);
+    const config = JSON.stringify({ name: 'sent', backend: 'onnxruntime' });
+    const err = await repo.load('sent', { config, files: { 'file:1/model.onnx': noise } }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'SF_ERR_MODEL_LOAD_FAILED', statusCode: 400, cause: expect.objectContaining({ code: 'SF_ERR_BACKEND_LOAD_FAILED' }) });
+    expect((err as Error).message).toMatch(/^load failed for model 'sent': Backend 'onnxruntime' could not load 'sent\/1\/model.onnx': /);
+    expect((err as Error).message).not.toContain(tmpdir());
+    expect(overrideFolders()).toEqual(before);
+  });
+
+  it('removes the temporary folder of sent files on reload, unload and close', async () => {
+    const { repo } = repository({}, { controlMode: 'explicit' });
+    await repo.start();
+    const before = overrideFolders();
+    const config = JSON.stringify({ name: 'sent', backend: 'onnxruntime' });
+    const files = { 'file:1/model.onnx': buildIdentityModel('FP32', ['batch', 3]), [`file:${'d/'.repeat(31)}f`]: new Uint8Array(1) };
+    await repo.load('sent', { config, files });
+    const first = overrideFolders().filter((f) => !before.includes(f));
+    expect(first).toHaveLength(1);
+    await repo.load('sent', { config, files });
+    const second = overrideFolders().filter((f) => !before.includes(f));
+    expect(second).toHaveLength(1);
+    expect(second).not.toEqual(first);
+    await repo.unload('sent');
+    expect(overrideFolders()).toEqual(before);
+    await repo.load('sent', { config, files });
+    await repo.close();
+    expect(overrideFolders()).toEqual(before);
   });
 });
 
@@ -161,3 +235,8 @@ describe('FolderModelRepository in poll mode', () => {
     await expect(repo.load('added')).rejects.toThrow(expect.objectContaining({ code: 'SF_ERR_MODEL_CONTROL_DISABLED' }));
   });
 });
+
+/** The temporary model folders; privateTmpdir() keeps other test runs' folders out of them. */
+function overrideFolders(): string[] {
+  return readdirSync(tmpdir()).filter((name) => name.startsWith('serve-fn-model-')).sort();
+}

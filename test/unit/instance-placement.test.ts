@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { instancePlacements, sessionOptionsFromParameters } from '../../src/model-repository/instance-placement.js';
+import { DEFAULT_MAX_INSTANCES, instancePlacements, restartPolicyFromParameters, sessionOptionsFromParameters } from '../../src/model-repository/instance-placement.js';
 import { parseModelConfig } from '../../src/model-repository/model-config.js';
 
 const config = (text: string) => parseModelConfig(text, 'config.pbtxt', 'm').config;
@@ -19,6 +19,23 @@ describe('instancePlacements', () => {
   it('runs one CPU instance by default, and npu_om models on NPUs', () => {
     expect(instancePlacements(config(''), 'module')).toEqual([{ name: 'm_0', kind: 'cpu', id: 0 }]);
     expect(instancePlacements(config('instance_group [ { count: 1 gpus: [ 3 ] } ]'), 'npu_om')).toEqual([{ name: 'm_0_0', kind: 'npu', id: 3 }]);
+  });
+});
+
+describe('the ceiling on instances', () => {
+  it(`refuses more than ${DEFAULT_MAX_INSTANCES} instances of a model version by default (16 asked), naming the flag`, () => {
+    expect(() => instancePlacements(config('instance_group [ { count: 16 kind: KIND_CPU } ]'), 'onnx')).toThrow(expect.objectContaining({
+      code: 'SF_ERR_CONFIG_INVALID',
+      statusCode: 400,
+      message: "Model configuration for 'm' is invalid: instance_group asks for 16 instances (16); this server runs at most 8 per model version (--max-instances, SERVE_FN_MAX_INSTANCES)",
+    }));
+  });
+
+  it('counts instances on every device a group lists, and takes the ceiling the server sets', () => {
+    const twoGpus = config('instance_group [ { count: 3 kind: KIND_GPU gpus: [ 0, 1 ] } ]');
+    expect(() => instancePlacements(twoGpus, 'onnx', 5)).toThrow('instance_group asks for 6 instances (3 × 2 devices); this server runs at most 5');
+    expect(instancePlacements(twoGpus, 'onnx', 6)).toHaveLength(6);
+    expect(instancePlacements(config('instance_group [ { count: 8 kind: KIND_CPU } ]'), 'onnx')).toHaveLength(8);
   });
 });
 
@@ -72,5 +89,19 @@ describe('sessionOptionsFromParameters', () => {
       "Model configuration for 'm' is invalid: parameter intra_op_thread_count must be a whole number, got 'many'",
     );
     expect(() => sessionOptionsFromParameters(config('parameters { key: "enable_mem_arena" value { string_value: "maybe" } }'))).toThrow('parameter enable_mem_arena must be true or false');
+  });
+});
+
+describe('restartPolicyFromParameters', () => {
+  const limit = (text: string) => config(`parameters { key: "restart_limit" value { string_value: "${text}" } }`);
+
+  it("reads the model's restart_limit, and nothing without one", () => {
+    expect(restartPolicyFromParameters(limit('2/30s'))).toEqual({ maxRestarts: 2, windowMs: 30_000 });
+    expect(restartPolicyFromParameters(limit('0/10m'))).toEqual({ maxRestarts: 0, windowMs: 600_000 });
+    expect(restartPolicyFromParameters(config(''))).toBeUndefined();
+  });
+
+  it.each(['5', 'five/60s', '5/0s', '5/60 days', '-1/60s'])('refuses %s', (text) => {
+    expect(() => restartPolicyFromParameters(limit(text))).toThrow(expect.objectContaining({ code: 'SF_ERR_CONFIG_INVALID', message: expect.stringContaining(`parameter restart_limit must be '<restarts>/<window>'`) }));
   });
 });

@@ -60,7 +60,18 @@ describe('serve-fn start flags', () => {
     });
   });
 
+  it('passes --max-instances to the repository and --restart-limit as the restart policy', async () => {
+    await parse('start', 'models', '--max-instances', '4', '--restart-limit', '2/30s');
+    expect(commands.start).toHaveBeenCalledWith(['models'], expect.objectContaining({
+      repository: expect.objectContaining({ maxInstances: 4 }),
+      restartPolicy: { maxRestarts: 2, windowMs: 30_000 },
+    }));
+  });
+
   it.each([
+    ['--max-instances', '0'],
+    ['--restart-limit', '5'],
+    ['--restart-limit', '5/0s'],
     ['--json-body-limit', '0'],
     ['--json-body-limit', '1.5'],
     ['--body-limit', 'big'],

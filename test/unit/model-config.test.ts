@@ -427,6 +427,11 @@ describe('buildModelConfig errors', () => {
     );
   });
 
+  it("rejects a negative max_batch_size, as Triton's model configuration validation does", () => {
+    expect(configError('max_batch_size: -1')).toMatchObject({ code: 'SF_ERR_CONFIG_PARSE', statusCode: 400, message: "config.pbtxt:1:17: field 'max_batch_size' must be 0 or more, got -1" });
+    expect(build('max_batch_size: 0').config.max_batch_size).toBe(0);
+  });
+
   it('rejects a non-repeated field given twice or given a list', () => {
     expect(configError('name: "a"\nname: "b"').message).toBe("config.pbtxt:2:1: field 'name' is not repeated but is set again (first set at line 1, column 1)");
     expect(configError('max_batch_size: [ 1 ]').message).toBe("config.pbtxt:1:17: field 'max_batch_size' is not repeated and cannot take a list");

@@ -79,15 +79,28 @@ describe('OnnxBackend with onnxruntime-node', () => {
     const ints = createTensor('INPUT1', 'INT32', [1, 16], new Int32Array(16));
     const floats = createTensor('INPUT0', 'FP32', [1, 16], new Float32Array(16));
     const wrongType = await rejection(session.run({ INPUT0: floats, INPUT1: ints }));
-    expect(wrongType.code).toBe('SF_ERR_BACKEND_RUN_FAILED');
-    expect(wrongType.statusCode).toBe(500);
+    expect(wrongType.code).toBe('SF_ERR_BACKEND_INPUT_REJECTED');
+    expect(wrongType.statusCode).toBe(400);
     expect(wrongType.message).toBe(
-      `Backend 'onnxruntime' failed to run '${label}': Unexpected input data type. Actual: (tensor(float)) , expected: (tensor(int32))`,
+      `Backend 'onnxruntime' refused the inputs: Unexpected input data type. Actual: (tensor(float)) , expected: (tensor(int32))`,
     );
     const missing = await rejection(session.run({ INPUT0: ints }));
     expect(missing.message).toBe(`Backend 'onnxruntime' failed to run '${label}': input 'INPUT1' is missing in 'feeds'.`);
     const badOutput = await rejection(session.run({ INPUT0: ints, INPUT1: ints }, ['OUTPUT9']));
     expect(badOutput.message).toBe(`Backend 'onnxruntime' failed to run '${label}': 'fetches' contains invalid output name: OUTPUT9.`);
+    await session.dispose();
+  });
+
+  it("answers ONNX Runtime's checks of the inputs against the model (dims, rank) as the client's error, 400", async () => {
+    const session = await backend.load(simple, SINGLE_THREAD);
+    const ints = (shape: number[]) => createTensor('INPUT0', 'INT32', shape, new Int32Array(shape.reduce((a, b) => a * b, 1)));
+    const narrow = await rejection(session.run({ INPUT0: ints([1, 4]), INPUT1: ints([1, 4]) }));
+    expect([narrow.code, narrow.statusCode]).toEqual(['SF_ERR_BACKEND_INPUT_REJECTED', 400]);
+    expect(narrow.message).toContain('Got invalid dimensions for input: INPUT0 for the following indices');
+    const flat = await rejection(session.run({ INPUT0: ints([16]), INPUT1: ints([16]) }));
+    expect([flat.code, flat.statusCode]).toEqual(['SF_ERR_BACKEND_INPUT_REJECTED', 400]);
+    expect(flat.message).toContain('Invalid rank for input');
+    expect(flat.cause).toBeInstanceOf(Error);
     await session.dispose();
   });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { InferenceModelInfo } from '../../src/inference/inference-model.js';
-import { validateInferRequest } from '../../src/inference/request-validation.js';
+import { checkNoEmptyDims, validateInferRequest } from '../../src/inference/request-validation.js';
+import type { ConfigTensor } from '../../src/inference/tensor-model-plan.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
 
 const info: InferenceModelInfo = {
@@ -59,3 +60,37 @@ describe('validateInferRequest', () => {
     expect(() => validateInferRequest(plain, { inputs: [input0(1)] })).toThrow("expected shape [2], got [1,2]");
   });
 });
+
+describe('checkNoEmptyDims (a @Tensors interface)', () => {
+  const image: InferenceModelInfo = {
+    ...info, name: 'rec', inputs: [{ name: 'x', datatype: 'FP32', shape: [3, 48, -1] }, { name: 'MASK', datatype: 'BOOL', shape: [-1], optional: true }],
+  };
+  const specs = (allowEmpty: boolean): ConfigTensor[] => [
+    { name: 'x', datatype: 'FP32', dims: [3, 48, -1], optional: false },
+    { name: 'MASK', datatype: 'BOOL', dims: [-1], optional: true, ...(allowEmpty ? { allowEmpty } : {}) },
+  ];
+  const x = (shape: number[]) => createTensor('x', 'FP32', shape, new Float32Array(shape.reduce((a, b) => a * b, 1)));
+  const mask = (shape: number[]) => createTensor('MASK', 'BOOL', shape, new Uint8Array(shape.reduce((a, b) => a * b, 1)));
+  const check = (inputs: ReturnType<typeof x>[], model = image, allowEmpty = false) => () => checkNoEmptyDims(model, validateInferRequest(model, { inputs }), specs(allowEmpty));
+
+  it('refuses a zero-sized dimension with 400, naming it', () => {
+    expect(check([x([1, 3, 48, 0])])).toThrow(expect.objectContaining({
+      code: 'SF_ERR_TENSOR_DATA', statusCode: 400, message: "Tensor 'x': shape [1,3,48,0] has an empty dimension (index 3); model 'rec' takes no empty input there.",
+    }));
+  });
+
+  it('refuses a batch of 0 rows, even for an input that allows empty dimensions', () => {
+    expect(check([x([0, 3, 48, 16])])).toThrow("Tensor 'x': shape [0,3,48,16] has a batch of 0 rows; model 'rec' takes no empty input there.");
+    expect(check([x([0, 3, 48, 16]), mask([0, 4])], image, true)).toThrow("Tensor 'x': shape [0,3,48,16] has a batch of 0 rows");
+    const maskOnly = { ...image, inputs: [image.inputs[1]] };
+    expect(check([mask([0, 4])], maskOnly, true)).toThrow("Tensor 'MASK': shape [0,4] has a batch of 0 rows");
+  });
+
+  it('lets an input declared allowEmpty be empty, and passes shapes without a 0', () => {
+    expect(check([x([2, 3, 48, 1]), mask([2, 0])], image, true)).not.toThrow();
+    expect(check([x([2, 3, 48, 1]), mask([2, 0])])).toThrow("Tensor 'MASK': shape [2,0] has an empty dimension (index 1)");
+    const unbatched = { ...image, maxBatchSize: 0, inputs: [{ name: 'x', datatype: 'FP32' as const, shape: [-1] }] };
+    expect(check([x([0])], unbatched)).toThrow("Tensor 'x': shape [0] has an empty dimension (index 0)");
+  });
+});
+

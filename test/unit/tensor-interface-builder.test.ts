@@ -63,6 +63,8 @@ describe('@Tensors definitions', () => {
     ['a dimension of 0', { ...IO, inputs: [{ name: 'IN', datatype: 'FP32', dims: [0] }] }, "input 'IN' has dims [0]; each must be a size >= 1 or -1"],
     ['dims that are not a list', { ...IO, inputs: [{ name: 'IN', datatype: 'FP32', dims: 3 as never }] }, "input 'IN' has dims 3; each must be a size >= 1 or -1"],
     ['an optional output', { ...IO, outputs: [{ name: 'OUT', datatype: 'FP32', dims: [1], optional: true }] }, 'outputs cannot be optional'],
+    ['allowEmpty on an output', { ...IO, outputs: [{ name: 'OUT', datatype: 'FP32', dims: [-1], allowEmpty: true }] }, "output 'OUT': allowEmpty is a boolean of inputs"],
+    ['an allowEmpty that is not a boolean', { ...IO, inputs: [{ name: 'IN', datatype: 'FP32', dims: [-1], allowEmpty: 'yes' as never }] }, "input 'IN': allowEmpty is a boolean of inputs"],
     ['a negative maxBatchSize', { ...IO, maxBatchSize: -1 }, 'maxBatchSize must be an integer >= 0 (got -1)'],
     ['@Batch without a batch dimension', { ...IO, maxBatchSize: 0 }, 'has maxBatchSize 0, so its requests have no batch dimension to batch along', 4],
   ];

@@ -56,7 +56,7 @@ export class OnnxBackend implements Backend {
         ? await ort.InferenceSession.create(source, sessionOptions)
         : await ort.InferenceSession.create(source, sessionOptions);
     } catch (err) {
-      throw createError('SF_ERR_BACKEND_LOAD_FAILED', BACKEND, label, (err as Error).message);
+      throw createError('SF_ERR_BACKEND_LOAD_FAILED', BACKEND, label, (err as Error).message, { cause: err });
     }
     return new OnnxSession(session, ort.Tensor, label);
   }

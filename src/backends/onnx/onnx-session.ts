@@ -6,6 +6,14 @@ import type { Tensor, TensorSpec } from '../../tensor/tensor.js';
 import type { BackendMetadata, BackendSession } from '../backend.js';
 
 const BACKEND = 'onnxruntime';
+/**
+ * How ONNX Runtime's checks of the feeds against the model's declared inputs begin their messages
+ * (InferenceSession::ValidateInputs, onnxruntime/core/session/inference_session.cc): the request's
+ * tensors do not fit the model, a client error (400). A failure while the graph's kernels run
+ * ("Non-zero status code returned while running ... node") may be the model's own fault or the
+ * machine's, so it stays a server error.
+ */
+const INPUT_CHECK_FAILURES = ['Got invalid dimensions for input', 'Invalid rank for input', 'Unexpected input data type', 'Invalid input name', 'Missing Input'];
 
 /** One ONNX Runtime inference session; `label` names the model in error messages. */
 export class OnnxSession implements BackendSession {
@@ -37,7 +45,10 @@ export class OnnxSession implements BackendSession {
     try {
       results = await this.#session.run(feeds, [...(outputNames ?? this.#session.outputNames)]);
     } catch (err) {
-      throw createError('SF_ERR_BACKEND_RUN_FAILED', BACKEND, this.#label, (err as Error).message);
+      const message = (err as Error).message;
+      // A 400 is shown in production, so it does not name the model file, a path on the server.
+      if (INPUT_CHECK_FAILURES.some((start) => message.startsWith(start))) throw createError('SF_ERR_BACKEND_INPUT_REJECTED', BACKEND, message, { cause: err });
+      throw createError('SF_ERR_BACKEND_RUN_FAILED', BACKEND, this.#label, message, { cause: err });
     }
     const outputs: Record<string, Tensor> = {};
     for (const [name, value] of Object.entries(results)) outputs[name] = fromOrtTensor(name, value);
