@@ -1,4 +1,4 @@
-import websocket from '@fastify/websocket';
+import websocket, { type WebsocketPluginOptions } from '@fastify/websocket';
 import type { FastifyInstance, FastifyRequest, FastifySchema } from 'fastify';
 import type { ModelDefinition, SocketEndpointDefinition } from '../definition/model-definition.js';
 import { createError, statusOf } from '../errors/index.js';
@@ -7,7 +7,7 @@ import type { DtoSchemas } from './openapi-plugin.js';
 import { schemaRef } from '../validation/dto-schema.js';
 import { flattenHeaders } from './request-reader.js';
 import type { ServerState } from './server-state.js';
-import { CLOSE, closeReason, INPUT_WINDOW, INPUT_WINDOW_BYTES, SocketConnection } from './socket-connection.js';
+import { CLOSE, CLOSE_TIMEOUT_MS, closeReason, INPUT_WINDOW, INPUT_WINDOW_BYTES, SocketConnection } from './socket-connection.js';
 
 export interface SocketRoutesOptions {
   readonly runtimes: readonly ModelRuntime[];
@@ -21,7 +21,9 @@ export interface SocketRoutesOptions {
 export async function socketRoutes(app: FastifyInstance, opts: SocketRoutesOptions): Promise<void> {
   const sockets = opts.runtimes.flatMap((runtime) => runtime.definition.sockets.map((endpoint) => ({ runtime, endpoint })));
   if (sockets.length === 0) return;
-  await app.register(websocket, { options: { maxPayload: opts.maxPayload } });
+  // `closeTimeout` is ws's own (ws 8.19+, https://github.com/websockets/ws/blob/master/doc/ws.md); @types/ws does not declare it yet.
+  const options: WebsocketPluginOptions['options'] & { closeTimeout: number } = { maxPayload: opts.maxPayload, closeTimeout: CLOSE_TIMEOUT_MS };
+  await app.register(websocket, { options });
   for (const { runtime, endpoint } of sockets) registerSocket(app, runtime, endpoint, opts);
 }
 
