@@ -12,11 +12,18 @@ interface Listening {
   readonly closed: Promise<void>;
 }
 
+/** Requests the test server's routes ran. */
+const ran: string[] = [];
+
 /** A listening server (not inject: what is tested is the socket) whose JSON route takes 1 KiB. */
 async function listening(bounds?: LingeringBounds): Promise<Listening> {
   const app = fastify({ bodyLimit: LIMIT });
   installLingeringClose(app, bounds);
   app.post('/echo', async (request) => request.body);
+  app.get('/hello', async () => {
+    ran.push('GET /hello');
+    return { hello: 'world' };
+  });
   const closed = new Promise<void>((resolve) => app.server.once('connection', (socket: Socket) => socket.once('close', () => resolve())));
   await app.listen({ port: 0, host: '127.0.0.1' });
   return { app, port: (app.server.address() as { port: number }).port, closed };
@@ -65,6 +72,21 @@ describe('lingering close after an answer sent before the body arrived', () => {
     socket.end();
     await Promise.all([server.closed, clientClosed]);
     expect(socket.errored).toBeNull();
+  });
+
+  it('does not run a request pipelined behind the refused body, whose answer could not be sent', async () => {
+    const server = await listening();
+    app = server.app;
+    const { socket, answer } = await rawUpload(server.port);
+    socket.write(chunk(4 * LIMIT));
+    await answer;
+    socket.write(`${chunk(LIMIT)}0\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n`);
+    await server.closed;
+    socket.destroy();
+    expect(ran).toEqual([]);
+    // The same request on a connection of its own runs.
+    expect(await (await fetch(`http://127.0.0.1:${server.port}/hello`)).json()).toEqual({ hello: 'world' });
+    expect(ran).toEqual(['GET /hello']);
   });
 
   it('closes a client that goes quiet for the lingering timeout', async () => {
