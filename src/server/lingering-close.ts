@@ -49,8 +49,9 @@ export function installLingeringClose(app: FastifyInstance, bounds: LingeringBou
   // answer could never be sent, so it is not run, and the client has had its answer (nginx discards
   // what follows a refused body too). The check is on the socket, so it costs other requests a property read.
   app.addHook('onRequest', (request, reply, done) => {
-    const socket = request.raw.socket;
-    if (!socket.writableEnded) return done();
+    // No socket: a request injected in-process (@fastify/websocket's injectWS).
+    const socket = request.raw.socket as Socket | undefined;
+    if (!socket?.writableEnded) return done();
     socket.destroy();
     // Ends the request's lifecycle here (https://fastify.dev/docs/latest/Reference/Reply/#hijack).
     reply.hijack();
@@ -69,8 +70,8 @@ export function installLingeringClose(app: FastifyInstance, bounds: LingeringBou
  * itself); the connection's next closing answer, its request complete, then closes as Node does.
  */
 function lingerOnClose(request: IncomingMessage, bounds: LingeringBounds, lingering: Set<Socket>): void {
-  const socket = request.socket as ClosingSocket;
-  if (Object.hasOwn(socket, 'destroySoon')) return;
+  const socket = request.socket as ClosingSocket | undefined;
+  if (!socket || Object.hasOwn(socket, 'destroySoon')) return;
   socket.destroySoon = function lingeringDestroySoon(this: ClosingSocket): void {
     delete (this as Partial<ClosingSocket>).destroySoon;
     if (request.complete) return this.destroySoon();
