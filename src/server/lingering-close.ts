@@ -33,7 +33,12 @@ export interface LingeringBounds {
  */
 export const LINGERING_BOUNDS: LingeringBounds = { timeMs: 30_000, timeoutMs: 5_000, maxBytes: 128 * 1024 * 1024 };
 
-/** `destroySoon()` is how Node's HTTP server closes a `Connection: close` answer's socket (end, then destroy once written). */
+/**
+ * Node's HTTP server closes the socket of a `Connection: close` answer, once it is written, with the
+ * socket's `destroySoon()` (end, then destroy). That method is not in Node's documentation, so the
+ * lingering close replaces it on one socket only, and test/unit/lingering-close.test.ts fails should
+ * Node stop calling it.
+ */
 type ClosingSocket = Socket & { destroySoon(): void };
 
 /** Every error answered before its request's body has all arrived closes its connection with a lingering close. */

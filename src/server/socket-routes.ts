@@ -79,7 +79,7 @@ function socketSchema(model: ModelDefinition, endpoint: SocketEndpointDefinition
     endpoint.message && `Client text messages: JSON \`${endpoint.message.name}\`, validated; an invalid one is answered with \`{"error", "code", "detail"}\` and the connection stays open.`,
     'Client binary messages reach the model as bytes.',
     endpoint.response && `Server messages: JSON \`${endpoint.response.name}\` (binary frames for bytes).`,
-    `One model instance serves the whole connection. Idle connections close after ${endpoint.idleTimeoutMs} ms (1001); at most ${endpoint.maxConnections} connections, more are refused with 503 before the upgrade; past ${INPUT_WINDOW} unread messages (or ${INPUT_WINDOW_BYTES / 1024 / 1024} MiB) the server stops reading. Close codes: 1000 the session ended, 1001 idle or server shutting down, 1008 the model refused the input (4xx), 1011 the model failed.`,
+    `One model instance serves the whole connection. Idle connections close after ${endpoint.idleTimeoutMs} ms (1001); at most ${endpoint.maxConnections} connections, more are refused with 503 before the upgrade; past ${INPUT_WINDOW} unread messages (or ${INPUT_WINDOW_BYTES / 1024 / 1024} MiB) the server stops reading. Close codes: 1000 the session ended, 1001 idle or server shutting down, 1008 the model refused the input (4xx), 1011 the model failed. A client that does not answer a close frame within ${CLOSE_TIMEOUT_MS / 1000} s is disconnected.`,
   ];
   const description = [endpoint.description, model.description && `Model **${model.name}** v${model.version}: ${model.description}.`, ...messages]
     .filter(Boolean)
