@@ -17,9 +17,9 @@ export const INPUT_WINDOW_BYTES = 4 * 1024 * 1024;
 /**
  * How long a peer has to answer the server's close frame, and, while the server drains, to take any
  * of what the server is writing to it, before its socket is dropped. ws waits 30 s for the close
- * handshake by default, so one silent peer held a SIGTERM past a 10 s grace period; ASP.NET Core's
- * WebSocket close timeout is 5 s too (WebSocketOptions.CloseTimeout). A peer that is there answers
- * within a round trip; one that has stopped reading cannot even receive the close frame.
+ * handshake by default, so one silent peer held a SIGTERM past a 10 s grace period. 5 s is what
+ * ASP.NET Core SignalR's WebSocket transport waits (WebSocketOptions.CloseTimeout): a peer that is
+ * there answers within a round trip, and one that has stopped reading cannot even receive the frame.
  */
 export const CLOSE_TIMEOUT_MS = 5000;
 
