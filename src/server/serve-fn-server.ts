@@ -35,6 +35,7 @@ import { endpointRoutes } from './endpoint-routes.js';
 import { installErrorHandling } from './error-handler.js';
 import { healthRoutes } from './health-routes.js';
 import { DEFAULT_JSON_BODY_LIMIT, installJsonBodyParser } from './json-body-parser.js';
+import { installLingeringClose } from './lingering-close.js';
 import { metricsRoutes } from './metrics-routes.js';
 import { collectDtoSchemas, registerOpenApi } from './openapi-plugin.js';
 import { readProjectInfo } from './project-info.js';
@@ -293,6 +294,7 @@ export class ServeFnServer {
       // connection (to another replica) for its next request, rather than racing the socket's close.
       closingConnections: () => this.state.phase === 'terminating' || this.state.phase === 'draining',
     });
+    installLingeringClose(app);
     installJsonBodyParser(app, this.jsonBodyLimit);
     await securityPlugin(app, this.options.security ?? {});
     await app.register(multipart, { limits: { fileSize: this.bodyLimit, fieldSize: this.bodyLimit } });

@@ -14,6 +14,15 @@ import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../validation/json-depth.js';
 export const INPUT_WINDOW = 32;
 export const INPUT_WINDOW_BYTES = 4 * 1024 * 1024;
 
+/**
+ * How long a peer has to answer the server's close frame, and, while the server drains, to take any
+ * of what the server is writing to it, before its socket is dropped. ws waits 30 s for the close
+ * handshake by default, so one silent peer held a SIGTERM past a 10 s grace period. 5 s is what
+ * ASP.NET Core SignalR's WebSocket transport waits (WebSocketOptions.CloseTimeout): a peer that is
+ * there answers within a round trip, and one that has stopped reading cannot even receive the frame.
+ */
+export const CLOSE_TIMEOUT_MS = 5000;
+
 /** RFC 6455 close codes serve-fn uses. */
 export const CLOSE = { normal: 1000, goingAway: 1001, policyViolation: 1008, internalError: 1011 } as const;
 
@@ -42,6 +51,11 @@ export class SocketConnection {
   private paused = false;
   private closed = false;
   private readonly idle: NodeJS.Timeout;
+  /** Frames handed to ws and not yet written to the socket; the peer's TCP window holds them back. */
+  private unwritten = 0;
+  private wroteSinceCheck = false;
+  /** Runs while frames wait to be written: see checkWrites(). */
+  private writeCheck?: NodeJS.Timeout;
 
   constructor(
     private readonly socket: WebSocket,
@@ -146,8 +160,36 @@ export class SocketConnection {
   private send(item: unknown): Promise<void> {
     if (this.closed || this.socket.readyState !== this.socket.OPEN) return Promise.resolve();
     const data = item instanceof Uint8Array ? item : typeof item === 'string' ? item : JSON.stringify(item ?? null);
+    this.unwritten++;
+    this.writeCheck ??= setInterval(() => this.checkWrites(), CLOSE_TIMEOUT_MS);
     // Waiting for each frame to be written bounds what waits in memory to one frame plus the credit.
-    return new Promise((resolve) => this.socket.send(data, { binary: data instanceof Uint8Array }, () => resolve()));
+    return new Promise((resolve) =>
+      this.socket.send(data, { binary: data instanceof Uint8Array }, () => {
+        this.unwritten--;
+        this.wroteSinceCheck = true;
+        resolve();
+      }),
+    );
+  }
+
+  /**
+   * A peer that stops reading holds back what the session sends, which is TCP's backpressure and
+   * fine while the server runs. Once it drains, a peer that took nothing for CLOSE_TIMEOUT_MS is
+   * dropped: the session's last frames and the 1001 close frame would queue behind what it does
+   * not read, and its connection would hold the shutdown for the whole grace period.
+   */
+  private checkWrites(): void {
+    if (this.unwritten === 0) return this.stopWriteCheck();
+    if (this.draining() && !this.wroteSinceCheck) {
+      this.log.debug('WebSocket peer stopped reading while the server drains; dropping it');
+      this.socket.terminate();
+    }
+    this.wroteSinceCheck = false;
+  }
+
+  private stopWriteCheck(): void {
+    clearInterval(this.writeCheck);
+    this.writeCheck = undefined;
   }
 
   private sendError(err: ServeFnError): void {
@@ -181,12 +223,14 @@ export class SocketConnection {
     this.closed = true;
     clearTimeout(this.idle);
     this.link.close();
+    // ws drops a peer that does not answer within its closeTimeout (CLOSE_TIMEOUT_MS, socket-routes.ts), written or not.
     this.socket.close(code, reason);
   }
 
   private onClientGone(): void {
     this.closed = true;
     clearTimeout(this.idle);
+    this.stopWriteCheck();
     this.link.close();
   }
 }

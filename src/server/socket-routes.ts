@@ -1,4 +1,4 @@
-import websocket from '@fastify/websocket';
+import websocket, { type WebsocketPluginOptions } from '@fastify/websocket';
 import type { FastifyInstance, FastifyRequest, FastifySchema } from 'fastify';
 import type { ModelDefinition, SocketEndpointDefinition } from '../definition/model-definition.js';
 import { createError, statusOf } from '../errors/index.js';
@@ -7,7 +7,7 @@ import type { DtoSchemas } from './openapi-plugin.js';
 import { schemaRef } from '../validation/dto-schema.js';
 import { flattenHeaders } from './request-reader.js';
 import type { ServerState } from './server-state.js';
-import { CLOSE, closeReason, INPUT_WINDOW, INPUT_WINDOW_BYTES, SocketConnection } from './socket-connection.js';
+import { CLOSE, CLOSE_TIMEOUT_MS, closeReason, INPUT_WINDOW, INPUT_WINDOW_BYTES, SocketConnection } from './socket-connection.js';
 
 export interface SocketRoutesOptions {
   readonly runtimes: readonly ModelRuntime[];
@@ -21,7 +21,9 @@ export interface SocketRoutesOptions {
 export async function socketRoutes(app: FastifyInstance, opts: SocketRoutesOptions): Promise<void> {
   const sockets = opts.runtimes.flatMap((runtime) => runtime.definition.sockets.map((endpoint) => ({ runtime, endpoint })));
   if (sockets.length === 0) return;
-  await app.register(websocket, { options: { maxPayload: opts.maxPayload } });
+  // `closeTimeout` is ws's own (ws 8.19+, https://github.com/websockets/ws/blob/master/doc/ws.md); @types/ws does not declare it yet.
+  const options: WebsocketPluginOptions['options'] & { closeTimeout: number } = { maxPayload: opts.maxPayload, closeTimeout: CLOSE_TIMEOUT_MS };
+  await app.register(websocket, { options });
   for (const { runtime, endpoint } of sockets) registerSocket(app, runtime, endpoint, opts);
 }
 
@@ -77,7 +79,7 @@ function socketSchema(model: ModelDefinition, endpoint: SocketEndpointDefinition
     endpoint.message && `Client text messages: JSON \`${endpoint.message.name}\`, validated; an invalid one is answered with \`{"error", "code", "detail"}\` and the connection stays open.`,
     'Client binary messages reach the model as bytes.',
     endpoint.response && `Server messages: JSON \`${endpoint.response.name}\` (binary frames for bytes).`,
-    `One model instance serves the whole connection. Idle connections close after ${endpoint.idleTimeoutMs} ms (1001); at most ${endpoint.maxConnections} connections, more are refused with 503 before the upgrade; past ${INPUT_WINDOW} unread messages (or ${INPUT_WINDOW_BYTES / 1024 / 1024} MiB) the server stops reading. Close codes: 1000 the session ended, 1001 idle or server shutting down, 1008 the model refused the input (4xx), 1011 the model failed.`,
+    `One model instance serves the whole connection. Idle connections close after ${endpoint.idleTimeoutMs} ms (1001); at most ${endpoint.maxConnections} connections, more are refused with 503 before the upgrade; past ${INPUT_WINDOW} unread messages (or ${INPUT_WINDOW_BYTES / 1024 / 1024} MiB) the server stops reading. Close codes: 1000 the session ended, 1001 idle or server shutting down, 1008 the model refused the input (4xx), 1011 the model failed. A client that does not answer a close frame within ${CLOSE_TIMEOUT_MS / 1000} s is disconnected.`,
   ];
   const description = [endpoint.description, model.description && `Model **${model.name}** v${model.version}: ${model.description}.`, ...messages]
     .filter(Boolean)

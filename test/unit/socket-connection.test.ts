@@ -8,7 +8,7 @@ import type { SocketEndpointDefinition } from '../../src/definition/model-defini
 import { createError, serializeError } from '../../src/errors/index.js';
 import { SocketLink } from '../../src/runtime/socket-session.js';
 import type { SocketInput } from '../../src/runtime/wire-format.js';
-import { INPUT_WINDOW, INPUT_WINDOW_BYTES, SocketConnection } from '../../src/server/socket-connection.js';
+import { CLOSE_TIMEOUT_MS, INPUT_WINDOW, INPUT_WINDOW_BYTES, SocketConnection } from '../../src/server/socket-connection.js';
 import { settle } from '../helpers/settle.js';
 
 class Count {
@@ -31,6 +31,10 @@ class FakeSocket extends EventEmitter {
   resumed = 0;
   readonly sent: { data: unknown; binary: boolean }[] = [];
   closedWith?: { code: number; reason: string };
+  terminated = 0;
+  /** A peer that stopped reading: sends are queued, and their callbacks wait for `flush()`. */
+  holdWrites = false;
+  private readonly held: (() => void)[] = [];
 
   pause(): void {
     this.paused++;
@@ -41,7 +45,17 @@ class FakeSocket extends EventEmitter {
   send(data: unknown, options?: { binary?: boolean } | (() => void), cb?: () => void): void {
     const binary = typeof options === 'object' ? Boolean(options.binary) : false;
     this.sent.push({ data: typeof data === 'string' && !binary ? JSON.parse(data) : data, binary });
-    (typeof options === 'function' ? options : cb)?.();
+    const written = typeof options === 'function' ? options : cb;
+    if (this.holdWrites && written) this.held.push(written);
+    else written?.();
+  }
+  flush(): void {
+    for (const written of this.held.splice(0)) written();
+  }
+  terminate(): void {
+    this.terminated++;
+    this.readyState = 3;
+    this.emit('close');
   }
   close(code: number, reason: string): void {
     this.closedWith = { code, reason };
@@ -55,8 +69,10 @@ function endpoint(overrides: Partial<SocketEndpointDefinition> = {}): SocketEndp
 
 const log = { debug: () => undefined, error: () => undefined } as unknown as FastifyBaseLogger;
 
-function connect(options: { endpoint?: SocketEndpointDefinition; draining?: boolean; transfer?: boolean } = {}) {
+function connect(options: { endpoint?: SocketEndpointDefinition; draining?: boolean | (() => boolean); transfer?: boolean; holdWrites?: boolean } = {}) {
   const socket = new FakeSocket();
+  socket.holdWrites = options.holdWrites ?? false;
+  const draining = typeof options.draining === 'function' ? options.draining : () => Boolean(options.draining);
   const delivered: SocketInput[] = [];
   const controlLog: string[] = [];
   const link = new SocketLink(
@@ -72,7 +88,7 @@ function connect(options: { endpoint?: SocketEndpointDefinition; draining?: bool
     },
     0,
   );
-  const connection = new SocketConnection(socket as unknown as WebSocket, link, options.endpoint ?? endpoint(), 'm', log, () => options.draining ?? false);
+  const connection = new SocketConnection(socket as unknown as WebSocket, link, options.endpoint ?? endpoint(), 'm', log, draining);
   const running = connection.run();
   return { socket, link, delivered, controlLog, running };
 }
@@ -259,6 +275,39 @@ describe('SocketConnection output and closing', () => {
     expect(socket.sent.at(-1)!.data).toEqual({ error: 'Connection closed after 1000 ms without a message from the client.', code: 'SF_ERR_SOCKET_IDLE' });
     expect(socket.closedWith).toEqual({ code: 1001, reason: 'Connection closed after 1000 ms without a message from the client.' });
     expect(controlLog).toEqual(['end-input', 'cancel']);
+    vi.useRealTimers();
+    await running;
+  });
+
+  it(`drops a peer that takes none of what is written for ${CLOSE_TIMEOUT_MS} ms once the server drains, and not before`, async () => {
+    vi.useFakeTimers();
+    let draining = false;
+    const { socket, link, controlLog, running } = connect({ holdWrites: true, draining: () => draining, endpoint: endpoint({ idleTimeoutMs: 600_000 }) });
+    link.output.push({ kind: 'chunk', value: { tick: 1 } });
+    await vi.advanceTimersByTimeAsync(10 * CLOSE_TIMEOUT_MS);
+    // Backpressure while the server runs: the session waits for the peer.
+    expect(socket.terminated).toBe(0);
+    draining = true;
+    await vi.advanceTimersByTimeAsync(CLOSE_TIMEOUT_MS);
+    expect(socket.terminated).toBe(1);
+    expect(controlLog).toEqual(['end-input', 'cancel']);
+    socket.flush();
+    vi.useRealTimers();
+    await running;
+  });
+
+  it('keeps a slow peer that still takes what is written while the server drains', async () => {
+    vi.useFakeTimers();
+    const { socket, link, running } = connect({ holdWrites: true, draining: true, endpoint: endpoint({ idleTimeoutMs: 600_000 }) });
+    for (let i = 0; i < 4; i++) {
+      link.output.push({ kind: 'chunk', value: { tick: i } });
+      await vi.advanceTimersByTimeAsync(CLOSE_TIMEOUT_MS - 1);
+      socket.flush();
+    }
+    link.output.push({ kind: 'end' });
+    await vi.advanceTimersByTimeAsync(3 * CLOSE_TIMEOUT_MS);
+    expect(socket.terminated).toBe(0);
+    expect(socket.closedWith).toEqual({ code: 1001, reason: 'server shutting down' });
     vi.useRealTimers();
     await running;
   });
