@@ -144,7 +144,7 @@ describe('a model on two worker-thread instances', () => {
     await expect.poll(journalLines, { timeout: 5_000, interval: 10 }).toEqual(expect.arrayContaining(['busy hold-pairs-1', 'busy hold-pairs-2']));
     const answers = Promise.all(Array.from({ length: 5 }, () => post('/busy-pairs', { ms: 50 }).then((r) => r.json() as BusyResult & { size: number })));
     // Two full pairs went to the busy instances at once; the fifth request waits for a free one.
-    await expect.poll(() => metric('nv_inference_pending_request_count{model="busy"'), { timeout: 1_000, interval: 10 }).toBe(1);
+    await expect.poll(() => metric('nv_inference_pending_request_count{model="busy"'), { timeout: 10_000, interval: 10 }).toBe(1);
     const [pairs, held] = await Promise.all([answers, Promise.all(holds)]);
 
     const batches = new Map(pairs.map((p) => [`${p.instance}@${p.startMs}`, p]));
@@ -166,9 +166,10 @@ describe('a model on two worker-thread instances', () => {
   it('answers each request of an unbatched group sent to one instance as it ends, not when the last one does', async () => {
     const holds = [busy(1_500, 'hold-group-1'), busy(1_500, 'hold-group-2')];
     await expect.poll(journalLines, { timeout: 5_000, interval: 10 }).toEqual(expect.arrayContaining(['busy hold-group-1', 'busy hold-group-2']));
-    const answers = [0, 1, 2].map(() => busy(300).then((result) => ({ ...result, answeredMs: now() })));
+    // 1 s runs: each answer has a second to arrive before the next run ends, even on a starved machine.
+    const answers = [0, 1, 2].map(() => busy(1_000).then((result) => ({ ...result, answeredMs: now() })));
     // All three wait while both instances are busy, so the first instance to free up takes them together.
-    await expect.poll(() => metric('nv_inference_pending_request_count{model="busy"'), { timeout: 1_000, interval: 10 }).toBe(3);
+    await expect.poll(() => metric('nv_inference_pending_request_count{model="busy"'), { timeout: 10_000, interval: 10 }).toBe(3);
     const group = (await Promise.all(answers)).sort((a, b) => a.startMs - b.startMs);
     await Promise.all(holds);
     expect(new Set(group.map((r) => r.instance)).size).toBe(1);
@@ -183,9 +184,9 @@ describe('a model on two worker-thread instances', () => {
     const abandoned = httpRequest(`${base}/record`, { method: 'POST', headers: { 'content-type': 'application/json' } });
     abandoned.on('error', () => {});
     abandoned.end(JSON.stringify({ id: 'abandoned' }));
-    await expect.poll(() => metric('nv_inference_pending_request_count{model="busy"'), { timeout: 1_000, interval: 10 }).toBe(1);
+    await expect.poll(() => metric('nv_inference_pending_request_count{model="busy"'), { timeout: 10_000, interval: 10 }).toBe(1);
     abandoned.destroy();
-    await expect.poll(() => metric('nv_inference_request_failure{model="busy",version="1",reason="CANCELED"}'), { timeout: 1_000, interval: 10 }).toBe(1);
+    await expect.poll(() => metric('nv_inference_request_failure{model="busy",version="1",reason="CANCELED"}'), { timeout: 10_000, interval: 10 }).toBe(1);
 
     // Queued after the abandoned request: once this has run, the abandoned one would have too.
     expect((await post('/record', { id: 'kept' })).body).toBe('kept');
