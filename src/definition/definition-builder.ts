@@ -8,7 +8,6 @@ import { requireDtoRules } from './dto-rules.js';
 import type { EndpointDefinition, InstanceGroupDefinition, ModelClass, ModelDefinition } from './model-definition.js';
 import { buildSocketEndpoint } from './socket-endpoint-builder.js';
 import { buildTensorInterface, EXECUTE_METHOD } from './tensor-interface-builder.js';
-import { parseRestartLimit, RESTART_LIMIT_FORM } from '../runtime/restart-limit.js';
 
 const HTTP_METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'DELETE'];
 const STREAM_FORMATS: readonly StreamFormat[] = ['sse', 'ndjson', 'bytes'];
@@ -182,10 +181,7 @@ function buildInstances(target: ModelClass): InstanceGroupDefinition {
   if (devices.length === 0 || devices.some((d) => !Number.isInteger(d) || d < 0)) {
     throw createError('SF_ERR_INSTANCES_INVALID', target.name, 'devices must be a non-empty list of device ids >= 0');
   }
-  const restartLimit = record?.options.restartLimit;
-  const restartPolicy = restartLimit === undefined ? undefined : parseRestartLimit(String(restartLimit));
-  if (restartLimit !== undefined && !restartPolicy) throw createError('SF_ERR_INSTANCES_INVALID', target.name, `restartLimit must be ${RESTART_LIMIT_FORM} (got '${String(restartLimit)}')`);
-  return Object.freeze({ count, kind, devices: Object.freeze([...devices]), inline: record?.options.inline ?? false, ...(restartPolicy ? { restartPolicy } : {}) });
+  return Object.freeze({ count, kind, devices: Object.freeze([...devices]), inline: record?.options.inline ?? false });
 }
 
 /** `/a/:id` and `/a/:name` are the same route for the router. */

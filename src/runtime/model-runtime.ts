@@ -44,7 +44,7 @@ export class ModelRuntime {
     options: ModelRuntimeOptions,
   ) {
     const { name, version } = definition;
-    this.engine = new InstanceEngine({ name, version, instanceCount: definition.instances.count, ...options, restartPolicy: definition.instances.restartPolicy ?? options.restartPolicy });
+    this.engine = new InstanceEngine({ name, version, instanceCount: definition.instances.count, ...options });
     for (const endpoint of definition.endpoints) {
       if (endpoint.stream) {
         // A stream holds its instance until it ends, so nothing may queue behind one.
