@@ -139,7 +139,7 @@ const TEXT_ROUTES: Readonly<Record<string, readonly string[]>> = {
 /** How long SIGTERM keeps serving with readiness 503, as a Kubernetes preStop sleep would (--shutdown-delay, SERVE_FN_SHUTDOWN_DELAY_MS). */
 const DEFAULT_SHUTDOWN_DELAY_MS = 5000;
 
-function shutdownDelayMs(raw: string | undefined): number {
+export function shutdownDelayMs(raw: string | undefined): number {
   if (raw === undefined) return DEFAULT_SHUTDOWN_DELAY_MS;
   if (!/^\d+$/.test(raw)) throw createError('SF_ERR_ENV_INVALID', 'SERVE_FN_SHUTDOWN_DELAY_MS', `expected a whole number of milliseconds, got '${raw}'`);
   return Number(raw);

@@ -1,3 +1,4 @@
+import * as workerThreads from 'node:worker_threads';
 import type { RequestInfo, SocketContext } from '../definition/model-context.js';
 import type { SerializedError } from '../errors/index.js';
 import type { TensorWireRequest } from '../inference/tensor-model-plan.js';
@@ -85,14 +86,24 @@ export function callTransferables(call: ExecuteCall): ArrayBuffer[] {
 }
 
 /**
+ * Whether Node refuses to transfer `buffer`: native addons' external buffers (the NPU addon's outputs)
+ * are marked so, since their memory must be freed on the thread that made them. Node 21+ throws when
+ * one is in a transfer list, and tells which are (`isMarkedAsUntransferable`); Node 20 cannot tell, and
+ * copies them instead of throwing, so there every buffer may be listed.
+ */
+const untransferable: (buffer: ArrayBuffer) => boolean =
+  (workerThreads as { isMarkedAsUntransferable?: (value: object) => boolean }).isMarkedAsUntransferable ?? (() => false);
+
+/**
  * Buffers to hand over instead of copying. A buffer is only transferable when the view covers it
  * whole: Node's pooled small Buffers share one ArrayBuffer, and transferring it would detach others.
+ * Buffers Node marks untransferable are left out, so they are copied.
  */
 export function collectTransferables(value: unknown, out: ArrayBuffer[] = [], depth = 0): ArrayBuffer[] {
   if (depth > 8 || value === null || typeof value !== 'object') return out;
   if (ArrayBuffer.isView(value)) {
     const buffer = value.buffer;
-    if (buffer instanceof ArrayBuffer && value.byteOffset === 0 && value.byteLength === buffer.byteLength && !out.includes(buffer)) {
+    if (buffer instanceof ArrayBuffer && value.byteOffset === 0 && value.byteLength === buffer.byteLength && !out.includes(buffer) && !untransferable(buffer)) {
       out.push(buffer);
     }
     return out;

@@ -23,8 +23,25 @@ export async function socketRoutes(app: FastifyInstance, opts: SocketRoutesOptio
   if (sockets.length === 0) return;
   // `closeTimeout` is ws's own (ws 8.19+, https://github.com/websockets/ws/blob/master/doc/ws.md); @types/ws does not declare it yet.
   const options: WebsocketPluginOptions['options'] & { closeTimeout: number } = { maxPayload: opts.maxPayload, closeTimeout: CLOSE_TIMEOUT_MS };
-  await app.register(websocket, { options });
+  await app.register(websocket, { options, preClose: endSessionsOnClose });
   for (const { runtime, endpoint } of sockets) registerSocket(app, runtime, endpoint, opts);
+}
+
+/**
+ * Replaces @fastify/websocket's preClose, which only calls close() on each client. By the time the app
+ * closes, ServeFnServer.close has drained every session, so what is left is sockets in their closing
+ * handshake, waiting for the peer to close its side: ws then keeps a 30 s timer (its closeTimeout)
+ * per socket, which holds the process open after close() returned; injectWS's in-memory sockets never
+ * close their side, so a test run exited 30 s late. A server that is closing stops waiting: sessions
+ * still open are told so (1001) and sockets already closing are destroyed.
+ */
+function endSessionsOnClose(this: FastifyInstance, done: () => void): void {
+  for (const client of this.websocketServer.clients) {
+    if (client.readyState === client.OPEN) client.close(CLOSE.goingAway, 'server shutting down');
+    else client.terminate();
+  }
+  this.websocketServer.close();
+  done();
 }
 
 function registerSocket(app: FastifyInstance, runtime: ModelRuntime, endpoint: SocketEndpointDefinition, opts: SocketRoutesOptions): void {

@@ -1,13 +1,15 @@
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { isBuiltin } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { DockerfileParser, type Dockerfile, type Instruction } from 'dockerfile-ast';
 import { validate } from 'dockerfile-utils';
+import semver from 'semver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseStartArguments } from './start-command-arguments.js';
 
@@ -24,13 +26,18 @@ interface Stage {
   readonly instructions: readonly Instruction[];
 }
 
-/** Instructions grouped by the FROM that starts their stage. */
+/**
+ * Instructions grouped by the FROM that starts their stage. A stage built FROM an earlier stage
+ * inherits that stage's image and instructions, as the image it builds does.
+ */
 function stages(): Stage[] {
   const found: Stage[] = [];
   for (const instruction of dockerfile.getInstructions()) {
     if (instruction.getKeyword() === 'FROM') {
       const from = dockerfile.getFROMs().find((f) => f.getRange().start.line === instruction.getRange().start.line)!;
-      found.push({ name: from.getBuildStage(), image: resolve(from.getImage() ?? '', instruction), instructions: [] });
+      const image = resolve(from.getImage() ?? '', instruction);
+      const parent = found.find((s) => s.name === image);
+      found.push({ name: from.getBuildStage(), image: parent?.image ?? image, instructions: [...(parent?.instructions ?? [])] });
     } else if (found.length > 0) {
       (found.at(-1)!.instructions as Instruction[]).push(instruction);
     }
@@ -87,32 +94,31 @@ describe('Dockerfile lint', () => {
 });
 
 describe('Dockerfile stages', () => {
-  it('builds in a full Node image and runs in the slim one', () => {
+  it('builds in a full Node image and runs in the slim one, of a Node LTS line that engines.node accepts, with the production image last (the default target)', () => {
     expect(stages().map((s) => [s.name, s.image])).toEqual([
-      ['build', 'node:20-bookworm'],
-      ['runtime', 'node:20-bookworm-slim'],
+      ['build', 'node:24-bookworm'],
+      ['production-modules', 'node:24-bookworm'],
+      ['example-modules', 'node:24-bookworm'],
+      ['server', 'node:24-bookworm-slim'],
+      ['examples', 'node:24-bookworm-slim'],
+      ['runtime', 'node:24-bookworm-slim'],
     ]);
+    const { engines } = JSON.parse(read('package.json')) as { engines: { node: string } };
+    for (const s of stages()) expect(semver.satisfies(`${s.image.match(/^node:(\d+)-/)![1]}.99.0`, engines.node), s.image).toBe(true);
   });
 
-  it('installs, compiles TypeScript and the native addon, then drops dev dependencies in the build stage', () => {
+  it('installs, compiles TypeScript and the native addon in the build stage, then drops dev dependencies for production', () => {
     const build = stage('build');
-    expect(runs(build)).toEqual([
-      'npm ci --ignore-scripts --no-audit --no-fund',
-      'npm run build && npm run build:native && npm prune --omit=dev --ignore-scripts',
-    ]);
+    expect(runs(build)).toEqual(['npm ci --ignore-scripts --no-audit --no-fund', 'npm run build && npm run build:native']);
+    expect(runs(stage('production-modules')).slice(runs(build).length)).toEqual(['npm prune --omit=dev --ignore-scripts']);
     expect(packageJson.scripts.build).toMatch(/^tsc -p tsconfig\.build\.json( |$)/);
     expect(packageJson.scripts['build:native']).toBe('node-gyp rebuild --directory native');
   });
 
   it('gives the runtime stage only build outputs, production modules and the CLI', () => {
     const fromBuild = copies(stage('runtime')).filter((c) => c.from === 'build').flatMap((c) => c.sources);
-    expect(fromBuild).toEqual([
-      '/usr/local/bin/node',
-      '/opt/serve-fn/package.json',
-      '/opt/serve-fn/node_modules',
-      '/opt/serve-fn/dist',
-      '/opt/serve-fn/native/build/Release/serve_fn_npu.node',
-    ]);
+    expect(fromBuild).toEqual(['/usr/local/bin/node', '/opt/serve-fn/package.json', '/opt/serve-fn/dist', '/opt/serve-fn/native/build/Release/serve_fn_npu.node']);
+    expect(copies(stage('runtime')).filter((c) => c.from === 'production-modules')).toEqual([{ from: 'production-modules', sources: ['/opt/serve-fn/node_modules'], destination: './node_modules' }]);
     expect(copies(stage('runtime')).filter((c) => c.from === undefined).flatMap((c) => c.sources)).toEqual(['bin', 'loader']);
     expect(runs(stage('runtime')).some((r) => r.includes('npm '))).toBe(false);
   });
@@ -270,13 +276,57 @@ describe('.dockerignore', () => {
 
   it('sends every file the Dockerfile copies from the context', () => {
     const fromContext = stages().flatMap((s) => copies(s).filter((c) => c.from === undefined).flatMap((c) => c.sources));
-    expect(fromContext).toEqual(['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'src', 'native', 'bin', 'loader']);
-    for (const path of [...fromContext, 'src/server/security-plugin.ts', 'native/binding.gyp', 'native/src/addon.cc']) expect(included(path), path).toBe(true);
+    expect(new Set(fromContext)).toEqual(new Set(['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'src', 'native', 'bin', 'loader', 'examples']));
+    for (const path of [...fromContext, 'src/server/security-plugin.ts', 'native/binding.gyp', 'native/src/addon.cc', 'examples/ocr/index.ts']) expect(included(path), path).toBe(true);
   });
 
   it('keeps local builds, dependencies, tests and secrets out', () => {
-    for (const path of ['node_modules', 'node_modules/fastify/package.json', 'dist/index.js', 'native/build/Release/serve_fn_npu.node', '.git', 'test', '.env', 'examples']) {
+    for (const path of ['node_modules', 'node_modules/fastify/package.json', 'dist/index.js', 'native/build/Release/serve_fn_npu.node', '.git', 'test', '.env']) {
       expect(included(path), path).toBe(false);
     }
+  });
+});
+
+describe('Dockerfile examples target', () => {
+  const examples = (): Stage => stage('examples');
+  const examplePackages = (): string[] => {
+    const arg = dockerfile.getARGs().find((a) => a.getProperty()?.getName() === 'EXAMPLE_PACKAGES')!;
+    return arg.getProperty()!.getValue()!.replace(/^"|"$/g, '').split(/\s+/);
+  };
+
+  /** Packages named by an import, a dynamic import or a require.resolve in examples/. */
+  function packagesTheExamplesImport(): Set<string> {
+    const files = readdirSync(new URL('examples/', root), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
+    const specifiers = files.flatMap((file) => [...read(`examples/${file}`).matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|\bresolve\(\s*)'([^'./][^']*)'/g)].map((m) => m[1]!));
+    return new Set(specifiers.filter((s) => !isBuiltin(s)).map((s) => s.split('/').slice(0, s.startsWith('@') ? 2 : 1).join('/')));
+  }
+
+  it('is the production image plus the examples and their packages, and serves examples/', async () => {
+    const server = stage('server');
+    expect(examples().instructions.slice(0, server.instructions.length)).toEqual(server.instructions);
+    const own = examples().instructions.slice(server.instructions.length);
+    expect(own.map((i) => i.getKeyword())).toEqual(['COPY', 'COPY', 'CMD']);
+    expect(copies(examples()).filter((c) => c.from === 'example-modules')).toEqual([{ from: 'example-modules', sources: ['/opt/serve-fn/node_modules'], destination: './node_modules' }]);
+    expect(copies(examples()).filter((c) => c.from === undefined).at(-1)).toEqual({ from: undefined, sources: ['examples'], destination: './examples' });
+    const command = [...execForm(all(examples(), 'ENTRYPOINT').at(-1)!), ...execForm(all(examples(), 'CMD').at(-1)!)];
+    expect(command).toEqual(['serve-fn', 'start', '/opt/serve-fn/examples']);
+    expect(await parseStartArguments(command.slice(2))).toMatchObject({ entries: ['/opt/serve-fn/examples'] });
+    expect(existsSync(new URL('examples/index.ts', root))).toBe(true);
+  });
+
+  it('keeps, beside the production dependencies, exactly the devDependencies that the examples import', () => {
+    const lockfile = JSON.parse(read('package-lock.json')) as { packages: Record<string, { dev?: boolean }> };
+    const production = new Set(Object.entries(lockfile.packages).filter(([path, p]) => path.startsWith('node_modules/') && p.dev !== true).map(([path]) => path.slice('node_modules/'.length)));
+    const missing = [...packagesTheExamplesImport()].filter((name) => name !== 'serve-fn' && !production.has(name));
+    expect(examplePackages().sort()).toEqual(missing.sort());
+    const { devDependencies } = JSON.parse(read('package.json')) as { devDependencies: Record<string, string> };
+    for (const name of examplePackages()) expect(devDependencies[name], name).toMatch(/^\d+\.\d+\.\d+$/);
+  });
+
+  it('turns those devDependencies into dependencies before pruning the rest, from the build stage and its lockfile', () => {
+    const modules = stage('example-modules');
+    expect(modules.instructions.slice(0, stage('build').instructions.length)).toEqual(stage('build').instructions);
+    const [move] = runs(modules).slice(runs(stage('build')).length);
+    expect(move).toMatch(/^for name in \$\{EXAMPLE_PACKAGES\}; do .*npm pkg set "dependencies\.\$\{name\}=.*npm pkg delete "devDependencies\.\$\{name\}".*done.* && npm prune --omit=dev --ignore-scripts$/s);
   });
 });

@@ -11,6 +11,7 @@ import { ConfigMap, Container, Service } from 'kubernetes-models/v1';
 import { parse, parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
+import { shutdownDelayMs } from '../../src/cli/start-command.js';
 import { securityOptionsFromEnv } from '../../src/server/security-env.js';
 import { inferenceServiceSchema, servingRuntimeSchema } from './kserve-schemas.js';
 import { parseStartArguments } from './start-command-arguments.js';
@@ -173,6 +174,13 @@ function preStopMs(c: any): number {
   return Number(command[1]) * 1000;
 }
 
+/** Milliseconds serve-fn keeps serving after SIGTERM with readiness 503: --shutdown-delay, else SERVE_FN_SHUTDOWN_DELAY_MS, else its default. */
+async function shutdownDelayOf(c: any): Promise<number> {
+  const args = await parseStartArguments(c.args);
+  const env = (c.env ?? []).find((e: any) => e.name === 'SERVE_FN_SHUTDOWN_DELAY_MS');
+  return args.shutdownDelay ?? shutdownDelayMs(env?.value);
+}
+
 describe('Deployment, Service and probes', () => {
   it('selects its own pods, and so do the Service, the PodDisruptionBudget and the ServiceMonitor', () => {
     expect(selects(deployment.spec.selector.matchLabels, pod.metadata.labels)).toBe(true);
@@ -201,11 +209,17 @@ describe('Deployment, Service and probes', () => {
     }
   });
 
-  it('ends the pod only after the preStop sleep and the full serve-fn drain', async () => {
+  it('ends the pod only after any preStop sleep and the full serve-fn drain', async () => {
     const args = await parseStartArguments(container.args);
     expect(args.gracePeriod).toBe(30_000);
-    expect(preStopMs(container)).toBe(5000);
     expect(pod.spec.terminationGracePeriodSeconds * 1000).toBeGreaterThan(preStopMs(container) + args.gracePeriod);
+  });
+
+  it('waits once, 5 s, for endpoints to drop the pod before draining: a preStop sleep or serve-fn\'s shutdown delay, not both', async () => {
+    for (const c of [container, runtimeContainer]) {
+      const waits = [preStopMs(c), await shutdownDelayOf(c)].filter((ms) => ms > 0);
+      expect(waits).toEqual([5000]);
+    }
   });
 
   it('serves the models volume it mounts, as the image user, with settings serve-fn accepts', async () => {

@@ -6,6 +6,7 @@ export interface StartArguments {
   readonly port: number;
   readonly gracePeriod: number;
   readonly bodyLimit?: number;
+  readonly shutdownDelay?: number;
 }
 
 /**

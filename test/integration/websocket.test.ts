@@ -332,4 +332,20 @@ describe('a @WebSocketEndpoint on an inline instance', () => {
     ws.close();
     await inline.close();
   });
+
+  it('leaves no socket in its closing handshake once the server has closed, so nothing holds the process open', async () => {
+    const inline = new ServeFnServer({ models: [InlineShouter], logger: false, collectProcessMetrics: false });
+    await inline.start();
+    // injectWS's in-memory socket never closes its side: ws would wait 30 s for it (its closeTimeout).
+    const ws = await inline.app.injectWS('/ws/shout');
+    const reply = new Promise((resolve) => ws.once('message', resolve));
+    ws.send(JSON.stringify({ word: 'bye' }));
+    await reply;
+    ws.close();
+    const serverSide = [...inline.app.websocketServer.clients];
+    expect(serverSide).toHaveLength(1);
+    await expect.poll(() => serverSide[0]!.readyState).toBe(WebSocket.CLOSING);
+    await inline.close();
+    await expect.poll(() => [serverSide[0]!.readyState, ws.readyState]).toEqual([WebSocket.CLOSED, WebSocket.CLOSED]);
+  });
 });

@@ -78,18 +78,16 @@ const restarts: Record<number, number> = { 0: 0, 1: 0 };
 
 describe('a model on two worker-thread instances', () => {
   it('runs two requests at the same time, one on each instance', async () => {
-    const started = now();
     const [a, b] = await Promise.all([busy(300), busy(300)]);
-    const wall = now() - started;
     expect([a.instance, b.instance].sort()).toEqual([0, 1]);
-    const overlap = Math.min(a.endMs, b.endMs) - Math.max(a.startMs, b.startMs);
-    expect(overlap).toBeGreaterThan(100);
-    // Run one after the other, two 300 ms executions cannot finish in under 600 ms.
-    expect(wall).toBeLessThan(600);
+    // Observed by the instances themselves, so a loaded machine cannot fake or hide it: one run began
+    // before the other ended. Run one after the other, they could not overlap at all.
+    expect(Math.max(a.startMs, b.startMs)).toBeLessThan(Math.min(a.endMs, b.endMs));
   });
 
   it('keeps the HTTP thread answering while a worker spins', async () => {
-    const held = busy(500, 'hold-live');
+    // Long enough that a starved test process still sends and reads its probe inside the hold.
+    const held = busy(3_000, 'hold-live');
     await expect.poll(journalLines, { timeout: 5_000, interval: 10 }).toContain('busy hold-live');
     const sent = now();
     const live = await fetch(`${base}/health/live`);
@@ -146,7 +144,7 @@ describe('a model on two worker-thread instances', () => {
     await expect.poll(journalLines, { timeout: 5_000, interval: 10 }).toEqual(expect.arrayContaining(['busy hold-pairs-1', 'busy hold-pairs-2']));
     const answers = Promise.all(Array.from({ length: 5 }, () => post('/busy-pairs', { ms: 50 }).then((r) => r.json() as BusyResult & { size: number })));
     // Two full pairs went to the busy instances at once; the fifth request waits for a free one.
-    await expect.poll(() => metric('nv_inference_pending_request_count{model="busy"'), { timeout: 1_000, interval: 10 }).toBe(1);
+    await expect.poll(() => metric('nv_inference_pending_request_count{model="busy"'), { timeout: 10_000, interval: 10 }).toBe(1);
     const [pairs, held] = await Promise.all([answers, Promise.all(holds)]);
 
     const batches = new Map(pairs.map((p) => [`${p.instance}@${p.startMs}`, p]));
@@ -155,21 +153,23 @@ describe('a model on two worker-thread instances', () => {
       const hold = held.find((h) => h.instance === batch.instance)!;
       expect(batch.startMs).toBeGreaterThanOrEqual(hold.endMs);
     }
-    // Each full pair started on its instance as soon as that instance's hold ended.
+    // Each full pair ran on its instance next, before the fifth request got an instance.
     const fullPairs = [...batches.values()].filter((b) => b.size === 2);
     expect(new Set(fullPairs.map((b) => b.instance))).toEqual(new Set([0, 1]));
-    for (const pair of fullPairs) expect(pair.startMs - held.find((h) => h.instance === pair.instance)!.endMs).toBeLessThan(50);
+    const single = [...batches.values()].find((b) => b.size === 1)!;
+    expect(single.startMs).toBeGreaterThanOrEqual(Math.min(...fullPairs.map((p) => p.endMs)));
     // Four requests waited behind the holds for about 0.5 s each: that wait is queue time, not compute.
     await expect.poll(async () => (await queueUs()) - queuedBefore, { timeout: 2_000, interval: 20 }).toBeGreaterThan(4 * 400_000);
-    expect((await inputUs()) - inputBefore).toBeLessThan(4 * 100_000);
+    expect((await inputUs()) - inputBefore).toBeLessThan(((await queueUs()) - queuedBefore) / 2);
   });
 
   it('answers each request of an unbatched group sent to one instance as it ends, not when the last one does', async () => {
     const holds = [busy(1_500, 'hold-group-1'), busy(1_500, 'hold-group-2')];
     await expect.poll(journalLines, { timeout: 5_000, interval: 10 }).toEqual(expect.arrayContaining(['busy hold-group-1', 'busy hold-group-2']));
-    const answers = [0, 1, 2].map(() => busy(300).then((result) => ({ ...result, answeredMs: now() })));
+    // 1 s runs: each answer has a second to arrive before the next run ends, even on a starved machine.
+    const answers = [0, 1, 2].map(() => busy(1_000).then((result) => ({ ...result, answeredMs: now() })));
     // All three wait while both instances are busy, so the first instance to free up takes them together.
-    await expect.poll(() => metric('nv_inference_pending_request_count{model="busy"'), { timeout: 1_000, interval: 10 }).toBe(3);
+    await expect.poll(() => metric('nv_inference_pending_request_count{model="busy"'), { timeout: 10_000, interval: 10 }).toBe(3);
     const group = (await Promise.all(answers)).sort((a, b) => a.startMs - b.startMs);
     await Promise.all(holds);
     expect(new Set(group.map((r) => r.instance)).size).toBe(1);
@@ -184,9 +184,9 @@ describe('a model on two worker-thread instances', () => {
     const abandoned = httpRequest(`${base}/record`, { method: 'POST', headers: { 'content-type': 'application/json' } });
     abandoned.on('error', () => {});
     abandoned.end(JSON.stringify({ id: 'abandoned' }));
-    await expect.poll(() => metric('nv_inference_pending_request_count{model="busy"'), { timeout: 1_000, interval: 10 }).toBe(1);
+    await expect.poll(() => metric('nv_inference_pending_request_count{model="busy"'), { timeout: 10_000, interval: 10 }).toBe(1);
     abandoned.destroy();
-    await expect.poll(() => metric('nv_inference_request_failure{model="busy",version="1",reason="CANCELED"}'), { timeout: 1_000, interval: 10 }).toBe(1);
+    await expect.poll(() => metric('nv_inference_request_failure{model="busy",version="1",reason="CANCELED"}'), { timeout: 10_000, interval: 10 }).toBe(1);
 
     // Queued after the abandoned request: once this has run, the abandoned one would have too.
     expect((await post('/record', { id: 'kept' })).body).toBe('kept');

@@ -1,4 +1,4 @@
-import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { markAsUntransferable, MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { callTransferables, collectTransferables, reviveBuffers, tensorCall } from '../../src/runtime/wire-format.js';
 
@@ -50,6 +50,17 @@ describe('collectTransferables', () => {
     let deep: unknown = { leaf: new Uint8Array(4) };
     for (let i = 0; i < 9; i++) deep = { deep };
     expect(collectTransferables(deep)).toEqual([]);
+  });
+
+  it('copies a buffer Node marks untransferable (a native addon\'s external output) instead of failing the message', async () => {
+    const output = new Float32Array([0.5, 1.5]);
+    markAsUntransferable(output.buffer);
+    const kept = new Uint8Array([7]);
+    const message = { outputs: [output, kept] };
+    const received = await roundTrip(message, collectTransferables(message));
+    expect([...received.outputs[0]!]).toEqual([0.5, 1.5]);
+    expect([...output]).toEqual([0.5, 1.5]);
+    expect(kept.byteLength).toBe(0);
   });
 
   it('moves the bytes to the receiver instead of copying them', async () => {
