@@ -175,7 +175,7 @@ export function buildProgram(): Command {
     .description('create a project from a template: a model, its test, and the serve-fn dependency')
     .argument('<dir>', 'folder to create (must be new or empty); its name becomes the project and model name')
     .addOption(new Option('--template <name>', 'project template').choices([...TEMPLATE_NAMES]).default('basic'))
-    .option('--serve-fn <spec>', 'serve-fn dependency: the path of a serve-fn installation or checkout, or an npm spec (default: this installation)', DEFAULT_SERVE_FN_SPEC)
+    .option('--serve-fn <spec>', 'serve-fn dependency: an npm version range, or the path of a tarball from `npm pack`', DEFAULT_SERVE_FN_SPEC)
     .action((dir: string, opts: { template: string; serveFn: string }) => newCommand(dir, opts));
 
   return program;
