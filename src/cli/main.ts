@@ -1,14 +1,14 @@
+import { createRequire } from 'node:module';
 import { inspect } from 'node:util';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { addApiRestriction, parseApiRestriction, type ApiRestriction } from '../server/restricted-apis.js';
-import { SERVER_IDENTITY } from '../server/serve-fn-server.js';
 import { batchGears, convertCommand, existingFile, flagConflict, irOption } from './convert-command.js';
-import { devCommand } from './dev-command.js';
-import { doctorCommand } from './doctor-command.js';
 import { DEFAULT_SERVE_FN_SPEC, TEMPLATE_NAMES, newCommand } from './new-command.js';
-import { openapiCommand } from './openapi-command.js';
-import { startCommand } from './start-command.js';
 import { textFlagArgs, textFlagOptions, textServeOptions, type TextFlags } from './text-flags.js';
+
+// Commands import their modules when they run: the server's (fastify, gRPC, ONNX Runtime) take
+// seconds to load, and `--version`, `--help` and `new` need none of them (docs/install.md).
+const PACKAGE_VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 
 function port(value: string): number {
   const n = Number(value);
@@ -83,7 +83,7 @@ function bodyLimitOptions(command: Command): Command {
 export function buildProgram(): Command {
   const program = new Command('serve-fn')
     .description('Serve decorated TypeScript model classes over HTTP')
-    .version(SERVER_IDENTITY.serverVersion, '-V, --version', 'print the serve-fn version')
+    .version(PACKAGE_VERSION, '-V, --version', 'print the serve-fn version')
     .showHelpAfterError();
 
   textFlagOptions(bodyLimitOptions(
@@ -93,7 +93,7 @@ export function buildProgram(): Command {
       .argument('[entry]', 'model file, folder with serve-fn.config.ts / index.ts, Triton model repository, or text model folder', '.')
       .option('--host <host>', 'address to bind', '127.0.0.1')
       .option('--port <port>', 'port to listen on (env SERVE_FN_PORT)', port, defaultPort),
-  )).action((entry: string, opts: { host: string; port: number } & BodyLimitFlags & TextFlags) => devCommand(entry, { ...opts, textArgs: textFlagArgs(opts) }));
+  )).action((entry: string, opts: { host: string; port: number } & BodyLimitFlags & TextFlags) => import('./dev-command.js').then(({ devCommand }) => devCommand(entry, { ...opts, textArgs: textFlagArgs(opts) })));
 
   textFlagOptions(bodyLimitOptions(program.command('start')))
     .description('serve for production: JSON logs, no reload, on 0.0.0.0')
@@ -124,6 +124,7 @@ export function buildProgram(): Command {
     .addOption(new Option('--shm-max-regions <n>', 'system shared memory: most regions registered at once (default 1024)').argParser(positiveInt).env('SERVE_FN_SHM_MAX_REGIONS'))
     .addOption(new Option('--shm-max-bytes <bytes>', 'system shared memory: most bytes all registered regions span (default 4 GiB)').argParser(positiveInt).env('SERVE_FN_SHM_MAX_BYTES'))
     .action(async (entries: string[], opts: StartFlags) => {
+      const { startCommand } = await import('./start-command.js');
       await startCommand(entries, {
         host: opts.host,
         port: opts.port,
@@ -145,13 +146,13 @@ export function buildProgram(): Command {
     .command('openapi')
     .description('print the OpenAPI document without serving')
     .argument('[entry]', 'model file, folder with serve-fn.config.ts / index.ts, or Triton model repository', '.')
-    .action((entry: string) => openapiCommand(entry));
+    .action((entry: string) => import('./openapi-command.js').then(({ openapiCommand }) => openapiCommand(entry)));
 
   program
     .command('doctor')
     .description('report the backends found: ONNX Runtime and its providers, AscendCL and NPU devices, GE (the graph engine)')
     .option('--json', 'print the report as JSON', false)
-    .action((opts: { json: boolean }) => doctorCommand(opts));
+    .action((opts: { json: boolean }) => import('./doctor-command.js').then(({ doctorCommand }) => doctorCommand(opts)));
 
   program
     .command('convert')

@@ -47,7 +47,8 @@ describe.skipIf(!registryReachable)('npm pack, installed into a fresh project', 
 
   it('installs, compiling nothing and downloading nothing but npm packages', () => {
     expect(install.status, install.output).toBe(0);
-    expect(install.output).not.toMatch(/gyp info|node-gyp rebuild|g\+\+|\bmake\b/);
+    // node-gyp's own lines, and make's for each compiled file.
+    expect(install.output).not.toMatch(/gyp info|CXX\(target\)|SOLINK_MODULE/);
     expect(install.output).not.toMatch(/nuget|ENOTFOUND|Downloading/i);
     expect(existsSync(join(project, 'node_modules', 'serve-fn', 'native', 'build'))).toBe(false);
     // ONNX Runtime is an optional peer: its install script would fetch CUDA providers from NuGet.

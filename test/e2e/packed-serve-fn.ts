@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { REPO_ROOT } from './cli-harness.js';
 
@@ -14,10 +14,12 @@ import { REPO_ROOT } from './cli-harness.js';
 export async function packedServeFn(): Promise<string> {
   const dir = join(REPO_ROOT, 'test', '.tmp', `packed-serve-fn-${process.ppid}`);
   const done = join(dir, 'tarball');
+  mkdirSync(dirname(dir), { recursive: true });
   let owner = true;
   try {
-    mkdirSync(dir, { recursive: false });
-  } catch {
+    mkdirSync(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     owner = false;
   }
   if (owner) {
