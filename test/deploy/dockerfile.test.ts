@@ -98,7 +98,7 @@ describe('Dockerfile stages', () => {
     const build = stage('build');
     expect(runs(build)).toEqual([
       'npm ci --ignore-scripts --no-audit --no-fund',
-      'npm run build && npm run build:native && npm prune --omit=dev --ignore-scripts',
+      'npm run build && npm run build:native && npm pkg delete devDependencies.onnxruntime-node && npm prune --omit=dev --ignore-scripts',
     ]);
     expect(packageJson.scripts.build).toMatch(/^tsc -p tsconfig\.build\.json( |$)/);
     expect(packageJson.scripts['build:native']).toBe('node-gyp rebuild --directory native');
