@@ -1,5 +1,6 @@
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,6 +11,17 @@ const registryReachable = await fetch(REGISTRY, { method: 'HEAD', signal: AbortS
   () => true,
   () => false,
 );
+
+/** Runs a command without blocking the worker for the minute an install takes (vitest's RPC would time out). */
+function runAsync(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<{ status: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.on('close', (status) => resolve({ status, output }));
+  });
+}
 
 /**
  * The tarball `npm pack` makes, installed as a user installs it: a fresh project, an empty npm
@@ -29,14 +41,13 @@ describe.skipIf(!registryReachable)('npm pack, installed into a fresh project', 
     tarball = await packedServeFn();
     writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'fresh-project', version: '1.0.0', private: true }));
     // --foreground-scripts: every install script's output lands in the log, so a compiler or a download shows.
-    const result = spawnSync('npm', ['install', tarball, '--foreground-scripts'], { cwd: project, env, encoding: 'utf8' });
-    install = { status: result.status, output: `${result.stdout}\n${result.stderr}` };
+    install = await runAsync('npm', ['install', tarball, '--foreground-scripts'], project, env);
   }, 600_000);
 
-  afterAll(() => {
-    rmSync(project, { recursive: true, force: true });
-    rmSync(cache, { recursive: true, force: true });
-  });
+  afterAll(async () => {
+    await rm(project, { recursive: true, force: true });
+    await rm(cache, { recursive: true, force: true });
+  }, 300_000);
 
   it('ships dist/ and the linux-x64 prebuild of the Ascend addon, not a local build', () => {
     const listing = spawnSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).stdout.split('\n');

@@ -1,8 +1,12 @@
-import { execFileSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
 import { REPO_ROOT } from './cli-harness.js';
+
+const run = promisify(execFile);
 
 /**
  * `npm pack` of this working tree, made once per test run and shared by the test files that
@@ -24,7 +28,7 @@ export async function packedServeFn(): Promise<string> {
   }
   if (owner) {
     try {
-      writeFileSync(done, pack(dir));
+      writeFileSync(done, await pack(dir));
     } catch (err) {
       writeFileSync(join(dir, 'failed'), String((err as Error).message));
       throw err;
@@ -37,21 +41,29 @@ export async function packedServeFn(): Promise<string> {
   }
 }
 
-function pack(dir: string): string {
+// Asynchronous throughout: a worker blocked for the minutes a pack takes misses vitest's RPC deadlines.
+async function pack(dir: string): Promise<string> {
   const copy = join(dir, 'checkout');
   mkdirSync(copy);
-  const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: REPO_ROOT, encoding: 'utf8' })
+  const { stdout: listing } = await run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: REPO_ROOT, maxBuffer: 1 << 26 });
+  const files = listing
     .split('\0')
     .filter((f) => f !== '' && existsSync(join(REPO_ROOT, f)));
-  execFileSync('sh', ['-c', `tar -c --null -T - -f - | tar -x -C '${copy}'`], { cwd: REPO_ROOT, input: files.join('\0') });
+  const listFile = join(dir, 'files');
+  writeFileSync(listFile, files.join('\0'));
+  await run('tar', ['-c', '--null', '-T', listFile, '-f', join(dir, 'checkout.tar')], { cwd: REPO_ROOT });
+  await run('tar', ['-x', '-f', join(dir, 'checkout.tar'), '-C', copy]);
+  rmSync(join(dir, 'checkout.tar'));
   symlinkSync(join(REPO_ROOT, 'node_modules'), join(copy, 'node_modules'), 'dir');
-  const log = openSync(join(dir, 'pack.log'), 'w');
   try {
-    execFileSync('npm', ['pack', '--pack-destination', dir], { cwd: copy, stdio: ['ignore', log, log] });
-  } finally {
-    closeSync(log);
+    const { stdout, stderr } = await run('npm', ['pack', '--pack-destination', dir], { cwd: copy, maxBuffer: 1 << 28 });
+    writeFileSync(join(dir, 'pack.log'), `${stdout}${stderr}`);
+  } catch (err) {
+    const { stdout = '', stderr = '' } = err as { stdout?: string; stderr?: string };
+    writeFileSync(join(dir, 'pack.log'), `${stdout}${stderr}`);
+    throw err;
   }
   const filename = readdirSync(dir).find((f) => f.endsWith('.tgz'))!;
-  rmSync(copy, { recursive: true, force: true });
+  await rm(copy, { recursive: true, force: true });
   return filename;
 }

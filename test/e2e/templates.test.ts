@@ -1,5 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,7 +15,8 @@ import { packedServeFn } from './packed-serve-fn.js';
  */
 
 const tmp = mkdtempSync(join(tmpdir(), 'serve-fn-templates-'));
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+// Five installed projects: removed without blocking the worker, and with time to do it on a loaded machine.
+afterAll(() => rm(tmp, { recursive: true, force: true }), 300_000);
 
 const a = Array.from({ length: 16 }, (_, i) => i);
 const b = Array.from({ length: 16 }, () => 10);
