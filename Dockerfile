@@ -34,8 +34,11 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY native ./native
+# onnxruntime-node is an optional peer of the package (docs/install.md) and a devDependency of the
+# checkout; the image serves ONNX models, so it stays when the devDependencies go.
 RUN npm run build \
-    && npm run build:native
+    && npm run build:native \
+    && npm pkg delete devDependencies.onnxruntime-node
 
 # What `serve-fn start` needs: the dependencies, without the devDependencies.
 FROM build AS production-modules

@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { onnxRuntimeLoadFailure } from '../backends/onnx/onnx-runtime-missing.js';
 import { SERVER_IDENTITY } from '../server/serve-fn-server.js';
 import { describeGe, describeNpu, type GeDoctorReport, type NpuDoctorReport } from './doctor-npu.js';
 
@@ -23,7 +24,7 @@ async function describeOnnxRuntime(): Promise<OnnxRuntimeReport> {
     const pkg = createRequire(import.meta.url)('onnxruntime-node/package.json') as { version: string };
     return { available: true, version: pkg.version, providers: ort.listSupportedBackends() };
   } catch (err) {
-    return { available: false, reason: (err as Error).message };
+    return { available: false, reason: onnxRuntimeLoadFailure(err) };
   }
 }
 

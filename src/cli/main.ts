@@ -1,17 +1,17 @@
+import { createRequire } from 'node:module';
 import { inspect } from 'node:util';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { addApiRestriction, parseApiRestriction, type ApiRestriction } from '../server/restricted-apis.js';
 import { DEFAULT_MAX_INSTANCES } from '../model-repository/instance-placement.js';
 import type { RestartPolicy } from '../runtime/instance-pool.js';
 import { parseRestartLimit, RESTART_LIMIT_FORM } from '../runtime/restart-limit.js';
-import { SERVER_IDENTITY } from '../server/serve-fn-server.js';
 import { batchGears, convertCommand, existingFile, flagConflict, irOption } from './convert-command.js';
-import { devCommand } from './dev-command.js';
-import { doctorCommand } from './doctor-command.js';
 import { DEFAULT_SERVE_FN_SPEC, TEMPLATE_NAMES, newCommand } from './new-command.js';
-import { openapiCommand } from './openapi-command.js';
-import { startCommand } from './start-command.js';
 import { textFlagArgs, textFlagOptions, textServeOptions, type TextFlags } from './text-flags.js';
+
+// Commands import their modules when they run: the server's (fastify, gRPC, ONNX Runtime) take
+// seconds to load, and `--version`, `--help` and `new` need none of them (docs/install.md).
+const PACKAGE_VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 
 function port(value: string): number {
   const n = Number(value);
@@ -94,7 +94,7 @@ function bodyLimitOptions(command: Command): Command {
 export function buildProgram(): Command {
   const program = new Command('serve-fn')
     .description('Serve decorated TypeScript model classes over HTTP')
-    .version(SERVER_IDENTITY.serverVersion, '-V, --version', 'print the serve-fn version')
+    .version(PACKAGE_VERSION, '-V, --version', 'print the serve-fn version')
     .showHelpAfterError();
 
   textFlagOptions(bodyLimitOptions(
@@ -104,7 +104,7 @@ export function buildProgram(): Command {
       .argument('[entry]', 'model file, folder with serve-fn.config.ts / index.ts, Triton model repository, or text model folder', '.')
       .option('--host <host>', 'address to bind', '127.0.0.1')
       .option('--port <port>', 'port to listen on (env SERVE_FN_PORT)', port, defaultPort),
-  )).action((entry: string, opts: { host: string; port: number } & BodyLimitFlags & TextFlags) => devCommand(entry, { ...opts, textArgs: textFlagArgs(opts) }));
+  )).action((entry: string, opts: { host: string; port: number } & BodyLimitFlags & TextFlags) => import('./dev-command.js').then(({ devCommand }) => devCommand(entry, { ...opts, textArgs: textFlagArgs(opts) })));
 
   textFlagOptions(bodyLimitOptions(program.command('start')))
     .description('serve for production: JSON logs, no reload, on 0.0.0.0')
@@ -137,6 +137,7 @@ export function buildProgram(): Command {
     .option('--max-instances <count>', `Triton repository: most instances of one model version a config.pbtxt may ask for (env SERVE_FN_MAX_INSTANCES, default ${DEFAULT_MAX_INSTANCES})`, positiveInt)
     .option('--restart-limit <restarts/window>', "restarts of one crashed instance allowed within the window, e.g. 5/60s; past it the instance stays down until the window passes (env SERVE_FN_RESTART_LIMIT, default 5/60s; a model's restart_limit parameter wins)", restartLimit)
     .action(async (entries: string[], opts: StartFlags) => {
+      const { startCommand } = await import('./start-command.js');
       await startCommand(entries, {
         host: opts.host,
         port: opts.port,
@@ -159,13 +160,13 @@ export function buildProgram(): Command {
     .command('openapi')
     .description('print the OpenAPI document without serving')
     .argument('[entry]', 'model file, folder with serve-fn.config.ts / index.ts, or Triton model repository', '.')
-    .action((entry: string) => openapiCommand(entry));
+    .action((entry: string) => import('./openapi-command.js').then(({ openapiCommand }) => openapiCommand(entry)));
 
   program
     .command('doctor')
     .description('report the backends found: ONNX Runtime and its providers, AscendCL and NPU devices, GE (the graph engine)')
     .option('--json', 'print the report as JSON', false)
-    .action((opts: { json: boolean }) => doctorCommand(opts));
+    .action((opts: { json: boolean }) => import('./doctor-command.js').then(({ doctorCommand }) => doctorCommand(opts)));
 
   program
     .command('convert')
@@ -189,7 +190,7 @@ export function buildProgram(): Command {
     .description('create a project from a template: a model, its test, and the serve-fn dependency')
     .argument('<dir>', 'folder to create (must be new or empty); its name becomes the project and model name')
     .addOption(new Option('--template <name>', 'project template').choices([...TEMPLATE_NAMES]).default('basic'))
-    .option('--serve-fn <spec>', 'serve-fn dependency: the path of a serve-fn installation or checkout, or an npm spec (default: this installation)', DEFAULT_SERVE_FN_SPEC)
+    .option('--serve-fn <spec>', 'serve-fn dependency: an npm version range, or the path of a tarball from `npm pack`', DEFAULT_SERVE_FN_SPEC)
     .action((dir: string, opts: { template: string; serveFn: string }) => newCommand(dir, opts));
 
   return program;

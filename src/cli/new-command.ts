@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
-import { basename, join, relative, resolve } from 'node:path';
+import { createRequire } from 'node:module';
+import { basename, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createError } from '../errors/index.js';
 
@@ -9,16 +10,19 @@ export const TEMPLATE_NAMES = ['basic', 'onnx', 'streaming', 'npu', 'triton-repo
 
 const DEFAULT_TEMPLATES_DIR = fileURLToPath(new URL('../../templates/', import.meta.url));
 
+const PACKAGE = createRequire(import.meta.url)('../../package.json') as { version: string };
+
 /**
- * What generated projects depend on unless `--serve-fn` says otherwise: the installation running
- * `serve-fn new`, linked, since serve-fn is not published on npm (a version range would fail with E404).
+ * What generated projects depend on unless `--serve-fn` says otherwise: a range of this version,
+ * which a project keeps on any machine and in CI. Until serve-fn is on npm, `--serve-fn` names the
+ * tarball `npm pack` makes (docs/install.md).
  */
-export const DEFAULT_SERVE_FN_SPEC = `file:${resolve(fileURLToPath(new URL('../../', import.meta.url)))}`;
+export const DEFAULT_SERVE_FN_SPEC = `^${PACKAGE.version}`;
 
 export interface NewProjectOptions {
   readonly dir: string;
   readonly template: string;
-  /** npm dependency spec for serve-fn: `file:<path>` to an installation, or a version range once published. */
+  /** npm dependency spec for serve-fn: a version range, or `file:<tarball>` relative to the project. */
   readonly serveFn?: string;
   readonly templatesDir?: string;
 }
@@ -74,9 +78,16 @@ function targetPath(templatePath: string, values: Readonly<Record<string, string
   return join(...segments);
 }
 
-/** `--serve-fn` takes a range or spec as npm does, or a path to a serve-fn checkout, linked as `file:`. */
-export function serveFnDependency(value: string): string {
-  return existsSync(value) ? `file:${resolve(value)}` : value;
+/**
+ * `--serve-fn` takes a range or spec as npm does, or the path of a tarball, written relative to the
+ * project as `npm install <tarball>` writes it, so the project and the tarball move together.
+ * A folder is refused: npm links it and runs its prepare and install scripts on every install.
+ */
+export function serveFnDependency(value: string, projectDir: string): string {
+  if (!existsSync(value)) return value;
+  if (statSync(value).isDirectory()) throw createError('SF_ERR_NEW_SERVE_FN_FOLDER', value);
+  const path = relative(resolve(projectDir), resolve(value)).split(sep).join('/');
+  return `file:${path.startsWith('.') ? path : `./${path}`}`;
 }
 
 /** Copies `templates/<template>` into `dir` (new or empty), filling placeholders in names and text. */
@@ -105,7 +116,7 @@ export async function createProject(options: NewProjectOptions): Promise<NewProj
 
 /** `serve-fn new <dir> --template <name>`: writes the project and prints what to do next. */
 export async function newCommand(dir: string, options: { template: string; serveFn: string }): Promise<void> {
-  const result = await createProject({ dir, template: options.template, serveFn: serveFnDependency(options.serveFn) });
+  const result = await createProject({ dir, template: options.template, serveFn: serveFnDependency(options.serveFn, dir) });
   const serveTarget = options.template === 'triton-repository' ? ' models' : '';
   const lines = [
     `Created ${result.placeholders.name} from the ${options.template} template in ${result.dir}:`,

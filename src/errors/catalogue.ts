@@ -44,6 +44,7 @@ export const ERROR_CATALOGUE = {
   SF_ERR_ENTRY_NO_MODELS: spec(500, "Entry '%s' exports no @Model classes."),
   SF_ERR_NEW_TEMPLATE_UNKNOWN: spec(500, "No template named '%s': choose one of %s."),
   SF_ERR_NEW_TARGET_NOT_EMPTY: spec(500, "'%s' is not empty: serve-fn new writes only into a new or empty folder."),
+  SF_ERR_NEW_SERVE_FN_FOLDER: spec(500, "--serve-fn '%s' is a folder, which every npm install in the project would rebuild: give the tarball `npm pack` makes in it, or an npm version range."),
   SF_ERR_PORT_IN_USE: spec(500, '%s is in use by another server: stop it, or choose another port with %s.'),
   SF_ERR_INITIALIZE_FAILED: spec(500, "Model '%s' instance %s failed in initialize(): %s"),
   SF_ERR_FINALIZE_FAILED: spec(500, "Model '%s' instance %s failed in finalize(): %s"),

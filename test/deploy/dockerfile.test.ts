@@ -109,7 +109,7 @@ describe('Dockerfile stages', () => {
 
   it('installs, compiles TypeScript and the native addon in the build stage, then drops dev dependencies for production', () => {
     const build = stage('build');
-    expect(runs(build)).toEqual(['npm ci --ignore-scripts --no-audit --no-fund', 'npm run build && npm run build:native']);
+    expect(runs(build)).toEqual(['npm ci --ignore-scripts --no-audit --no-fund', 'npm run build && npm run build:native && npm pkg delete devDependencies.onnxruntime-node']);
     expect(runs(stage('production-modules')).slice(runs(build).length)).toEqual(['npm prune --omit=dev --ignore-scripts']);
     expect(packageJson.scripts.build).toMatch(/^tsc -p tsconfig\.build\.json( |$)/);
     expect(packageJson.scripts['build:native']).toBe('node-gyp rebuild --directory native');

@@ -40,6 +40,26 @@ export async function startCli(args: string[], env: Record<string, string> = {},
     env: { ...process.env, SERVE_FN_INSTANCE_NICENESS: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  return watchCli(proc, usePort, () => proc.kill('SIGTERM'));
+}
+
+/**
+ * Runs a shell command line exactly as a user types it (a README's `npx serve-fn ...`) in `cwd`,
+ * serving on a free port through SERVE_FN_PORT. It runs in its own process group, so stopping it
+ * reaches serve-fn under npx and sh.
+ */
+export async function startCommandLine(commandLine: string, cwd: string): Promise<RunningCli> {
+  const usePort = await freePort();
+  const proc = spawn('sh', ['-c', commandLine], {
+    cwd,
+    env: { ...process.env, SERVE_FN_INSTANCE_NICENESS: '0', SERVE_FN_PORT: String(usePort) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  return watchCli(proc, usePort, () => process.kill(-proc.pid!, 'SIGTERM'));
+}
+
+function watchCli(proc: ChildProcess, usePort: number, terminate: () => void): RunningCli {
   let text = '';
   const listeners = new Set<() => void>();
   const onData = (chunk: Buffer): void => {
@@ -82,7 +102,7 @@ export async function startCli(args: string[], env: Record<string, string> = {},
     waitForOutput,
     waitForExit,
     stop: async () => {
-      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
+      if (proc.exitCode === null && proc.signalCode === null) terminate();
       return waitForExit();
     },
   };

@@ -1,10 +1,13 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeBertEncoder } from '../fixtures/text/text-model-folders.js';
-import { REPO_ROOT, startCli, type RunningCli } from './cli-harness.js';
+import { REPO_ROOT, startCli, startCommandLine, type RunningCli } from './cli-harness.js';
+import { packedServeFn } from './packed-serve-fn.js';
 
 const run = promisify(execFile);
 
@@ -42,24 +45,29 @@ function parseCurl(line: string): { method: string; path: string; headers: Recor
   return { method, path, headers, body };
 }
 
+/**
+ * In a project that installed the packed tarball, as the README's install section says, its
+ * `npx serve-fn dev` line runs exactly as written (on a free port through SERVE_FN_PORT).
+ */
 describe('README tutorial', () => {
-  const workDir = join(REPO_ROOT, 'test', '.tmp', `readme-${process.pid}`);
+  const workDir = mkdtempSync(join(tmpdir(), 'serve-fn-readme-'));
   let cli: RunningCli;
 
   beforeAll(async () => {
+    const tarball = await packedServeFn();
+    writeFileSync(join(workDir, 'package.json'), JSON.stringify({ name: 'readme-tutorial', private: true, type: 'module' }));
+    // The tutorial's own import besides serve-fn; --prefer-offline takes what `npm ci` cached.
+    // Asynchronous: a worker blocked for the install misses vitest's RPC deadlines.
+    await run('npm', ['install', tarball, 'class-validator@0.15.1', '--prefer-offline', '--no-audit', '--no-fund'], { cwd: workDir });
     for (const f of files) {
       mkdirSync(dirname(join(workDir, f.name)), { recursive: true });
       writeFileSync(join(workDir, f.name), f.code);
     }
-    const command = readme.match(/npx serve-fn dev (\S+)/)![1];
-    cli = await startCli(['dev', join(workDir, command)]);
-    await cli.waitForOutput(/serve-fn ready at/);
-  });
-
-  afterAll(async () => {
-    await cli?.stop();
-    rmSync(workDir, { recursive: true, force: true });
-  });
+    const [command] = readme.match(/npx serve-fn dev \S+/)!;
+    cli = await startCommandLine(command, workDir);
+    // npx must find the installed serve-fn, not install anything: a ready server within a minute.
+    await cli.waitForOutput(/serve-fn ready at/, 60_000);
+  }, 600_000);
 
   it('has a file, requests and matching responses', () => {
     expect(files).toHaveLength(1);
@@ -106,8 +114,8 @@ describe('README text model quick start', () => {
 
   afterAll(async () => {
     await cli?.stop();
-    rmSync(workDir, { recursive: true, force: true });
-  });
+    await rm(workDir, { recursive: true, force: true });
+  }, 300_000);
 
   it('embeds with the curl request: one normalised vector per input', async () => {
     const req = parseCurl(curl);

@@ -1,10 +1,12 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TEMPLATE_NAMES, createProject, fillPlaceholders, placeholdersFor, serveFnDependency } from '../../src/cli/new-command.js';
 import { ServeFnError } from '../../src/errors/index.js';
 
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
 let tmp: string;
 
 beforeEach(() => {
@@ -37,13 +39,8 @@ describe('placeholdersFor', () => {
     expect(placeholdersFor('/work/My Cool-app2', '^9.9.9')).toEqual({ name: 'my-cool-app2', modelName: 'my_cool_app2', className: 'MyCoolApp2', serveFn: '^9.9.9' });
   });
 
-  // serve-fn is not on npm: a version range as the default made `npm install` fail with E404.
-  it('links the installation that runs serve-fn new by default', () => {
-    expect(placeholdersFor('/work/app').serveFn).toBe(`file:${resolve(import.meta.dirname, '../..')}`);
-  });
-
   it('gives a class name that does not start with a digit, and takes the serve-fn spec', () => {
-    expect(placeholdersFor('3d_scan', 'file:/src/serve-fn')).toEqual({ name: '3d-scan', modelName: '3d_scan', className: 'Model3dScan', serveFn: 'file:/src/serve-fn' });
+    expect(placeholdersFor('3d_scan', 'file:../serve-fn-0.1.0.tgz')).toEqual({ name: '3d-scan', modelName: '3d_scan', className: 'Model3dScan', serveFn: 'file:../serve-fn-0.1.0.tgz' });
   });
 });
 
@@ -54,9 +51,21 @@ describe('fillPlaceholders', () => {
 });
 
 describe('serveFnDependency', () => {
-  it('links an existing folder as an absolute file: spec and passes a range through', () => {
-    expect(serveFnDependency(tmp)).toBe(`file:${tmp}`);
-    expect(serveFnDependency('^0.1.0')).toBe('^0.1.0');
+  it('writes a tarball relative to the project, as npm install does, and passes a range through', () => {
+    const tarball = join(tmp, 'dist', 'serve-fn-0.1.0.tgz');
+    mkdirSync(dirname(tarball), { recursive: true });
+    writeFileSync(tarball, '');
+    expect(serveFnDependency(tarball, join(tmp, 'apps', 'my-app'))).toBe('file:../../dist/serve-fn-0.1.0.tgz');
+    expect(serveFnDependency(tarball, join(tmp, 'dist', 'my-app'))).toBe('file:../serve-fn-0.1.0.tgz');
+    expect(serveFnDependency('^0.1.0', join(tmp, 'my-app'))).toBe('^0.1.0');
+  });
+
+  it('refuses a folder, which npm would rebuild on every install', () => {
+    expect(() => serveFnDependency(tmp, join(tmp, 'my-app'))).toThrow(expect.objectContaining({ code: 'SF_ERR_NEW_SERVE_FN_FOLDER' }));
+  });
+
+  it('defaults to a range of this version, not a path', () => {
+    expect(placeholdersFor('my-app').serveFn).toBe(`^${(JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string }).version}`);
   });
 });
 

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -212,6 +213,23 @@ describe('OnnxBackend devices and execution providers', () => {
     const err = await rejection(backend.load(new Uint8Array(1)));
     expect(err.code).toBe('SF_ERR_BACKEND_UNAVAILABLE');
     expect(err.message).toBe("Backend 'onnxruntime' is not available: onnxruntime-node could not be loaded: libonnxruntime.so.1: cannot open shared object file");
+  });
+
+  it('names the install step when onnxruntime-node, an optional peer dependency, is not installed', async () => {
+    // The error Node gives a project without onnxruntime-node (a folder outside the checkout), reproduced here.
+    const project = mkdtempSync(join(tmpdir(), 'serve-fn-no-ort-'));
+    const script = "import('onnxruntime-node').catch((e) => process.stdout.write(JSON.stringify({ code: e.code, message: e.message })))";
+    const shape = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: project, encoding: 'utf8' })) as { code: string; message: string };
+    rmSync(project, { recursive: true, force: true });
+    const loadRuntime = async (): Promise<OrtRuntime> => { throw Object.assign(new Error(shape.message), { code: shape.code }); };
+    const backend = new OnnxBackend({ loadRuntime });
+    const expected = 'onnxruntime-node is not installed; ONNX and text models need it, an optional peer dependency of serve-fn: ' +
+      'run `ONNXRUNTIME_NODE_INSTALL=skip npm install onnxruntime-node@1.30.0` in your project (docs/install.md)';
+    expect(await backend.available()).toBe(expected);
+    const err = await rejection(backend.load(new Uint8Array(1)));
+    expect(err.code).toBe('SF_ERR_BACKEND_UNAVAILABLE');
+    expect(err.message).toBe(`Backend 'onnxruntime' is not available: ${expected}`);
+    expect((err.cause as { code?: string }).code).toBe('ERR_MODULE_NOT_FOUND');
   });
 
   it('refuses models whose inputs are not tensors or have no KServe datatype', async () => {

@@ -166,17 +166,32 @@ export function geMissingReason(loaded: { readonly geLoadError?: string }): stri
 }
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+const NATIVE_DIR = join(ROOT, 'native');
 const GE_ADDON = 'serve_fn_npu_ge.node';
 /**
  * SERVE_FN_NPU_ADDON (a path) wins; else the GE build (a superset, built only against a CANN
- * toolkit), then the plain one, Release before Debug.
+ * toolkit), then the plain one, Release before Debug; last the prebuild the package ships
+ * (native/prebuilds/<platform>-<arch>/, chosen by node-gyp-build, as the install script chose it),
+ * so an addon built from source replaces the prebuild, as node-gyp-build and sharp do.
  */
 function addonFiles(): string[] {
   const explicit = process.env.SERVE_FN_NPU_ADDON;
   if (explicit) return [resolve(explicit)];
-  return [GE_ADDON, 'serve_fn_npu.node'].flatMap((name) =>
-    ['Release', 'Debug'].map((kind) => join(ROOT, 'native', 'build', kind, name)),
+  const built = [GE_ADDON, 'serve_fn_npu.node'].flatMap((name) =>
+    ['Release', 'Debug'].map((kind) => join(NATIVE_DIR, 'build', kind, name)),
   );
+  const prebuild = matchingPrebuild();
+  return prebuild === undefined || built.includes(prebuild) ? built : [...built, prebuild];
+}
+
+/** The prebuild node-gyp-build picks for this platform, architecture and libc; none where none matches. */
+function matchingPrebuild(): string | undefined {
+  const nodeGypBuild = createRequire(import.meta.url)('node-gyp-build') as { path(dir: string): string };
+  try {
+    return nodeGypBuild.path(NATIVE_DIR);
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -205,7 +220,7 @@ export function loadAddon(files: readonly string[], absent = 'not built'): NpuBi
   return {
     reason:
       `the native addon could not be loaded; tried ${tried.join(', ')}. ` +
-      'Build it with `npm run build:native` (needs g++ and node-gyp, not CANN).',
+      'No prebuild matches this platform: build it with `npm run build:native` (needs g++ and node-gyp, not CANN).',
   };
 }
 

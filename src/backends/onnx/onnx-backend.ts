@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import type { InferenceSession } from 'onnxruntime-node';
 import { createError } from '../../errors/index.js';
 import type { Backend, BackendLoadOptions, DeviceSpec } from '../backend.js';
+import { onnxRuntimeLoadFailure } from './onnx-runtime-missing.js';
 import { OnnxSession } from './onnx-session.js';
 
 /** The parts of onnxruntime-node the backend uses; tests can hand in a stand-in. */
@@ -34,7 +35,7 @@ export class OnnxBackend implements Backend {
       await this.#runtimeOnce();
       return true;
     } catch (err) {
-      return `onnxruntime-node could not be loaded: ${(err as Error).message}`;
+      return onnxRuntimeLoadFailure(err);
     }
   }
 
@@ -43,7 +44,7 @@ export class OnnxBackend implements Backend {
     try {
       ort = await this.#runtimeOnce();
     } catch (err) {
-      throw createError('SF_ERR_BACKEND_UNAVAILABLE', BACKEND, `onnxruntime-node could not be loaded: ${(err as Error).message}`);
+      throw createError('SF_ERR_BACKEND_UNAVAILABLE', BACKEND, onnxRuntimeLoadFailure(err), { cause: err });
     }
     const label = typeof source === 'string' ? source : `<${source.byteLength}-byte ONNX model>`;
     const sessionOptions = toSessionOptions(options.options ?? {}, label);
