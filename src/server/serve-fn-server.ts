@@ -8,6 +8,7 @@ import type { InferOptions, ModelContextData } from '../definition/model-context
 import type { ModelClass, ModelDefinition } from '../definition/model-definition.js';
 import { createError } from '../errors/index.js';
 import { validateDto } from '../validation/dto-validator.js';
+import { installHttpMetrics } from '../metrics/http-metrics.js';
 import { InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { InferRequest } from '../inference/inference-model.js';
 import { FolderModelRepository, type FolderModelRepositoryOptions, type ModelControlMode } from '../model-repository/folder-model-repository.js';
@@ -62,6 +63,8 @@ export interface ServeOptions {
   readonly version?: string;
   readonly restartPolicy?: RestartPolicy;
   readonly collectProcessMetrics?: boolean;
+  /** Triton's `nv_inference_*_summary_us` summaries beside the latency histograms (docs/metrics.md). */
+  readonly summaryLatencies?: boolean;
   /** A Triton model repository served beside the decorated models (its models answer ctx.infer too). */
   readonly repository?: RepositoryServeOptions;
   /** --model-control-mode of a server without a repository: how its repository routes answer (EmptyModelRepository). */
@@ -118,7 +121,7 @@ export class ServeFnServer {
     this.bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
     this.jsonBodyLimit = Math.min(options.jsonBodyLimit ?? DEFAULT_JSON_BODY_LIMIT, this.bodyLimit);
     this.sharedMemory = new SystemSharedMemoryRegistry(options.sharedMemoryLimits);
-    this.recorder = new InferenceRecorder({ collectProcessMetrics: options.collectProcessMetrics ?? true });
+    this.recorder = new InferenceRecorder({ collectProcessMetrics: options.collectProcessMetrics ?? true, summaryLatencies: options.summaryLatencies });
     this.app = fastify({
       logger: options.logger ?? false,
       logController: new AccessLogController(),
@@ -286,6 +289,7 @@ export class ServeFnServer {
   private async buildRoutes(): Promise<void> {
     const app = this.app;
     const exposeErrors = this.options.exposeErrors ?? false;
+    installHttpMetrics(app, this.recorder.registry);
     installErrorHandling(app, {
       bodyLimit: this.bodyLimit,
       exposeErrors,
