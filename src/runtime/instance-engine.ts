@@ -238,7 +238,7 @@ export class InstanceEngine {
    * Starts a WebSocket connection's session on the running instance with the fewest sessions; the
    * whole connection stays there, so the method's local state is the connection's state.
    */
-  openSocket(methodName: string, context: Omit<SocketContext, 'instanceIndex'>, credit: number): SocketLink {
+  openSocket(methodName: string, context: Omit<SocketContext, 'instanceIndex' | 'logger'>, credit: number): SocketLink {
     if (this.draining) throw createError('SF_ERR_DRAINING');
     let chosen: ModelInstance | undefined;
     const load = (instance: ModelInstance): number => this.sessions.get(instance)?.size ?? 0;
