@@ -3,7 +3,8 @@ import { pino } from 'pino';
 import pretty from 'pino-pretty';
 import { createError } from '../errors/index.js';
 import { DEFAULT_SHARED_MEMORY_LIMITS, type SharedMemoryLimits } from '../protocol/system-shared-memory/registry.js';
-import { ServeFnServer, type RepositoryServeOptions } from '../server/serve-fn-server.js';
+import { SERVER_IDENTITY, ServeFnServer, type RepositoryServeOptions } from '../server/serve-fn-server.js';
+import { startTracing, tracingRequested } from '../tracing/request-tracing.js';
 import { securityOptionsFromEnv, tlsOptionsFromEnv } from '../server/security-env.js';
 import type { RestrictedApiSettings } from '../server/security-plugin.js';
 import type { RestartPolicy } from '../runtime/instance-pool.js';
@@ -82,7 +83,8 @@ async function serverFor(entryPaths: string | readonly string[] | undefined, opt
   const tls = tlsOptionsFromEnv(process.env);
   const repository = { ...options.repository, maxInstances: options.repository?.maxInstances ?? maxInstancesFrom(process.env.SERVE_FN_MAX_INSTANCES) };
   const restartPolicy = options.restartPolicy ?? restartPolicyFrom(process.env.SERVE_FN_RESTART_LIMIT);
-  return new ServeFnServer({ ...(await modelsToServe(entryPaths, repository)), restartPolicy, text: options.text, logger, bodyLimit: options.bodyLimit, jsonBodyLimit: options.jsonBodyLimit, sharedMemoryLimits: { ...DEFAULT_SHARED_MEMORY_LIMITS, ...options.sharedMemoryLimits }, exposeErrors: options.dev, grpc: options.grpc, security, tls, summaryLatencies: options.metricsSummaryLatencies });
+  const tracing = tracingRequested(process.env) ? await startTracing(process.env, SERVER_IDENTITY.serverVersion) : undefined;
+  return new ServeFnServer({ ...(await modelsToServe(entryPaths, repository)), restartPolicy, text: options.text, logger, bodyLimit: options.bodyLimit, jsonBodyLimit: options.jsonBodyLimit, sharedMemoryLimits: { ...DEFAULT_SHARED_MEMORY_LIMITS, ...options.sharedMemoryLimits }, exposeErrors: options.dev, grpc: options.grpc, security, tls, summaryLatencies: options.metricsSummaryLatencies, tracing });
 }
 
 /** `serve-fn start` (and the child process of `serve-fn dev`): initialise, listen, drain on signals. */

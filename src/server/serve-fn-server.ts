@@ -11,6 +11,7 @@ import { createError } from '../errors/index.js';
 import { validateDto } from '../validation/dto-validator.js';
 import { installHttpMetrics } from '../metrics/http-metrics.js';
 import { silentLogger, type ModelLogger } from '../runtime/instance-logger.js';
+import { installRequestTracing, type RequestTracing } from '../tracing/request-tracing.js';
 import { InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { InferRequest } from '../inference/inference-model.js';
 import { FolderModelRepository, type FolderModelRepositoryOptions, type ModelControlMode } from '../model-repository/folder-model-repository.js';
@@ -67,6 +68,8 @@ export interface ServeOptions {
   readonly collectProcessMetrics?: boolean;
   /** Triton's `nv_inference_*_summary_us` summaries beside the latency histograms (docs/metrics.md). */
   readonly summaryLatencies?: boolean;
+  /** OpenTelemetry tracing (startTracing); close() shuts it down, exporting what it holds. */
+  readonly tracing?: RequestTracing;
   /** A Triton model repository served beside the decorated models (its models answer ctx.infer too). */
   readonly repository?: RepositoryServeOptions;
   /** --model-control-mode of a server without a repository: how its repository routes answer (EmptyModelRepository). */
@@ -253,6 +256,7 @@ export class ServeFnServer {
     await Promise.all(this.runtimes.map((r) => r.stop()));
     this.state.set('stopped');
     this.app.log.info({ durationMs: Date.now() - drainStartMs }, 'drain finished: every instance finalized');
+    await this.options.tracing?.shutdown();
   }
 
   /** ctx.infer: one model calling another through that model's queue, validated like an HTTP request. */
@@ -306,6 +310,7 @@ export class ServeFnServer {
     const app = this.app;
     const exposeErrors = this.options.exposeErrors ?? false;
     installHttpMetrics(app, this.recorder.registry);
+    if (this.options.tracing) installRequestTracing(app, this.options.tracing);
     installErrorHandling(app, {
       bodyLimit: this.bodyLimit,
       exposeErrors,
