@@ -1,4 +1,4 @@
-import type { Span, Tracer } from '@opentelemetry/api';
+import type { Attributes, Span, Tracer } from '@opentelemetry/api';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 
 /**
@@ -14,11 +14,22 @@ export function tracingRequested(env: NodeJS.ProcessEnv): boolean {
   return Boolean(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT);
 }
 
+/**
+ * A span of a request that work done for it hangs under. The runtime records its parts afterwards
+ * from the times it keeps anyway (RequestClock), so it needs no SDK and costs nothing when off.
+ */
+export interface RequestTrace {
+  /** A finished child span from `startMs` to `endMs` (ms since the epoch, as RequestClock's). */
+  child(name: string, startMs: number, endMs: number, attributes?: Attributes): RequestTrace;
+}
+
 /** A started tracer and what ends it; the server that is handed it shuts it down on close (flushing its spans). */
 export interface RequestTracing {
   readonly tracer: Tracer;
   /** Reads W3C `traceparent`/`tracestate` from a request's headers into a span's parent. */
   startRequestSpan(name: string, headers: Readonly<Record<string, string | string[] | undefined>>, attributes: Record<string, string>): Span;
+  /** `span` as the parent of the spans the runtime records for its request. */
+  traceOf(span: Span): RequestTrace;
   shutdown(): Promise<void>;
 }
 
@@ -57,15 +68,27 @@ export async function startTracing(env: NodeJS.ProcessEnv, serviceVersion: strin
       const parent = propagator.extract(api.ROOT_CONTEXT, headers, api.defaultTextMapGetter);
       return tracer.startSpan(name, { kind: api.SpanKind.SERVER, attributes }, parent);
     },
+    traceOf,
     shutdown: () => provider.shutdown(),
   };
+
+  function traceOf(span: Span): RequestTrace {
+    const parent = api.trace.setSpan(api.ROOT_CONTEXT, span);
+    return {
+      child: (name, startMs, endMs, attributes) => {
+        const child = tracer.startSpan(name, { kind: api.SpanKind.INTERNAL, startTime: startMs, attributes }, parent);
+        child.end(endMs);
+        return traceOf(child);
+      },
+    };
+  }
 }
 
-const spans = new WeakMap<FastifyRequest, Span>();
+const spans = new WeakMap<FastifyRequest, { span: Span; trace: RequestTrace }>();
 
-/** The span of an HTTP request, for the work done on its behalf; undefined when tracing is off. */
-export function requestSpan(request: FastifyRequest): Span | undefined {
-  return spans.get(request);
+/** The trace of an HTTP request, for the work done on its behalf; undefined when tracing is off. */
+export function requestTrace(request: FastifyRequest): RequestTrace | undefined {
+  return spans.get(request)?.trace;
 }
 
 /**
@@ -76,18 +99,16 @@ export function requestSpan(request: FastifyRequest): Span | undefined {
 export function installRequestTracing(app: FastifyInstance, tracing: RequestTracing): void {
   app.addHook('onRequest', (request, _reply, done) => {
     const route = request.routeOptions.url;
-    spans.set(
-      request,
-      tracing.startRequestSpan(route ? `${request.method} ${route}` : request.method, request.headers, {
-        'http.request.method': request.method,
-        'url.path': request.url.split('?', 1)[0]!,
-        ...(route ? { 'http.route': route } : {}),
-      }),
-    );
+    const span = tracing.startRequestSpan(route ? `${request.method} ${route}` : request.method, request.headers, {
+      'http.request.method': request.method,
+      'url.path': request.url.split('?', 1)[0]!,
+      ...(route ? { 'http.route': route } : {}),
+    });
+    spans.set(request, { span, trace: tracing.traceOf(span) });
     done();
   });
   app.addHook('onResponse', (request, reply, done) => {
-    const span = spans.get(request);
+    const span = spans.get(request)?.span;
     if (span) {
       span.setAttribute('http.response.status_code', reply.statusCode);
       // SpanStatusCode.ERROR is 2 (https://opentelemetry.io/docs/specs/otel/trace/api/#set-status).

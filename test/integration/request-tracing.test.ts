@@ -72,13 +72,20 @@ describe('request tracing', () => {
     expect(res.statusCode).toBe(200);
     await server.close();
 
-    expect(receiver.paths).toEqual(['POST /v1/traces application/json']);
-    const [resourceSpans] = receiver.exports[0]!.resourceSpans;
-    expect(resourceSpans!.resource.attributes).toContainEqual({ key: 'service.name', value: { stringValue: 'traced-service' } });
-    const spans = resourceSpans!.scopeSpans.flatMap((s) => s.spans);
-    expect(spans).toHaveLength(1);
-    const [span] = spans;
-    expect(span).toMatchObject({ traceId, parentSpanId: parentId, name: 'POST /traced/:word', kind: 2 });
+    expect(new Set(receiver.paths)).toEqual(new Set(['POST /v1/traces application/json']));
+    const resourceSpans = receiver.exports.flatMap((e) => e.resourceSpans);
+    expect(resourceSpans[0]!.resource.attributes).toContainEqual({ key: 'service.name', value: { stringValue: 'traced-service' } });
+    const spans = resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans));
+    const span = spans.find((s) => s.name === 'POST /traced/:word');
+    expect(span).toMatchObject({ traceId, parentSpanId: parentId, kind: 2 });
+    // The span tree: the request, its queue wait and its execution, the model's run inside that.
+    const named = (name: string): OtlpSpan => spans.find((s) => s.name === name)!;
+    expect(spans.map((s) => s.name).sort()).toEqual(['POST /traced/:word', 'compute', 'compute_infer', 'queue']);
+    expect(spans.every((s) => s.traceId === traceId)).toBe(true);
+    expect(named('queue').parentSpanId).toBe(span!.spanId);
+    expect(named('compute').parentSpanId).toBe(span!.spanId);
+    expect(named('compute_infer').parentSpanId).toBe(named('compute').spanId);
+    expect(named('compute').attributes).toContainEqual({ key: 'serve_fn.model', value: { stringValue: 'traced' } });
     const attributes = Object.fromEntries(span!.attributes.map((a) => [a.key, Object.values(a.value)[0]]));
     expect(attributes).toMatchObject({ 'http.request.method': 'POST', 'http.route': '/traced/:word', 'url.path': '/traced/hello', 'http.response.status_code': 200 });
   });
