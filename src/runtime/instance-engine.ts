@@ -330,7 +330,7 @@ const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  * Records a settled request's spans under its trace from the times the engine keeps: `queue` from
  * submission to dispatch, then `compute` (its batch's run on an instance, which includes crossing
  * to a worker and back) with `compute_infer`, the model's own run as the instance stamped it.
- * Triton's OpenTelemetry mode names its request's spans the same way (docs/tracing.md).
+ * The split follows Triton's trace timestamps (QUEUE_START, COMPUTE_START, COMPUTE_INPUT_END...; docs/tracing.md).
  */
 async function traced<R>(settled: Promise<R>, trace: RequestTrace, queued: RequestClock, attributes: Attributes): Promise<R> {
   try {

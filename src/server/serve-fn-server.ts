@@ -205,6 +205,7 @@ export class ServeFnServer {
         tls: this.options.tls,
         exposeErrors: this.options.exposeErrors ?? false,
         logger: this.app.log,
+        tracing: this.options.tracing,
       });
     }
     return address;

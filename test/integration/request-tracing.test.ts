@@ -1,7 +1,12 @@
 import 'reflect-metadata';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Client, credentials, Metadata } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
+import { startGrpcServer } from '../../src/protocol/grpc/grpc-server.js';
+import { FakeRepository } from '../protocol/fake-repository.js';
+import { call } from '../protocol/grpc-raw.js';
 import { Endpoint, Instances, Model, ServeFnServer } from '../../src/index.js';
 import { startTracing, tracingRequested } from '../../src/tracing/request-tracing.js';
 
@@ -88,5 +93,30 @@ describe('request tracing', () => {
     expect(named('compute').attributes).toContainEqual({ key: 'serve_fn.model', value: { stringValue: 'traced' } });
     const attributes = Object.fromEntries(span!.attributes.map((a) => [a.key, Object.values(a.value)[0]]));
     expect(attributes).toMatchObject({ 'http.request.method': 'POST', 'http.route': '/traced/:word', 'url.path': '/traced/hello', 'http.response.status_code': 200 });
+  });
+
+  it("exports a gRPC call's SERVER span, child of the traceparent in the call's metadata", async () => {
+    const receiver = await otlpReceiver();
+    closers.push(() => new Promise((resolve) => receiver.server.close(resolve)));
+    const tracing = await startTracing({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${receiver.url}/v1/traces` }, '9.9.9');
+    const grpc = await startGrpcServer({
+      repository: new FakeRepository([]), serverName: 'serve-fn', serverVersion: '9.9.9', recorder: new InferenceRecorder({ collectProcessMetrics: false }),
+      ready: () => true, port: 0, host: '127.0.0.1', tracing,
+    });
+    const client = new Client(`127.0.0.1:${grpc.port}`, credentials.createInsecure());
+    const traceId = '0af7651916cd43dd8448eb211c80319c';
+    const parentId = 'b7ad6b7169203331';
+    const metadata = new Metadata();
+    metadata.set('traceparent', `00-${traceId}-${parentId}-01`);
+    await call(client, 'ServerLive', Buffer.alloc(0), metadata);
+    client.close();
+    await grpc.close(100);
+    await tracing.shutdown();
+
+    const spans = receiver.exports.flatMap((e) => e.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans)));
+    expect(spans).toHaveLength(1);
+    expect(spans[0]).toMatchObject({ traceId, parentSpanId: parentId, name: 'inference.GRPCInferenceService/ServerLive', kind: 2 });
+    const attributes = Object.fromEntries(spans[0]!.attributes.map((a) => [a.key, Object.values(a.value)[0]]));
+    expect(attributes).toMatchObject({ 'rpc.system': 'grpc', 'rpc.method': 'ServerLive', 'rpc.grpc.status_code': 0 });
   });
 });
