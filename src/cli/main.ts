@@ -7,7 +7,7 @@ import type { RestartPolicy } from '../runtime/instance-pool.js';
 import { parseRestartLimit, RESTART_LIMIT_FORM } from '../runtime/restart-limit.js';
 import { batchGears, convertCommand, existingFile, flagConflict, irOption } from './convert-command.js';
 import { DEFAULT_SERVE_FN_SPEC, TEMPLATE_NAMES, newCommand } from './new-command.js';
-import { textFlagArgs, textFlagOptions, textServeOptions, type TextFlags } from './text-flags.js';
+import { bool, textFlagArgs, textFlagOptions, textServeOptions, type TextFlags } from './text-flags.js';
 
 // Commands import their modules when they run: the server's (fastify, gRPC, ONNX Runtime) take
 // seconds to load, and `--version`, `--help` and `new` need none of them (docs/install.md).
@@ -69,6 +69,7 @@ interface StartFlags extends BodyLimitFlags, TextFlags {
   shmMaxBytes?: number;
   httpRestrictedApi: ApiRestriction[];
   grpcRestrictedProtocol: ApiRestriction[];
+  metricsSummaryLatencies?: boolean;
 }
 
 interface ConvertFlags {
@@ -136,6 +137,7 @@ export function buildProgram(): Command {
     .addOption(new Option('--shm-max-bytes <bytes>', 'system shared memory: most bytes all registered regions span (default 4 GiB)').argParser(positiveInt).env('SERVE_FN_SHM_MAX_BYTES'))
     .option('--max-instances <count>', `Triton repository: most instances of one model version a config.pbtxt may ask for (env SERVE_FN_MAX_INSTANCES, default ${DEFAULT_MAX_INSTANCES})`, positiveInt)
     .option('--restart-limit <restarts/window>', "restarts of one crashed instance allowed within the window, e.g. 5/60s; past it the instance stays down until the window passes (env SERVE_FN_RESTART_LIMIT, default 5/60s; a model's restart_limit parameter wins)", restartLimit)
+    .addOption(new Option('--metrics-summary-latencies [bool]', "add Triton's nv_inference_*_summary_us latency summaries to /metrics, as Triton's --metrics-config summary_latencies=true (env SERVE_FN_METRICS_SUMMARY_LATENCIES)").argParser(bool).env('SERVE_FN_METRICS_SUMMARY_LATENCIES'))
     .action(async (entries: string[], opts: StartFlags) => {
       const { startCommand } = await import('./start-command.js');
       await startCommand(entries, {
@@ -151,6 +153,7 @@ export function buildProgram(): Command {
         restrictedApis: { http: opts.httpRestrictedApi, grpc: opts.grpcRestrictedProtocol },
         repository: { controlMode: opts.modelControlMode, startupModels: opts.loadModel, pollIntervalMs: opts.repositoryPollSecs * 1000, maxInstances: opts.maxInstances },
         restartPolicy: opts.restartLimit,
+        metricsSummaryLatencies: opts.metricsSummaryLatencies,
         text: textServeOptions(opts),
         sharedMemoryLimits: { ...(opts.shmMaxRegions === undefined ? {} : { maxRegions: opts.shmMaxRegions }), ...(opts.shmMaxBytes === undefined ? {} : { maxBytes: opts.shmMaxBytes }) },
       });

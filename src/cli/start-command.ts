@@ -3,7 +3,8 @@ import { pino } from 'pino';
 import pretty from 'pino-pretty';
 import { createError } from '../errors/index.js';
 import { DEFAULT_SHARED_MEMORY_LIMITS, type SharedMemoryLimits } from '../protocol/system-shared-memory/registry.js';
-import { ServeFnServer, type RepositoryServeOptions } from '../server/serve-fn-server.js';
+import { SERVER_IDENTITY, ServeFnServer, type RepositoryServeOptions } from '../server/serve-fn-server.js';
+import { startTracing, tracingRequested } from '../tracing/request-tracing.js';
 import { securityOptionsFromEnv, tlsOptionsFromEnv } from '../server/security-env.js';
 import type { RestrictedApiSettings } from '../server/security-plugin.js';
 import type { RestartPolicy } from '../runtime/instance-pool.js';
@@ -39,6 +40,8 @@ export interface StartOptions {
   readonly text?: TextServeOptions;
   /** Caps on system shared-memory regions (--shm-max-regions, --shm-max-bytes); each cap the flags leave out keeps its default. */
   readonly sharedMemoryLimits?: Partial<SharedMemoryLimits>;
+  /** Triton's latency summaries in /metrics (--metrics-summary-latencies). */
+  readonly metricsSummaryLatencies?: boolean;
 }
 
 function waitForGo(): Promise<void> {
@@ -80,7 +83,8 @@ async function serverFor(entryPaths: string | readonly string[] | undefined, opt
   const tls = tlsOptionsFromEnv(process.env);
   const repository = { ...options.repository, maxInstances: options.repository?.maxInstances ?? maxInstancesFrom(process.env.SERVE_FN_MAX_INSTANCES) };
   const restartPolicy = options.restartPolicy ?? restartPolicyFrom(process.env.SERVE_FN_RESTART_LIMIT);
-  return new ServeFnServer({ ...(await modelsToServe(entryPaths, repository)), restartPolicy, text: options.text, logger, bodyLimit: options.bodyLimit, jsonBodyLimit: options.jsonBodyLimit, sharedMemoryLimits: { ...DEFAULT_SHARED_MEMORY_LIMITS, ...options.sharedMemoryLimits }, exposeErrors: options.dev, grpc: options.grpc, security, tls });
+  const tracing = tracingRequested(process.env) ? await startTracing(process.env, SERVER_IDENTITY.serverVersion) : undefined;
+  return new ServeFnServer({ ...(await modelsToServe(entryPaths, repository)), restartPolicy, text: options.text, logger, bodyLimit: options.bodyLimit, jsonBodyLimit: options.jsonBodyLimit, sharedMemoryLimits: { ...DEFAULT_SHARED_MEMORY_LIMITS, ...options.sharedMemoryLimits }, exposeErrors: options.dev, grpc: options.grpc, security, tls, summaryLatencies: options.metricsSummaryLatencies, tracing });
 }
 
 /** `serve-fn start` (and the child process of `serve-fn dev`): initialise, listen, drain on signals. */

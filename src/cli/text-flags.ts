@@ -26,7 +26,7 @@ function count(value: string): number {
   return n;
 }
 
-function bool(value: string): boolean {
+export function bool(value: string): boolean {
   if (value === 'true') return true;
   if (value === 'false') return false;
   throw new InvalidArgumentError("expected 'true' or 'false'");

@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type { BackendSession } from '../backends/backend.js';
 import type { TextTokenizer } from '../text/tokenizer.js';
 
@@ -67,10 +68,21 @@ export interface ModelContext extends ModelContextData {
    * result. Calling a model whose every instance is waiting on this call would deadlock.
    */
   infer<R = unknown>(model: string, input: unknown, options?: InferOptions): Promise<R>;
+  /**
+   * The server's logger (pino) with `model`, `version` and `instance` on each line; a method's
+   * `info.logger` adds the request's id. In a worker thread the lines go to the server's logger
+   * through the instance's message channel, so they share its level, format and destination,
+   * where `console.log` would write raw text into the JSON log.
+   */
+  readonly logger: Logger;
 }
 
 /** Extra request facts a method receives as its second argument (one per request when batched). */
 export interface RequestInfo {
+  /** The request's id: the client's or proxy's `x-request-id` when acceptable, else a UUID; it is in the answer's `x-request-id` and the access log's `reqId`. */
+  readonly requestId: string;
+  /** ctx.logger with `reqId`: this request's id on each line. */
+  readonly logger: Logger;
   readonly params: Readonly<Record<string, unknown>>;
   readonly query: Readonly<Record<string, unknown>>;
   readonly headers: Readonly<Record<string, string>>;

@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, Summary, collectDefaultMetrics } from 'prom-client';
 import {
   ModelStatisticsStore,
   type BatchTimings,
@@ -14,6 +14,18 @@ export type FailureReason = (typeof FAILURE_REASONS)[number];
 
 export const BATCH_SIZE_BUCKETS: readonly number[] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 
+/**
+ * Buckets of the latency histograms, in seconds: from a millisecond (a small model on a CPU) to a
+ * minute (a long queue), so `histogram_quantile(0.99, ...)` reads a p99 across replicas.
+ */
+export const LATENCY_BUCKETS_SECONDS: readonly number[] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/**
+ * Triton's default `summary_quantiles` (`--metrics-config summary_quantiles=0.5:0.05,0.9:0.01,0.95:0.001,0.99:0.001`);
+ * prom-client's summary takes the quantiles, its t-digest keeps its own error bound.
+ */
+export const SUMMARY_QUANTILES: readonly number[] = [0.5, 0.9, 0.95, 0.99];
+
 export interface InferenceRecorderOptions {
   /** Where the metrics are registered; a fresh registry by default, never prom-client's global one. */
   registry?: Registry;
@@ -21,6 +33,21 @@ export interface InferenceRecorderOptions {
   collectProcessMetrics?: boolean;
   /** Wall clock in ms since the epoch, for `last_inference`; Date.now by default. */
   now?: () => number;
+  /**
+   * Adds Triton's latency summaries (`nv_inference_*_summary_us`), off by default as in Triton
+   * (`--metrics-config summary_latencies=true`): each observation costs more than a histogram's.
+   */
+  summaryLatencies?: boolean;
+}
+
+/** The latency figures of a request, each observed by a histogram and, when on, Triton's summary. */
+type LatencyFigure = 'requestUs' | 'queueUs' | 'computeInputUs' | 'computeInferUs' | 'computeOutputUs';
+
+/** A latency figure's observers; a histogram only for the three figures a p99 is asked of. */
+interface LatencyObservers {
+  readonly figure: LatencyFigure;
+  readonly histogram?: Histogram<ModelLabel>;
+  readonly summary?: Summary<ModelLabel>;
 }
 
 type ModelLabel = 'model' | 'version';
@@ -55,6 +82,7 @@ export class InferenceRecorder {
   private readonly failure: Counter<ModelLabel | 'reason'>;
   private readonly batchSize: Histogram<ModelLabel>;
   private readonly restarts: Counter<ModelLabel | 'instance'>;
+  private readonly latencies: readonly LatencyObservers[];
 
   constructor(options: InferenceRecorderOptions = {}) {
     this.registry = options.registry ?? new Registry();
@@ -110,6 +138,7 @@ export class InferenceRecorder {
       labelNames: ['model', 'version', 'instance'],
       registers,
     });
+    this.latencies = latencyObservers(registers, options.summaryLatencies ?? false);
     if (options.collectProcessMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
 
@@ -133,6 +162,7 @@ export class InferenceRecorder {
     this.totalsInOrder.push(totals);
     for (const reason of FAILURE_REASONS) this.failure.inc({ model, version, reason }, 0);
     this.batchSize.zero(labels);
+    for (const { histogram } of this.latencies) histogram?.zero(labels);
     return totals;
   }
 
@@ -146,6 +176,10 @@ export class InferenceRecorder {
     totals.computeInputUs += t.computeInputUs;
     totals.computeInferUs += t.computeInferUs;
     totals.computeOutputUs += t.computeOutputUs;
+    for (const { figure, histogram, summary } of this.latencies) {
+      histogram?.observe(totals.labels, t[figure] / 1e6);
+      summary?.observe(totals.labels, t[figure]);
+    }
     this.store.recordSuccess(model, version, t, this.now());
   }
 
@@ -192,6 +226,45 @@ export class InferenceRecorder {
   statistics(model?: string, version?: string): ModelStatisticsResponse {
     return this.store.snapshot(model, version);
   }
+}
+
+/**
+ * Histograms in seconds under serve-fn's names (Prometheus' base unit, as vLLM's
+ * `vllm:e2e_request_latency_seconds`): Triton has no per-request latency histogram, only summaries,
+ * and summaries cannot be aggregated across replicas. The summaries keep Triton's names and µs.
+ */
+function latencyObservers(registers: Registry[], summaries: boolean): LatencyObservers[] {
+  const labelNames = ['model', 'version'] as const;
+  const histogram = (name: string, help: string): Histogram<ModelLabel> =>
+    new Histogram({ name, help, labelNames, buckets: [...LATENCY_BUCKETS_SECONDS], registers });
+  // prometheus-cpp's defaults, which Triton's summaries use: a 60 s window in 5 age buckets.
+  const summary = (name: string, help: string): Summary<ModelLabel> | undefined =>
+    summaries ? new Summary({ name, help, labelNames, percentiles: [...SUMMARY_QUANTILES], maxAgeSeconds: 60, ageBuckets: 5, registers }) : undefined;
+  return [
+    {
+      figure: 'requestUs',
+      histogram: histogram('serve_fn_inference_request_duration_seconds', 'End-to-end duration of successful inference requests in seconds'),
+      summary: summary('nv_inference_request_summary_us', 'Summary of end-to-end duration of successful inference requests in microseconds'),
+    },
+    {
+      figure: 'queueUs',
+      histogram: histogram('serve_fn_inference_queue_duration_seconds', 'Time successful inference requests waited in the queue in seconds'),
+      summary: summary('nv_inference_queue_summary_us', 'Summary of time successful requests waited in the queue in microseconds'),
+    },
+    {
+      figure: 'computeInputUs',
+      summary: summary('nv_inference_compute_input_summary_us', 'Summary of compute input duration of successful requests in microseconds'),
+    },
+    {
+      figure: 'computeInferUs',
+      histogram: histogram('serve_fn_inference_compute_infer_duration_seconds', 'Time successful inference requests spent running the model in seconds'),
+      summary: summary('nv_inference_compute_infer_summary_us', 'Summary of compute inference duration of successful requests in microseconds'),
+    },
+    {
+      figure: 'computeOutputUs',
+      summary: summary('nv_inference_compute_output_summary_us', 'Summary of compute output duration of successful requests in microseconds'),
+    },
+  ].filter((o) => o.histogram ?? o.summary) as LatencyObservers[];
 }
 
 /**

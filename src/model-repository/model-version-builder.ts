@@ -28,6 +28,7 @@ import { modelConfigToJson, type ModelConfig } from './model-config.js';
 import type { ModelSource } from './model-source.js';
 import { sequenceBatchingPlan } from './sequence-batching-config.js';
 import { warmupRuns } from './warmup-requests.js';
+import type { ModelLogger } from '../runtime/instance-logger.js';
 
 export type TensorInstanceFactory = (index: number, plan: TensorModelPlan, context: ModelContextData, events: InstanceEvents) => ModelInstance;
 
@@ -43,6 +44,8 @@ export interface VersionBuilderContext {
   readonly maxInstances?: number;
   /** Makes each instance; worker threads by default. */
   readonly instanceFactory?: TensorInstanceFactory;
+  /** The server's logger, for model.ts instances' ctx.logger. */
+  readonly logger?: ModelLogger;
 }
 
 /**
@@ -92,7 +95,7 @@ async function buildTensorModel(source: ModelSource, kind: TensorModelKind, vers
     sessionOptions: kind === 'onnx' ? sessionOptionsFromParameters(config) : kind === 'npu_ge' ? geLoadOptions(config) : {},
   };
   const info = infoFor(config, version, tensors);
-  const makeInstance = ctx.instanceFactory ?? workerInstanceFactory(ctx.infer);
+  const makeInstance = ctx.instanceFactory ?? workerInstanceFactory(ctx.infer, ctx.logger);
   const common = {
     name,
     version,
@@ -174,6 +177,6 @@ function contextData(info: InferenceModelInfo, modelDir: string, placements: rea
   };
 }
 
-function workerInstanceFactory(infer: InferCall): TensorInstanceFactory {
-  return (index, plan, context, events) => new WorkerInstance(index, pathToFileURL(plan.file).href, context, events, infer, plan);
+function workerInstanceFactory(infer: InferCall, logger?: ModelLogger): TensorInstanceFactory {
+  return (index, plan, context, events) => new WorkerInstance(index, pathToFileURL(plan.file).href, context, events, infer, plan, logger);
 }

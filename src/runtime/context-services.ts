@@ -3,6 +3,7 @@ import type { BackendSession } from '../backends/backend.js';
 import { backendForFile, parseDevice } from '../backends/backend-for-file.js';
 import type { InferOptions, ModelContext, ModelContextData } from '../definition/model-context.js';
 import { TextTokenizer } from '../text/tokenizer.js';
+import { instanceLogger, silentLogger, type ModelLogger } from './instance-logger.js';
 
 export type InferCall = (model: string, input: unknown, options: InferOptions) => Promise<unknown>;
 
@@ -14,7 +15,8 @@ export class ContextServices {
   private readonly sessions: BackendSession[] = [];
   readonly context: ModelContext;
 
-  constructor(data: ModelContextData, infer: InferCall) {
+  /** `root`: the logger ctx.logger is a child of (the server's, or in a worker the one relaying to it). */
+  constructor(data: ModelContextData, infer: InferCall, root: ModelLogger = silentLogger()) {
     const fileOf = (path: string): string => (isAbsolute(path) ? path : join(data.modelDir, path));
     this.context = {
       ...data,
@@ -27,6 +29,7 @@ export class ContextServices {
       },
       loadTokenizer: (path) => TextTokenizer.fromFile(fileOf(path)),
       infer: <R>(model: string, input: unknown, options: InferOptions = {}) => infer(model, input, options) as Promise<R>,
+      logger: instanceLogger(root, data),
     };
   }
 

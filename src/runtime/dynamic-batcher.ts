@@ -3,6 +3,7 @@ import { oneResultPerRequest } from './batch-results.js';
 import { priorityLevelFor, queueTimeoutUs, type BatchPolicy } from './batch-policy.js';
 import { systemClock, type Clock } from './clock.js';
 import { LinkedQueue, type Link } from './linked-queue.js';
+import type { RequestTrace } from '../tracing/request-tracing.js';
 import { PriorityQueues, type QueuedItem } from './priority-queues.js';
 
 /** One request as the model sees it inside a batch. */
@@ -47,6 +48,8 @@ export interface SubmitOptions {
   timeoutUs?: number;
   /** Aborting removes the request while it is still queued; once dispatched it has no effect. */
   signal?: CancelSignal;
+  /** The request's trace, when tracing is on: the engine records its queue wait and execution under it. */
+  trace?: RequestTrace;
 }
 
 /**

@@ -2,6 +2,7 @@ import type { ModelContextData } from '../definition/model-context.js';
 import { ContextServices, type InferCall } from './context-services.js';
 import type { ModelDefinition } from '../definition/model-definition.js';
 import { ModelHost } from './model-host.js';
+import type { ModelLogger } from './instance-logger.js';
 import type { ModelInstance } from './model-instance.js';
 import { SocketLink, type SocketSession } from './socket-session.js';
 import { StreamChannel } from './stream-channel.js';
@@ -20,8 +21,9 @@ export class InlineInstance implements ModelInstance {
     private readonly definition: ModelDefinition,
     context: ModelContextData,
     infer: InferCall,
+    logger?: ModelLogger,
   ) {
-    this.services = new ContextServices(context, infer);
+    this.services = new ContextServices(context, infer, logger);
   }
 
   async start(): Promise<void> {

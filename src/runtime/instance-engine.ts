@@ -8,6 +8,8 @@ import type { BatchPolicy } from './batch-policy.js';
 import { DynamicBatcher, type BatchEntry, type SubmitOptions } from './dynamic-batcher.js';
 import { InstancePool, type Acquired, type PoolEvents, type RestartPolicy } from './instance-pool.js';
 import type { InstanceFactory, ModelInstance } from './model-instance.js';
+import type { Attributes } from '@opentelemetry/api';
+import type { RequestTrace } from '../tracing/request-tracing.js';
 import { batchStartMs, executionTimings, now, recordRequest, requestQueued, requestSettled, toUs, type RequestClock } from './request-accounting.js';
 import type { SocketLink } from './socket-session.js';
 import type { StreamChannel } from './stream-channel.js';
@@ -150,7 +152,8 @@ export class InstanceEngine {
       // Settled like any failure: otherwise a synchronous throw leaves the request pending for ever.
       pending = Promise.reject(err);
     }
-    return requestSettled(recorder, name, version, queued, pending);
+    const settled = requestSettled(recorder, name, version, queued, pending);
+    return options.trace ? traced(settled, options.trace, queued, { 'serve_fn.model': name, 'serve_fn.model_version': version }) : settled;
   }
 
   /**
@@ -238,7 +241,7 @@ export class InstanceEngine {
    * Starts a WebSocket connection's session on the running instance with the fewest sessions; the
    * whole connection stays there, so the method's local state is the connection's state.
    */
-  openSocket(methodName: string, context: Omit<SocketContext, 'instanceIndex'>, credit: number): SocketLink {
+  openSocket(methodName: string, context: Omit<SocketContext, 'instanceIndex' | 'logger'>, credit: number): SocketLink {
     if (this.draining) throw createError('SF_ERR_DRAINING');
     let chosen: ModelInstance | undefined;
     const load = (instance: ModelInstance): number => this.sessions.get(instance)?.size ?? 0;
@@ -322,3 +325,27 @@ export class InstanceEngine {
 const CANCEL_GRACE_MS = 1000;
 
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref());
+
+/**
+ * Records a settled request's spans under its trace from the times the engine keeps: `queue` from
+ * submission to dispatch, then `compute` (its batch's run on an instance, which includes crossing
+ * to a worker and back) with `compute_infer`, the model's own run as the instance stamped it.
+ * The split follows Triton's trace timestamps (QUEUE_START, COMPUTE_START, COMPUTE_INPUT_END...; docs/tracing.md).
+ */
+async function traced<R>(settled: Promise<R>, trace: RequestTrace, queued: RequestClock, attributes: Attributes): Promise<R> {
+  try {
+    return await settled;
+  } finally {
+    const end = now();
+    const dispatched = queued.dispatchedMs;
+    trace.child('queue', queued.submittedMs, dispatched ?? end, attributes);
+    if (dispatched !== undefined) {
+      const compute = trace.child('compute', dispatched, end, attributes);
+      const t = queued.timings;
+      if (t) {
+        const inferStart = dispatched + t.computeInputUs / 1000;
+        compute.child('compute_infer', inferStart, inferStart + t.computeInferUs / 1000, attributes);
+      }
+    }
+  }
+}

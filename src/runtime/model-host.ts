@@ -6,12 +6,13 @@ import { createError, serializeError } from '../errors/index.js';
 import { EXECUTE_METHOD } from '../definition/tensor-interface-builder.js';
 import { ModuleExecutor } from '../inference/module-executor.js';
 import type { TensorModel } from '../inference/tensor-model-api.js';
-import { type ExecuteCall, type ExecuteOutcome, type OnResult, type SocketCall, type SocketInput, type TensorCall, type WireResult, reviveBuffers } from './wire-format.js';
+import { type ExecuteCall, type ExecuteOutcome, type OnResult, type SocketCall, type SocketInput, type TensorCall, type WireRequestInfo, type WireResult, reviveBuffers } from './wire-format.js';
 import { SocketInbox, SocketSession } from './socket-session.js';
 import { now } from './request-accounting.js';
 import { describeValue, oneResultPerRequest } from './batch-results.js';
 import { type StreamEvent, StreamPump } from './stream-channel.js';
 import { toDtoInstance } from '../validation/dto-validator.js';
+import { silentLogger, withRequestLogger, type ModelLogger } from './instance-logger.js';
 
 type Hooked = {
   initialize?(ctx: ModelContext): unknown;
@@ -27,6 +28,8 @@ export class ModelHost {
   private readonly sockets: ReadonlyMap<string, SocketEndpointDefinition>;
   /** Runs tensor calls on `execute` with the repository model.ts engine, when the class declares @Tensors. */
   private readonly tensors?: ModuleExecutor;
+  /** ctx.logger, which each request's `info.logger` extends. */
+  private logger?: ModelLogger;
 
   private constructor(
     private readonly definition: ModelDefinition,
@@ -48,6 +51,7 @@ export class ModelHost {
   }
 
   async initialize(ctx: ModelContext): Promise<void> {
+    this.logger = ctx.logger;
     if (!this.definition.hooks.initialize) return;
     try {
       await this.instance.initialize?.(ctx);
@@ -70,7 +74,7 @@ export class ModelHost {
     if (!endpoint) throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, call.methodName, 'no such endpoint method');
     const method = this.instance[call.methodName] as (...args: unknown[]) => unknown;
     const inputs = call.requests.map((r) => this.toInput(endpoint, r.payload));
-    const infos: RequestInfo[] = call.requests.map((r) => reviveBuffers(r.info as RequestInfo));
+    const infos: RequestInfo[] = call.requests.map((r) => this.requestInfo(r.info));
     const computeStartMs = now();
     let results: WireResult[];
     if (call.batched) {
@@ -111,7 +115,7 @@ export class ModelHost {
     const open = async (): Promise<AsyncIterator<unknown>> => {
       if (!endpoint?.stream || call.kind !== 'endpoint') throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, methodName, 'no such streaming endpoint method');
       const [request] = call.requests;
-      return this.iterate(endpoint, endpoint.stream, [this.toInput(endpoint, request.payload), reviveBuffers(request.info as RequestInfo)]);
+      return this.iterate(endpoint, endpoint.stream, [this.toInput(endpoint, request.payload), this.requestInfo(request.info)]);
     };
     return new StreamPump(open, credit, emit, (item) => this.toChunk(endpoint!, item));
   }
@@ -125,7 +129,7 @@ export class ModelHost {
     const inbox = new SocketInbox<unknown>(onTaken);
     const open = async (): Promise<AsyncIterator<unknown>> => {
       if (!socket) throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, call.methodName, 'no such WebSocket endpoint method');
-      return this.iterate(socket, 'websocket', [inbox, reviveBuffers(call.context)]);
+      return this.iterate(socket, 'websocket', [inbox, this.requestInfo(call.context)]);
     };
     const toChunk = (item: unknown): unknown => (item instanceof Uint8Array || typeof item === 'string' ? item : this.toPlain(socket?.response, item));
     const toMessage = (input: SocketInput): unknown => {
@@ -133,6 +137,10 @@ export class ModelHost {
       return input.kind === 'json' && socket?.message && isObject(input.value) ? toDtoInstance(socket.message, input.value, false) : input.value;
     };
     return new SocketSession(inbox, new StreamPump(open, credit, emit, toChunk), toMessage);
+  }
+
+  private requestInfo<I extends WireRequestInfo>(facts: I): I & Pick<RequestInfo, 'logger'> {
+    return withRequestLogger(reviveBuffers(facts), (this.logger ??= silentLogger()));
   }
 
   /** Calls a streaming or WebSocket method and opens the async iterable it must return. */

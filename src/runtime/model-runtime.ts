@@ -97,7 +97,7 @@ export class ModelRuntime {
   }
 
   /** Starts a WebSocket connection's session (see InstanceEngine.openSocket). */
-  openSocket(methodName: string, context: Omit<SocketContext, 'instanceIndex'>): SocketLink {
+  openSocket(methodName: string, context: Omit<SocketContext, 'instanceIndex' | 'logger'>): SocketLink {
     return this.engine.openSocket(methodName, context, DEFAULT_STREAM_CREDIT);
   }
 

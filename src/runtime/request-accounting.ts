@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { ServeFnError } from '../errors/index.js';
+import { ServeFnError, statusOf } from '../errors/index.js';
 import type { BatchTimings, FailureReason, InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { ExecuteOutcome } from './wire-format.js';
 
@@ -12,12 +12,17 @@ export function toUs(ms: number): number {
   return Math.max(0, Math.round(ms * 1000));
 }
 
-/** Triton's failure reason of a request that failed after (`dispatched`) or before reaching an instance. */
+/**
+ * Triton's failure reason of a request that failed after (`dispatched`) or before reaching an
+ * instance. A client error (4xx: a tensor of the wrong shape, a model's own HttpError(400)) is
+ * `OTHER` even from inside the model, as Triton counts a request its core refuses as invalid:
+ * `BACKEND` is for the model failing, which is what an alert on it means to catch.
+ */
 export function failureReason(err: unknown, dispatched: boolean): FailureReason {
   const code = err instanceof ServeFnError ? err.code : undefined;
   if (code === 'SF_ERR_CANCELLED') return 'CANCELED';
   if (code === 'SF_ERR_QUEUE_FULL' || code === 'SF_ERR_TIMEOUT' || code === 'SF_ERR_DRAINING' || code === 'SF_ERR_MODEL_UNAVAILABLE') return 'REJECTED';
-  return dispatched ? 'BACKEND' : 'OTHER';
+  return dispatched && statusOf(err) >= 500 ? 'BACKEND' : 'OTHER';
 }
 
 /** The times a queued request collects on its way; the batch executor fills in the last two. */

@@ -5,10 +5,13 @@ import type { TensorWireRequest } from '../inference/tensor-model-plan.js';
 
 /** What crosses between the HTTP thread and an instance, in both directions. */
 
+/** A request's facts as they cross to the instance, which adds the logger (withRequestLogger). */
+export type WireRequestInfo = Omit<RequestInfo, 'logger'>;
+
 export interface WireRequest {
   /** The validated DTO as a plain object (structured clone drops class prototypes). */
   readonly payload: unknown;
-  readonly info: RequestInfo;
+  readonly info: WireRequestInfo;
 }
 
 export type WireResult = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: SerializedError };
@@ -44,7 +47,7 @@ export function answersOneByOne(call: ExecuteCall): boolean {
 /** Opens a WebSocket connection's session on an instance. */
 export interface SocketCall {
   readonly methodName: string;
-  readonly context: SocketContext;
+  readonly context: Omit<SocketContext, 'logger'>;
 }
 
 /** One message from a WebSocket client: validated JSON (a plain DTO), a string, or bytes. */

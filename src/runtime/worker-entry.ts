@@ -9,6 +9,7 @@ import { forEachMessage, MessageOutbox, type Bundle } from './message-outbox.js'
 import { ModelHost } from './model-host.js';
 import { now } from './request-accounting.js';
 import { lowerThisThreadPriority } from './thread-priority.js';
+import { workerRootLogger } from './instance-logger.js';
 import type { StreamEvent, StreamPump } from './stream-channel.js';
 import type { SocketSession } from './socket-session.js';
 import type { FromWorker, ToWorker, WorkerBootData } from './worker-messages.js';
@@ -124,7 +125,7 @@ function execute(message: Extract<ToWorker, { type: 'execute' }>): void {
   });
 }
 
-const services = new ContextServices(data.context, inferThroughMain);
+const services = new ContextServices(data.context, inferThroughMain, workerRootLogger(data.logLevel, (line) => outbox.send({ type: 'log', line })));
 let host: (Pick<ModelHost, 'execute' | 'finalize' | 'openStream'> & Partial<Pick<ModelHost, 'openSocket'>>) | undefined;
 
 function receive(message: Exclude<ToWorker, Bundle<ToWorker>>): void {

@@ -9,6 +9,7 @@ import { forEachMessage, MessageOutbox, type Bundle } from './message-outbox.js'
 import { SocketLink } from './socket-session.js';
 import { StreamChannel, type StreamControl } from './stream-channel.js';
 import { instanceNiceness } from './thread-priority.js';
+import { relayWorkerLog, silentLogger, type ModelLogger } from './instance-logger.js';
 import type { FromWorker, ToWorker, WorkerBootData } from './worker-messages.js';
 import { answersOneByOne, callTransferables, collectTransferables, reviveBuffers, type ExecuteCall, type ExecuteOutcome, type OnResult, type SocketCall, type WireResult } from './wire-format.js';
 
@@ -48,6 +49,8 @@ export class WorkerInstance implements ModelInstance {
     private readonly infer: InferCall,
     /** A repository model to host instead of the decorated class in `moduleUrl`. */
     private readonly tensorModel?: TensorModelPlan,
+    /** The server's logger, which writes the lines of the worker's ctx.logger. */
+    private readonly logger: ModelLogger = silentLogger(),
   ) {}
 
   start(): Promise<void> {
@@ -61,6 +64,7 @@ export class WorkerInstance implements ModelInstance {
       context: this.context,
       tensorModel: this.tensorModel,
       niceness: instanceNiceness(),
+      logLevel: this.logger.level,
     };
     const worker = new Worker(BOOTSTRAP_URL, { workerData: bootData, name: this.context.instanceName });
     this.worker = worker;
@@ -169,6 +173,10 @@ export class WorkerInstance implements ModelInstance {
   private readonly onMessage = (message: Exclude<FromWorker, Bundle<FromWorker>>): void => {
     if (message.type === 'infer') {
       this.answerInfer(message.id, message.model, message.input, message.options);
+      return;
+    }
+    if (message.type === 'log') {
+      relayWorkerLog(this.logger, message.line);
       return;
     }
     if (message.type === 'finalized') {

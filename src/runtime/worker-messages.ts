@@ -17,6 +17,8 @@ export interface WorkerBootData {
   readonly tensorModel?: TensorModelPlan;
   /** OS niceness the worker gives its own thread before loading the model (see thread-priority.ts). */
   readonly niceness: number;
+  /** The server logger's level, so the worker builds only the lines the server writes. */
+  readonly logLevel: string;
 }
 
 export type ToWorker =
@@ -47,5 +49,7 @@ export type FromWorker =
   | { readonly type: 'socket-taken'; readonly id: number }
   | { readonly type: 'finalized'; readonly error?: SerializedError }
   | { readonly type: 'infer'; readonly id: number; readonly model: string; readonly input: unknown; readonly options: InferOptions }
+  /** One line of ctx.logger, as pino's JSON, for the server's logger (see instance-logger.ts). */
+  | { readonly type: 'log'; readonly line: string }
   /** Messages queued in one turn of the worker, such as the results of one call (see MessageOutbox). */
   | Bundle<FromWorker>;

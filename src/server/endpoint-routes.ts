@@ -9,6 +9,7 @@ import { disconnectSignal, type DisconnectSignal } from './disconnect-signal.js'
 import { logFailure, toHttpError, type ErrorBody, type HttpError } from './error-handler.js';
 import { describeBatching, inlineSchema, type DtoSchemas } from './openapi-plugin.js';
 import { readRequest } from './request-reader.js';
+import { requestTrace } from '../tracing/request-tracing.js';
 import type { ServerState } from './server-state.js';
 import { sendStream, streamContentType } from './stream-writer.js';
 
@@ -62,7 +63,7 @@ function registerEndpoint(app: FastifyInstance, runtime: ModelRuntime, endpoint:
       if (!state.ready) throw createError('SF_ERR_DRAINING');
       const wire = await readRequest(endpoint, request);
       const disconnect = disconnectSignal(reply);
-      const options = { signal: disconnect, ...scheduling(request.headers) };
+      const options = { signal: disconnect, trace: requestTrace(request), ...scheduling(request.headers) };
       if (endpoint.stream) {
         const channel = await answered(model, endpoint, disconnect, runtime.openStream(endpoint.methodName, wire, options));
         if (disconnect.aborted) {

@@ -1,10 +1,9 @@
 import type { FastifyRequest } from 'fastify';
 import type { EndpointDefinition } from '../definition/model-definition.js';
-import type { RequestInfo } from '../definition/model-context.js';
 import { createError } from '../errors/index.js';
 import { validateDto } from '../validation/dto-validator.js';
 import type { UploadedFile } from '../validation/uploaded-file.js';
-import type { WireRequest } from '../runtime/wire-format.js';
+import type { WireRequest, WireRequestInfo } from '../runtime/wire-format.js';
 
 /**
  * Reads and validates one HTTP request into what the model method receives: the body DTO (or,
@@ -22,7 +21,7 @@ export async function readRequest(endpoint: EndpointDefinition, request: Fastify
   if (endpoint.body) payload = await validateDto(endpoint.body, rawBody ?? {}, 'body', endpoint.consumes === 'multipart');
   else if (endpoint.query) payload = query;
   else payload = rawBody ?? null;
-  const info: RequestInfo = { params: { ...params }, query: { ...query }, headers: flattenHeaders(request.headers) };
+  const info: WireRequestInfo = { requestId: String(request.id), params: { ...params }, query: { ...query }, headers: flattenHeaders(request.headers) };
   return { payload, info };
 }
 

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,6 +9,9 @@ import type { InferOptions, ModelContextData } from '../definition/model-context
 import type { ModelClass, ModelDefinition } from '../definition/model-definition.js';
 import { createError } from '../errors/index.js';
 import { validateDto } from '../validation/dto-validator.js';
+import { installHttpMetrics } from '../metrics/http-metrics.js';
+import { silentLogger, type ModelLogger } from '../runtime/instance-logger.js';
+import { installRequestTracing, type RequestTracing } from '../tracing/request-tracing.js';
 import { InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { InferRequest } from '../inference/inference-model.js';
 import { FolderModelRepository, type FolderModelRepositoryOptions, type ModelControlMode } from '../model-repository/folder-model-repository.js';
@@ -63,6 +67,10 @@ export interface ServeOptions {
   readonly version?: string;
   readonly restartPolicy?: RestartPolicy;
   readonly collectProcessMetrics?: boolean;
+  /** Triton's `nv_inference_*_summary_us` summaries beside the latency histograms (docs/metrics.md). */
+  readonly summaryLatencies?: boolean;
+  /** OpenTelemetry tracing (startTracing); close() shuts it down, exporting what it holds. */
+  readonly tracing?: RequestTracing;
   /** A Triton model repository served beside the decorated models (its models answer ctx.infer too). */
   readonly repository?: RepositoryServeOptions;
   /** --model-control-mode of a server without a repository: how its repository routes answer (EmptyModelRepository). */
@@ -113,13 +121,14 @@ export class ServeFnServer {
   private listening?: Promise<string>;
   /** The clients' shared-memory regions, one set for HTTP and gRPC as in Triton. */
   private readonly sharedMemory: SystemSharedMemoryRegistry;
+  private silentModelLogger?: ModelLogger;
 
   constructor(private readonly options: ServeOptions) {
     this.definitions = buildDefinitions(options.models);
     this.bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
     this.jsonBodyLimit = Math.min(options.jsonBodyLimit ?? DEFAULT_JSON_BODY_LIMIT, this.bodyLimit);
     this.sharedMemory = new SystemSharedMemoryRegistry(options.sharedMemoryLimits);
-    this.recorder = new InferenceRecorder({ collectProcessMetrics: options.collectProcessMetrics ?? true });
+    this.recorder = new InferenceRecorder({ collectProcessMetrics: options.collectProcessMetrics ?? true, summaryLatencies: options.summaryLatencies });
     this.app = fastify({
       logger: options.logger ?? false,
       logController: new AccessLogController(),
@@ -197,6 +206,7 @@ export class ServeFnServer {
         tls: this.options.tls,
         exposeErrors: this.options.exposeErrors ?? false,
         logger: this.app.log,
+        tracing: this.options.tracing,
       });
     }
     return address;
@@ -235,7 +245,9 @@ export class ServeFnServer {
     }
     // fastify cannot close a server whose listen() is still binding.
     await this.listening?.catch(() => undefined);
-    const deadline = options.streamTimeoutMs === undefined ? undefined : Date.now() + options.streamTimeoutMs;
+    const drainStartMs = Date.now();
+    const deadline = options.streamTimeoutMs === undefined ? undefined : drainStartMs + options.streamTimeoutMs;
+    this.app.log.info({ streamTimeoutMs: options.streamTimeoutMs }, 'drain started: new requests get 503, in-flight requests finish');
     // Text models first: their queued texts still need the instances the runtimes drain.
     await this.textModels.drain(deadline);
     await Promise.all([...this.runtimes.map((r) => r.drain(options.streamTimeoutMs)), this.textModels.stop()]);
@@ -245,6 +257,8 @@ export class ServeFnServer {
     this.sharedMemory.unregister();
     await Promise.all(this.runtimes.map((r) => r.stop()));
     this.state.set('stopped');
+    this.app.log.info({ durationMs: Date.now() - drainStartMs }, 'drain finished: every instance finalized');
+    await this.options.tracing?.shutdown();
   }
 
   /** ctx.infer: one model calling another through that model's queue, validated like an HTTP request. */
@@ -269,7 +283,8 @@ export class ServeFnServer {
     if (endpoint.stream) throw createError('SF_ERR_BAD_REQUEST', `ctx.infer('${model}'): ${endpoint.id} streams its result, which ctx.infer cannot return`);
     const dto = endpoint.body ?? endpoint.query;
     const payload = dto ? await validateDto(dto, input, 'body') : input;
-    return runtime.submit(endpoint.methodName, { payload, info: { params: {}, query: {}, headers: {} } });
+    // A call from a model is a request of its own: the caller's id stays in the caller's thread.
+    return runtime.submit(endpoint.methodName, { payload, info: { requestId: randomUUID(), params: {}, query: {}, headers: {} } });
   }
 
   /** How the repository builds model versions; text folders' forward models are built the same way. */
@@ -281,12 +296,23 @@ export class ServeFnServer {
       // Ensemble steps see the models ctx.infer sees: a decorated class's tensor interface too.
       resolve: (name, version) => this.catalogue.get(name, version),
       restartPolicy: this.options.restartPolicy,
+      logger: this.modelLogger,
     };
+  }
+
+  /**
+   * The logger models' ctx.logger extends: fastify's pino when the server logs, else a silent one
+   * (fastify's stand-in for no logger has none of pino's levels for worker lines).
+   */
+  private get modelLogger(): ModelLogger {
+    return this.options.logger ? (this.app.log as ModelLogger) : (this.silentModelLogger ??= silentLogger());
   }
 
   private async buildRoutes(): Promise<void> {
     const app = this.app;
     const exposeErrors = this.options.exposeErrors ?? false;
+    installHttpMetrics(app, this.recorder.registry);
+    if (this.options.tracing) installRequestTracing(app, this.options.tracing);
     installErrorHandling(app, {
       bodyLimit: this.bodyLimit,
       exposeErrors,
@@ -367,8 +393,8 @@ export class ServeFnServer {
       const context = contextFor(def, index, modelDir);
       const infer = (model: string, input: unknown, opts: InferOptions): Promise<unknown> => this.infer(model, input, opts);
       return def.instances.inline
-        ? new InlineInstance(index, def, context, infer)
-        : new WorkerInstance(index, moduleUrl!, context, events, infer);
+        ? new InlineInstance(index, def, context, infer, this.modelLogger)
+        : new WorkerInstance(index, moduleUrl!, context, events, infer, undefined, this.modelLogger);
     };
   }
 }

@@ -76,6 +76,7 @@ function registerSocket(app: FastifyInstance, runtime: ModelRuntime, endpoint: S
       try {
         const link = runtime.openSocket(endpoint.methodName, {
           connectionId: String(request.id),
+          requestId: String(request.id),
           params: { ...(request.params as Record<string, unknown>) },
           query: { ...(request.query as Record<string, unknown>) },
           headers: flattenHeaders(request.headers),

@@ -497,7 +497,9 @@ describe('a @Batch endpoint over HTTP', () => {
     // Three batches returned (4 + 2 + 2 successes); the thrown and the wrong-length batch failed all 8 of theirs.
     expect(metrics).toContain('nv_inference_exec_count{model="prosody",version="1"} 3');
     expect(metrics).toContain('nv_inference_count{model="prosody",version="1"} 10');
-    expect(metrics).toContain('nv_inference_request_failure{model="prosody",version="1",reason="BACKEND"} 10');
+    // The entry answered 400 is the client's fault (OTHER); the model failed the other 9 (BACKEND).
+    expect(metrics).toContain('nv_inference_request_failure{model="prosody",version="1",reason="BACKEND"} 9');
+    expect(metrics).toContain('nv_inference_request_failure{model="prosody",version="1",reason="OTHER"} 1');
     expect(metrics).toContain('nv_inference_request_failure{model="prosody",version="1",reason="CANCELED"} 0');
     expect(metrics).toContain('nv_inference_request_success{model="prosody",version="1"} 8');
     expect(metrics).toContain('serve_fn_batch_size_bucket{le="1",model="prosody",version="1"} 0');

@@ -212,7 +212,7 @@ describe('the credit between a worker and its consumer', () => {
     const instance = new WorkerInstance(9, moduleUrl, context, { onCrash: () => undefined }, () => Promise.reject(new Error('no infer')));
     await instance.start();
     try {
-      const request = { payload: { tag: 'credit', count: 10_000 }, info: { params: {}, query: {}, headers: {} } };
+      const request = { payload: { tag: 'credit', count: 10_000 }, info: { requestId: 'r1', params: {}, query: {}, headers: {} } };
       const channel = instance.openStream({ kind: 'endpoint', methodName: 'ndjson', batched: false, requests: [request] }, 5);
       await channel.started;
       expect(await stalledAt('credit')).toBe(5);

@@ -17,7 +17,7 @@ beforeAll(async () => {
 afterAll(() => instance.stop());
 afterEach(() => vi.restoreAllMocks());
 
-const wire = (payload: CrossingInput | Record<string, unknown>): WireRequest => ({ payload, info: { params: {}, query: {}, headers: {} } });
+const wire = (payload: CrossingInput | Record<string, unknown>): WireRequest => ({ payload, info: { requestId: 'r1', params: {}, query: {}, headers: {} } });
 const call = (...payloads: CrossingInput[]): EndpointCall => ({ kind: 'endpoint', methodName: 'echo', batched: false, requests: payloads.map(wire) });
 const values = (outcome: ExecuteOutcome): unknown[] => outcome.results.map((r) => (r.ok ? r.value : r.error.message));
 

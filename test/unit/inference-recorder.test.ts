@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
+import Fastify from 'fastify';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { BATCH_SIZE_BUCKETS, FAILURE_REASONS, InferenceRecorder, type FailureReason } from '../../src/metrics/inference-recorder.js';
+import { installHttpMetrics } from '../../src/metrics/http-metrics.js';
+import { BATCH_SIZE_BUCKETS, FAILURE_REASONS, InferenceRecorder, LATENCY_BUCKETS_SECONDS, type FailureReason } from '../../src/metrics/inference-recorder.js';
 
 interface Sample {
   name: string;
@@ -96,6 +98,38 @@ describe('InferenceRecorder', () => {
       cache_hit: { count: 0, ns: 0 },
       cache_miss: { count: 0, ns: 0 },
     });
+  });
+
+  it('observes request, queue and compute times of successful requests in latency histograms, in seconds', async () => {
+    const r = quietRecorder();
+    r.requestSucceeded('m', '1', { ...request, requestUs: 30_000, queueUs: 2_000, computeInferUs: 20_000 });
+    r.requestSucceeded('m', '1', { ...request, requestUs: 3_000_000, queueUs: 2_000, computeInferUs: 20_000 });
+    r.requestFailed('m', '1', 'BACKEND', { requestUs: 9_000_000 });
+    const s = await scrape(r);
+    expect(LATENCY_BUCKETS_SECONDS).toContain(0.05);
+    expect(valueOf(s, 'serve_fn_inference_request_duration_seconds_count', mv)).toBe(2);
+    expect(valueOf(s, 'serve_fn_inference_request_duration_seconds_sum', mv)).toBeCloseTo(3.03);
+    expect(valueOf(s, 'serve_fn_inference_request_duration_seconds_bucket', { ...mv, le: '0.05' })).toBe(1);
+    expect(valueOf(s, 'serve_fn_inference_request_duration_seconds_bucket', { ...mv, le: '5' })).toBe(2);
+    expect(valueOf(s, 'serve_fn_inference_queue_duration_seconds_bucket', { ...mv, le: '0.0025' })).toBe(2);
+    expect(valueOf(s, 'serve_fn_inference_compute_infer_duration_seconds_bucket', { ...mv, le: '0.01' })).toBe(0);
+    expect(valueOf(s, 'serve_fn_inference_compute_infer_duration_seconds_bucket', { ...mv, le: '0.025' })).toBe(2);
+  });
+
+  it("adds Triton's latency summaries only when asked, in µs with Triton's quantiles", async () => {
+    const off = quietRecorder();
+    off.requestSucceeded('m', '1', request);
+    expect(await off.registry.metrics()).not.toContain('_summary_us');
+
+    const on = new InferenceRecorder({ collectProcessMetrics: false, summaryLatencies: true });
+    for (let i = 1; i <= 100; i += 1) on.requestSucceeded('m', '1', { ...request, requestUs: i * 1_000 });
+    const s = await scrape(on);
+    expect(valueOf(s, 'nv_inference_request_summary_us_count', mv)).toBe(100);
+    expect(valueOf(s, 'nv_inference_request_summary_us', { ...mv, quantile: '0.99' })).toBeGreaterThan(95_000);
+    expect(valueOf(s, 'nv_inference_request_summary_us', { ...mv, quantile: '0.5' })).toBeLessThan(55_000);
+    for (const family of ['queue', 'compute_input', 'compute_infer', 'compute_output']) {
+      expect(valueOf(s, `nv_inference_${family}_summary_us_count`, mv)).toBe(100);
+    }
   });
 
   it('counts failures by reason and only their request time, in statistics', async () => {
@@ -242,6 +276,13 @@ describe('InferenceRecorder', () => {
   });
 });
 
+/** A recorder with the optional families on, so the docs are checked against every metric. */
+function everyMetric(): InferenceRecorder {
+  const recorder = new InferenceRecorder({ summaryLatencies: true });
+  installHttpMetrics(Fastify(), recorder.registry);
+  return recorder;
+}
+
 describe('docs/metrics.md', () => {
   const doc = readFileSync(new URL('../../docs/metrics.md', import.meta.url), 'utf8');
   const documented = [...doc.matchAll(/^\| `([a-z_]+)` \| (\w+) \|([^|]*)\|/gm)].map((m) => ({
@@ -252,19 +293,19 @@ describe('docs/metrics.md', () => {
   const ownMetric = /^(nv_|serve_fn_)/;
 
   it('documents every nv_* and serve_fn_* metric the registry has, with its type', async () => {
-    const registered = [...(await typesOf(new InferenceRecorder())).entries()].filter(([name]) => ownMetric.test(name));
-    expect(registered.length).toBe(12);
+    const registered = [...(await typesOf(everyMetric())).entries()].filter(([name]) => ownMetric.test(name));
+    expect(registered.length).toBe(20);
     expect(documented.filter((d) => ownMetric.test(d.name)).map((d) => [d.name, d.type]).sort()).toEqual(registered.sort());
   });
 
   it('lists only metrics that exist, with their types', async () => {
-    const types = await typesOf(new InferenceRecorder());
+    const types = await typesOf(everyMetric());
     expect(documented.length).toBeGreaterThan(12);
     for (const d of documented) expect([d.name, types.get(d.name)]).toEqual([d.name, d.type]);
   });
 
   it('gives each model metric the labels it is exported with', async () => {
-    const r = quietRecorder();
+    const r = new InferenceRecorder({ collectProcessMetrics: false, summaryLatencies: true });
     r.requestSucceeded('m', '1', request);
     r.requestFailed('m', '1', 'OTHER');
     r.batchExecuted('m', '1', 1, batch);
@@ -272,10 +313,10 @@ describe('docs/metrics.md', () => {
     r.instanceRestarted('m', '1', 0);
     const samples = await scrape(r);
     for (const d of documented.filter((x) => ownMetric.test(x.name))) {
-      const ofMetric = samples.filter((s) => s.name === d.name || (d.type === 'histogram' && s.name.startsWith(`${d.name}_`)));
+      const ofMetric = samples.filter((s) => s.name === d.name || ((d.type === 'histogram' || d.type === 'summary') && s.name.startsWith(`${d.name}_`)));
       expect(ofMetric.length).toBeGreaterThan(0);
       for (const s of ofMetric) {
-        const labels = Object.keys(s.labels).filter((k) => k !== 'le').sort();
+        const labels = Object.keys(s.labels).filter((k) => k !== 'le' && k !== 'quantile').sort();
         expect([s.name, labels]).toEqual([s.name, d.labels]);
       }
     }

@@ -6,7 +6,7 @@ import { Endpoint, Model } from '../../src/decorators/index.js';
 import { buildDefinition } from '../../src/definition/definition-builder.js';
 import type { RequestInfo } from '../../src/definition/model-context.js';
 import { ModelHost } from '../../src/runtime/model-host.js';
-import type { WireResult } from '../../src/runtime/wire-format.js';
+import type { WireRequestInfo, WireResult } from '../../src/runtime/wire-format.js';
 
 /** What a model method receives and what goes back, for DTOs with and without class-transformer's decorators. */
 
@@ -74,7 +74,7 @@ class Dtos {
 }
 
 const host = ModelHost.create(buildDefinition(Dtos));
-const info: RequestInfo = { params: {}, query: {}, headers: {} };
+const info: WireRequestInfo = { requestId: 'r1', params: {}, query: {}, headers: {} };
 
 async function call(methodName: string, payload: unknown): Promise<WireResult> {
   received.length = 0;

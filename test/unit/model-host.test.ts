@@ -12,7 +12,8 @@ import type { TensorWireResult } from '../../src/inference/tensor-model-plan.js'
 import { ModelHost } from '../../src/runtime/model-host.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
 import type { StreamEvent } from '../../src/runtime/stream-channel.js';
-import type { ExecuteOutcome, WireRequest, WireResult } from '../../src/runtime/wire-format.js';
+import type { ExecuteOutcome, WireRequest, WireRequestInfo, WireResult } from '../../src/runtime/wire-format.js';
+import { silentLogger } from '../../src/runtime/instance-logger.js';
 import { settle } from '../helpers/settle.js';
 
 @singleton()
@@ -114,10 +115,11 @@ function context(instanceIndex: number): ModelContext {
     deviceId: 0,
     modelDir: '/models',
     config: {},
+    logger: silentLogger(),
   };
 }
 
-const info: RequestInfo = { params: {}, query: {}, headers: { 'x-test': '1' } };
+const info: WireRequestInfo = { requestId: 'r1', params: {}, query: {}, headers: { 'x-test': '1' } };
 
 function wire(payload: unknown): WireRequest {
   return { payload, info };
@@ -311,7 +313,7 @@ describe('ModelHost streams', () => {
     kind: 'endpoint' as const,
     methodName,
     batched: false,
-    requests: [{ payload: { word }, info: { params: {}, query: {}, headers: {} } }],
+    requests: [{ payload: { word }, info: { requestId: 'r1', params: {}, query: {}, headers: {} } }],
   });
 
   it('streams each item as a plain object through the response DTO', async () => {
@@ -349,7 +351,7 @@ class Chatter {
 }
 
 describe('ModelHost.openSocket', () => {
-  const context = { connectionId: 'req-7', instanceIndex: 1, params: {}, query: {}, headers: {} };
+  const context = { connectionId: 'req-7', requestId: 'req-7', instanceIndex: 1, params: {}, query: {}, headers: {} };
 
   it('hands the method DTO instances and Buffers, and sends its items (response DTOs as plain objects) as chunks', async () => {
     const host = ModelHost.create(buildDefinition(Chatter));

@@ -37,7 +37,7 @@ function runtime(): ModelRuntime {
   });
 }
 
-const wire = { payload: undefined, info: { params: {}, query: {}, headers: {} } };
+const wire = { payload: undefined, info: { requestId: 'r1', params: {}, query: {}, headers: {} } };
 
 describe('ModelRuntime', () => {
   it('answers a streaming endpoint with its channel from openStream, and a plain one with its value from submit', async () => {

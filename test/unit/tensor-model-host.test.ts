@@ -31,7 +31,7 @@ describe('TensorModelHost', () => {
     expect(outcome.results.map((r) => (r.ok ? (r.value as TensorWireResult).outputs.map(values) : r.error.message))).toEqual([[[10], [2]], [[12], [2]]]);
     expect(outcome.computeStartMs).toBeGreaterThanOrEqual(before);
     expect(outcome.computeEndMs).toBeGreaterThanOrEqual(outcome.computeStartMs);
-    const endpointCall = { kind: 'endpoint' as const, methodName: 'predict', batched: false, requests: [{ payload: {}, info: { params: {}, query: {}, headers: {} } }] };
+    const endpointCall = { kind: 'endpoint' as const, methodName: 'predict', batched: false, requests: [{ payload: {}, info: { requestId: 'r1', params: {}, query: {}, headers: {} } }] };
     await expect(host.execute(endpointCall)).rejects.toMatchObject({
       code: 'SF_ERR_EXECUTION_FAILED',
       message: "Model 'scale' failed in predict: a repository model has no endpoint methods",

@@ -73,7 +73,7 @@ describe('collectTransferables', () => {
 });
 
 describe('callTransferables', () => {
-  const info = { params: {}, query: {}, headers: { host: 'local' } };
+  const info = { requestId: 'r1', params: {}, query: {}, headers: { host: 'local' } };
 
   it("collects an endpoint call's payload buffers, to the depth the walk over its list reaches", () => {
     const audio = new Uint8Array(8);

@@ -5,6 +5,8 @@ import { DEFAULT_PROTOCOL_BODY_LIMIT, protocolExtensions } from '../kserve-proto
 import { SystemSharedMemoryRegistry } from '../system-shared-memory/registry.js';
 import type { TlsFiles } from '../../server/security-plugin.js';
 import { grpcInferenceService, type GrpcServiceOptions } from './grpc-inference-service.js';
+import { grpcTracingInterceptor } from '../../tracing/grpc-tracing.js';
+import type { RequestTracing } from '../../tracing/request-tracing.js';
 import { grpcAuthInterceptors, grpcRestrictionInterceptor, grpcServerCredentials, type GrpcSecurityOptions } from './grpc-security.js';
 
 /**
@@ -32,6 +34,8 @@ export interface GrpcServerOptions extends Omit<GrpcServiceOptions, 'extensions'
   readonly extensions?: readonly string[];
   /** HTTP's system shared-memory regions; a registry of its own by default, emptied on close. */
   readonly sharedMemory?: SystemSharedMemoryRegistry;
+  /** OpenTelemetry tracing, when on: a span per call. */
+  readonly tracing?: RequestTracing;
   /** 8001 by default; 0 picks a free port. */
   readonly port?: number;
   /** 0.0.0.0 by default. */
@@ -63,7 +67,11 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
   const server = new Server({
     'grpc.max_receive_message_length': maxMessageBytes,
     'grpc.max_send_message_length': -1,
-    interceptors: [...grpcAuthInterceptors(opts.security ?? {}), grpcRestrictionInterceptor(opts.security?.restrictedApis?.grpc ?? [])],
+    interceptors: [
+      ...(opts.tracing ? [grpcTracingInterceptor(opts.tracing)] : []),
+      ...grpcAuthInterceptors(opts.security ?? {}),
+      grpcRestrictionInterceptor(opts.security?.restrictedApis?.grpc ?? []),
+    ],
   });
   const sharedMemory = opts.sharedMemory ?? new SystemSharedMemoryRegistry();
   server.addService(loadInferenceService().service, grpcInferenceService({ ...opts, sharedMemory, extensions: opts.extensions ?? grpcExtensions(sharedMemory) }));
