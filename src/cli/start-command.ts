@@ -54,14 +54,21 @@ function waitForGo(): Promise<void> {
   });
 }
 
+/**
+ * pino's default `err` serializer appends each cause's message to the error's own, and serve-fn's
+ * errors already quote the cause they wrap (`… failed: <what the model threw>`), so the log said it
+ * twice: the cause is logged as its own object instead, with its stack.
+ */
+const serializers = { err: pino.stdSerializers.errWithCause };
+
 function loggerFor(dev: boolean): FastifyServerOptions['logger'] {
   const level = process.env.SERVE_FN_LOG_LEVEL ?? 'info';
   // Written asynchronously: a synchronous write per access line held the HTTP thread for a quarter
   // of its time under load (bench/overhead); pino flushes what is buffered when the process exits.
-  if (!dev) return { level, stream: pino.destination({ dest: 1, sync: false }) };
+  if (!dev) return { level, serializers, stream: pino.destination({ dest: 1, sync: false }) };
   // A pretty stream in this thread starts faster than a pino transport thread, which matters for reloads.
   // The request id would take a second line under each request's one (request-log.ts).
-  return { level, stream: pretty({ translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname,reqId', sync: true }) };
+  return { level, serializers, stream: pretty({ translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname,reqId', sync: true }) };
 }
 
 async function serverFor(entryPaths: string | readonly string[] | undefined, options: StartOptions): Promise<ServeFnServer> {
