@@ -16,6 +16,10 @@ import { assertPortFree } from './port-in-use.js';
 
 export interface StartOptions {
   readonly host: string;
+  /** pino's level (--log-level); it wins over SERVE_FN_LOG_LEVEL. */
+  readonly logLevel?: string;
+  /** The API key (--api-key); it wins over SERVE_FN_API_KEY and is checked as the variable is. */
+  readonly apiKey?: string;
   readonly port: number;
   readonly dev: boolean;
   readonly bodyLimit?: number;
@@ -61,8 +65,8 @@ function waitForGo(): Promise<void> {
  */
 const serializers = { err: pino.stdSerializers.errWithCause };
 
-function loggerFor(dev: boolean): FastifyServerOptions['logger'] {
-  const level = process.env.SERVE_FN_LOG_LEVEL ?? 'info';
+function loggerFor(dev: boolean, logLevel: string | undefined): FastifyServerOptions['logger'] {
+  const level = logLevel ?? process.env.SERVE_FN_LOG_LEVEL ?? 'info';
   // Written asynchronously: a synchronous write per access line held the HTTP thread for a quarter
   // of its time under load (bench/overhead); pino flushes what is buffered when the process exits.
   if (!dev) return { level, serializers, stream: pino.destination({ dest: 1, sync: false }) };
@@ -72,10 +76,10 @@ function loggerFor(dev: boolean): FastifyServerOptions['logger'] {
 }
 
 async function serverFor(entryPaths: string | readonly string[] | undefined, options: StartOptions): Promise<ServeFnServer> {
-  const logger = loggerFor(options.dev);
+  const logger = loggerFor(options.dev, options.logLevel);
   // Instances read it when they start (thread-priority.ts); dev keeps the library's default of 0.
   if (!options.dev && !process.env.SERVE_FN_INSTANCE_NICENESS) process.env.SERVE_FN_INSTANCE_NICENESS = String(START_INSTANCE_NICENESS);
-  const fromEnv = securityOptionsFromEnv(process.env);
+  const fromEnv = securityOptionsFromEnv(options.apiKey === undefined ? process.env : { ...process.env, SERVE_FN_API_KEY: options.apiKey });
   const flags = options.restrictedApis;
   const security = {
     ...fromEnv,
