@@ -72,6 +72,8 @@ interface StartFlags extends BodyLimitFlags, TextFlags {
   grpcRestrictedProtocol: ApiRestriction[];
   logLevel: string;
   apiKey?: string;
+  docs: 'protected' | 'public' | 'off';
+  docsKserve: 'true' | 'false';
 }
 
 interface ConvertFlags {
@@ -124,6 +126,10 @@ export function buildProgram(): Command {
         env: 'SERVE_FN_API_KEY',
       }),
     );
+  start
+    .optionsGroup('Documentation:')
+    .addOption(new Option('--docs <access>', 'Swagger UI (/docs) and /openapi.json: behind the API key when one is set, open to all, or not served').choices(['protected', 'public', 'off']).default('protected').env('SERVE_FN_DOCS'))
+    .addOption(new Option('--docs-kserve <bool>', 'list the KServe v2 and shared-memory routes in the document (they answer either way)').choices(['true', 'false']).default('true').env('SERVE_FN_DOCS_KSERVE'));
   bodyLimitOptions(start.optionsGroup('Limits and shutdown:'));
   start
     .addOption(
@@ -164,6 +170,7 @@ export function buildProgram(): Command {
         host: opts.host,
         logLevel: opts.logLevel,
         apiKey: opts.apiKey,
+        docs: { access: opts.docs, kserveRoutes: opts.docsKserve === 'true' },
         port: opts.port,
         dev: opts.dev,
         bodyLimit: opts.bodyLimit,

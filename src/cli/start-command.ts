@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import pretty from 'pino-pretty';
 import { createError } from '../errors/index.js';
 import { DEFAULT_SHARED_MEMORY_LIMITS, type SharedMemoryLimits } from '../protocol/system-shared-memory/registry.js';
-import { ServeFnServer, type RepositoryServeOptions } from '../server/serve-fn-server.js';
+import { ServeFnServer, type RepositoryServeOptions, type ServeOptions } from '../server/serve-fn-server.js';
 import { securityOptionsFromEnv, tlsOptionsFromEnv } from '../server/security-env.js';
 import type { RestrictedApiSettings } from '../server/security-plugin.js';
 import type { RestartPolicy } from '../runtime/instance-pool.js';
@@ -20,6 +20,8 @@ export interface StartOptions {
   readonly logLevel?: string;
   /** The API key (--api-key); it wins over SERVE_FN_API_KEY and is checked as the variable is. */
   readonly apiKey?: string;
+  /** Swagger UI and /openapi.json (--docs, --docs-kserve). */
+  readonly docs?: ServeOptions['docs'];
   readonly port: number;
   readonly dev: boolean;
   readonly bodyLimit?: number;
@@ -91,7 +93,7 @@ async function serverFor(entryPaths: string | readonly string[] | undefined, opt
   const tls = tlsOptionsFromEnv(process.env);
   const repository = { ...options.repository, maxInstances: options.repository?.maxInstances ?? maxInstancesFrom(process.env.SERVE_FN_MAX_INSTANCES) };
   const restartPolicy = options.restartPolicy ?? restartPolicyFrom(process.env.SERVE_FN_RESTART_LIMIT);
-  return new ServeFnServer({ ...(await modelsToServe(entryPaths, repository)), restartPolicy, text: options.text, logger, bodyLimit: options.bodyLimit, jsonBodyLimit: options.jsonBodyLimit, sharedMemoryLimits: { ...DEFAULT_SHARED_MEMORY_LIMITS, ...options.sharedMemoryLimits }, exposeErrors: options.dev, grpc: options.grpc, security, tls });
+  return new ServeFnServer({ ...(await modelsToServe(entryPaths, repository)), restartPolicy, text: options.text, logger, bodyLimit: options.bodyLimit, jsonBodyLimit: options.jsonBodyLimit, sharedMemoryLimits: { ...DEFAULT_SHARED_MEMORY_LIMITS, ...options.sharedMemoryLimits }, exposeErrors: options.dev, grpc: options.grpc, security, tls, docs: options.docs });
 }
 
 /** `serve-fn start` (and the child process of `serve-fn dev`): initialise, listen, drain on signals. */

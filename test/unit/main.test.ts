@@ -142,3 +142,12 @@ describe('serve-fn start --log-level and --api-key', () => {
     await expect(parse('start', 'models.ts', '--log-level', 'loud')).rejects.toThrow(/Allowed choices are fatal, error, warn, info, debug, trace, silent/);
   });
 });
+
+describe('serve-fn start --docs and --docs-kserve', () => {
+  it('passes the docs access and whether the KServe routes are documented', async () => {
+    await parse('start', 'models.ts', '--docs', 'public', '--docs-kserve', 'false');
+    expect(commands.start).toHaveBeenCalledWith(['models.ts'], expect.objectContaining({ docs: { access: 'public', kserveRoutes: false } }));
+    await parse('start', 'models.ts');
+    expect(commands.start).toHaveBeenLastCalledWith(['models.ts'], expect.objectContaining({ docs: { access: 'protected', kserveRoutes: true } }));
+  });
+});
