@@ -10,7 +10,7 @@ import type { RestartPolicy } from '../runtime/instance-pool.js';
 import { parseRestartLimit, RESTART_LIMIT_FORM } from '../runtime/restart-limit.js';
 import { START_INSTANCE_NICENESS } from '../runtime/thread-priority.js';
 import type { TextServeOptions } from '../text/text-model-loader.js';
-import { STANDBY_GO } from './dev-command.js';
+import { SERVER_READY, STANDBY_GO } from './dev-command.js';
 import { modelsToServe } from './entry-discovery.js';
 import { assertPortFree } from './port-in-use.js';
 
@@ -120,6 +120,7 @@ export async function startCommand(entryPaths: string | readonly string[] | unde
   if (closing) return server;
   const address = await server.listen(options.port, options.host);
   announce(server, address, options.dev);
+  if (options.standby) process.send?.(SERVER_READY);
   return server;
 }
 
