@@ -4,6 +4,10 @@ export { Model, Endpoint, Batch, Instances, WebSocketEndpoint, Tensors, TextMode
 // Model classes are resolved by serve-fn's own tsyringe; a second copy installed by the user has its
 // own container and type records, which serve-fn never sees, so users import these from here.
 export { container, inject, injectable, singleton, registry, Lifecycle, type DependencyContainer, type InjectionToken } from 'tsyringe';
+// class-transformer keeps @Type and @Transform records in its own module-level storage, which serve-fn's
+// validator and OpenAPI document read: a copy the project installs itself is never seen, so nested DTOs
+// are declared with the decorators from here.
+export { Type, Transform } from 'class-transformer';
 export type { ModelOptions, EndpointOptions, InstancesOptions, HttpMethod, StreamFormat, WebSocketEndpointOptions, TensorsOptions, TensorDeclaration, TextModelDeclaration, TextTaskName } from './metadata/records.js';
 export type { ModelContext, RequestInfo, SocketContext } from './definition/model-context.js';
 export type { ModelDefinition, EndpointDefinition, SocketEndpointDefinition } from './definition/model-definition.js';

@@ -1,4 +1,4 @@
-import { injectable, singleton } from 'tsyringe';
+import { injectable, singleton } from 'serve-fn';
 
 export interface Voice {
   readonly id: string;

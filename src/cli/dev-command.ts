@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { watch } from 'chokidar';
@@ -19,6 +20,8 @@ const IGNORED = /(^|[/\\])(node_modules|\.git|dist)([/\\]|$)/;
 
 /** The message that tells a standby server to load the user's module and listen. */
 export const STANDBY_GO = 'serve-fn:go';
+/** What a server `dev` runs says once it listens, so `dev` can report how long a reload took. */
+export const SERVER_READY = 'serve-fn:ready';
 
 /**
  * `serve-fn dev`: runs the server in a child process and replaces it when a file under the entry's
@@ -33,6 +36,10 @@ export async function devCommand(entryPath: string | undefined, options: DevOpti
   let child: ChildProcess | undefined;
   let standby: ChildProcess | undefined;
   let restartTimer: NodeJS.Timeout | undefined;
+  /** Paths touched since the last reload, and those of them created meanwhile (an editor's or sed's temporary file). */
+  const touched = new Set<string>();
+  const created = new Set<string>();
+  let reloadStarted: number | undefined;
   let stopping = false;
   await assertPortFree(options.host, options.port, '--port');
 
@@ -40,6 +47,11 @@ export async function devCommand(entryPath: string | undefined, options: DevOpti
     const limits = [...(options.bodyLimit ? ['--body-limit', String(options.bodyLimit)] : []), ...(options.jsonBodyLimit ? ['--json-body-limit', String(options.jsonBodyLimit)] : [])];
     const args = [BIN, 'start', entry.file, '--dev', '--standby', '--host', options.host, '--port', String(options.port), ...limits, ...(options.textArgs ?? [])];
     const proc = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    proc.on('message', (message) => {
+      if (message !== SERVER_READY || proc !== child || reloadStarted === undefined) return;
+      process.stdout.write(`serve-fn dev: reloaded in ${Math.round(performance.now() - reloadStarted)} ms\n`);
+      reloadStarted = undefined;
+    });
     proc.on('exit', (code, signal) => {
       if (child === proc) child = undefined;
       if (standby === proc) standby = undefined;
@@ -64,18 +76,35 @@ export async function devCommand(entryPath: string | undefined, options: DevOpti
     clearTimeout(killer);
   };
 
-  const restart = (file: string): void => {
+  /**
+   * The files a burst of events changed: those that exist, and those deleted that existed before it.
+   * sed -i and safe-writing editors write a temporary file and rename it over the saved one; the
+   * temporary file comes and goes within the burst and is neither named nor a reason to reload.
+   */
+  const changedFiles = (): string[] => {
+    const files = [...touched].filter((path) => existsSync(resolve(entry.root, path)) || !created.has(path));
+    touched.clear();
+    created.clear();
+    return files;
+  };
+
+  const restart = (event: string, file: string): void => {
+    touched.add(file);
+    if (event === 'add' || event === 'addDir') created.add(file);
     clearTimeout(restartTimer);
     restartTimer = setTimeout(() => {
-      process.stdout.write(`serve-fn dev: ${file} changed, reloading\n`);
+      const files = changedFiles();
+      if (files.length === 0) return;
+      process.stdout.write(`serve-fn dev: ${files.join(', ')} changed, reloading\n`);
+      reloadStarted = performance.now();
       void stopProcess(child).then(promote);
-    }, 50);
+    }, 100);
   };
 
   // chokidar, not Node's recursive fs.watch: a save that replaces the file (sed -i, vim, JetBrains'
   // safe write) leaves fs.watch watching the old inode, and the next saves reload nothing.
   const watcher = watch(entry.root, { ignoreInitial: true, ignored: (path) => IGNORED.test(relative(entry.root, path)) });
-  watcher.on('all', (_event, path) => restart(relative(entry.root, path)));
+  watcher.on('all', (event, path) => restart(event, relative(entry.root, path)));
 
   const quit = (): void => {
     stopping = true;

@@ -7,6 +7,7 @@ import type { RestartPolicy } from '../runtime/instance-pool.js';
 import { parseRestartLimit, RESTART_LIMIT_FORM } from '../runtime/restart-limit.js';
 import { batchGears, convertCommand, existingFile, flagConflict, irOption } from './convert-command.js';
 import { DEFAULT_SERVE_FN_SPEC, TEMPLATE_NAMES, newCommand } from './new-command.js';
+import { optionDescription, withNotes } from './option-help.js';
 import { bool, textFlagArgs, textFlagOptions, textServeOptions, type TextFlags } from './text-flags.js';
 
 // Commands import their modules when they run: the server's (fastify, gRPC, ONNX Runtime) take
@@ -69,6 +70,10 @@ interface StartFlags extends BodyLimitFlags, TextFlags {
   shmMaxBytes?: number;
   httpRestrictedApi: ApiRestriction[];
   grpcRestrictedProtocol: ApiRestriction[];
+  logLevel: string;
+  apiKey?: string;
+  docs: 'protected' | 'public' | 'off';
+  docsKserve: 'true' | 'false';
   metricsSummaryLatencies?: boolean;
 }
 
@@ -82,21 +87,22 @@ interface ConvertFlags {
   option?: Record<string, string>;
 }
 
-const defaultPort = process.env.SERVE_FN_PORT ? port(process.env.SERVE_FN_PORT) : 8000;
-const defaultGrpcPort = process.env.SERVE_FN_GRPC_PORT ? port(process.env.SERVE_FN_GRPC_PORT) : 8001;
+/** pino's levels, which SERVE_FN_LOG_LEVEL takes too. */
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /** The body limits, which `dev` passes on to the `start` process it runs. */
 function bodyLimitOptions(command: Command): Command {
   return command
-    .option('--body-limit <bytes>', 'largest request body in bytes (default 64 MiB)', positiveInt)
-    .option('--json-body-limit <bytes>', "largest JSON body of an @Endpoint without a bodyLimit of its own (default 1 MiB, never above --body-limit)", positiveInt);
+    .addOption(withNotes(new Option('--body-limit <bytes>', 'largest request body in bytes').argParser(positiveInt), { default: '64 MiB' }))
+    .addOption(withNotes(new Option('--json-body-limit <bytes>', 'largest JSON body of an @Endpoint without a bodyLimit of its own, never above --body-limit').argParser(positiveInt), { default: '1 MiB' }));
 }
 
 export function buildProgram(): Command {
   const program = new Command('serve-fn')
     .description('Serve decorated TypeScript model classes over HTTP')
     .version(PACKAGE_VERSION, '-V, --version', 'print the serve-fn version')
-    .showHelpAfterError();
+    .showHelpAfterError()
+    .configureHelp({ optionDescription });
 
   textFlagOptions(bodyLimitOptions(
     program
@@ -104,44 +110,70 @@ export function buildProgram(): Command {
       .description('serve with reload on file change, pretty logs, on 127.0.0.1')
       .argument('[entry]', 'model file, folder with serve-fn.config.ts / index.ts, Triton model repository, or text model folder', '.')
       .option('--host <host>', 'address to bind', '127.0.0.1')
-      .option('--port <port>', 'port to listen on (env SERVE_FN_PORT)', port, defaultPort),
+      .addOption(new Option('--port <port>', 'port to listen on').argParser(port).default(8000).env('SERVE_FN_PORT')),
   )).action((entry: string, opts: { host: string; port: number } & BodyLimitFlags & TextFlags) => import('./dev-command.js').then(({ devCommand }) => devCommand(entry, { ...opts, textArgs: textFlagArgs(opts) })));
 
-  textFlagOptions(bodyLimitOptions(program.command('start')))
+  const start = program
+    .command('start')
     .description('serve for production: JSON logs, no reload, on 0.0.0.0')
     .argument('[entry...]', 'model file, folder with serve-fn.config.ts / index.ts, Triton model repository, or text model folders (several, or a folder of them)')
-    .option('--host <host>', 'address to bind', process.env.SERVE_FN_HOST ?? '0.0.0.0')
-    .option('--port <port>', 'port to listen on (env SERVE_FN_PORT)', port, defaultPort)
-    .option('--grpc-port <port>', 'port of the KServe v2 gRPC service (env SERVE_FN_GRPC_PORT)', port, defaultGrpcPort)
+    .addOption(new Option('--host <host>', 'address to bind').default('0.0.0.0').env('SERVE_FN_HOST'))
+    .addOption(new Option('--port <port>', 'port to listen on').argParser(port).default(8000).env('SERVE_FN_PORT'))
+    .addOption(new Option('--grpc-port <port>', 'port of the KServe v2 gRPC service').argParser(port).default(8001).env('SERVE_FN_GRPC_PORT'))
     .option('--no-grpc', 'do not serve gRPC')
-    .option(
-      '--http-restricted-api <apis:header=value>',
-      "as Triton's: HTTP APIs (shared-memory, model-repository, model-config, statistics) that need header=value, e.g. shared-memory,model-repository:admin-key=<secret> (repeatable; env SERVE_FN_HTTP_RESTRICTED_API). Unset, shared-memory and model-repository answer loopback clients only",
-      apiRestriction,
-      [],
+    .addOption(new Option('--log-level <level>', 'least severe log lines written').choices(LOG_LEVELS).default('info').env('SERVE_FN_LOG_LEVEL'))
+    .addOption(
+      withNotes(new Option('--api-key <key>', 'clients send it as Authorization: Bearer <key> or x-api-key; visible to other users of the machine in its process list, where the variable is not'), {
+        env: 'SERVE_FN_API_KEY',
+      }),
+    );
+  start
+    .optionsGroup('Documentation:')
+    .addOption(new Option('--docs <access>', 'Swagger UI (/docs) and /openapi.json: behind the API key when one is set, open to all, or not served').choices(['protected', 'public', 'off']).default('protected').env('SERVE_FN_DOCS'))
+    .addOption(new Option('--docs-kserve <bool>', 'list the KServe v2 and shared-memory routes in the document (they answer either way)').choices(['true', 'false']).default('true').env('SERVE_FN_DOCS_KSERVE'));
+  bodyLimitOptions(start.optionsGroup('Limits and shutdown:'));
+  start
+    .addOption(
+      withNotes(
+        new Option(
+          '--http-restricted-api <apis:header=value>',
+          "as Triton's: HTTP APIs (shared-memory, model-repository, model-config, statistics) that need header=value, e.g. shared-memory,model-repository:admin-key=<secret>; repeatable",
+        ).argParser(apiRestriction).default([]),
+        { default: 'shared-memory and model-repository answer loopback clients only', env: 'SERVE_FN_HTTP_RESTRICTED_API' },
+      ),
     )
-    .option(
-      '--grpc-restricted-protocol <apis:header=value>',
-      "as Triton's: the same for gRPC, whose metadata key is triton-grpc-protocol-<header> (repeatable; env SERVE_FN_GRPC_RESTRICTED_PROTOCOL)",
-      apiRestriction,
-      [],
+    .addOption(
+      withNotes(
+        new Option('--grpc-restricted-protocol <apis:header=value>', "as Triton's: the same for gRPC, whose metadata key is triton-grpc-protocol-<header>; repeatable").argParser(apiRestriction).default([]),
+        { default: 'as --http-restricted-api', env: 'SERVE_FN_GRPC_RESTRICTED_PROTOCOL' },
+      ),
     )
     .option('--grace-period <ms>', 'longest drain on SIGTERM before exiting 1', positiveInt, 30_000)
-    .option('--shutdown-delay <ms>', 'after SIGTERM, how long readiness answers 503 while requests are still served (env SERVE_FN_SHUTDOWN_DELAY_MS, default 5000)', nonNegativeInt)
-    .option('--dev', 'pretty logs and endpoint list (used by serve-fn dev)', false)
+    .addOption(withNotes(new Option('--shutdown-delay <ms>', 'after SIGTERM, how long readiness answers 503 while requests are still served').argParser(nonNegativeInt), { default: '5000', env: 'SERVE_FN_SHUTDOWN_DELAY_MS' }))
+    // serve-fn dev's own: the process it runs.
+    .addOption(new Option('--dev', 'pretty logs and endpoint list').default(false).hideHelp())
     .addOption(new Option('--standby', 'wait for serve-fn dev to say go').hideHelp())
+    .optionsGroup('Triton model repositories, shared memory and instances:')
     .addOption(new Option('--model-control-mode <mode>', 'Triton repository: load all at start (none), on request (explicit), or rescan (poll)').choices(['none', 'explicit', 'poll']).default('none'))
     .option('--load-model <name>', 'Triton repository, explicit mode: a model to load at start (repeatable; * loads all)', (name: string, all: string[]) => [...all, name], [])
     .option('--repository-poll-secs <seconds>', 'Triton repository, poll mode: seconds between rescans', positiveInt, 15)
-    .addOption(new Option('--shm-max-regions <n>', 'system shared memory: most regions registered at once (default 1024)').argParser(positiveInt).env('SERVE_FN_SHM_MAX_REGIONS'))
-    .addOption(new Option('--shm-max-bytes <bytes>', 'system shared memory: most bytes all registered regions span (default 4 GiB)').argParser(positiveInt).env('SERVE_FN_SHM_MAX_BYTES'))
-    .option('--max-instances <count>', `Triton repository: most instances of one model version a config.pbtxt may ask for (env SERVE_FN_MAX_INSTANCES, default ${DEFAULT_MAX_INSTANCES})`, positiveInt)
-    .option('--restart-limit <restarts/window>', "restarts of one crashed instance allowed within the window, e.g. 5/60s; past it the instance stays down until the window passes (env SERVE_FN_RESTART_LIMIT, default 5/60s; a model's restart_limit parameter wins)", restartLimit)
-    .addOption(new Option('--metrics-summary-latencies [bool]', "add Triton's nv_inference_*_summary_us latency summaries to /metrics, as Triton's --metrics-config summary_latencies=true (env SERVE_FN_METRICS_SUMMARY_LATENCIES)").argParser(bool).env('SERVE_FN_METRICS_SUMMARY_LATENCIES'))
-    .action(async (entries: string[], opts: StartFlags) => {
+    .addOption(withNotes(new Option('--shm-max-regions <n>', 'system shared memory: most regions registered at once').argParser(positiveInt).env('SERVE_FN_SHM_MAX_REGIONS'), { default: '1024' }))
+    .addOption(withNotes(new Option('--shm-max-bytes <bytes>', 'system shared memory: most bytes all registered regions span').argParser(positiveInt).env('SERVE_FN_SHM_MAX_BYTES'), { default: '4 GiB' }))
+    .addOption(withNotes(new Option('--max-instances <count>', 'Triton repository: most instances of one model version a config.pbtxt may ask for').argParser(positiveInt), { default: String(DEFAULT_MAX_INSTANCES), env: 'SERVE_FN_MAX_INSTANCES' }))
+    .addOption(
+      withNotes(new Option('--restart-limit <restarts/window>', "restarts of one crashed instance allowed within the window, e.g. 5/60s; past it the instance stays down until the window passes; a model's restart_limit parameter wins").argParser(restartLimit), {
+        default: '5/60s',
+        env: 'SERVE_FN_RESTART_LIMIT',
+      }),
+    )
+    .addOption(new Option('--metrics-summary-latencies [bool]', "add Triton's nv_inference_*_summary_us latency summaries to /metrics, as Triton's --metrics-config summary_latencies=true").argParser(bool).env('SERVE_FN_METRICS_SUMMARY_LATENCIES'));
+  textFlagOptions(start).action(async (entries: string[], opts: StartFlags) => {
       const { startCommand } = await import('./start-command.js');
       await startCommand(entries, {
         host: opts.host,
+        logLevel: opts.logLevel,
+        apiKey: opts.apiKey,
+        docs: { access: opts.docs, kserveRoutes: opts.docsKserve === 'true' },
         port: opts.port,
         dev: opts.dev,
         bodyLimit: opts.bodyLimit,
@@ -153,8 +185,8 @@ export function buildProgram(): Command {
         restrictedApis: { http: opts.httpRestrictedApi, grpc: opts.grpcRestrictedProtocol },
         repository: { controlMode: opts.modelControlMode, startupModels: opts.loadModel, pollIntervalMs: opts.repositoryPollSecs * 1000, maxInstances: opts.maxInstances },
         restartPolicy: opts.restartLimit,
-        metricsSummaryLatencies: opts.metricsSummaryLatencies,
         text: textServeOptions(opts),
+        metricsSummaryLatencies: opts.metricsSummaryLatencies,
         sharedMemoryLimits: { ...(opts.shmMaxRegions === undefined ? {} : { maxRegions: opts.shmMaxRegions }), ...(opts.shmMaxBytes === undefined ? {} : { maxBytes: opts.shmMaxBytes }) },
       });
     });
@@ -193,7 +225,7 @@ export function buildProgram(): Command {
     .description('create a project from a template: a model, its test, and the serve-fn dependency')
     .argument('<dir>', 'folder to create (must be new or empty); its name becomes the project and model name')
     .addOption(new Option('--template <name>', 'project template').choices([...TEMPLATE_NAMES]).default('basic'))
-    .option('--serve-fn <spec>', 'serve-fn dependency: an npm version range, or the path of a tarball from `npm pack`', DEFAULT_SERVE_FN_SPEC)
+    .addOption(new Option('--serve-fn <spec>', 'serve-fn dependency: the path of a serve-fn installation or checkout, or an npm spec').default(DEFAULT_SERVE_FN_SPEC, 'this installation'))
     .action((dir: string, opts: { template: string; serveFn: string }) => newCommand(dir, opts));
 
   return program;

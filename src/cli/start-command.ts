@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import pretty from 'pino-pretty';
 import { createError } from '../errors/index.js';
 import { DEFAULT_SHARED_MEMORY_LIMITS, type SharedMemoryLimits } from '../protocol/system-shared-memory/registry.js';
-import { SERVER_IDENTITY, ServeFnServer, type RepositoryServeOptions } from '../server/serve-fn-server.js';
+import { SERVER_IDENTITY, ServeFnServer, type RepositoryServeOptions, type ServeOptions } from '../server/serve-fn-server.js';
 import { startTracing, tracingRequested } from '../tracing/request-tracing.js';
 import { securityOptionsFromEnv, tlsOptionsFromEnv } from '../server/security-env.js';
 import type { RestrictedApiSettings } from '../server/security-plugin.js';
@@ -11,12 +11,18 @@ import type { RestartPolicy } from '../runtime/instance-pool.js';
 import { parseRestartLimit, RESTART_LIMIT_FORM } from '../runtime/restart-limit.js';
 import { START_INSTANCE_NICENESS } from '../runtime/thread-priority.js';
 import type { TextServeOptions } from '../text/text-model-loader.js';
-import { STANDBY_GO } from './dev-command.js';
+import { SERVER_READY, STANDBY_GO } from './dev-command.js';
 import { modelsToServe } from './entry-discovery.js';
 import { assertPortFree } from './port-in-use.js';
 
 export interface StartOptions {
   readonly host: string;
+  /** pino's level (--log-level); it wins over SERVE_FN_LOG_LEVEL. */
+  readonly logLevel?: string;
+  /** The API key (--api-key); it wins over SERVE_FN_API_KEY and is checked as the variable is. */
+  readonly apiKey?: string;
+  /** Swagger UI and /openapi.json (--docs, --docs-kserve). */
+  readonly docs?: ServeOptions['docs'];
   readonly port: number;
   readonly dev: boolean;
   readonly bodyLimit?: number;
@@ -57,21 +63,28 @@ function waitForGo(): Promise<void> {
   });
 }
 
-function loggerFor(dev: boolean): FastifyServerOptions['logger'] {
-  const level = process.env.SERVE_FN_LOG_LEVEL ?? 'info';
+/**
+ * pino's default `err` serializer appends each cause's message to the error's own, and serve-fn's
+ * errors already quote the cause they wrap (`… failed: <what the model threw>`), so the log said it
+ * twice: the cause is logged as its own object instead, with its stack.
+ */
+const serializers = { err: pino.stdSerializers.errWithCause };
+
+function loggerFor(dev: boolean, logLevel: string | undefined): FastifyServerOptions['logger'] {
+  const level = logLevel ?? process.env.SERVE_FN_LOG_LEVEL ?? 'info';
   // Written asynchronously: a synchronous write per access line held the HTTP thread for a quarter
   // of its time under load (bench/overhead); pino flushes what is buffered when the process exits.
-  if (!dev) return { level, stream: pino.destination({ dest: 1, sync: false }) };
+  if (!dev) return { level, serializers, stream: pino.destination({ dest: 1, sync: false }) };
   // A pretty stream in this thread starts faster than a pino transport thread, which matters for reloads.
   // The request id would take a second line under each request's one (request-log.ts).
-  return { level, stream: pretty({ translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname,reqId', sync: true }) };
+  return { level, serializers, stream: pretty({ translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname,reqId', sync: true }) };
 }
 
 async function serverFor(entryPaths: string | readonly string[] | undefined, options: StartOptions): Promise<ServeFnServer> {
-  const logger = loggerFor(options.dev);
+  const logger = loggerFor(options.dev, options.logLevel);
   // Instances read it when they start (thread-priority.ts); dev keeps the library's default of 0.
   if (!options.dev && !process.env.SERVE_FN_INSTANCE_NICENESS) process.env.SERVE_FN_INSTANCE_NICENESS = String(START_INSTANCE_NICENESS);
-  const fromEnv = securityOptionsFromEnv(process.env);
+  const fromEnv = securityOptionsFromEnv(options.apiKey === undefined ? process.env : { ...process.env, SERVE_FN_API_KEY: options.apiKey });
   const flags = options.restrictedApis;
   const security = {
     ...fromEnv,
@@ -84,7 +97,7 @@ async function serverFor(entryPaths: string | readonly string[] | undefined, opt
   const repository = { ...options.repository, maxInstances: options.repository?.maxInstances ?? maxInstancesFrom(process.env.SERVE_FN_MAX_INSTANCES) };
   const restartPolicy = options.restartPolicy ?? restartPolicyFrom(process.env.SERVE_FN_RESTART_LIMIT);
   const tracing = tracingRequested(process.env) ? await startTracing(process.env, SERVER_IDENTITY.serverVersion) : undefined;
-  return new ServeFnServer({ ...(await modelsToServe(entryPaths, repository)), restartPolicy, text: options.text, logger, bodyLimit: options.bodyLimit, jsonBodyLimit: options.jsonBodyLimit, sharedMemoryLimits: { ...DEFAULT_SHARED_MEMORY_LIMITS, ...options.sharedMemoryLimits }, exposeErrors: options.dev, grpc: options.grpc, security, tls, summaryLatencies: options.metricsSummaryLatencies, tracing });
+  return new ServeFnServer({ ...(await modelsToServe(entryPaths, repository)), restartPolicy, text: options.text, logger, bodyLimit: options.bodyLimit, jsonBodyLimit: options.jsonBodyLimit, sharedMemoryLimits: { ...DEFAULT_SHARED_MEMORY_LIMITS, ...options.sharedMemoryLimits }, exposeErrors: options.dev, grpc: options.grpc, security, tls, summaryLatencies: options.metricsSummaryLatencies, tracing, docs: options.docs });
 }
 
 /** `serve-fn start` (and the child process of `serve-fn dev`): initialise, listen, drain on signals. */
@@ -111,6 +124,7 @@ export async function startCommand(entryPaths: string | readonly string[] | unde
   if (closing) return server;
   const address = await server.listen(options.port, options.host);
   announce(server, address, options.dev);
+  if (options.standby) process.send?.(SERVER_READY);
   return server;
 }
 

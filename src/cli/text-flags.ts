@@ -1,6 +1,7 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { POOLING_MODES, TEXT_TASKS } from '../metadata/records.js';
 import type { TextServeOptions } from '../text/text-model-loader.js';
+import { withNotes } from './option-help.js';
 
 /** What commander gives for the text flags of `start` and `dev`. */
 export interface TextFlags {
@@ -40,22 +41,25 @@ export function bool(value: string): boolean {
 const TEXT_OPTIONS: readonly (readonly [Option, keyof TextFlags])[] = [
   [new Option('--task <task>', 'text folders: what to serve, overriding what the folder says').choices(TEXT_TASKS).env('SERVE_FN_TASK'), 'task'],
   [new Option('--pooling <mode>', 'text folders: pooling, overriding 1_Pooling/config.json').choices(POOLING_MODES).env('POOLING'), 'pooling'],
-  [new Option('--max-batch-tokens <n>', 'text models: padded tokens per forward batch (default 16384)').argParser(count).env('MAX_BATCH_TOKENS'), 'maxBatchTokens'],
-  [new Option('--max-batch-requests <n>', 'text models: rows per forward batch (default: no limit but the tokens)').argParser(count).env('MAX_BATCH_REQUESTS'), 'maxBatchRequests'],
-  [new Option('--max-client-batch-size <n>', 'text models: inputs per request (default 32)').argParser(count).env('MAX_CLIENT_BATCH_SIZE'), 'maxClientBatchSize'],
-  [new Option('--max-concurrent-requests <n>', 'text models: inputs admitted at once before 429 (default 512)').argParser(count).env('MAX_CONCURRENT_REQUESTS'), 'maxConcurrentRequests'],
-  [new Option('--auto-truncate <bool>', 'text models: cut inputs over the model limit unless a request says otherwise (default true)').argParser(bool).env('AUTO_TRUNCATE'), 'autoTruncate'],
-  [new Option('--batch-by-length <bool>', 'text models: batch the oldest text with the queued texts nearest its length, so less is padding (default true; false: first come, first served, as TEI)').argParser(bool).env('SERVE_FN_BATCH_BY_LENGTH'), 'batchByLength'],
-  [new Option('--max-answer-bytes <bytes>', "text models: largest /embed_all answer, sized before the forward pass (default 33554432; serve-fn's, not TEI's)").argParser(count).env('SERVE_FN_MAX_ANSWER_BYTES'), 'maxAnswerBytes'],
+  [withNotes(new Option('--max-batch-tokens <n>', 'text models: padded tokens per forward batch').argParser(count).env('MAX_BATCH_TOKENS'), { default: '16384' }), 'maxBatchTokens'],
+  [withNotes(new Option('--max-batch-requests <n>', 'text models: rows per forward batch').argParser(count).env('MAX_BATCH_REQUESTS'), { default: 'no limit but the tokens' }), 'maxBatchRequests'],
+  [withNotes(new Option('--max-client-batch-size <n>', 'text models: inputs per request').argParser(count).env('MAX_CLIENT_BATCH_SIZE'), { default: '32' }), 'maxClientBatchSize'],
+  [withNotes(new Option('--max-concurrent-requests <n>', 'text models: inputs admitted at once before 429').argParser(count).env('MAX_CONCURRENT_REQUESTS'), { default: '512' }), 'maxConcurrentRequests'],
+  [withNotes(new Option('--auto-truncate <bool>', 'text models: cut inputs over the model limit unless a request says otherwise').argParser(bool).env('AUTO_TRUNCATE'), { default: 'true' }), 'autoTruncate'],
+  [withNotes(new Option('--batch-by-length <bool>', 'text models: batch the oldest text with the queued texts nearest its length, so less is padding').argParser(bool).env('SERVE_FN_BATCH_BY_LENGTH'), { default: 'true; false: first come, first served, as TEI does' }), 'batchByLength'],
+  [withNotes(new Option('--max-answer-bytes <bytes>', "text models: largest /embed_all answer, sized before the forward pass").argParser(count).env('SERVE_FN_MAX_ANSWER_BYTES'), { default: "33554432; serve-fn's, not TEI's" }), 'maxAnswerBytes'],
   [new Option('--dtype <dtype>', 'text folders: float16 serves onnx/model_fp16.onnx').choices(['float32', 'float16']).env('DTYPE'), 'dtype'],
   [new Option('--default-prompt-name <name>', 'text models: the prompt (config_sentence_transformers.json) for requests that name none').env('DEFAULT_PROMPT_NAME'), 'defaultPromptName'],
   [new Option('--prompt-name <name>', 'the same as --default-prompt-name'), 'promptName'],
-  [new Option('--served-model-name <name>', 'text folders: the model name clients use (one folder only)').env('SERVED_MODEL_NAME'), 'servedModelName'],
-  [new Option('--payload-limit <bytes>', 'text routes: largest request body, compressed or inflated (default 2000000)').argParser(count).env('PAYLOAD_LIMIT'), 'payloadLimit'],
+  [new Option('--served-model-name <name>', 'text folders: the model name clients use; one folder only').env('SERVED_MODEL_NAME'), 'servedModelName'],
+  [withNotes(new Option('--payload-limit <bytes>', 'text routes: largest request body, compressed or inflated').argParser(count).env('PAYLOAD_LIMIT'), { default: '2000000' }), 'payloadLimit'],
 ];
 
+/** Listed after the server's own options, under their own heading: most services serve no text folder. */
+const TEXT_HELP_GROUP = "Text models (TEI's flags and variables):";
+
 export function textFlagOptions(command: Command): Command {
-  for (const [option] of TEXT_OPTIONS) command.addOption(option);
+  for (const [option] of TEXT_OPTIONS) command.addOption(option.helpGroup(TEXT_HELP_GROUP));
   return command;
 }
 

@@ -14,6 +14,7 @@ import { elementCount } from '../tensor/index.js';
 export type Schema = Record<string, unknown>;
 
 export const KSERVE_TAG = 'KServe v2 inference protocol';
+export const KSERVE_SHARED_MEMORY_TAG = 'KServe v2 shared memory';
 
 const parameters: Schema = {
   type: 'object',
@@ -204,6 +205,8 @@ export interface RouteDocParts {
   readonly response?: Schema;
   /** The answers other than 200, when not those of a route that reaches a model. */
   readonly errors?: Readonly<Record<number, Schema>>;
+  /** The OpenAPI tag, when not KSERVE_TAG. */
+  readonly tag?: string;
 }
 
 /** Server health, as Triton's HandleServerHealth: the status alone says it, with no body. */
@@ -214,7 +217,7 @@ export const NOT_READY_ANSWER: Readonly<Record<number, Schema>> = {
 export function routeDoc(summary: string, parts: RouteDocParts = {}): FastifySchema {
   return {
     summary,
-    tags: [KSERVE_TAG],
+    tags: [parts.tag ?? KSERVE_TAG],
     ...(parts.description ? { description: parts.description } : {}),
     ...(parts.body ? { body: parts.body } : {}),
     ...(parts.consumes ? { consumes: [...parts.consumes] } : {}),

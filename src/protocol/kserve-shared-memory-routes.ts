@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { createError } from '../errors/index.js';
-import { errorResponse, restrictedGroupErrors, routeDoc, type Schema } from './kserve-openapi.js';
+import { errorResponse, KSERVE_SHARED_MEMORY_TAG, restrictedGroupErrors, routeDoc, type Schema } from './kserve-openapi.js';
 import { readBody } from './kserve-repository-routes.js';
 import type { SystemSharedMemoryRegistry } from './system-shared-memory/registry.js';
 
@@ -41,12 +41,12 @@ const ERRORS: Readonly<Record<number, Schema>> = restrictedGroupErrors(GROUP.api
  */
 export function registerSharedMemoryRoutes(scope: FastifyInstance, opts: { readonly sharedMemory: SystemSharedMemoryRegistry }): void {
   const { sharedMemory } = opts;
-  const statusDoc = { schema: routeDoc('System shared-memory regions', { response: STATUS_SCHEMA, errors: ERRORS }), config: GROUP };
+  const statusDoc = { schema: routeDoc('System shared-memory regions', { response: STATUS_SCHEMA, errors: ERRORS, tag: KSERVE_SHARED_MEMORY_TAG }), config: GROUP };
   scope.get('/systemsharedmemory/status', statusDoc, async () => sharedMemory.status());
   scope.get<{ Params: RegionParams }>('/systemsharedmemory/region/:region/status', statusDoc, async (request) => sharedMemory.status(request.params.region));
   scope.post<{ Params: RegionParams }>(
     '/systemsharedmemory/region/:region/register',
-    { schema: routeDoc('Register a system shared-memory region the client created', { body: REGISTER_SCHEMA, errors: ERRORS }), config: GROUP },
+    { schema: routeDoc('Register a system shared-memory region the client created', { body: REGISTER_SCHEMA, errors: ERRORS, tag: KSERVE_SHARED_MEMORY_TAG }), config: GROUP },
     async (request, reply) => {
       const { key, offset, byte_size: byteSize } = readBody(request);
       if (key === undefined) throw createError('SF_ERR_BAD_REQUEST', "Shared memory register request has no 'key' field");
@@ -56,7 +56,7 @@ export function registerSharedMemoryRoutes(scope: FastifyInstance, opts: { reado
       return emptyAnswer(reply);
     },
   );
-  const unregisterDoc = { schema: routeDoc('Unregister one system shared-memory region, or all of them', { errors: ERRORS }), config: GROUP };
+  const unregisterDoc = { schema: routeDoc('Unregister one system shared-memory region, or all of them', { errors: ERRORS, tag: KSERVE_SHARED_MEMORY_TAG }), config: GROUP };
   scope.post('/systemsharedmemory/unregister', unregisterDoc, async (_request, reply) => {
     sharedMemory.unregister();
     return emptyAnswer(reply);

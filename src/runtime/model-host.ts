@@ -7,7 +7,7 @@ import { EXECUTE_METHOD } from '../definition/tensor-interface-builder.js';
 import { ModuleExecutor } from '../inference/module-executor.js';
 import type { TensorModel } from '../inference/tensor-model-api.js';
 import { type ExecuteCall, type ExecuteOutcome, type OnResult, type SocketCall, type SocketInput, type TensorCall, type WireRequestInfo, type WireResult, reviveBuffers } from './wire-format.js';
-import { SocketInbox, SocketSession } from './socket-session.js';
+import { REFUSED_MESSAGE, SocketInbox, SocketSession } from './socket-session.js';
 import { now } from './request-accounting.js';
 import { describeValue, oneResultPerRequest } from './batch-results.js';
 import { type StreamEvent, StreamPump } from './stream-channel.js';
@@ -133,6 +133,7 @@ export class ModelHost {
     };
     const toChunk = (item: unknown): unknown => (item instanceof Uint8Array || typeof item === 'string' ? item : this.toPlain(socket?.response, item));
     const toMessage = (input: SocketInput): unknown => {
+      if (input.kind === 'refused') return REFUSED_MESSAGE;
       if (input.kind === 'binary') return reviveBuffers(input.value);
       return input.kind === 'json' && socket?.message && isObject(input.value) ? toDtoInstance(socket.message, input.value, false) : input.value;
     };

@@ -8,6 +8,9 @@ import type { SocketInput } from './wire-format.js';
  * as a credit-based stream (stream-channel.ts).
  */
 
+/** What the inbox holds in place of a refused message: taken in turn, never given to the method. */
+export const REFUSED_MESSAGE: unique symbol = Symbol('refused WebSocket message');
+
 /**
  * The client's messages as a @WebSocketEndpoint method sees them, in the instance's thread: an
  * async iterable fed by the connection. Each message the method takes is reported with
@@ -45,7 +48,7 @@ export class SocketInbox<T> implements AsyncIterable<T> {
       if (this.queued.length > 0) {
         const message = this.queued.shift()!;
         this.onTaken();
-        yield message;
+        if (message !== REFUSED_MESSAGE) yield message;
       } else if (this.ended) {
         return;
       } else {
@@ -113,6 +116,9 @@ export class SocketLink {
   readonly output: StreamChannel;
   /** Sizes of the messages sent and not yet taken, oldest first: the method takes them in order. */
   private readonly untakenSizes: number[] = [];
+  /** The answers to refused messages, by their place among the untaken ones. */
+  private readonly refusals = new Map<number, unknown>();
+  private takenCount = 0;
   private untakenBytes = 0;
   private onTaken?: () => void;
 
@@ -140,9 +146,24 @@ export class SocketLink {
     this.control.deliver(input);
   }
 
+  /**
+   * Answers a message the HTTP thread refused (invalid JSON, or a DTO that does not validate) in its
+   * turn: the answer goes out when the method asks for the message after the ones before it, so it
+   * follows whatever the method yielded for them, as an HTTP/1.1 pipeline's answers follow its requests.
+   */
+  refuse(answer: unknown): void {
+    this.refusals.set(this.takenCount + this.untakenSizes.length, answer);
+    this.send({ kind: 'refused' }, 0);
+  }
+
   /** The instance reports that the method took `units` messages. */
   taken(units: number): void {
-    for (const bytes of this.untakenSizes.splice(0, units)) this.untakenBytes -= bytes;
+    for (const bytes of this.untakenSizes.splice(0, units)) {
+      this.untakenBytes -= bytes;
+      const refusal = this.refusals.get(this.takenCount);
+      if (this.refusals.delete(this.takenCount)) this.output.interject(refusal);
+      this.takenCount++;
+    }
     this.onTaken?.();
   }
 

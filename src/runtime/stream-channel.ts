@@ -126,6 +126,11 @@ export class StreamPump implements StreamControl {
  * chunks an instance produces. Taking a chunk grants the producer one more, so what waits here is
  * bounded by the initial credit; `cancel()` asks the producer to stop.
  */
+/** A chunk the consumer's side adds to the stream: the producer sent it no credit for it. */
+class Interjected {
+  constructor(readonly value: unknown) {}
+}
+
 export class StreamChannel implements AsyncIterable<unknown> {
   private readonly buffered: unknown[] = [];
   private producing = true;
@@ -158,6 +163,13 @@ export class StreamChannel implements AsyncIterable<unknown> {
     this.wakeConsumer();
   }
 
+  /** Adds a chunk of the consumer's own after those delivered so far. */
+  interject(value: unknown): void {
+    if (!this.producing || this.cancelled) return;
+    this.buffered.push(new Interjected(value));
+    this.wakeConsumer();
+  }
+
   /** Ends the stream from outside, e.g. when the producing instance died. */
   fail(err: Error): void {
     if (!this.producing) return;
@@ -180,6 +192,10 @@ export class StreamChannel implements AsyncIterable<unknown> {
       for (;;) {
         if (this.buffered.length > 0) {
           const value = this.buffered.shift();
+          if (value instanceof Interjected) {
+            yield value.value;
+            continue;
+          }
           if (this.producing) this.control.grant(1);
           yield value;
         } else if (this.failure) {

@@ -54,7 +54,9 @@ export interface SocketCall {
 export type SocketInput =
   | { readonly kind: 'json'; readonly value: unknown }
   | { readonly kind: 'text'; readonly value: string }
-  | { readonly kind: 'binary'; readonly value: Uint8Array };
+  | { readonly kind: 'binary'; readonly value: Uint8Array }
+  /** Where a message the HTTP thread refused stood: the method never sees it (socket-session.ts). */
+  | { readonly kind: 'refused' };
 
 export interface ExecuteOutcome {
   readonly results: readonly WireResult[];

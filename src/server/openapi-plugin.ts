@@ -13,7 +13,14 @@ export interface OpenApiOptions {
   readonly title: string;
   readonly version: string;
   readonly description?: string;
+  /** Whether the KServe v2 and shared-memory routes are in the document (default true). */
+  readonly kserveRoutes?: boolean;
+  /** Whether Swagger UI and /openapi.json are served (default true); the schemas are registered either way, as routes use them. */
+  readonly served?: boolean;
 }
+
+/** The tags of the protocol routes every server has, which Swagger UI lists collapsed (collapseProtocolTags). */
+const PROTOCOL_TAG_PREFIX = 'KServe v2';
 
 /** JSON Schemas of the DTOs the served models use, with refs rewritten to fastify's shared-schema form (`Name#`). */
 export function collectDtoSchemas(definitions: readonly ModelDefinition[]): DtoSchemas {
@@ -142,7 +149,21 @@ export function errorResponse(description: string, code: SfErrorCode, ...args: s
   return { description, content: { 'application/json': { schema: { $ref: 'ErrorBody#' }, example: { error: createError(code, ...args).message, code } } } };
 }
 
-/** @fastify/swagger's per-route hook: it documents, and leaves the schemas fastify serializes with untouched. */
+function isProtocolRoute(schema: FastifySchema | undefined): boolean {
+  const tags = (schema as { tags?: unknown } | undefined)?.tags;
+  return Array.isArray(tags) && tags.some((tag) => typeof tag === 'string' && tag.startsWith(PROTOCOL_TAG_PREFIX));
+}
+
+/**
+ * @fastify/swagger's per-route hook: it documents, and leaves the schemas fastify serializes with
+ * untouched. Without `kserveRoutes` the protocol routes are left out, as FastAPI's
+ * `include_in_schema=False` leaves a route out: they still answer.
+ */
+function documentRoutes(kserveRoutes: boolean) {
+  return ({ schema, url }: { schema: FastifySchema; url: string }): { schema: FastifySchema; url: string } =>
+    !kserveRoutes && isProtocolRoute(schema) ? { schema: { ...schema, hide: true } as FastifySchema, url } : documentResponses({ schema, url });
+}
+
 function documentResponses({ schema, url }: { schema: FastifySchema; url: string }): { schema: FastifySchema; url: string } {
   const response = schema?.response as Record<string, JsonSchema> | undefined;
   if (!response) return { schema, url };
@@ -181,6 +202,25 @@ function noTryItOutOnWebSockets(): object {
   };
 }
 
+/**
+ * The KServe v2 tags start collapsed (Swagger UI's layout state, keyed `operations-tag`): a service
+ * with two endpoints of its own also answers some thirty protocol routes, which would fill the page.
+ * A click opens them as any tag.
+ */
+function collapseProtocolTags(): object {
+  type Shown = (thing: readonly string[], fallback?: boolean) => boolean;
+  return {
+    statePlugins: {
+      layout: {
+        wrapSelectors: {
+          isShown: (original: Shown) => (_state: unknown, thing: readonly string[], fallback?: boolean) =>
+            original(thing, thing[0] === 'operations-tag' && String(thing[1]).startsWith('KServe v2') ? false : fallback),
+        },
+      },
+    },
+  };
+}
+
 /** OpenAPI 3 at /openapi.json and Swagger UI at /docs; DTO schemas become named components. */
 export async function registerOpenApi(app: FastifyInstance, schemas: DtoSchemas, options: OpenApiOptions): Promise<void> {
   for (const [name, schema] of Object.entries(schemas)) app.addSchema({ ...schema, $id: name });
@@ -192,13 +232,15 @@ export async function registerOpenApi(app: FastifyInstance, schemas: DtoSchemas,
       info: { title: options.title, version: options.version, description: options.description },
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
-    transform: documentResponses,
+    transform: documentRoutes(options.kserveRoutes ?? true),
   });
+  if (options.served === false) return;
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     // The browser tab reads as FastAPI's does.
     theme: { title: `${options.title} - Swagger UI` },
-    uiConfig: { plugins: [downloadUrl, noTryItOutOnWebSockets] },
+    // FastAPI's layout: no top bar, so neither fastify's logo nor an "Explore" box with /docs/json.
+    uiConfig: { layout: 'BaseLayout', plugins: [downloadUrl, noTryItOutOnWebSockets, collapseProtocolTags] },
   });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 }

@@ -14,6 +14,8 @@ export interface SecurityOptions {
   readonly protectHealth?: boolean;
   /** Put `/metrics` behind the API key too (the scraper then needs the key). */
   readonly protectMetrics?: boolean;
+  /** Leave Swagger UI (/docs) and /openapi.json open with an API key set, as the probes are (`--docs public`). */
+  readonly publicDocs?: boolean;
   /** Origins whose browser pages may call the API; no CORS headers at all when absent or false. */
   readonly cors?: { readonly origins: readonly string[] | '*' } | false;
   /** At most `max` requests per client (IP address) in each `windowMs`; probes and metrics are not counted. */
@@ -91,7 +93,8 @@ export async function securityPlugin(app: FastifyInstance, options: SecurityOpti
     const verify = apiKeyVerifier(options.apiKey);
     const open = openRoutes(options);
     app.addHook('onRequest', async (request, reply) => {
-      if (open.has(routeOf(request))) return;
+      const route = routeOf(request);
+      if (open.has(route) || (options.publicDocs === true && isDocsRoute(route))) return;
       if (verify(presentedCredentials(request))) return;
       reply.header('www-authenticate', 'Bearer');
       throw createError('SF_ERR_UNAUTHORIZED');
@@ -124,6 +127,11 @@ export function securityServerOptions(options: SecurityOptions, tls?: TlsFiles):
 
 function openRoutes(options: SecurityOptions): ReadonlySet<string> {
   return new Set([...(options.protectHealth ? [] : HEALTH_ROUTES), ...(options.protectMetrics ? [] : METRICS_ROUTES)]);
+}
+
+/** /openapi.json and @fastify/swagger-ui's routes under /docs: its page, assets, theme and the document it loads. */
+function isDocsRoute(route: string): boolean {
+  return route === '/openapi.json' || route === '/docs' || route.startsWith('/docs/');
 }
 
 /** The matched route's pattern; '' for a path no route matches, which is never open. */

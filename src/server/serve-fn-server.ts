@@ -77,6 +77,12 @@ export interface ServeOptions {
   readonly modelControlMode?: ModelControlMode;
   /** API key, CORS, rate limit and request timeout (security-plugin.ts); all off when absent. */
   readonly security?: SecurityOptions;
+  /**
+   * Swagger UI and /openapi.json: `protected` (default) behind the API key when one is set, `public`
+   * open to all as the probes are, `off` not served (FastAPI's `docs_url=None, openapi_url=None`);
+   * `kserveRoutes: false` leaves the KServe v2 and shared-memory routes out of the document.
+   */
+  readonly docs?: { readonly access?: 'protected' | 'public' | 'off'; readonly kserveRoutes?: boolean };
   /** Serve HTTPS with this certificate and key. */
   readonly tls?: TlsFiles;
   /** Serve the inference protocol over gRPC too (KServe's GRPCInferenceService); off unless given. */
@@ -322,7 +328,7 @@ export class ServeFnServer {
     });
     installLingeringClose(app);
     installJsonBodyParser(app, this.jsonBodyLimit);
-    await securityPlugin(app, this.options.security ?? {});
+    await securityPlugin(app, { ...this.options.security, publicDocs: this.options.docs?.access === 'public' });
     await app.register(multipart, { limits: { fileSize: this.bodyLimit, fieldSize: this.bodyLimit } });
     const schemas = collectDtoSchemas(this.definitions);
     const project = await readProjectInfo({ moduleUrl: this.options.moduleUrl, folder: this.options.repository?.root });
@@ -330,6 +336,8 @@ export class ServeFnServer {
       title: this.options.title ?? project.title,
       version: this.options.version ?? project.version,
       description: this.definitions.map((d) => `**${d.name}** v${d.version}${d.description ? `: ${d.description}` : ''}`).join('\n\n'),
+      kserveRoutes: this.options.docs?.kserveRoutes,
+      served: this.options.docs?.access !== 'off',
     });
     await app.register(healthRoutes, { state: this.state });
     await app.register(metricsRoutes, { recorder: this.recorder });

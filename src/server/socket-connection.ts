@@ -125,11 +125,11 @@ export class SocketConnection {
     try {
       parsed = JSON.parse(text);
     } catch (err) {
-      this.sendError(createError('SF_ERR_MESSAGE_INVALID_JSON', (err as Error).message));
+      this.refuse(createError('SF_ERR_MESSAGE_INVALID_JSON', (err as Error).message));
       return;
     }
     if (jsonDepthExceeds(parsed)) {
-      this.sendError(createError('SF_ERR_BODY_TOO_DEEP', MAX_JSON_DEPTH));
+      this.refuse(createError('SF_ERR_BODY_TOO_DEEP', MAX_JSON_DEPTH));
       return;
     }
     try {
@@ -138,8 +138,12 @@ export class SocketConnection {
     } catch (err) {
       if (!(err instanceof RequestValidationError)) throw err;
       const invalid = createError('SF_ERR_MESSAGE_INVALID', err.message);
-      this.sendJson({ error: invalid.message, code: invalid.code, detail: err.detail });
+      if (!this.closed) this.link.refuse({ error: invalid.message, code: invalid.code, detail: err.detail });
     }
+  }
+
+  private refuse(err: ServeFnError): void {
+    if (!this.closed) this.link.refuse({ error: err.message, code: err.code });
   }
 
   private backlog(): number {

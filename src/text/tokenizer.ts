@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { Tokenizer, type Encoding } from 'tokenizers';
+import type { Encoding, Tokenizer } from 'tokenizers';
 import { createError } from '../errors/index.js';
 
 /*
@@ -57,9 +57,11 @@ export class TextTokenizer {
   static async fromFile(path: string): Promise<TextTokenizer> {
     const file = await readJson(path);
     if (file === undefined) throw createError('SF_ERR_TOKENIZER_INVALID', path, 'file not found');
+    // Imported here: its native library holds memory for the server's life, and most servers load no text model.
+    const { Tokenizer: NativeTokenizer } = await import('tokenizers');
     let native: Tokenizer;
     try {
-      native = Tokenizer.fromString(file.text);
+      native = NativeTokenizer.fromString(file.text);
     } catch (cause) {
       throw createError('SF_ERR_TOKENIZER_INVALID', path, (cause as Error).message, { cause });
     }

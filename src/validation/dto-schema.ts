@@ -1,5 +1,5 @@
 import { defaultMetadataStorage } from 'class-transformer/cjs/storage.js';
-import { getMetadataStorage } from 'class-validator';
+import { getMetadataStorage, ValidationTypes } from 'class-validator';
 import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
 import type { DtoClass } from '../metadata/records.js';
 
@@ -21,6 +21,7 @@ export function buildDtoSchemas(roots: readonly DtoClass[]): Record<string, Json
     // Without class-transformer's @Type records, an array of nested DTOs is documented as `Array`.
     classTransformerMetadataStorage: defaultMetadataStorage,
     refPointerPrefix: REF_PREFIX,
+    additionalConverters: { [ValidationTypes.NESTED_VALIDATION]: nestedSchema },
   }) as Record<string, JsonSchema>;
   const selected: Record<string, JsonSchema> = {};
   const pending = roots.map((dto) => dto.name);
@@ -29,6 +30,19 @@ export function buildDtoSchemas(roots: readonly DtoClass[]): Record<string, Json
     selected[name] = resolveRefs(all[name], all, pending) as JsonSchema;
   }
   return selected;
+}
+
+/**
+ * class-validator validates every item of an array under a plain `@ValidateNested()`, but
+ * class-validator-jsonschema documents an array only for `{ each: true }`, and otherwise a `$ref` to
+ * the item class as if the field held one object: the field's declared type decides here.
+ */
+function nestedSchema(meta: { target: object | string; propertyName: string; each?: boolean }): JsonSchema {
+  if (typeof meta.target !== 'function') return {};
+  const declared: unknown = Reflect.getMetadata('design:type', meta.target.prototype, meta.propertyName);
+  const item: unknown = defaultMetadataStorage.findTypeMetadata(meta.target, meta.propertyName)?.typeFunction() ?? declared;
+  const schema = typeof item === 'function' && item !== Array && item !== Object ? { $ref: `${REF_PREFIX}${item.name}` } : {};
+  return declared === Array && meta.each !== true ? { type: 'array', items: schema } : schema;
 }
 
 /**

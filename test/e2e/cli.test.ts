@@ -201,6 +201,11 @@ describe('serve-fn dev', () => {
       }
       const inPlace = await answerAfter(() => writeFileSync(file, source.replace("'hello'", "'bonjour'")), 'bonjour');
       expect(cli.output()).toMatch(/greeter\.ts changed, reloading/);
+      // Each save is named once, by the saved file: not by sed's temporary file, not twice.
+      const reloads = cli.output().split('\n').filter((line) => line.includes('changed, reloading'));
+      expect(reloads.every((line) => line.endsWith('serve-fn dev: greeter.ts changed, reloading'))).toBe(true);
+      expect(reloads).toHaveLength(4);
+      expect(cli.output()).toMatch(/serve-fn dev: reloaded in \d+ ms/);
       console.info(`serve-fn dev reload, save to new answer: sed -i ${renamed.join(', ')} ms; in place ${inPlace} ms`);
     } finally {
       expect(await cli.stop()).toBe(0);

@@ -26,6 +26,10 @@ describe('a model that fails with a secret in its message', () => {
       expect(logged).toHaveLength(1);
       expect(logged[0]).toContain('db password is hunter2');
       expect(logged[0]).toMatch(/leaky-model\.ts:\d+/);
+      // The message says what the model threw once; its cause is logged beside it, not appended to it.
+      const { err } = JSON.parse(logged[0]) as { err: { message: string; cause: { message: string } } };
+      expect(err.message.split('db password is hunter2')).toHaveLength(2);
+      expect(err.cause.message).toBe('db password is hunter2');
     } finally {
       await cli.stop();
     }

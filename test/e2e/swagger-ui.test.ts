@@ -47,6 +47,24 @@ describe('Swagger UI in Chromium', () => {
     await page.screenshot({ path: join(REPO_ROOT, 'test', '.tmp', 'swagger-ui.png'), fullPage: true });
   });
 
+  it("shows no top bar (fastify's logo, an Explore box) and lists the KServe v2 tags collapsed below the models' own", async () => {
+    const page = await browser.newPage();
+    await page.goto(`${cli.base}/docs`);
+    await page.waitForSelector('.opblock-summary-path', { timeout: 20_000 });
+    expect(await page.locator('.topbar').count()).toBe(0);
+    const tags = (await page.locator('.opblock-tag-section').evaluateAll((sections) =>
+      sections.map((section) => ({ tag: section.querySelector('.opblock-tag')?.getAttribute('data-tag'), open: section.classList.contains('is-open') })),
+    )) as { tag: string; open: boolean }[];
+    const kserve = tags.filter((t) => t.tag.startsWith('KServe v2'));
+    expect(kserve.map((t) => t.tag)).toEqual(['KServe v2 inference protocol', 'KServe v2 shared memory']);
+    expect(kserve.every((t) => !t.open)).toBe(true);
+    expect(tags.filter((t) => !t.tag.startsWith('KServe v2') && t.tag !== 'health').every((t) => t.open)).toBe(true);
+    expect(tags.findIndex((t) => t.tag.startsWith('KServe v2'))).toBeGreaterThan(0);
+    // A click opens a collapsed tag, as any other.
+    await page.locator('.opblock-tag[data-tag="KServe v2 inference protocol"]').click();
+    await expect.poll(() => page.locator('.opblock-tag-section.is-open .opblock-tag[data-tag="KServe v2 inference protocol"]').count()).toBe(1);
+  });
+
   it("shows the project's title and version, not serve-fn's", async () => {
     const page = await browser.newPage();
     await page.goto(`${cli.base}/docs`);

@@ -87,3 +87,79 @@ describe('a project that installs serve-fn by file: next to its own tsyringe', (
     expect(((await res.json()) as { modelDir: string }).modelDir).toBe(project);
   });
 });
+
+/** A nested DTO written as the README shows it, in a project that installs class-validator but not class-transformer. */
+const NESTED_MODEL = `
+import { ArrayMaxSize, IsNumber, IsString, ValidateNested } from 'class-validator';
+import { Endpoint, Model, Type } from 'serve-fn';
+
+class TopicScore {
+  @IsString() topic!: string;
+  @IsNumber() score!: number;
+  percent(): number {
+    return Math.round(this.score * 100);
+  }
+}
+
+class RankRequest {
+  @ValidateNested() @ArrayMaxSize(8) @Type(() => TopicScore) scores!: TopicScore[];
+}
+
+class RankResponse {
+  @IsString() best!: string;
+  @IsNumber() percent!: number;
+}
+
+@Model({ name: 'ranker' })
+export class Ranker {
+  @Endpoint('/rank', { body: RankRequest, response: RankResponse })
+  rank(req: RankRequest): RankResponse {
+    const best = [...req.scores].sort((a, b) => b.score - a.score)[0];
+    return { best: best.topic, percent: best.percent() };
+  }
+}
+`;
+
+describe('nested DTOs in a project that has only serve-fn and class-validator', () => {
+  const project = realpathSync(mkdtempSync(join(tmpdir(), 'serve-fn-nested-')));
+  let cli: RunningCli;
+
+  beforeAll(async () => {
+    const modules = join(project, 'node_modules');
+    mkdirSync(modules);
+    symlinkSync(REPO_ROOT, join(modules, 'serve-fn'), 'dir');
+    for (const name of ['class-validator', 'reflect-metadata']) symlinkSync(join(REPO_ROOT, 'node_modules', name), join(modules, name), 'dir');
+    writeFileSync(join(project, 'package.json'), JSON.stringify({ type: 'module', dependencies: { 'serve-fn': `file:${REPO_ROOT}`, 'class-validator': '0.15.1' } }));
+    writeFileSync(join(project, 'index.ts'), NESTED_MODEL);
+    cli = await startCli(['start', project]);
+    await cli.waitForOutput(/serve-fn ready/, 60_000);
+  }, 90_000);
+
+  afterAll(async () => {
+    await cli?.stop();
+    rmSync(project, { recursive: true, force: true });
+  });
+
+  const rank = (body: unknown) => fetch(`${cli.base}/rank`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+  it('turns each nested item into an instance of its class', async () => {
+    const res = await rank({ scores: [{ topic: 'sport', score: 0.2 }, { topic: 'music', score: 0.7 }] });
+    expect(res.status, cli.output()).toBe(200);
+    expect(await res.json()).toEqual({ best: 'music', percent: 70 });
+  });
+
+  it('validates each nested item, naming it in loc', async () => {
+    const res = await rank({ scores: [{ topic: 'sport', score: 0.2 }, { topic: 'music', score: 'high' }] });
+    expect(res.status).toBe(422);
+    const { detail } = (await res.json()) as { detail: { loc: (string | number)[] }[] };
+    expect(detail.map((d) => d.loc)).toEqual([['body', 'scores', 1, 'score']]);
+  });
+
+  it('documents the nested class as a component that its $ref resolves to', async () => {
+    const doc = (await (await fetch(`${cli.base}/openapi.json`)).json()) as { components: { schemas: Record<string, { properties: Record<string, unknown> }> } };
+    const scores = doc.components.schemas.RankRequest.properties.scores as { type: string; items: { $ref: string } };
+    expect(scores.type).toBe('array');
+    expect(scores.items.$ref).toBe('#/components/schemas/TopicScore');
+    expect(doc.components.schemas.TopicScore.properties).toHaveProperty('score');
+  });
+});

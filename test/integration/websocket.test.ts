@@ -95,6 +95,23 @@ describe('a @WebSocketEndpoint on two worker-thread instances', () => {
     expect((await c.closed).code).toBe(1005);
   });
 
+  it('answers an invalid message after the replies to the messages sent before it, and before those after', async () => {
+    const c = new Client();
+    await c.next();
+    for (let i = 1; i <= 20; i++) c.send({ op: 'echo', text: `m${i}` });
+    c.send({ op: 'shout' });
+    c.send('{not json');
+    c.send({ op: 'echo', text: 'after' });
+    const answers: string[] = [];
+    for (let i = 0; i < 23; i++) {
+      const answer = await c.next();
+      answers.push(answer.code ?? answer.text);
+    }
+    expect(answers).toEqual([...Array.from({ length: 20 }, (_, i) => `m${i + 1}`), 'SF_ERR_MESSAGE_INVALID', 'SF_ERR_MESSAGE_INVALID_JSON', 'after']);
+    c.ws.close();
+    await c.closed;
+  });
+
   it('hands binary messages over as Buffers and sends Buffers back as binary frames', async () => {
     const c = new Client();
     await c.next();

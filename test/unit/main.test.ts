@@ -90,3 +90,64 @@ describe('serve-fn dev flags', () => {
     expect(commands.dev).toHaveBeenCalledWith('models.ts', expect.objectContaining({ bodyLimit: 1000, jsonBodyLimit: 100 }));
   });
 });
+
+/** A command's help as `serve-fn <command> --help` prints it. */
+function helpOf(name: string): string {
+  const command = buildProgram().commands.find((c) => c.name() === name)!;
+  return command.helpInformation();
+}
+
+describe('serve-fn help', () => {
+  it('start: lists --host and --port first, leaves out the internal --dev, and groups the text-model flags last under their own heading', () => {
+    const help = helpOf('start');
+    expect(help).not.toMatch(/^\s+--dev\b/m);
+    const at = (flag: string) => help.search(new RegExp(`^\\s+${flag}\\b`, 'm'));
+    expect(at('--host')).toBeGreaterThan(-1);
+    expect(at('--host')).toBeLessThan(at('--body-limit'));
+    const heading = help.indexOf("Text models (TEI's flags and variables):");
+    expect(heading).toBeGreaterThan(at('--restart-limit'));
+    expect(at('--max-batch-tokens')).toBeGreaterThan(heading);
+  });
+
+  it('writes every default and variable in one notation, (default: …, env: NAME)', () => {
+    const help = helpOf('start') + helpOf('dev');
+    expect(help).not.toMatch(/\(env [A-Z]/);
+    expect(help).not.toMatch(/\(default [^:]/);
+    expect(help).not.toMatch(/\) \(env:/);
+    expect(help).toMatch(/\(default: 8000, env: SERVE_FN_PORT\)/);
+    expect(help).toMatch(/\(default: 16384, env: MAX_BATCH_TOKENS\)/);
+    expect(help).toMatch(/\(default: 5000, env: SERVE_FN_SHUTDOWN_DELAY_MS\)/);
+  });
+
+  it('new: states its --serve-fn default once', () => {
+    expect(helpOf('new').match(/default/g)).toHaveLength(2);
+    expect(helpOf('new')).toMatch(/\(default: this installation\)/);
+  });
+});
+
+describe('serve-fn start --log-level and --api-key', () => {
+  it('passes them to the start command, beside their variables', async () => {
+    await parse('start', 'models.ts', '--log-level', 'warn', '--api-key', 's3cret-key');
+    expect(commands.start).toHaveBeenCalledWith(['models.ts'], expect.objectContaining({ logLevel: 'warn', apiKey: 's3cret-key' }));
+  });
+
+  it('takes the level from SERVE_FN_LOG_LEVEL and refuses one pino does not have', async () => {
+    vi.stubEnv('SERVE_FN_LOG_LEVEL', 'debug');
+    try {
+      await parse('start', 'models.ts');
+      expect(commands.start).toHaveBeenCalledWith(['models.ts'], expect.objectContaining({ logLevel: 'debug' }));
+    } finally {
+      vi.unstubAllEnvs();
+    }
+    await expect(parse('start', 'models.ts', '--log-level', 'loud')).rejects.toThrow(/Allowed choices are fatal, error, warn, info, debug, trace, silent/);
+  });
+});
+
+describe('serve-fn start --docs and --docs-kserve', () => {
+  it('passes the docs access and whether the KServe routes are documented', async () => {
+    await parse('start', 'models.ts', '--docs', 'public', '--docs-kserve', 'false');
+    expect(commands.start).toHaveBeenCalledWith(['models.ts'], expect.objectContaining({ docs: { access: 'public', kserveRoutes: false } }));
+    await parse('start', 'models.ts');
+    expect(commands.start).toHaveBeenLastCalledWith(['models.ts'], expect.objectContaining({ docs: { access: 'protected', kserveRoutes: true } }));
+  });
+});

@@ -106,10 +106,11 @@ describe('SocketConnection input', () => {
     socket.emit('message', Buffer.from('{"n": 2}'), false);
     await settle();
     expect(delivered.map((d) => d.kind)).toEqual(['json', 'binary', 'json']);
-    expect(delivered[0].value).toBeInstanceOf(Count);
-    expect({ ...(delivered[0].value as Count) }).toEqual({ n: 1 });
-    expect(delivered[1].value).toEqual(new Uint8Array([9, 8]));
-    expect({ ...(delivered[2].value as Count) }).toEqual({ n: 2 });
+    const values = delivered.map((d) => ('value' in d ? d.value : undefined));
+    expect(values[0]).toBeInstanceOf(Count);
+    expect({ ...(values[0] as Count) }).toEqual({ n: 1 });
+    expect(values[1]).toEqual(new Uint8Array([9, 8]));
+    expect({ ...(values[2] as Count) }).toEqual({ n: 2 });
     link.close();
   });
 
@@ -121,12 +122,15 @@ describe('SocketConnection input', () => {
     link.close();
   });
 
-  it('answers invalid JSON and invalid messages with error messages and does not pass them on', async () => {
+  it('answers invalid JSON and invalid messages with error messages in their turn and does not pass them on', async () => {
     const { socket, delivered, link } = connect({ endpoint: endpoint({ message: Count }) });
     socket.emit('message', Buffer.from('{"n":'), false);
     socket.emit('message', Buffer.from('{"n": "three"}'), false);
     await settle();
-    expect(delivered).toEqual([]);
+    expect(delivered).toEqual([{ kind: 'refused' }, { kind: 'refused' }]);
+    expect(socket.sent).toEqual([]);
+    link.taken(2);
+    await settle();
     expect(socket.sent[0].data).toMatchObject({ code: 'SF_ERR_MESSAGE_INVALID_JSON' });
     expect(socket.sent[1].data).toEqual({
       error: 'Message failed validation: message.n: n must be an integer number',
@@ -142,8 +146,10 @@ describe('SocketConnection input', () => {
     socket.emit('message', Buffer.from(`{"n":${'['.repeat(10_000)}${']'.repeat(10_000)}}`), false);
     socket.emit('message', Buffer.from('{"n": 3}'), false);
     await settle();
+    link.taken(1);
+    await settle();
     expect(socket.sent.map((s) => s.data)).toEqual([{ error: 'Request body nests arrays and objects deeper than 128 levels.', code: 'SF_ERR_BODY_TOO_DEEP' }]);
-    expect(delivered).toEqual([{ kind: 'json', value: Object.assign(new Count(), { n: 3 }) }]);
+    expect(delivered).toEqual([{ kind: 'refused' }, { kind: 'json', value: Object.assign(new Count(), { n: 3 }) }]);
     expect(socket.closedWith).toBeUndefined();
     link.close();
   });
