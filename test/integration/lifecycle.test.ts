@@ -60,9 +60,10 @@ describe('a model on worker threads, from start to close', () => {
       endpoints: [{ method: 'POST', path: '/slow', batch: null }],
     };
     const modelDir = fileURLToPath(fixtures).replace(/\/$/, '');
+    // ctx.logger is a pino logger, which JSON writes as {}.
     expect(contexts).toEqual([
-      { modelName: 'journaled', modelVersion: '3', instanceName: 'journaled_0', instanceIndex: 0, instanceCount: 2, deviceKind: 'gpu', deviceId: 4, modelDir, config },
-      { modelName: 'journaled', modelVersion: '3', instanceName: 'journaled_1', instanceIndex: 1, instanceCount: 2, deviceKind: 'gpu', deviceId: 7, modelDir, config },
+      { modelName: 'journaled', modelVersion: '3', instanceName: 'journaled_0', instanceIndex: 0, instanceCount: 2, deviceKind: 'gpu', deviceId: 4, modelDir, config, logger: {} },
+      { modelName: 'journaled', modelVersion: '3', instanceName: 'journaled_1', instanceIndex: 1, instanceCount: 2, deviceKind: 'gpu', deviceId: 7, modelDir, config, logger: {} },
     ]);
   });
 
