@@ -1,5 +1,5 @@
 import swc from 'unplugin-swc';
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 // esbuild (vitest's default transform) emits no `design:paramtypes`, which tsyringe and the
 // @Batch signature check read, so tests compile through SWC like the CLI does.
@@ -7,6 +7,8 @@ export default defineConfig({
   plugins: [swc.vite({ jsc: { parser: { syntax: 'typescript', decorators: true }, transform: { decoratorMetadata: true, legacyDecorator: true }, target: 'es2022' } })],
   test: {
     include: ['test/**/*.test.ts'],
+    // test/.tmp holds copies of the checkout (test/e2e/packed-serve-fn.ts packs one): never their tests.
+    exclude: [...configDefaults.exclude, 'test/.tmp/**'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
