@@ -176,7 +176,10 @@ export class SequenceModelRuntime implements TensorRuntime {
     }
   }
 
-  /** Sends instance `index`, when idle, the oldest waiting request of each of up to maxRows sequences. */
+  /**
+   * Sends instance `index`, when idle, the oldest waiting request of each of up to maxRows sequences
+   * whose inputs have the oldest one's shapes (one execution); the others wait for the next.
+   */
   private pump(index: number): void {
     const lane = this.lanes[index];
     if (lane.size === 0) return;
@@ -188,6 +191,7 @@ export class SequenceModelRuntime implements TensorRuntime {
       if (taken.length === this.maxRows) break;
       if (sequences.has(waiting.route.key)) continue;
       sequences.add(waiting.route.key);
+      if (taken.length > 0 && waiting.queued.request.signature !== taken[0].queued.request.signature) continue;
       lane.remove(waiting.link!);
       waiting.link = undefined;
       waiting.detach?.();
@@ -197,7 +201,7 @@ export class SequenceModelRuntime implements TensorRuntime {
   }
 
   private async run(acquired: Acquired, taken: readonly Waiting[]): Promise<void> {
-    const results = await this.engine.runTensorBatch(taken.map((w) => w.queued), this.maxRows, acquired);
+    const results = await this.engine.runTensorBatch(taken.map((w) => w.queued), acquired);
     taken.forEach((waiting, i) => {
       const result = results[i];
       if (result instanceof Error) waiting.reject(result);

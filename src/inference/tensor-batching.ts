@@ -81,33 +81,3 @@ export function batchSignature(inputs: readonly Tensor[]): string {
     .sort()
     .join(';');
 }
-
-export interface BatchItem {
-  readonly signature: string;
-  /** Rows the request adds to dimension 0 (1 for models without batching). */
-  readonly rows: number;
-}
-
-/**
- * Splits one batch from the dynamic batcher into executions: requests of one signature together,
- * in arrival order, each execution holding at most `maxRows` rows (the batcher counts requests,
- * while Triton's max_batch_size counts rows). Returns indices into `items`.
- */
-export function planExecutions(items: readonly BatchItem[], maxRows: number): number[][] {
-  const bySignature = new Map<string, number[][]>();
-  const executions: number[][] = [];
-  items.forEach((item, index) => {
-    let groups = bySignature.get(item.signature);
-    if (!groups) bySignature.set(item.signature, (groups = []));
-    const open = groups[groups.length - 1];
-    const used = open?.reduce((sum, i) => sum + items[i].rows, 0) ?? 0;
-    if (open && used + item.rows <= maxRows) {
-      open.push(index);
-    } else {
-      const created = [index];
-      groups.push(created);
-      executions.push(created);
-    }
-  });
-  return executions;
-}

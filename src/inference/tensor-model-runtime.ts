@@ -22,15 +22,13 @@ export interface TensorRuntime {
 }
 
 export interface TensorModelRuntimeOptions extends InstanceEngineOptions {
-  /** Most rows one execution may hold: max(1, max_batch_size). */
-  readonly maxRows: number;
+  /** Its maxBatchSize counts rows: max(1, max_batch_size) with dynamic batching, else 1. */
   readonly policy: BatchPolicy;
 }
 
 /**
  * A repository model version on the instance engine (worker threads hosting TensorModelHost) behind
- * one dynamic batcher. A batch the batcher forms is split into executions by shape signature and
- * row count (see InstanceEngine.runTensorBatch), run one after another on the instance the batch was given.
+ * one dynamic batcher, each of whose batches is one execution (see InstanceEngine.tensorBatcher).
  */
 export class TensorModelRuntime implements TensorRuntime {
   private readonly engine: InstanceEngine;
@@ -47,7 +45,7 @@ export class TensorModelRuntime implements TensorRuntime {
         if (!this.engine.available) this.turns.notify();
       },
     });
-    this.batcher = this.engine.batcher<QueuedTensorRequest, TensorWireResult>(`${name} version ${version}`, options.policy, (batch) => this.engine.runTensorBatch(batch.map((entry) => entry.payload), options.maxRows), { queueBehind: true });
+    this.batcher = this.engine.tensorBatcher(`${name} version ${version}`, options.policy);
   }
 
   start(): Promise<void> {

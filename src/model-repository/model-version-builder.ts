@@ -107,7 +107,7 @@ async function buildTensorModel(source: ModelSource, kind: TensorModelKind, vers
   };
   const runtime = sequence
     ? new SequenceModelRuntime({ ...common, maxBatchSize: config.max_batch_size, idleUs: sequence.idleUs, controls: sequence.controls })
-    : new TensorModelRuntime({ ...common, policy: batchPolicy(config, version), maxRows: Math.max(1, config.max_batch_size) });
+    : new TensorModelRuntime({ ...common, policy: batchPolicy(config, version) });
   const warmups = warmupRuns(config, tensors.inputs, source.dir);
   if (info.decoupled && runtime instanceof TensorModelRuntime) return new DecoupledModelVersion(info, runtime, warmups);
   return new TensorModelVersion(info, runtime, warmups);

@@ -36,9 +36,31 @@ export interface BatcherHooks<T, R> {
    * runs, alone. With `minFill`, a batch is the oldest request and the queued ones nearest its
    * cost, for as long as at least that share of its padded cost is real (texts of about one length
    * together, so padding wastes little); the oldest always goes, so none waits for ever. For
-   * batchers without priority levels.
+   * batchers without priority levels, `rows` or `joins`.
    */
   readonly budget?: { readonly limit: number; readonly minFill?: number; cost(payload: T): number };
+  /**
+   * How many rows a request adds to its batch (Triton's `request->BatchSize()`): maxBatchSize then
+   * counts rows, not requests. Without it every request is one row. A request of more rows than
+   * maxBatchSize still runs, alone (the caller refuses such requests before they are queued).
+   */
+  rows?(payload: T): number;
+  /**
+   * Whether `next` may join the batch `first` opened (Triton's `enforce_equal_shape_tensors` and
+   * `CustomBatchIncl`). As in Triton, the batch closes before the first request that does not
+   * join, and goes at once: waiting cannot grow it. Requests never overtake one another, so
+   * interleaved kinds (A, B, A) make batches of one kind each (A | B | A).
+   */
+  joins?(first: T, next: T): boolean;
+}
+
+/** The batch the queue's head forms now: how many requests, and whether waiting could grow it. */
+interface NextBatch {
+  readonly size: number;
+  /** It holds maxBatchSize rows, or the next request does not fit (rows, joins, budget). */
+  readonly full: boolean;
+  /** The most of its requests that make a preferred batch size in rows; 0 for none. */
+  readonly preferred: number;
 }
 
 export interface SubmitOptions {
@@ -250,29 +272,55 @@ export class DynamicBatcher<T, R> {
     }
   }
 
-  /** The size of the next batch when waiting cannot grow it (it holds maxBatchSize requests, or its budget is spent), else 0. */
+  /** The size of the next batch when waiting cannot grow it, else 0. */
   private fullBatchSize(): number {
-    const { maxBatchSize } = this.policy;
-    const size = this.withinBudget(Math.min(this.queues.size, maxBatchSize));
-    return this.queues.size >= maxBatchSize || size < this.queues.size ? size : 0;
+    const next = this.nextBatch();
+    return next.full ? next.size : 0;
   }
 
-  /** How many of the next `count` requests fit the budget together (at least one: a request alone always runs). */
-  private withinBudget(count: number): number {
-    const budget = this.hooks.budget;
-    return budget === undefined ? count : this.queues.countPadded(count, budget.limit, (request) => budget.cost(request.entry.payload));
+  /**
+   * Triton's GetDynamicBatch admission: the requests at the head of the queue, in batch order, up
+   * to the first that does not fit: over maxBatchSize rows, not joining the first, or over the
+   * budget. The first request always goes, so a request that fits no batch still runs, alone.
+   */
+  private nextBatch(): NextBatch {
+    const { maxBatchSize, preferredBatchSizes } = this.policy;
+    const { rows, joins, budget } = this.hooks;
+    if (rows === undefined && joins === undefined && budget === undefined) {
+      const size = Math.min(this.queues.size, maxBatchSize);
+      return { size, full: this.queues.size >= maxBatchSize, preferred: largestPreferred(preferredBatchSizes, size) };
+    }
+    let size = 0;
+    let batchRows = 0;
+    let widest = 0;
+    let preferred = 0;
+    let first: T | undefined;
+    for (const request of this.queues.inBatchOrder()) {
+      const payload = request.entry.payload;
+      const added = rows?.(payload) ?? 1;
+      const cost = budget === undefined ? 0 : Math.max(widest, budget.cost(payload));
+      if (first !== undefined) {
+        const fits = batchRows + added <= maxBatchSize && (joins?.(first, payload) ?? true) && (budget === undefined || cost * (size + 1) <= budget.limit);
+        if (!fits) return { size, full: true, preferred };
+      }
+      first ??= payload;
+      size++;
+      batchRows += added;
+      widest = cost;
+      if (preferredBatchSizes.includes(batchRows)) preferred = size;
+      if (batchRows >= maxBatchSize) return { size, full: true, preferred };
+    }
+    return { size, full: false, preferred };
   }
 
   /** Triton's GetDynamicBatch rules; 0 means wait, with the timer armed for the queue delay. */
   private readyBatchSize(now: number): number {
-    const { maxBatchSize, preferredBatchSizes, maxQueueDelayUs } = this.policy;
-    const fits = this.withinBudget(Math.min(this.queues.size, maxBatchSize));
-    const preferred = largestPreferred(preferredBatchSizes, fits);
-    if (preferred > 0) return preferred;
-    const budgetSpent = fits < Math.min(this.queues.size, maxBatchSize);
-    if (this.queues.size >= maxBatchSize || budgetSpent || maxQueueDelayUs === 0 || this.draining) return fits;
+    const { maxQueueDelayUs } = this.policy;
+    const next = this.nextBatch();
+    if (next.preferred > 0) return next.preferred;
+    if (next.full || maxQueueDelayUs === 0 || this.draining) return next.size;
     const dueAtUs = this.queues.oldestEnqueuedAtUs() + maxQueueDelayUs;
-    if (now >= dueAtUs) return fits;
+    if (now >= dueAtUs) return next.size;
     this.armBatchTimer(dueAtUs, now);
     return 0;
   }

@@ -1,11 +1,10 @@
 import type { SocketContext } from '../definition/model-context.js';
 import { createError, deserializeError, type ServeFnError } from '../errors/index.js';
 import type { ValidatedRequest } from '../inference/request-validation.js';
-import { planExecutions } from '../inference/tensor-batching.js';
 import type { TensorWireRequest, TensorWireResult } from '../inference/tensor-model-plan.js';
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { BatchPolicy } from './batch-policy.js';
-import { DynamicBatcher, type BatchEntry, type SubmitOptions } from './dynamic-batcher.js';
+import { DynamicBatcher, type BatchEntry, type BatcherHooks, type SubmitOptions } from './dynamic-batcher.js';
 import { InstancePool, type Acquired, type PoolEvents, type RestartPolicy } from './instance-pool.js';
 import type { InstanceFactory, ModelInstance } from './model-instance.js';
 import type { Attributes } from '@opentelemetry/api';
@@ -85,16 +84,32 @@ export class InstanceEngine {
 
   /**
    * A dynamic batcher fed by this engine's instances. `queueBehind` batches (not streams, which hold
-   * their instance until they end) may queue behind a busy instance's running one.
+   * their instance until they end) may queue behind a busy instance's running one; `rows` and
+   * `joins` shape its batches (see BatcherHooks).
    */
-  batcher<T, R>(owner: string, policy: BatchPolicy, execute: (batch: readonly BatchEntry<T>[], answer: (index: number, result: R | Error) => void) => Promise<ReadonlyArray<R | Error>>, options: { readonly queueBehind: boolean }): DynamicBatcher<T, R> {
+  batcher<T, R>(owner: string, policy: BatchPolicy, execute: (batch: readonly BatchEntry<T>[], answer: (index: number, result: R | Error) => void) => Promise<ReadonlyArray<R | Error>>, options: { readonly queueBehind: boolean } & Pick<BatcherHooks<T, R>, 'rows' | 'joins'>): DynamicBatcher<T, R> {
     const batcher = new DynamicBatcher<T, R>(owner, policy, {
       idleInstances: () => this.pool.idleCount,
       queueBehindInstances: options.queueBehind ? () => this.pool.queueBehindCount : undefined,
       execute,
+      rows: options.rows,
+      joins: options.joins,
     });
     this.schedulers.push(batcher);
     return batcher;
+  }
+
+  /**
+   * A dynamic batcher of tensor requests whose every batch is one execution, as Triton's dynamic
+   * batcher forms them: `policy.maxBatchSize` counts rows (max_batch_size), and only requests whose
+   * inputs have equal shapes beyond dimension 0 share a batch (`enforce_equal_shape_tensors`).
+   */
+  tensorBatcher(owner: string, policy: BatchPolicy): DynamicBatcher<QueuedTensorRequest, TensorWireResult> {
+    return this.batcher<QueuedTensorRequest, TensorWireResult>(owner, policy, (batch) => this.runTensorBatch(batch.map((entry) => entry.payload)), {
+      queueBehind: true,
+      rows: (queued) => queued.request.rows,
+      joins: (first, next) => first.request.signature === next.request.signature,
+    });
   }
 
   /** Starts every instance; if one fails, the others are stopped and the error is thrown. */
@@ -181,34 +196,25 @@ export class InstanceEngine {
   }
 
   /**
-   * Runs the tensor requests the scheduler gave one instance: split into executions by shape
-   * signature and row count (see planExecutions, at most `maxRows` rows each), run one after another,
-   * each counted as Triton counts executions. Resolves one result or Error per request, in order.
+   * Runs the tensor requests the scheduler gave one instance as one execution (they share their
+   * shapes beyond dimension 0), counted as Triton counts executions. Resolves one result or Error
+   * per request, in order.
    */
-  runTensorBatch(batch: readonly QueuedTensorRequest[], maxRows: number, acquired?: Acquired): Promise<(TensorWireResult | Error)[]> {
+  runTensorBatch(batch: readonly QueuedTensorRequest[], acquired?: Acquired): Promise<(TensorWireResult | Error)[]> {
     return this.runBatch(
       batch,
-      async (instance, _sent, queuedBehind) => {
-        const results: (TensorWireResult | Error)[] = [];
-        const requests = batch.map((queued) => queued.request);
-        for (const [g, group] of planExecutions(requests, maxRows).entries()) {
-          const sent = now();
-          try {
-            const outcome = await instance.execute(tensorCall(group.map((i) => requests[i].wire)));
-            // Only the first execution can have waited behind the instance's previous batch.
-            const started = batchStartMs(sent, outcome, queuedBehind && g === 0);
-            if (g === 0) for (const queued of batch) queued.dispatchedMs = started;
-            const rows = group.reduce((sum, i) => sum + requests[i].rows, 0);
-            this.recordExecution(group.map((i) => batch[i]), Math.max(1, rows), outcome, started);
-            group.forEach((i, k) => {
-              const result = outcome.results[k];
-              results[i] = result.ok ? (result.value as TensorWireResult) : deserializeError(result.error);
-            });
-          } catch (err) {
-            for (const i of group) results[i] = err instanceof Error ? err : new Error(String(err));
-          }
+      async (instance, sent, queuedBehind) => {
+        try {
+          const outcome = await instance.execute(tensorCall(batch.map((queued) => queued.request.wire)));
+          const started = batchStartMs(sent, outcome, queuedBehind);
+          for (const queued of batch) queued.dispatchedMs = started;
+          const rows = batch.reduce((sum, queued) => sum + queued.request.rows, 0);
+          this.recordExecution(batch, Math.max(1, rows), outcome, started);
+          return outcome.results.map((result) => (result.ok ? (result.value as TensorWireResult) : deserializeError(result.error)));
+        } catch (err) {
+          const error = err instanceof Error ? err : new Error(String(err));
+          return batch.map(() => error);
         }
-        return results;
       },
       acquired,
     );

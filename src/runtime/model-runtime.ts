@@ -55,8 +55,9 @@ export class ModelRuntime {
     }
     const tensors = definition.tensors;
     if (tensors) {
-      const maxRows = Math.max(1, tensors.maxBatchSize);
-      this.tensorBatcher = this.engine.batcher<QueuedTensorRequest, TensorWireResult>(`${definition.className}.${EXECUTE_METHOD}`, tensors.batch ?? UNBATCHED_POLICY, (batch) => this.engine.runTensorBatch(batch.map((entry) => entry.payload), maxRows), { queueBehind: true });
+      // Batches hold up to the interface's max_batch_size rows, which Triton's dynamic batcher takes as its limit.
+      const policy = tensors.batch ? { ...tensors.batch, maxBatchSize: Math.max(1, tensors.maxBatchSize) } : UNBATCHED_POLICY;
+      this.tensorBatcher = this.engine.tensorBatcher(`${definition.className}.${EXECUTE_METHOD}`, policy);
     }
   }
 

@@ -65,7 +65,7 @@ export class PriorityQueues<Q extends QueuedItem<Q>> {
   /** Takes up to `size` requests off the queues in batch order. */
   take(size: number): Q[] {
     const batch: Q[] = [];
-    for (const queue of this.inBatchOrder()) {
+    for (const queue of this.levelQueues()) {
       for (const item of queue) {
         if (batch.length === size) return batch;
         this.remove(item);
@@ -75,33 +75,19 @@ export class PriorityQueues<Q extends QueuedItem<Q>> {
     return batch;
   }
 
-  /**
-   * How many of the next `count` requests, in batch order, fit `limit` when each costs as much as
-   * the costliest of them (rows padded to the longest); at least one.
-   */
-  countPadded(count: number, limit: number, cost: (item: Q) => number): number {
-    let taken = 0;
-    let widest = 0;
-    for (const queue of this.inBatchOrder()) {
-      for (const item of queue) {
-        if (taken === count) return taken;
-        const next = Math.max(widest, cost(item));
-        if (taken > 0 && next * (taken + 1) > limit) return taken;
-        widest = next;
-        taken++;
-      }
-    }
-    return taken;
+  /** Every waiting request, in batch order; remove none while iterating. */
+  *inBatchOrder(): Iterable<Q> {
+    for (const queue of this.levelQueues()) yield* queue;
   }
 
   /**
    * Takes the first request in batch order and, of the others, those whose cost is nearest its own,
-   * while `count` allow, `limit` holds for the batch padded to its costliest (countPadded's rule),
+   * while `count` allow, `limit` holds for the batch padded to its costliest (each request costing as much as the costliest),
    * and at least `minFill` of that padded cost is the requests' own.
    */
   takeNearest(count: number, limit: number, minFill: number, cost: (item: Q) => number): Q[] {
     const waiting: { item: Q; cost: number; order: number }[] = [];
-    for (const queue of this.inBatchOrder()) for (const item of queue) waiting.push({ item, cost: cost(item), order: waiting.length });
+    for (const queue of this.levelQueues()) for (const item of queue) waiting.push({ item, cost: cost(item), order: waiting.length });
     if (waiting.length === 0) return [];
     const [first, ...others] = waiting;
     others.sort((a, b) => Math.abs(a.cost - first.cost) - Math.abs(b.cost - first.cost) || a.order - b.order);
@@ -151,7 +137,7 @@ export class PriorityQueues<Q extends QueuedItem<Q>> {
     }
   }
 
-  private *inBatchOrder(): Iterable<LinkedQueue<Q>> {
+  private *levelQueues(): Iterable<LinkedQueue<Q>> {
     for (const level of this.levels) {
       yield level.waiting;
       yield level.delayed;

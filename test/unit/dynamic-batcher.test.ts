@@ -24,7 +24,7 @@ interface Tracked {
   error?: unknown;
 }
 
-function setup(input: BatchPolicyInput, idle = 1, budget?: BatcherHooks<string, string>['budget']) {
+function setup(input: BatchPolicyInput, idle = 1, budget?: BatcherHooks<string, string>['budget'], shape: Pick<BatcherHooks<string, string>, 'rows' | 'joins'> = {}) {
   const clock = new FakeClock();
   const state = { idle };
   const batches: SentBatch[] = [];
@@ -38,6 +38,7 @@ function setup(input: BatchPolicyInput, idle = 1, budget?: BatcherHooks<string, 
       });
     },
     budget,
+    ...shape,
   };
   const batcher = new DynamicBatcher<string, string>(OWNER, normalizeBatchPolicy(input, OWNER), hooks, clock);
 
@@ -395,6 +396,60 @@ describe('DynamicBatcher: a padded budget (TEI --max-batch-tokens)', () => {
     const h = setup({ maxBatchSize: 2, maxQueueDelayUs: 1000 }, 1, byLength(100));
     submitAll(h, ['a', 'b', 'c']);
     expect(h.sent()).toEqual([{ at: 0, payloads: ['a', 'b'] }]);
+  });
+});
+
+describe("DynamicBatcher: batches by rows and shape (Triton's max_batch_size rows, enforce_equal_shape_tensors)", () => {
+  /** A payload 'a3' is a request of kind (shape signature) 'a' with 3 rows. */
+  const tensorLike: Pick<BatcherHooks<string, string>, 'rows' | 'joins'> = { rows: (p) => Number(p.slice(1)), joins: (first, next) => first[0] === next[0] };
+
+  it('counts rows, not requests: a 3-row and a 2-row request with maxBatchSize 4 go as two batches', async () => {
+    const h = setup({ maxBatchSize: 4, maxQueueDelayUs: 1000 }, 1, undefined, tensorLike);
+    submitAll(h, ['a3', 'a2']);
+    // The 2-row request does not fit beside the 3-row one, so waiting cannot grow the batch: it goes at once.
+    expect(h.sent()).toEqual([{ at: 0, payloads: ['a3'] }]);
+    await h.finish(0);
+    expect(h.batches).toHaveLength(1);
+    await h.clock.advance(1000);
+    expect(h.sent()[1]).toEqual({ at: 1000, payloads: ['a2'] });
+  });
+
+  it('sends a batch that reaches maxBatchSize rows at once, however few its requests', async () => {
+    const h = setup({ maxBatchSize: 4, maxQueueDelayUs: 1000 }, 1, undefined, tensorLike);
+    submitAll(h, ['a2', 'a2', 'a1']);
+    expect(h.sent()).toEqual([{ at: 0, payloads: ['a2', 'a2'] }]);
+  });
+
+  it('closes the batch when the next request has another signature: interleaved A, B, A go as three batches', async () => {
+    const h = setup({ maxBatchSize: 8, maxQueueDelayUs: 1000 }, 1, undefined, tensorLike);
+    submitAll(h, ['a1', 'b1', 'a1']);
+    expect(h.sent()).toEqual([{ at: 0, payloads: ['a1'] }]);
+    await h.finish(0);
+    // B is followed by an A, so it cannot grow either.
+    expect(h.sent()[1]).toEqual({ at: 0, payloads: ['b1'] });
+    await h.finish(1);
+    // The last A could still be joined by another A, so it waits out the delay.
+    expect(h.batches).toHaveLength(2);
+    await h.clock.advance(1000);
+    expect(h.sent()[2]).toEqual({ at: 1000, payloads: ['a1'] });
+  });
+
+  it('joins equal signatures in arrival order until one differs, on as many idle instances as it takes', async () => {
+    const h = setup({ maxBatchSize: 8, maxQueueDelayUs: 0 }, 3, undefined, tensorLike);
+    h.batcher.submitAll(['a1', 'a2', 'b1', 'b3', 'a1']);
+    expect(h.sent().map((b) => b.payloads)).toEqual([['a1', 'a2'], ['b1', 'b3'], ['a1']]);
+  });
+
+  it('counts preferred batch sizes in rows', async () => {
+    const h = setup({ maxBatchSize: 8, preferredBatchSizes: [4], maxQueueDelayUs: 1000 }, 1, undefined, tensorLike);
+    submitAll(h, ['a1', 'a3', 'a1']);
+    expect(h.sent()).toEqual([{ at: 0, payloads: ['a1', 'a3'] }]);
+  });
+
+  it('still runs a request of more rows than maxBatchSize, alone and at once', async () => {
+    const h = setup({ maxBatchSize: 4, maxQueueDelayUs: 1000 }, 1, undefined, tensorLike);
+    submitAll(h, ['a6', 'a1']);
+    expect(h.sent()).toEqual([{ at: 0, payloads: ['a6'] }]);
   });
 });
 

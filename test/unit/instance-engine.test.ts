@@ -52,7 +52,7 @@ function engine(instances: ManualInstances, restartPolicy = { maxRestarts: 5, wi
   const log: string[] = [];
   const e = new InstanceEngine({ name: 'm', version: '1', instanceCount: 1, factory: instances.factory, recorder, log: (_l, m) => log.push(m), restartPolicy });
   const batcher = (owner: string) =>
-    e.batcher<QueuedTensorRequest, unknown>(owner, normalizeBatchPolicy({ maxBatchSize: 1 }, owner), (batch) => e.runTensorBatch(batch.map((entry) => entry.payload), 4), { queueBehind: false });
+    e.batcher<QueuedTensorRequest, unknown>(owner, normalizeBatchPolicy({ maxBatchSize: 1 }, owner), (batch) => e.runTensorBatch(batch.map((entry) => entry.payload)), { queueBehind: false });
   return { e, recorder, batcher, log };
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { batchSignature, concatBatch, planExecutions, reshapeTensor, splitBatch } from '../../src/inference/tensor-batching.js';
+import { batchSignature, concatBatch, reshapeTensor, splitBatch } from '../../src/inference/tensor-batching.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
 
 const utf8 = new TextEncoder();
@@ -63,21 +63,6 @@ describe('reshapeTensor', () => {
     const t = createTensor('x', 'INT8', [2, 3], [1, 2, 3, 4, 5, 6]);
     expect(() => reshapeTensor(t, [4])).toThrow("Tensor 'x': expected shape [4], got [2,3].");
     expect(() => reshapeTensor(t, [-1, -1])).toThrow('expected shape [-1,-1]');
-  });
-});
-
-describe('planExecutions', () => {
-  it('groups requests by signature in arrival order', () => {
-    const items = [
-      { signature: 'a', rows: 1 }, { signature: 'b', rows: 1 }, { signature: 'a', rows: 1 }, { signature: 'b', rows: 1 },
-    ];
-    expect(planExecutions(items, 8)).toEqual([[0, 2], [1, 3]]);
-  });
-
-  it('keeps each execution within maxRows rows', () => {
-    const items = [3, 3, 3, 1].map((rows) => ({ signature: 's', rows }));
-    expect(planExecutions(items, 8)).toEqual([[0, 1], [2, 3]]);
-    expect(planExecutions(items, 1)).toEqual([[0], [1], [2], [3]]);
   });
 });
 

@@ -11,7 +11,7 @@ import { ManualTensorInstances } from '../helpers/manual-tensor-instances.js';
 function runtime(instances: ManualTensorInstances, count = 1, restartPolicy?: RestartPolicy) {
   const recorder = new InferenceRecorder({ collectProcessMetrics: false });
   const rt = new TensorModelRuntime({
-    name: 'm', version: '1', instanceCount: count, policy: normalizeBatchPolicy({ maxBatchSize: 8 }, 'm'), maxRows: 4,
+    name: 'm', version: '1', instanceCount: count, policy: normalizeBatchPolicy({ maxBatchSize: 4 }, 'm'),
     factory: instances.factory, recorder, log: () => undefined, restartPolicy,
   });
   return { rt, recorder };
@@ -20,26 +20,22 @@ function runtime(instances: ManualTensorInstances, count = 1, restartPolicy?: Re
 const request = (id: string, signature: string, rows = 1): ValidatedRequest => ({ wire: { id, inputs: [], outputs: [], parameters: {} }, rows, signature });
 
 describe('TensorModelRuntime', () => {
-  it('splits a batch into executions by shape signature and rows, on one instance, in order', async () => {
+  it('runs each batch as one execution (arrival order, one signature, at most max_batch_size rows) and counts it once', async () => {
     const instances = new ManualTensorInstances();
     const { rt, recorder } = runtime(instances);
     await rt.start();
     const first = rt.submit(request('r0', 'a'));
-    const queued = [rt.submit(request('r1', 'a', 3)), rt.submit(request('r2', 'b')), rt.submit(request('r3', 'a')), rt.submit(request('r4', 'a', 2))];
-    expect(instances.calls).toEqual([{ instance: 0, ids: ['r0'] }]);
-    await instances.release();
-    expect(instances.calls.slice(1)).toEqual([{ instance: 0, ids: ['r1', 'r3'] }]);
-    await instances.release();
-    expect(instances.calls.slice(2)).toEqual([{ instance: 0, ids: ['r2'] }]);
-    await instances.release();
-    expect(instances.calls.slice(3)).toEqual([{ instance: 0, ids: ['r4'] }]);
-    await instances.release();
+    // r1 and r3 share a signature but not a batch: r2 comes between them (Triton's rule); r5 does not fit beside r3 and r4.
+    const queued = [rt.submit(request('r1', 'a', 3)), rt.submit(request('r2', 'b')), rt.submit(request('r3', 'a')), rt.submit(request('r4', 'a', 2)), rt.submit(request('r5', 'a', 2))];
+    for (let i = 0; i < 6 && instances.calls.length > i; i++) await instances.release();
     const results = await Promise.all([first, ...queued]);
-    expect(results.map((r) => r.parameters)).toEqual([{ id: 'r0' }, { id: 'r1' }, { id: 'r2' }, { id: 'r3' }, { id: 'r4' }]);
+    expect(results.map((r) => r.parameters)).toEqual([{ id: 'r0' }, { id: 'r1' }, { id: 'r2' }, { id: 'r3' }, { id: 'r4' }, { id: 'r5' }]);
+    expect(instances.calls.map((c) => c.ids)).toEqual([['r0'], ['r1'], ['r2'], ['r3', 'r4'], ['r5']]);
     const [stats] = recorder.statistics('m', '1').model_stats;
-    expect(stats.execution_count).toBe(4);
-    expect(stats.inference_count).toBe(1 + 4 + 2 + 1);
-    expect(stats.inference_stats.success.count).toBe(5);
+    expect(stats.execution_count).toBe(instances.calls.length);
+    expect(stats.inference_count).toBe(1 + 3 + 1 + 1 + 2 + 2);
+    expect(stats.inference_stats.success.count).toBe(6);
+    expect(stats.batch_stats.map((b) => [b.batch_size, b.compute_infer.count])).toEqual([[1, 2], [2, 1], [3, 2]]);
   });
 
   it('fails queued requests and decoupled ones waiting for an instance once the last instance is past its restart limit', async () => {

@@ -36,7 +36,7 @@ function echoInstances(log: string[], failWarmup = false) {
 
 function version(log: string[], warmups: WarmupRun[], failWarmup = false): TensorModelVersion {
   const runtime = new TensorModelRuntime({
-    name: 'm', version: '2', instanceCount: 2, policy: normalizeBatchPolicy({ maxBatchSize: 4 }, 'm'), maxRows: 4,
+    name: 'm', version: '2', instanceCount: 2, policy: normalizeBatchPolicy({ maxBatchSize: 4 }, 'm'),
     factory: echoInstances(log, failWarmup), recorder: new InferenceRecorder({ collectProcessMetrics: false }), log: () => undefined,
   });
   return new TensorModelVersion(info, runtime, warmups);
