@@ -29,8 +29,8 @@ const root = scratchFolder('repository-it');
 writeFiles(root, {
   'simple/config.pbtxt': SIMPLE_CONFIG,
   'simple/1/model.onnx': buildAddSubModel({ size: 16 }),
-  // The batcher counts requests (3 here, 4 rows), so the batch goes out without waiting out the delay.
-  'batched/config.pbtxt': `${SIMPLE_CONFIG.replace('"simple"', '"batched"')}\ndynamic_batching { preferred_batch_size: [ 3 ] max_queue_delay_microseconds: 5000000 }`,
+  // The batcher counts rows, as Triton's does (4 here, in 3 requests), so the batch goes out without waiting out the delay.
+  'batched/config.pbtxt': `${SIMPLE_CONFIG.replace('"simple"', '"batched"')}\ndynamic_batching { preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 5000000 }`,
   'batched/1/model.onnx': buildAddSubModel({ size: 16 }),
   'variable/config.pbtxt': 'max_batch_size: 8\ndynamic_batching { preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 5000000 }',
   'variable/1/model.onnx': buildIdentityModel('FP32', ['batch', 'n']),
@@ -124,23 +124,24 @@ describe('a Triton model repository served by ServeFnServer (worker-thread insta
     expect(after.inference_count - before.inference_count).toBe(4);
   });
 
-  it('never batches requests whose shapes differ beyond dimension 0', async () => {
+  it('never batches requests whose shapes differ beyond dimension 0: a request of another shape closes the pending batch', async () => {
     const input = (rows: number, width: number, base: number) => createTensor('INPUT0', 'FP32', [rows, width], range(rows * width, (i) => base + i));
     const responses = await Promise.all([
       repository.get('variable').infer({ inputs: [input(1, 2, 0)] }),
       repository.get('variable').infer({ inputs: [input(2, 3, 10)] }),
       repository.get('variable').infer({ inputs: [input(1, 2, 20)] }),
-      repository.get('variable').infer({ inputs: [input(1, 3, 30)] }),
+      repository.get('variable').infer({ inputs: [input(4, 3, 30)] }),
     ]);
     expect(responses.map((r) => outputsOf(r).OUTPUT0)).toEqual([
       { shape: [1, 2], data: [0, 1] },
       { shape: [2, 3], data: range(6, (i) => 10 + i) },
       { shape: [1, 2], data: [20, 21] },
-      { shape: [1, 3], data: [30, 31, 32] },
+      { shape: [4, 3], data: range(12, (i) => 30 + i) },
     ]);
+    // Interleaved shapes, as Triton sends them: each request closes the batch before it (the last is preferred_batch_size's 4 rows).
     const [stats] = server.recorder.statistics('variable', '1').model_stats;
-    expect(stats.execution_count).toBe(2);
-    expect(stats.batch_stats.map((b) => [b.batch_size, b.compute_infer.count])).toEqual([[2, 1], [3, 1]]);
+    expect(stats.execution_count).toBe(4);
+    expect(stats.batch_stats.map((b) => [b.batch_size, b.compute_infer.count])).toEqual([[1, 2], [2, 1], [4, 1]]);
   });
 
   it('serves the versions the policy selects, each with its own model file', async () => {

@@ -24,8 +24,8 @@ function setup(options: { instances?: number; maxBatchSize?: number; controls?: 
   return { instances, recorder, runtime, logs };
 }
 
-function request(id: string, parameters: Record<string, unknown>, rows = 1): ValidatedRequest {
-  return { wire: { id, inputs: [], outputs: [], parameters }, rows, signature: '' };
+function request(id: string, parameters: Record<string, unknown>, rows = 1, signature = ''): ValidatedRequest {
+  return { wire: { id, inputs: [], outputs: [], parameters }, rows, signature };
 }
 
 const seq = (sequence_id: number | string, flags: 'start' | 'end' | 'both' | '' = ''): Record<string, unknown> => ({
@@ -75,6 +75,20 @@ describe('SequenceModelRuntime', () => {
     await instances.finish();
     await instances.finish();
     expect(instances.trace).toEqual(['0: a1', '0: b1 a2 c1', '0: b2']);
+    await Promise.all(results);
+  });
+
+  it('batches only sequences whose inputs have the shapes of the oldest; the others go in a later execution', async () => {
+    const { instances, runtime } = setup({ instances: 1, maxBatchSize: 4 });
+    await runtime.start();
+    const results = [
+      runtime.submit(request('a1', seq(1, 'start'), 1, 'x')),
+      runtime.submit(request('b1', seq(2, 'start'), 1, 'y')),
+      runtime.submit(request('c1', seq(3, 'start'), 1, 'x')),
+      runtime.submit(request('d1', seq(4, 'start'), 1, 'y')),
+    ];
+    for (let i = 0; i < 3; i++) await instances.finish();
+    expect(instances.trace).toEqual(['0: a1', '0: b1 d1', '0: c1']);
     await Promise.all(results);
   });
 
