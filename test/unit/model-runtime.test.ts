@@ -1,6 +1,8 @@
 import 'reflect-metadata';
 import { describe, expect, it } from 'vitest';
-import { Endpoint, Instances, Model } from '../../src/decorators/index.js';
+import { Batch, Endpoint, Instances, Model, Tensors } from '../../src/decorators/index.js';
+import type { ExecuteRequest, ExecuteResponse } from '../../src/inference/tensor-model-api.js';
+import { createTensor } from '../../src/tensor/tensor-factory.js';
 import { buildDefinition } from '../../src/definition/definition-builder.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { InlineInstance } from '../../src/runtime/inline-instance.js';
@@ -22,14 +24,25 @@ class Counter {
   }
 }
 
-function runtime(): ModelRuntime {
-  const definition = buildDefinition(Counter);
+/** @Batch allows 8 requests, but the interface's max_batch_size, which counts rows, is 2. */
+@Model({ name: 'rows' })
+@Instances(1, { inline: true })
+@Tensors({ inputs: [{ name: 'INPUT0', datatype: 'FP32', dims: [1] }], outputs: [{ name: 'OUTPUT0', datatype: 'FP32', dims: [1] }], maxBatchSize: 2 })
+class Rows {
+  @Batch({ maxBatchSize: 8, maxQueueDelayUs: 0 })
+  async execute(requests: ExecuteRequest[]): Promise<ExecuteResponse[]> {
+    return requests.map((request) => ({ outputs: [createTensor('OUTPUT0', 'FP32', request.input('INPUT0')!.shape, request.input('INPUT0')!.data)], parameters: { batch: requests.length } }));
+  }
+}
+
+function runtime(model: new () => object = Counter): ModelRuntime {
+  const definition = buildDefinition(model);
   return new ModelRuntime(definition, {
     factory: (index) =>
       new InlineInstance(
         index,
         definition,
-        { modelName: 'counter', modelVersion: '1', instanceName: 'counter_0', instanceIndex: index, instanceCount: 1, deviceKind: 'cpu', deviceId: 0, modelDir: process.cwd(), config: {} },
+        { modelName: definition.name, modelVersion: '1', instanceName: `${definition.name}_0`, instanceIndex: index, instanceCount: 1, deviceKind: 'cpu', deviceId: 0, modelDir: process.cwd(), config: {} },
         () => Promise.reject(new Error('unused')),
       ),
     recorder: new InferenceRecorder({ collectProcessMetrics: false }),
@@ -49,6 +62,17 @@ describe('ModelRuntime', () => {
     for await (const chunk of channel) chunks.push(chunk);
     expect(chunks).toEqual([1, 2]);
     await expect(rt.submit('total', wire)).resolves.toBe(3);
+    await rt.drain();
+    await rt.stop();
+  });
+
+  it("batches @Tensors requests up to the interface's max_batch_size rows, whatever @Batch's size", async () => {
+    const rt = runtime(Rows);
+    await rt.start();
+    const request = (id: string) => ({ wire: { id, inputs: [createTensor('INPUT0', 'FP32', [1, 1], [1])], outputs: ['OUTPUT0'], parameters: {} }, rows: 1, signature: 'INPUT0:1' });
+    // The first runs alone on the idle instance; the other three queue behind it.
+    const results = await Promise.all(['r0', 'r1', 'r2', 'r3'].map((id) => rt.submitTensors(request(id))));
+    expect(results.map((r) => r.parameters?.batch)).toEqual([1, 2, 2, 1]);
     await rt.drain();
     await rt.stop();
   });
