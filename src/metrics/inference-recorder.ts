@@ -198,7 +198,7 @@ export class InferenceRecorder {
     this.store.recordFailure(model, version, requestUs);
   }
 
-  /** One model execution over `batchSize` requests. */
+  /** One model execution (one model call) of `batchSize` batch elements: rows for tensor models, requests for endpoints. */
   batchExecuted(model: string, version: string, batchSize: number, t: BatchTimings): void {
     if (!Number.isInteger(batchSize) || batchSize < 1) {
       throw new RangeError(`Batch size must be an integer >= 1, got ${batchSize}.`);
