@@ -56,11 +56,11 @@ export interface BatcherHooks<T, R> {
 
 /** The batch the queue's head forms now: how many requests, and whether waiting could grow it. */
 interface NextBatch {
-  readonly size: number;
+  size: number;
   /** It holds maxBatchSize rows, or the next request does not fit (rows, joins, budget). */
-  readonly full: boolean;
+  full: boolean;
   /** The most of its requests that make a preferred batch size in rows; 0 for none. */
-  readonly preferred: number;
+  preferred: number;
 }
 
 export interface SubmitOptions {
@@ -123,6 +123,8 @@ export class DynamicBatcher<T, R> {
   private pumpAgain = false;
   private draining: Promise<void> | undefined;
   private onDrained: (() => void) | undefined;
+  /** nextBatch's answer, rewritten in place: it is asked on every submit, and an object each time showed in bench/overhead. */
+  private readonly next: NextBatch = { size: 0, full: false, preferred: 0 };
 
   constructor(
     private readonly owner: string,
@@ -284,33 +286,50 @@ export class DynamicBatcher<T, R> {
    * budget. The first request always goes, so a request that fits no batch still runs, alone.
    */
   private nextBatch(): NextBatch {
+    const { rows, joins, budget } = this.hooks;
+    if (rows !== undefined || joins !== undefined || budget !== undefined) return this.walkNextBatch();
+    const { maxBatchSize, preferredBatchSizes } = this.policy;
+    const next = this.next;
+    next.size = Math.min(this.queues.size, maxBatchSize);
+    next.full = this.queues.size >= maxBatchSize;
+    next.preferred = largestPreferred(preferredBatchSizes, next.size);
+    return next;
+  }
+
+  /** nextBatch with hooks that look at each request; apart, so that a batcher without them allocates no closure. */
+  private walkNextBatch(): NextBatch {
     const { maxBatchSize, preferredBatchSizes } = this.policy;
     const { rows, joins, budget } = this.hooks;
-    if (rows === undefined && joins === undefined && budget === undefined) {
-      const size = Math.min(this.queues.size, maxBatchSize);
-      return { size, full: this.queues.size >= maxBatchSize, preferred: largestPreferred(preferredBatchSizes, size) };
-    }
+    const next = this.next;
     let size = 0;
     let batchRows = 0;
     let widest = 0;
     let preferred = 0;
     let first: T | undefined;
-    for (const request of this.queues.inBatchOrder()) {
+    let full = false;
+    this.queues.visitInBatchOrder((request) => {
       const payload = request.entry.payload;
       const added = rows?.(payload) ?? 1;
       const cost = budget === undefined ? 0 : Math.max(widest, budget.cost(payload));
       if (first !== undefined) {
         const fits = batchRows + added <= maxBatchSize && (joins?.(first, payload) ?? true) && (budget === undefined || cost * (size + 1) <= budget.limit);
-        if (!fits) return { size, full: true, preferred };
+        if (!fits) {
+          full = true;
+          return false;
+        }
       }
       first ??= payload;
       size++;
       batchRows += added;
       widest = cost;
       if (preferredBatchSizes.includes(batchRows)) preferred = size;
-      if (batchRows >= maxBatchSize) return { size, full: true, preferred };
-    }
-    return { size, full: false, preferred };
+      full = batchRows >= maxBatchSize;
+      return !full;
+    });
+    next.size = size;
+    next.full = full;
+    next.preferred = preferred;
+    return next;
   }
 
   /** Triton's GetDynamicBatch rules; 0 means wait, with the timer armed for the queue delay. */

@@ -33,6 +33,12 @@ export class LinkedQueue<V> {
     this.size--;
   }
 
+  /** Shows `visit` the values in order until it returns false, which visit then returns; it must remove none. */
+  visit(visit: (value: V) => boolean): boolean {
+    for (let link = this.head; link; link = link.next) if (!visit(link.value)) return false;
+    return true;
+  }
+
   /** In order; the value just yielded may be removed before the iteration continues. */
   *[Symbol.iterator](): Iterator<V> {
     for (let link = this.head; link; ) {

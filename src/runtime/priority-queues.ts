@@ -75,9 +75,14 @@ export class PriorityQueues<Q extends QueuedItem<Q>> {
     return batch;
   }
 
-  /** Every waiting request, in batch order; remove none while iterating. */
-  *inBatchOrder(): Iterable<Q> {
-    for (const queue of this.levelQueues()) yield* queue;
+  /**
+   * Shows `visit` the waiting requests in batch order until it returns false; it must remove none.
+   * A callback rather than a generator: batch formation walks the queue's head on every submit.
+   */
+  visitInBatchOrder(visit: (item: Q) => boolean): void {
+    for (const level of this.levels) {
+      if (!level.waiting.visit(visit) || !level.delayed.visit(visit)) return;
+    }
   }
 
   /**

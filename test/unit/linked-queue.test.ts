@@ -26,6 +26,15 @@ describe('LinkedQueue', () => {
     expect([...q]).toEqual([2, 4]);
   });
 
+  it('visits values in order until the visitor returns false, and says whether it saw them all', () => {
+    const q = new LinkedQueue<number>();
+    for (const n of [1, 2, 3]) q.push(n);
+    const seen: number[] = [];
+    expect(q.visit((v) => seen.push(v) > 0)).toBe(true);
+    expect(q.visit((v) => v < 2)).toBe(false);
+    expect(seen).toEqual([1, 2, 3]);
+  });
+
   it('becomes empty and reusable after removing head and tail', () => {
     const q = new LinkedQueue<string>();
     const x = q.push('x');

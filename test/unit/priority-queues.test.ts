@@ -40,6 +40,21 @@ describe('PriorityQueues', () => {
     expect(low.place).toBeUndefined();
   });
 
+  it('shows requests in the order take() takes them, until the visitor says stop, removing none', () => {
+    const { queues, add } = setup({ maxBatchSize: 8, priorityLevels: 2 });
+    add('low', 1, 0);
+    const late = add('late', 0, 1);
+    add('high', 0, 2);
+    queues.delay(late);
+    const seen: string[] = [];
+    queues.visitInBatchOrder((item) => seen.push(item.name) < 4);
+    expect(seen).toEqual(['high', 'late', 'low']);
+    seen.length = 0;
+    queues.visitInBatchOrder((item) => seen.push(item.name) < 2);
+    expect(seen).toEqual(['high', 'late']);
+    expect(queues.size).toBe(3);
+  });
+
   it('finds the oldest request among the level heads and every delayed one', () => {
     const { queues, add } = setup({ maxBatchSize: 8, priorityLevels: 2 });
     expect(queues.oldestEnqueuedAtUs()).toBe(Infinity);
