@@ -48,7 +48,7 @@ export class ModelRuntime {
     for (const endpoint of definition.endpoints) {
       if (endpoint.stream) {
         // A stream holds its instance until it ends, so nothing may queue behind one.
-        this.streamBatchers.set(endpoint.methodName, this.engine.batcher<Queued, StreamChannel>(endpoint.id, STREAM_POLICY, (batch) => this.executeStream(endpoint, batch[0]), { queueBehind: false }));
+        this.streamBatchers.set(endpoint.methodName, this.engine.streamBatcher<Queued>(endpoint.id, STREAM_POLICY, (queued) => ({ kind: 'endpoint', methodName: endpoint.methodName, batched: false, requests: [queued.wire] }), { countRun: false }));
       } else {
         this.batchers.set(endpoint.methodName, this.engine.batcher<Queued, unknown>(endpoint.id, endpoint.batch ?? UNBATCHED_POLICY, (batch, answer) => this.execute(endpoint, batch, answer), { queueBehind: true }));
       }
@@ -136,18 +136,9 @@ export class ModelRuntime {
       return outcome.results.map(resultValue);
     });
   }
-
-  /** A streaming endpoint's one request: answered with its channel, or with the error before its first chunk. */
-  private async executeStream(endpoint: EndpointDefinition, entry: BatchEntry<Queued>): Promise<(StreamChannel | Error)[]> {
-    try {
-      return [await this.engine.openStream(entry.payload, { kind: 'endpoint', methodName: endpoint.methodName, batched: false, requests: [entry.payload.wire] }, DEFAULT_STREAM_CREDIT, { countRun: false })];
-    } catch (err) {
-      return [err as Error];
-    }
-  }
 }
 
 const resultValue = (result: WireResult): unknown => (result.ok ? result.value : deserializeError(result.error));
 
-/** One request per call: a stream keeps its instance until it ends. */
+/** A streaming endpoint's queue policy: one unbounded queue without timeouts (see InstanceEngine.streamBatcher). */
 const STREAM_POLICY = normalizeBatchPolicy({ maxBatchSize: 1 }, 'streaming endpoint');
