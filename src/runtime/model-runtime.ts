@@ -1,7 +1,7 @@
 import type { EndpointDefinition, ModelDefinition } from '../definition/model-definition.js';
 import type { SocketContext } from '../definition/model-context.js';
 import { EXECUTE_METHOD } from '../definition/tensor-interface-builder.js';
-import { deserializeError, type ServeFnError } from '../errors/index.js';
+import { deserializeError } from '../errors/index.js';
 import type { ValidatedRequest } from '../inference/request-validation.js';
 import { refuseSequenceParameters } from '../inference/sequence-parameters.js';
 import type { TensorWireResult } from '../inference/tensor-model-plan.js';
@@ -34,7 +34,8 @@ export interface ModelRuntimeOptions {
  * as the endpoints' (as Triton's Python backend model serves one scheduler).
  */
 export class ModelRuntime {
-  private readonly engine: InstanceEngine;
+  /** Starts, drains and stops the model's instances; the runtime only registers its batchers there. */
+  readonly engine: InstanceEngine;
   private readonly batchers = new Map<string, DynamicBatcher<Queued, unknown>>();
   private readonly streamBatchers = new Map<string, DynamicBatcher<Queued, StreamChannel>>();
   private readonly tensorBatcher?: DynamicBatcher<QueuedTensorRequest, TensorWireResult>;
@@ -60,10 +61,6 @@ export class ModelRuntime {
     }
   }
 
-  start(): Promise<void> {
-    return this.engine.start();
-  }
-
   /** Queues one request for a non-streaming endpoint method and resolves with its result. */
   async submit(methodName: string, wire: WireRequest, options: SubmitOptions = {}): Promise<unknown> {
     return this.engine.submit(this.batchers.get(methodName)!, { wire, submittedMs: now() }, options);
@@ -86,32 +83,9 @@ export class ModelRuntime {
     return this.engine.submit(this.tensorBatcher!, { request, submittedMs: now() }, options);
   }
 
-  /** False while every instance is down past its restart limit (see InstancePool.available). */
-  get available(): boolean {
-    return this.engine.available;
-  }
-
-  /** SF_ERR_MODEL_UNAVAILABLE, naming when the next held-down instance is restarted (what submit rejects with while not available). */
-  unavailableError(): ServeFnError {
-    return this.engine.unavailableError();
-  }
-
   /** Starts a WebSocket connection's session (see InstanceEngine.openSocket). */
   openSocket(methodName: string, context: Omit<SocketContext, 'instanceIndex' | 'logger'>): SocketLink {
     return this.engine.openSocket(methodName, context, DEFAULT_STREAM_CREDIT);
-  }
-
-  /** Stops taking requests and waits for queued and running ones, open streams and sessions (see InstanceEngine.drain). */
-  drain(streamTimeoutMs?: number): Promise<void> {
-    return this.engine.drain(streamTimeoutMs);
-  }
-
-  stop(): Promise<void> {
-    return this.engine.stop();
-  }
-
-  get pendingCount(): number {
-    return this.engine.pendingCount;
   }
 
   private execute(endpoint: EndpointDefinition, batch: readonly BatchEntry<Queued>[], answer: (index: number, result: unknown) => void): Promise<unknown[]> {

@@ -42,14 +42,14 @@ const wire = { payload: undefined, info: { requestId: 'r1', params: {}, query: {
 describe('ModelRuntime', () => {
   it('answers a streaming endpoint with its channel from openStream, and a plain one with its value from submit', async () => {
     const rt = runtime();
-    await rt.start();
+    await rt.engine.start();
     const channel = await rt.openStream('count', wire);
     expect(channel).toBeInstanceOf(StreamChannel);
     const chunks: unknown[] = [];
     for await (const chunk of channel) chunks.push(chunk);
     expect(chunks).toEqual([1, 2]);
     await expect(rt.submit('total', wire)).resolves.toBe(3);
-    await rt.drain();
-    await rt.stop();
+    await rt.engine.drain();
+    await rt.engine.stop();
   });
 });
