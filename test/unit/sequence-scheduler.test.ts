@@ -163,6 +163,18 @@ describe('SequenceScheduler', () => {
     expect((await failure(sequences.submit(request('b2', seq(2))))).code).toBe('SF_ERR_SEQUENCE_NOT_STARTED');
   });
 
+  it('starts sequences on an instance again once it is back from its restart', async () => {
+    const { instances, engine, sequences } = setup();
+    await engine.start();
+    instances.events.get(1)!.onCrash(instances.made.get(1)!, 'test crash');
+    await settle();
+    const started = [sequences.submit(request('a1', seq(1, 'start'))), sequences.submit(request('b1', seq(2, 'start')))];
+    expect(instances.trace).toEqual(['0: a1', '1: b1']);
+    await instances.finish();
+    await Promise.all(started);
+    expect(sequences.liveSequences).toEqual([1, 1]);
+  });
+
   it('fails the requests waiting for an instance past its restart limit, starts sequences elsewhere, and refuses all once none is left', async () => {
     const { instances, engine, sequences } = setup({ restartPolicy: { maxRestarts: 0, windowMs: 60_000 } });
     await engine.start();
