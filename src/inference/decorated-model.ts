@@ -47,7 +47,7 @@ export class DecoratedModel implements InferenceModel {
 
   /** Ready while the server admits requests and an instance is left to run them (not every one held down past its restart limit). */
   ready(): boolean {
-    return this.options.notServing() === undefined && this.runtime.available;
+    return this.options.notServing() === undefined && this.runtime.engine.available;
   }
 
   /** Whether the class declares @Tensors, so the protocol can run inference requests on it. */
@@ -69,7 +69,7 @@ export class DecoratedModel implements InferenceModel {
     const { name, version } = this.info;
     const phase = this.options.notServing();
     if (phase !== undefined) return { name, version, state: 'UNAVAILABLE', reason: `server is ${phase}` };
-    if (!this.runtime.available) return { name, version, state: 'UNAVAILABLE', reason: this.runtime.unavailableError().message };
+    if (!this.runtime.engine.available) return { name, version, state: 'UNAVAILABLE', reason: this.runtime.engine.unavailableError().message };
     return { name, version, state: 'READY' };
   }
 

@@ -2,24 +2,22 @@ import { pathToFileURL } from 'node:url';
 import type { BackendMetadata, DeviceSpec } from '../backends/backend.js';
 import { backendForFile } from '../backends/backend-for-file.js';
 import type { ModelContextData } from '../definition/model-context.js';
-import { createError, ServeFnError } from '../errors/index.js';
+import { createError } from '../errors/index.js';
 import { DecoupledModelVersion } from '../inference/decoupled-model-version.js';
 import { EnsembleModel, type ModelResolver } from '../inference/ensemble-model.js';
 import type { InferenceModelInfo } from '../inference/inference-model.js';
 import type { ServedModel } from '../inference/served-model.js';
 import type { TensorModelKind, TensorModelPlan } from '../inference/tensor-model-plan.js';
 import { controlInputSpecs } from '../inference/sequence-controls.js';
-import { SequenceModelRuntime } from '../inference/sequence-model-runtime.js';
-import { TensorModelRuntime } from '../inference/tensor-model-runtime.js';
 import { TensorModelVersion } from '../inference/tensor-model-version.js';
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';
-import { normalizeBatchPolicy, type BatchPolicy } from '../runtime/batch-policy.js';
 import type { InferCall } from '../runtime/context-services.js';
+import { InstanceEngine } from '../runtime/instance-engine.js';
 import type { RestartPolicy } from '../runtime/instance-pool.js';
 import type { InstanceEvents, ModelInstance } from '../runtime/model-instance.js';
 import { WorkerInstance } from '../runtime/worker-instance.js';
-import { batchPolicyFromConfig } from './batch-policy-from-config.js';
 import { autoCompleteConfig, checkConfigAgainstModel, needsAutoComplete } from './config-autocomplete.js';
+import { schedulerFor } from './configured-scheduler.js';
 import { configTensors, toTensorSpec, type ConfigTensors } from './config-tensors.js';
 import { planEnsemble } from './ensemble-validation.js';
 import { geLoadOptions } from './ge-parameters.js';
@@ -96,7 +94,7 @@ async function buildTensorModel(source: ModelSource, kind: TensorModelKind, vers
   };
   const info = infoFor(config, version, tensors);
   const makeInstance = ctx.instanceFactory ?? workerInstanceFactory(ctx.infer, ctx.logger);
-  const common = {
+  const engine = new InstanceEngine({
     name,
     version,
     instanceCount: placements.length,
@@ -104,13 +102,10 @@ async function buildTensorModel(source: ModelSource, kind: TensorModelKind, vers
     recorder: ctx.recorder,
     log: ctx.log,
     restartPolicy: restartPolicyFromParameters(config) ?? ctx.restartPolicy,
-  };
-  const runtime = sequence
-    ? new SequenceModelRuntime({ ...common, maxBatchSize: config.max_batch_size, idleUs: sequence.idleUs, controls: sequence.controls })
-    : new TensorModelRuntime({ ...common, policy: batchPolicy(config, version) });
+  });
+  const scheduler = schedulerFor(config, version, engine, ctx.log);
   const warmups = warmupRuns(config, tensors.inputs, source.dir);
-  if (info.decoupled && runtime instanceof TensorModelRuntime) return new DecoupledModelVersion(info, runtime, warmups);
-  return new TensorModelVersion(info, runtime, warmups);
+  return scheduler.decoupled ? new DecoupledModelVersion(info, engine, scheduler.streams, warmups) : new TensorModelVersion(info, engine, scheduler.requests, warmups);
 }
 
 /** The model file's inputs less the sequence control inputs, which the server fills and config.pbtxt leaves out of `input`. */
@@ -131,15 +126,6 @@ function infoFor(config: ModelConfig, version: string, tensors: ConfigTensors = 
     config: modelConfigToJson(config),
     decoupled: config.model_transaction_policy?.decoupled === true,
   };
-}
-
-function batchPolicy(config: ModelConfig, version: string): BatchPolicy {
-  try {
-    return normalizeBatchPolicy(batchPolicyFromConfig(config), `${config.name} version ${version}`);
-  } catch (err) {
-    if (err instanceof ServeFnError) throw createError('SF_ERR_CONFIG_INVALID', config.name, `dynamic_batching: ${err.message}`);
-    throw err;
-  }
 }
 
 /** An npu_ge instance's plan carries its own number of execution slots. */

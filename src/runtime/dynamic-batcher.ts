@@ -1,3 +1,4 @@
+import type { Scheduler } from '../engine/scheduler.js';
 import { createError } from '../errors/index.js';
 import { oneResultPerRequest } from './batch-results.js';
 import { priorityLevelFor, queueTimeoutUs, type BatchPolicy } from './batch-policy.js';
@@ -111,7 +112,7 @@ function largestPreferred(sizes: readonly number[], fits: number): number {
  * preserveOrdering, results settle in arrival order; a request that fails while still queued
  * (timeout, cancellation) settles at once, since it is no model output to keep in order.
  */
-export class DynamicBatcher<T, R> {
+export class DynamicBatcher<T, R> implements Scheduler {
   private readonly queues: PriorityQueues<Request<T, R>>;
   /** Live requests in arrival order, kept only with preserveOrdering. */
   private readonly arrivals = new LinkedQueue<Request<T, R>>();
@@ -127,7 +128,7 @@ export class DynamicBatcher<T, R> {
   private readonly next: NextBatch = { size: 0, full: false, preferred: 0 };
 
   constructor(
-    private readonly owner: string,
+    readonly owner: string,
     private readonly policy: BatchPolicy,
     private readonly hooks: BatcherHooks<T, R>,
     private readonly clock: Clock = systemClock,

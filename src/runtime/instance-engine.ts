@@ -5,13 +5,15 @@ import type { TensorWireRequest, TensorWireResult } from '../inference/tensor-mo
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { BatchPolicy } from './batch-policy.js';
 import { DynamicBatcher, type BatchEntry, type BatcherHooks, type SubmitOptions } from './dynamic-batcher.js';
+import type { Scheduler } from '../engine/scheduler.js';
+import { systemClock, type Clock } from './clock.js';
 import { InstancePool, type Acquired, type PoolEvents, type RestartPolicy } from './instance-pool.js';
 import type { InstanceFactory, ModelInstance } from './model-instance.js';
 import type { Attributes } from '@opentelemetry/api';
 import type { RequestTrace } from '../tracing/request-tracing.js';
-import { batchStartMs, executionTimings, now, recordRequest, requestQueued, requestSettled, toUs, type RequestClock } from './request-accounting.js';
+import { batchStartMs, executionTimings, now, requestQueued, requestSettled, toUs, type RequestClock } from './request-accounting.js';
 import type { SocketLink } from './socket-session.js';
-import type { StreamChannel } from './stream-channel.js';
+import { DEFAULT_STREAM_CREDIT, type StreamChannel } from './stream-channel.js';
 import { tensorCall, type ExecuteCall, type ExecuteOutcome } from './wire-format.js';
 
 /** A tensor request on its way to an instance, with the times the metrics need. */
@@ -28,21 +30,24 @@ export interface InstanceEngineOptions {
   readonly recorder: InferenceRecorder;
   readonly log: PoolEvents['onLog'];
   readonly restartPolicy?: RestartPolicy;
+  /** The one time source of every queue delay, queue timeout and idle limit of this version's schedulers. */
+  readonly clock?: Clock;
 }
 
-/** What a scheduler of its own (the sequence batcher, decoupled turns) hears of the pool, after the engine's batchers. */
-export type EngineEvents = Partial<Pick<PoolEvents, 'onIdle' | 'onDown' | 'onHeldDown'>>;
-
-/** What the engine does with every batcher alike, whatever requests it queues. */
-type Scheduler = Pick<DynamicBatcher<unknown, unknown>, 'notifyIdle' | 'rejectQueued' | 'drain' | 'pendingCount' | 'inflightCount'>;
+/** A scheduler that queues requests of type Q, each settling with an R. */
+export interface Queueing<Q, R> {
+  submit(queued: Q, options: SubmitOptions): Promise<R>;
+}
 
 /**
  * Runs the instances of one model version, for decorated and repository models alike: the instance
- * pool and its events, the dynamic batchers it feeds, each execution with its timings and
- * statistics (as Triton counts them), streams and WebSocket sessions that hold or share an
- * instance, and draining. The runtimes above it only say what a request is and how it is queued.
+ * pool, the schedulers registered on it (see Scheduler) and what the pool tells them, the clock
+ * their queue policies run on, each request's and execution's statistics (as Triton counts them),
+ * streams and WebSocket sessions that hold or share an instance, and draining. The code above it
+ * only says what a request is and which scheduler queues it.
  */
 export class InstanceEngine {
+  readonly clock: Clock;
   private readonly pool: InstancePool;
   /** In a fixed order, for wakeSchedulers' turns. */
   private readonly schedulers: Scheduler[] = [];
@@ -52,28 +57,27 @@ export class InstanceEngine {
   private readonly sessions = new Map<ModelInstance, Set<SocketLink>>();
   private draining = false;
 
-  constructor(
-    private readonly options: InstanceEngineOptions,
-    events: EngineEvents = {},
-  ) {
+  constructor(private readonly options: InstanceEngineOptions) {
     const { name, version, recorder } = options;
+    this.clock = options.clock ?? systemClock;
     this.pool = new InstancePool(
       { name, instances: { count: options.instanceCount } },
       options.factory,
       {
-        onIdle: (instance) => {
-          this.wakeSchedulers();
-          events.onIdle?.(instance);
-        },
+        onIdle: () => this.wakeSchedulers(),
         onQueueBehind: () => this.wakeSchedulers(),
         onRestart: (index) => recorder.instanceRestarted(name, version, index),
-        onDown: events.onDown,
+        onDown: (index) => {
+          for (const scheduler of this.schedulers) scheduler.instanceDown?.(index);
+        },
+        onUp: (index) => {
+          for (const scheduler of this.schedulers) scheduler.instanceUp?.(index);
+        },
         onHeldDown: (index, error) => {
-          if (!this.pool.available) {
-            const unavailable = this.pool.unavailableError();
-            for (const scheduler of this.schedulers) scheduler.rejectQueued(unavailable);
-          }
-          events.onHeldDown?.(index, error);
+          // With no instance left, what waits for any instance fails now rather than at its timeout.
+          const unavailable = this.pool.available ? undefined : this.pool.unavailableError();
+          for (const scheduler of this.schedulers) scheduler.instanceDown?.(index, unavailable ?? error);
+          if (unavailable) for (const scheduler of this.schedulers) scheduler.rejectQueued(unavailable);
         },
         onLog: options.log,
       },
@@ -82,21 +86,43 @@ export class InstanceEngine {
     recorder.registerModel(name, version);
   }
 
+  /** Feeds `scheduler` this engine's instances from now on: it is offered each freed one, in turn with the others. */
+  register<S extends Scheduler>(scheduler: S): S {
+    this.schedulers.push(scheduler);
+    return scheduler;
+  }
+
   /**
-   * A dynamic batcher fed by this engine's instances. `queueBehind` batches (not streams, which hold
-   * their instance until they end) may queue behind a busy instance's running one; `rows` and
-   * `joins` shape its batches (see BatcherHooks).
+   * A dynamic batcher fed by this engine's instances, on its clock. `queueBehind` batches (not
+   * streams, which hold their instance until they end) may queue behind a busy instance's running one;
+   * `rows` and `joins` shape its batches (see BatcherHooks).
    */
   batcher<T, R>(owner: string, policy: BatchPolicy, execute: (batch: readonly BatchEntry<T>[], answer: (index: number, result: R | Error) => void) => Promise<ReadonlyArray<R | Error>>, options: { readonly queueBehind: boolean } & Pick<BatcherHooks<T, R>, 'rows' | 'joins'>): DynamicBatcher<T, R> {
-    const batcher = new DynamicBatcher<T, R>(owner, policy, {
+    return this.register(new DynamicBatcher<T, R>(owner, policy, {
       idleInstances: () => this.pool.idleCount,
       queueBehindInstances: options.queueBehind ? () => this.pool.queueBehindCount : undefined,
       execute,
       rows: options.rows,
       joins: options.joins,
-    });
-    this.schedulers.push(batcher);
-    return batcher;
+    }, this.clock));
+  }
+
+  /**
+   * The scheduler of stream-holding requests (decorated streaming endpoints, decoupled repository
+   * models): a batcher of one request per call under `policy`'s queue policy, whose request, once an
+   * instance is idle, opens its stream there (see openStream) and resolves with the channel, or with
+   * the error that came before its first chunk. Nothing queues behind a stream, which holds its
+   * instance until it ends. With `countRun`, a stream's whole run counts as one execution.
+   */
+  streamBatcher<Q extends RequestClock>(owner: string, policy: BatchPolicy, call: (queued: Q) => ExecuteCall, options: { readonly countRun: boolean }): DynamicBatcher<Q, StreamChannel> {
+    const single: BatchPolicy = { ...policy, maxBatchSize: 1, preferredBatchSizes: [], maxQueueDelayUs: 0 };
+    return this.batcher<Q, StreamChannel>(owner, single, async ([entry]) => {
+      try {
+        return [await this.openStream(entry.payload, call(entry.payload), DEFAULT_STREAM_CREDIT, options)];
+      } catch (err) {
+        return [err as Error];
+      }
+    }, { queueBehind: false });
   }
 
   /**
@@ -131,8 +157,8 @@ export class InstanceEngine {
     return this.pool.unavailableError();
   }
 
-  get idleCount(): number {
-    return this.pool.idleCount;
+  get instanceCount(): number {
+    return this.options.instanceCount;
   }
 
   /** Takes instance `index` if it is idle, for a scheduler that binds requests to one instance. */
@@ -141,28 +167,23 @@ export class InstanceEngine {
     return instance && { instance, queuedBehind: false };
   }
 
-  /** Queued or running requests of every batcher, and open streams. */
+  /** Queued or running requests of every scheduler, and open streams. */
   get pendingCount(): number {
     let total = 0;
     for (const scheduler of this.schedulers) total += scheduler.pendingCount + scheduler.inflightCount;
     return total + this.openStreams.size;
   }
 
-  /** Counts one request as Triton does (see recordRequest) while `run` carries it to its result. */
-  record<Q extends RequestClock, R>(queued: Q, run: (queued: Q) => Promise<R>): Promise<R> {
-    return recordRequest(this.options.recorder, this.options.name, this.options.version, queued, run);
-  }
-
   /**
-   * Queues one request on `batcher`, counted as one request; fails at once while no instance is left.
-   * The same accounting as `record`, without a closure for every request.
+   * Queues one request on `scheduler` (one registered here), counted as one request as Triton
+   * counts it; fails at once while no instance is left.
    */
-  submit<Q extends RequestClock, R>(batcher: DynamicBatcher<Q, R>, queued: Q, options: SubmitOptions): Promise<R> {
+  submit<Q extends RequestClock, R>(scheduler: Queueing<Q, R>, queued: Q, options: SubmitOptions): Promise<R> {
     const { recorder, name, version } = this.options;
     requestQueued(recorder, name, version);
     let pending: Promise<R>;
     try {
-      pending = this.pool.available ? batcher.submit(queued, options) : Promise.reject(this.pool.unavailableError());
+      pending = this.pool.available ? scheduler.submit(queued, options) : Promise.reject(this.pool.unavailableError());
     } catch (err) {
       // Settled like any failure: otherwise a synchronous throw leaves the request pending for ever.
       pending = Promise.reject(err);
@@ -221,7 +242,7 @@ export class InstanceEngine {
   }
 
   /**
-   * Opens a stream for the one request in `call` on an idle instance (callers check idleCount first),
+   * Opens a stream for the one request in `call` on an idle instance (streamBatcher calls it when one is),
    * which stays busy until the stream ends, fails or is cancelled. With `countRun`, the stream's whole
    * run counts as one execution, as Triton counts a decoupled model's request. Resolves once the
    * first chunk (or the end) has arrived, so an error before it is an ordinary failed request.
@@ -291,23 +312,23 @@ export class InstanceEngine {
     this.draining = true;
     const links = [...this.sessions.values()].flatMap((open) => [...open]);
     for (const link of links) link.endInput();
-    const batchersDrained = Promise.all(this.schedulers.map((s) => s.drain()));
-    // Read after the batchers drained: a streaming request queued before the drain opens its stream then.
+    const schedulersDrained = Promise.all(this.schedulers.map((s) => s.drain()));
+    // Read after the schedulers drained: a streaming request queued before the drain opens its stream then.
     const streamsEnded = (): Promise<unknown> => Promise.all([...[...this.openStreams].map((c) => c.finished), ...links.map((link) => link.output.finished)]);
-    const ended = batchersDrained.then(streamsEnded).then(() => false);
+    const ended = schedulersDrained.then(streamsEnded).then(() => false);
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<boolean>((resolve) => {
       if (streamTimeoutMs !== undefined) timer = setTimeout(() => resolve(true), streamTimeoutMs);
     });
     if (await Promise.race([ended, expired])) {
-      await batchersDrained;
+      await schedulersDrained;
       for (const channel of this.openStreams) channel.cancel();
       for (const link of links) link.close();
       const stuck = await Promise.race([streamsEnded().then(() => false), delay(CANCEL_GRACE_MS).then(() => true)]);
       if (stuck) this.options.log('warn', `model '${this.options.name}': streams still running ${CANCEL_GRACE_MS} ms after they were cancelled; finalizing anyway`);
     }
     clearTimeout(timer);
-    await batchersDrained;
+    await schedulersDrained;
   }
 
   private sessionsOn(instance: ModelInstance): Set<SocketLink> {
@@ -319,7 +340,7 @@ export class InstanceEngine {
     return open;
   }
 
-  /** Gives every batcher a turn at a freed instance, starting with a different one each time. */
+  /** Gives every scheduler a turn at a freed instance, starting with a different one each time. */
   private wakeSchedulers(): void {
     const list = this.schedulers;
     const start = this.nextScheduler++ % Math.max(1, list.length);

@@ -20,6 +20,8 @@ export interface PoolEvents {
   onRestart(index: number): void;
   /** An instance died; its restart follows (rate-limited). */
   onDown?(index: number): void;
+  /** Instance `index` runs again after a restart (an onIdle for it follows). */
+  onUp?(index: number): void;
   /**
    * Instance `index` hit its restart limit (`error`, SF_ERR_INSTANCE_RESTART_LIMIT) and stays down
    * until the window passes; `available` tells whether any instance is left to take requests.
@@ -230,6 +232,7 @@ export class InstancePool {
       () => {
         if (this.stopped || this.instances[index] !== instance) return;
         this.up.add(instance);
+        this.events.onUp?.(index);
         this.release(instance);
       },
       (err: unknown) => {

@@ -1,7 +1,7 @@
 import type { EndpointDefinition, ModelDefinition } from '../definition/model-definition.js';
 import type { SocketContext } from '../definition/model-context.js';
 import { EXECUTE_METHOD } from '../definition/tensor-interface-builder.js';
-import { deserializeError, type ServeFnError } from '../errors/index.js';
+import { deserializeError } from '../errors/index.js';
 import type { ValidatedRequest } from '../inference/request-validation.js';
 import { refuseSequenceParameters } from '../inference/sequence-parameters.js';
 import type { TensorWireResult } from '../inference/tensor-model-plan.js';
@@ -34,7 +34,8 @@ export interface ModelRuntimeOptions {
  * as the endpoints' (as Triton's Python backend model serves one scheduler).
  */
 export class ModelRuntime {
-  private readonly engine: InstanceEngine;
+  /** Starts, drains and stops the model's instances; the runtime only registers its batchers there. */
+  readonly engine: InstanceEngine;
   private readonly batchers = new Map<string, DynamicBatcher<Queued, unknown>>();
   private readonly streamBatchers = new Map<string, DynamicBatcher<Queued, StreamChannel>>();
   private readonly tensorBatcher?: DynamicBatcher<QueuedTensorRequest, TensorWireResult>;
@@ -48,7 +49,7 @@ export class ModelRuntime {
     for (const endpoint of definition.endpoints) {
       if (endpoint.stream) {
         // A stream holds its instance until it ends, so nothing may queue behind one.
-        this.streamBatchers.set(endpoint.methodName, this.engine.batcher<Queued, StreamChannel>(endpoint.id, STREAM_POLICY, (batch) => this.executeStream(endpoint, batch[0]), { queueBehind: false }));
+        this.streamBatchers.set(endpoint.methodName, this.engine.streamBatcher<Queued>(endpoint.id, STREAM_POLICY, (queued) => ({ kind: 'endpoint', methodName: endpoint.methodName, batched: false, requests: [queued.wire] }), { countRun: false }));
       } else {
         this.batchers.set(endpoint.methodName, this.engine.batcher<Queued, unknown>(endpoint.id, endpoint.batch ?? UNBATCHED_POLICY, (batch, answer) => this.execute(endpoint, batch, answer), { queueBehind: true }));
       }
@@ -59,10 +60,6 @@ export class ModelRuntime {
       const policy = tensors.batch ? { ...tensors.batch, maxBatchSize: Math.max(1, tensors.maxBatchSize) } : UNBATCHED_POLICY;
       this.tensorBatcher = this.engine.tensorBatcher(`${definition.className}.${EXECUTE_METHOD}`, policy);
     }
-  }
-
-  start(): Promise<void> {
-    return this.engine.start();
   }
 
   /** Queues one request for a non-streaming endpoint method and resolves with its result. */
@@ -87,32 +84,9 @@ export class ModelRuntime {
     return this.engine.submit(this.tensorBatcher!, { request, submittedMs: now() }, options);
   }
 
-  /** False while every instance is down past its restart limit (see InstancePool.available). */
-  get available(): boolean {
-    return this.engine.available;
-  }
-
-  /** SF_ERR_MODEL_UNAVAILABLE, naming when the next held-down instance is restarted (what submit rejects with while not available). */
-  unavailableError(): ServeFnError {
-    return this.engine.unavailableError();
-  }
-
   /** Starts a WebSocket connection's session (see InstanceEngine.openSocket). */
   openSocket(methodName: string, context: Omit<SocketContext, 'instanceIndex' | 'logger'>): SocketLink {
     return this.engine.openSocket(methodName, context, DEFAULT_STREAM_CREDIT);
-  }
-
-  /** Stops taking requests and waits for queued and running ones, open streams and sessions (see InstanceEngine.drain). */
-  drain(streamTimeoutMs?: number): Promise<void> {
-    return this.engine.drain(streamTimeoutMs);
-  }
-
-  stop(): Promise<void> {
-    return this.engine.stop();
-  }
-
-  get pendingCount(): number {
-    return this.engine.pendingCount;
   }
 
   private execute(endpoint: EndpointDefinition, batch: readonly BatchEntry<Queued>[], answer: (index: number, result: unknown) => void): Promise<unknown[]> {
@@ -137,18 +111,9 @@ export class ModelRuntime {
       return outcome.results.map(resultValue);
     });
   }
-
-  /** A streaming endpoint's one request: answered with its channel, or with the error before its first chunk. */
-  private async executeStream(endpoint: EndpointDefinition, entry: BatchEntry<Queued>): Promise<(StreamChannel | Error)[]> {
-    try {
-      return [await this.engine.openStream(entry.payload, { kind: 'endpoint', methodName: endpoint.methodName, batched: false, requests: [entry.payload.wire] }, DEFAULT_STREAM_CREDIT, { countRun: false })];
-    } catch (err) {
-      return [err as Error];
-    }
-  }
 }
 
 const resultValue = (result: WireResult): unknown => (result.ok ? result.value : deserializeError(result.error));
 
-/** One request per call: a stream keeps its instance until it ends. */
+/** A streaming endpoint's queue policy: one unbounded queue without timeouts (see InstanceEngine.streamBatcher). */
 const STREAM_POLICY = normalizeBatchPolicy({ maxBatchSize: 1 }, 'streaming endpoint');

@@ -49,33 +49,12 @@ export function executionTimings(outcome: Pick<ExecuteOutcome, 'computeStartMs' 
   };
 }
 
-/**
- * Runs one submission and records it as Triton counts requests: pending while queued, then one
- * success with its own queue and compute times, or one failure with its reason.
- */
-export function recordRequest<Q extends RequestClock, R>(
-  recorder: InferenceRecorder,
-  model: string,
-  version: string,
-  queued: Q,
-  submit: (queued: Q) => Promise<R>,
-): Promise<R> {
-  requestQueued(recorder, model, version);
-  let pending: Promise<R>;
-  try {
-    pending = submit(queued);
-  } catch (err) {
-    pending = Promise.reject(err);
-  }
-  return requestSettled(recorder, model, version, queued, pending);
-}
-
-/** The first half of recordRequest: the request is pending from now on. */
+/** A request is pending from now on; requestSettled counts it as Triton counts requests once it settles. */
 export function requestQueued(recorder: InferenceRecorder, model: string, version: string): void {
   recorder.pendingChanged(model, version, 1);
 }
 
-/** The second half of recordRequest: counts the request queued with requestQueued once `pending` settles. */
+/** Counts the request queued with requestQueued once `pending` settles: one success with its own queue and compute times, or one failure with its reason. */
 export async function requestSettled<R>(recorder: InferenceRecorder, model: string, version: string, queued: RequestClock, pending: Promise<R>): Promise<R> {
   try {
     const result = await pending;

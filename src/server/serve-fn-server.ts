@@ -182,10 +182,10 @@ export class ServeFnServer {
 
   private async startInstances(): Promise<void> {
     await this.prepare();
-    const started = await Promise.allSettled([...this.runtimes.map((r) => r.start()), this.textModels.start(), this.repository?.start()]);
+    const started = await Promise.allSettled([...this.runtimes.map((r) => r.engine.start()), this.textModels.start(), this.repository?.start()]);
     const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failed) {
-      await Promise.allSettled([...this.runtimes.map((r) => r.stop()), this.textModels.stop(), this.repository?.close()]);
+      await Promise.allSettled([...this.runtimes.map((r) => r.engine.stop()), this.textModels.stop(), this.repository?.close()]);
       throw failed.reason;
     }
     // close() during the start has already moved the phase on; the server must not turn ready.
@@ -256,12 +256,12 @@ export class ServeFnServer {
     this.app.log.info({ streamTimeoutMs: options.streamTimeoutMs }, 'drain started: new requests get 503, in-flight requests finish');
     // Text models first: their queued texts still need the instances the runtimes drain.
     await this.textModels.drain(deadline);
-    await Promise.all([...this.runtimes.map((r) => r.drain(options.streamTimeoutMs)), this.textModels.stop()]);
+    await Promise.all([...this.runtimes.map((r) => r.engine.drain(options.streamTimeoutMs)), this.textModels.stop()]);
     // After the decorated models, whose in-flight requests may still call repository models.
     await this.repository?.close({ streamTimeoutMs: deadline === undefined ? undefined : Math.max(0, deadline - Date.now()) });
     await Promise.all([this.app.close(), this.grpc?.close()]);
     this.sharedMemory.unregister();
-    await Promise.all(this.runtimes.map((r) => r.stop()));
+    await Promise.all(this.runtimes.map((r) => r.engine.stop()));
     this.state.set('stopped');
     this.app.log.info({ durationMs: Date.now() - drainStartMs }, 'drain finished: every instance finalized');
     await this.options.tracing?.shutdown();
@@ -378,7 +378,7 @@ export class ServeFnServer {
    * restart limit, or a loaded repository version that is not ready (Triton's strict readiness).
    */
   private unavailableModel(): string | undefined {
-    const lost = this.runtimes.find((r) => !r.available);
+    const lost = this.runtimes.find((r) => !r.engine.available);
     const text = this.textModels.notReady();
     if (text) return text;
     if (lost) return `model '${lost.definition.name}' version ${lost.definition.version} has no running instance`;

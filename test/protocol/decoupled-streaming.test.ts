@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -5,7 +6,7 @@ import { Client, credentials } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServeFnServer } from '../../src/server/serve-fn-server.js';
 import { fileText } from '../fixtures/decoupled/countdown-marker.js';
-import { scratchFolder } from '../fixtures/repository/repository-files.js';
+import { scratchFolder, writeFiles } from '../fixtures/repository/repository-files.js';
 import { exchange, inferenceMethod } from './grpc-raw.js';
 import { messages, parse, pb, rawBytes, strings, type Fields } from './protobuf-wire.js';
 
@@ -163,5 +164,46 @@ describe('decoupled models over generate, generate_stream and ModelStreamInfer',
     it('a failure mid-stream is the request\'s last answer, in error_message', async () => {
       expect(await stream(inferRequest('countdown', 'e', { N: 3, FAIL_AT: 2 }))).toEqual([['e', 3, false], ['error', COUNTDOWN_ERROR(2)]]);
     });
+  });
+});
+
+describe('a decoupled model\'s queue policy over generate_stream', () => {
+  let server: ServeFnServer;
+  let address: string;
+
+  beforeAll(async () => {
+    const root = scratchFolder('decoupled-queue-policy');
+    const policy = 'dynamic_batching { default_queue_policy { default_timeout_microseconds: 50000 max_queue_size: 1 } }\n';
+    writeFiles(root, {
+      'countdown/config.pbtxt': readFileSync(join(ROOT, 'countdown/config.pbtxt'), 'utf8') + policy,
+      'countdown/1/model.ts': readFileSync(join(ROOT, 'countdown/1/model.ts'), 'utf8'),
+    });
+    server = new ServeFnServer({ models: [], repository: { root }, collectProcessMetrics: false });
+    address = await server.listen(0, '127.0.0.1');
+  }, 60_000);
+
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  const post = (payload: string) => server.app.inject({ method: 'POST', url: '/v2/models/countdown/generate_stream', headers: { 'content-type': 'application/json' }, payload });
+
+  it('times a waiting request out after default_timeout_microseconds, and refuses one over max_queue_size, as KServe errors', async () => {
+    // A long stream holds the model's only instance until the client goes.
+    const busy = httpRequest(`${address}/v2/models/countdown/generate_stream`, { method: 'POST', headers: { 'content-type': 'application/json' } });
+    const streaming = new Promise<void>((resolve) => busy.on('response', (res) => res.once('data', () => resolve())));
+    busy.on('error', () => undefined);
+    busy.end(JSON.stringify({ N: 100_000, pause_ms: 1 }));
+    try {
+      await streaming;
+      // Both arrive while the instance is busy: whichever is queued first waits out its timeout, the other finds the queue full.
+      const answers = await Promise.all([post('{"N":1}'), post('{"N":1}')]);
+      expect(answers.map((res) => [res.statusCode, res.body]).sort()).toEqual([
+        [503, '{"error":"Exceeds maximum queue size","code":"SF_ERR_QUEUE_FULL"}'],
+        [503, '{"error":"Request timeout expired","code":"SF_ERR_TIMEOUT"}'],
+      ]);
+    } finally {
+      busy.destroy();
+    }
   });
 });

@@ -140,7 +140,8 @@ describe('DecoupledModelVersion', () => {
   });
 
   it('a request waiting for an instance gives up when cancelled or timed out', async () => {
-    const { model } = await countdown();
+    // Its own timeout counts where the queue policy allows overrides, as in Triton.
+    const { model } = await countdown(COUNTDOWN_CONFIG + 'dynamic_batching { default_queue_policy { allow_timeout_override: true } }\n');
     const busy = await model.inferStream(request(1000, {}, { parameters: { pause_ms: 1 } }));
     const abort = new AbortController();
     const cancelled = model.inferStream(request(1, {}, { signal: abort.signal }));
@@ -148,6 +149,17 @@ describe('DecoupledModelVersion', () => {
     await expect(cancelled).rejects.toMatchObject({ code: 'SF_ERR_CANCELLED' });
     await expect(model.inferStream(request(1, {}, { timeoutUs: 30_000 }))).rejects.toMatchObject({ code: 'SF_ERR_TIMEOUT' });
     busy.cancel();
+  });
+
+  it('a waiting request follows the queue policy: it times out after default_timeout_microseconds, and is refused over max_queue_size', async () => {
+    const { model, recorder } = await countdown(COUNTDOWN_CONFIG + 'dynamic_batching { default_queue_policy { default_timeout_microseconds: 30000 max_queue_size: 1 } }\n');
+    const busy = await model.inferStream(request(1000, {}, { parameters: { pause_ms: 1 } }));
+    const waiting = model.inferStream(request(1));
+    await expect(model.inferStream(request(2))).rejects.toMatchObject({ code: 'SF_ERR_QUEUE_FULL', statusCode: 503 });
+    await expect(waiting).rejects.toMatchObject({ code: 'SF_ERR_TIMEOUT' });
+    busy.cancel();
+    const failures = await recorder.registry.getSingleMetric('nv_inference_request_failure')!.get();
+    expect(failures.values.find((v) => v.labels.reason === 'REJECTED')?.value).toBe(2);
   });
 
   it('aborting the request signal after the first response stops the stream', async () => {
@@ -164,8 +176,10 @@ describe('DecoupledModelVersion', () => {
     const { model } = await countdown();
     const marker = join(scratchFolder('marker'), 'stopped');
     const abort = new AbortController();
+    // The instance is idle, so the request is on it before the abort, and the stream opens.
+    const opening = model.inferStream(request(1000, {}, { signal: abort.signal, parameters: { marker, pause_ms: 1 } }));
     abort.abort();
-    const stream = await model.inferStream(request(1000, {}, { signal: abort.signal, parameters: { marker, pause_ms: 1 } }));
+    const stream = await opening;
     expect((await collect(stream)).length).toBeLessThan(1000);
     expect(await fileText(marker)).toMatch(/^stopped after \d+ of 1000$/);
   });

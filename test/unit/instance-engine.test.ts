@@ -112,20 +112,6 @@ describe('InstanceEngine', () => {
     expect(recorder.statistics('m', '1').model_stats[0].execution_count).toBe(2);
   });
 
-  it('counts a submission that throws before it returns a promise as one failed request, no longer pending', async () => {
-    const instances = new ManualInstances();
-    const { e, recorder } = engine(instances);
-    await e.start();
-    const recorded = e.record(queued('x'), () => {
-      throw new Error('refused at once');
-    });
-    await expect(recorded).rejects.toThrow('refused at once');
-    const [stats] = recorder.statistics('m', '1').model_stats;
-    expect(stats.inference_stats.fail.count).toBe(1);
-    expect(e.pendingCount).toBe(0);
-    expect(await recorder.registry.getSingleMetricAsString('nv_inference_pending_request_count')).toContain('nv_inference_pending_request_count{model="m",version="1"} 0');
-  });
-
   it('counts a batcher that throws before it returns a promise as one failed request, no longer pending', async () => {
     const instances = new ManualInstances();
     const { e, recorder, batcher } = engine(instances);

@@ -55,25 +55,25 @@ const wire = { payload: undefined, info: { requestId: 'r1', params: {}, query: {
 describe('ModelRuntime', () => {
   it('answers a streaming endpoint with its channel from openStream, and a plain one with its value from submit', async () => {
     const rt = runtime();
-    await rt.start();
+    await rt.engine.start();
     const channel = await rt.openStream('count', wire);
     expect(channel).toBeInstanceOf(StreamChannel);
     const chunks: unknown[] = [];
     for await (const chunk of channel) chunks.push(chunk);
     expect(chunks).toEqual([1, 2]);
     await expect(rt.submit('total', wire)).resolves.toBe(3);
-    await rt.drain();
-    await rt.stop();
+    await rt.engine.drain();
+    await rt.engine.stop();
   });
 
   it("batches @Tensors requests up to the interface's max_batch_size rows, whatever @Batch's size", async () => {
     const rt = runtime(Rows);
-    await rt.start();
+    await rt.engine.start();
     const request = (id: string) => ({ wire: { id, inputs: [createTensor('INPUT0', 'FP32', [1, 1], [1])], outputs: ['OUTPUT0'], parameters: {} }, rows: 1, signature: 'INPUT0:1' });
     // The first runs alone on the idle instance; the other three queue behind it.
     const results = await Promise.all(['r0', 'r1', 'r2', 'r3'].map((id) => rt.submitTensors(request(id))));
     expect(results.map((r) => r.parameters?.batch)).toEqual([1, 2, 2, 1]);
-    await rt.drain();
-    await rt.stop();
+    await rt.engine.drain();
+    await rt.engine.stop();
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createError, deserializeError, serializeError } from '../../src/errors/index.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
-import { now, recordRequest, type RequestClock } from '../../src/runtime/request-accounting.js';
+import { now, requestQueued, requestSettled, type RequestClock } from '../../src/runtime/request-accounting.js';
 
 async function reasonCounted(err: unknown): Promise<Record<string, number>> {
   const recorder = new InferenceRecorder({ collectProcessMetrics: false });
@@ -10,12 +10,13 @@ async function reasonCounted(err: unknown): Promise<Record<string, number>> {
     q.dispatchedMs = now();
     throw err;
   };
-  await expect(recordRequest(recorder, 'm', '1', queued, dispatched)).rejects.toBe(err);
+  requestQueued(recorder, 'm', '1');
+  await expect(requestSettled(recorder, 'm', '1', queued, dispatched(queued))).rejects.toBe(err);
   const metric = await recorder.registry.getSingleMetric('nv_inference_request_failure')!.get();
   return Object.fromEntries(metric.values.map((v) => [String(v.labels.reason), v.value]));
 }
 
-describe('recordRequest', () => {
+describe('requestSettled', () => {
   it("counts a client error from inside the model (its validation's 400) as OTHER, not BACKEND", async () => {
     // As a worker thread hands it back: serialised, with its status.
     const fromWorker = deserializeError(serializeError(createError('SF_ERR_TENSOR_SHAPE', 'x', '[1,3]', '[1,4]')));

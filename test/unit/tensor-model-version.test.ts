@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { InferenceModelInfo } from '../../src/inference/inference-model.js';
-import { TensorModelRuntime } from '../../src/inference/tensor-model-runtime.js';
 import { TensorModelVersion, type WarmupRun } from '../../src/inference/tensor-model-version.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
-import { normalizeBatchPolicy } from '../../src/runtime/batch-policy.js';
+import { schedulerFor } from '../../src/model-repository/configured-scheduler.js';
+import { parseModelConfig } from '../../src/model-repository/model-config.js';
+import { InstanceEngine } from '../../src/runtime/instance-engine.js';
 import type { ModelInstance } from '../../src/runtime/model-instance.js';
 import type { ExecuteOutcome } from '../../src/runtime/wire-format.js';
 import { int32, values } from '../fixtures/repository/repository-files.js';
@@ -35,11 +36,12 @@ function echoInstances(log: string[], failWarmup = false) {
 }
 
 function version(log: string[], warmups: WarmupRun[], failWarmup = false): TensorModelVersion {
-  const runtime = new TensorModelRuntime({
-    name: 'm', version: '2', instanceCount: 2, policy: normalizeBatchPolicy({ maxBatchSize: 4 }, 'm'),
-    factory: echoInstances(log, failWarmup), recorder: new InferenceRecorder({ collectProcessMetrics: false }), log: () => undefined,
+  const engine = new InstanceEngine({
+    name: 'm', version: '2', instanceCount: 2, factory: echoInstances(log, failWarmup), recorder: new InferenceRecorder({ collectProcessMetrics: false }), log: () => undefined,
   });
-  return new TensorModelVersion(info, runtime, warmups);
+  const scheduler = schedulerFor(parseModelConfig('name: "m"\nmax_batch_size: 4\ndynamic_batching {}\n', 'config.pbtxt').config, '2', engine, () => undefined);
+  if (scheduler.decoupled) throw new Error('expected a model answering once');
+  return new TensorModelVersion(info, engine, scheduler.requests, warmups);
 }
 
 const warmup = (count: number, batch: number): WarmupRun => ({

@@ -2,9 +2,10 @@ import { describe, expect, it } from 'vitest';
 import type { ServeFnError } from '../../src/errors/index.js';
 import type { ValidatedRequest } from '../../src/inference/request-validation.js';
 import type { SequenceControlInput } from '../../src/inference/sequence-controls.js';
-import { SequenceModelRuntime } from '../../src/inference/sequence-model-runtime.js';
+import { SequenceScheduler } from '../../src/engine/sequence-scheduler.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import type { Clock } from '../../src/runtime/clock.js';
+import { InstanceEngine } from '../../src/runtime/instance-engine.js';
 import type { RestartPolicy } from '../../src/runtime/instance-pool.js';
 import { settle } from '../helpers/settle.js';
 import { ManualTensorInstances } from '../helpers/manual-tensor-instances.js';
@@ -16,12 +17,11 @@ function setup(options: { instances?: number; maxBatchSize?: number; controls?: 
   const instances = new ManualTensorInstances();
   const recorder = new InferenceRecorder({ collectProcessMetrics: false });
   const logs: string[] = [];
-  const runtime = new SequenceModelRuntime({
-    name: 'acc', version: '1', instanceCount: options.instances ?? 2, maxBatchSize: options.maxBatchSize ?? 0, idleUs: 1_000_000,
-    controls: options.controls ?? [], factory: instances.factory, recorder, log: (level, message) => logs.push(`${level}: ${message}`), clock: stillClock,
-    restartPolicy: options.restartPolicy,
-  });
-  return { instances, recorder, runtime, logs };
+  const log = (level: string, message: string): void => void logs.push(`${level}: ${message}`);
+  const instanceCount = options.instances ?? 2;
+  const engine = new InstanceEngine({ name: 'acc', version: '1', instanceCount, factory: instances.factory, recorder, log, clock: stillClock, restartPolicy: options.restartPolicy });
+  const sequences = new SequenceScheduler(engine, instanceCount, { name: 'acc', maxBatchSize: options.maxBatchSize ?? 0, idleUs: 1_000_000, controls: options.controls ?? [], log });
+  return { instances, recorder, engine, sequences, logs };
 }
 
 function request(id: string, parameters: Record<string, unknown>, rows = 1, signature = ''): ValidatedRequest {
@@ -40,16 +40,16 @@ async function failure(promise: Promise<unknown>): Promise<ServeFnError> {
   }, (err: unknown) => err as ServeFnError);
 }
 
-describe('SequenceModelRuntime', () => {
+describe('SequenceScheduler', () => {
   it('keeps each sequence on its instance and runs its requests one at a time, in arrival order', async () => {
-    const { instances, runtime } = setup();
-    await runtime.start();
+    const { instances, engine, sequences } = setup();
+    await engine.start();
     const results = [
-      runtime.submit(request('a1', seq(1, 'start'))),
-      runtime.submit(request('b1', seq(2, 'start'))),
-      runtime.submit(request('a2', seq(1))),
-      runtime.submit(request('b2', seq(2))),
-      runtime.submit(request('a3', seq(1, 'end'))),
+      sequences.submit(request('a1', seq(1, 'start'))),
+      sequences.submit(request('b1', seq(2, 'start'))),
+      sequences.submit(request('a2', seq(1))),
+      sequences.submit(request('b2', seq(2))),
+      sequences.submit(request('a3', seq(1, 'end'))),
     ];
     expect(instances.trace).toEqual(['0: a1', '1: b1']);
     await instances.finish();
@@ -58,18 +58,18 @@ describe('SequenceModelRuntime', () => {
     expect(instances.trace.slice(4)).toEqual(['0: a3']);
     await instances.finish();
     expect(await Promise.all(results)).toEqual(['a1', 'b1', 'a2', 'b2', 'a3'].map((id) => ({ outputs: [], parameters: { id } })));
-    expect(runtime.liveSequences).toEqual([0, 1]);
+    expect(sequences.liveSequences).toEqual([0, 1]);
   });
 
   it('batches the oldest waiting request of each sequence on an instance, never two of one sequence', async () => {
-    const { instances, runtime } = setup({ instances: 1, maxBatchSize: 4 });
-    await runtime.start();
+    const { instances, engine, sequences } = setup({ instances: 1, maxBatchSize: 4 });
+    await engine.start();
     const results = [
-      runtime.submit(request('a1', seq(1, 'start'))),
-      runtime.submit(request('b1', seq(2, 'start'))),
-      runtime.submit(request('a2', seq(1))),
-      runtime.submit(request('b2', seq(2))),
-      runtime.submit(request('c1', seq(3, 'start'))),
+      sequences.submit(request('a1', seq(1, 'start'))),
+      sequences.submit(request('b1', seq(2, 'start'))),
+      sequences.submit(request('a2', seq(1))),
+      sequences.submit(request('b2', seq(2))),
+      sequences.submit(request('c1', seq(3, 'start'))),
     ];
     await instances.finish();
     await instances.finish();
@@ -79,13 +79,13 @@ describe('SequenceModelRuntime', () => {
   });
 
   it('batches only sequences whose inputs have the shapes of the oldest; the others go in a later execution', async () => {
-    const { instances, runtime } = setup({ instances: 1, maxBatchSize: 4 });
-    await runtime.start();
+    const { instances, engine, sequences } = setup({ instances: 1, maxBatchSize: 4 });
+    await engine.start();
     const results = [
-      runtime.submit(request('a1', seq(1, 'start'), 1, 'x')),
-      runtime.submit(request('b1', seq(2, 'start'), 1, 'y')),
-      runtime.submit(request('c1', seq(3, 'start'), 1, 'x')),
-      runtime.submit(request('d1', seq(4, 'start'), 1, 'y')),
+      sequences.submit(request('a1', seq(1, 'start'), 1, 'x')),
+      sequences.submit(request('b1', seq(2, 'start'), 1, 'y')),
+      sequences.submit(request('c1', seq(3, 'start'), 1, 'x')),
+      sequences.submit(request('d1', seq(4, 'start'), 1, 'y')),
     ];
     for (let i = 0; i < 3; i++) await instances.finish();
     expect(instances.trace).toEqual(['0: a1', '0: b1 d1', '0: c1']);
@@ -93,15 +93,15 @@ describe('SequenceModelRuntime', () => {
   });
 
   it('hands the model the correlation id and flags, without the sequence parameters', async () => {
-    const { instances, runtime } = setup();
-    await runtime.start();
-    const first = runtime.submit(request('x', { ...seq('user-7', 'start'), note: 'kept' }));
+    const { instances, engine, sequences } = setup();
+    await engine.start();
+    const first = sequences.submit(request('x', { ...seq('user-7', 'start'), note: 'kept' }));
     expect(instances.requests[0][0]).toEqual({
       id: 'x', inputs: [], outputs: [], parameters: { note: 'kept' }, sequence: { correlationId: 'user-7', start: true, end: false },
     });
     await instances.finish();
     await first;
-    const last = runtime.submit(request('y', seq('user-7', 'end')));
+    const last = sequences.submit(request('y', seq('user-7', 'end')));
     expect(instances.requests[1][0].sequence).toEqual({ correlationId: 'user-7', start: false, end: true });
     await instances.finish();
     await last;
@@ -114,9 +114,9 @@ describe('SequenceModelRuntime', () => {
       { name: 'READY', kind: 'CONTROL_SEQUENCE_READY', datatype: 'BOOL', falseTrue: [false, true] },
       { name: 'CORRID', kind: 'CONTROL_SEQUENCE_CORRID', datatype: 'UINT64' },
     ];
-    const { instances, runtime } = setup({ maxBatchSize: 8, controls });
-    await runtime.start();
-    const first = runtime.submit(request('s', seq(77, 'start')));
+    const { instances, engine, sequences } = setup({ maxBatchSize: 8, controls });
+    await engine.start();
+    const first = sequences.submit(request('s', seq(77, 'start')));
     const tensors = instances.requests[0][0].inputs.map((t) => [t.name, t.datatype, t.shape, [...t.data]]);
     expect(tensors).toEqual([
       ['START', 'INT32', [1, 1], [1]],
@@ -126,35 +126,35 @@ describe('SequenceModelRuntime', () => {
     ]);
     await instances.finish();
     await first;
-    const last = runtime.submit(request('e', seq(77, 'end')));
+    const last = sequences.submit(request('e', seq(77, 'end')));
     expect(instances.requests[1][0].inputs.map((t) => [t.name, [...t.data]])).toEqual([['START', [0]], ['END', [1]], ['READY', [1]], ['CORRID', [77n]]]);
     await instances.finish();
     await last;
-    const err = await failure(runtime.submit(request('str', seq('abc', 'start'))));
+    const err = await failure(sequences.submit(request('str', seq('abc', 'start'))));
     expect(err.message).toBe("sequence_id 'abc' is a string, but model 'acc' takes its correlation id as UINT64 in control input 'CORRID'; send an integer sequence_id");
   });
 
   it('refuses requests that break the sequence rules with 400s, before they count or run', async () => {
-    const { instances, runtime, recorder } = setup({ maxBatchSize: 8 });
-    await runtime.start();
-    const unknown = await failure(runtime.submit(request('u', seq(5))));
+    const { instances, engine, sequences, recorder } = setup({ maxBatchSize: 8 });
+    await engine.start();
+    const unknown = await failure(sequences.submit(request('u', seq(5))));
     expect([unknown.code, unknown.statusCode]).toEqual(['SF_ERR_SEQUENCE_NOT_STARTED', 400]);
-    const missing = await failure(runtime.submit(request('m', {})));
+    const missing = await failure(sequences.submit(request('m', {})));
     expect([missing.code, missing.message]).toEqual(['SF_ERR_SEQUENCE_ID_MISSING', "inference request to model 'acc' must specify a non-zero or non-empty correlation ID"]);
-    const batch = await failure(runtime.submit(request('b', seq(6, 'start'), 2)));
+    const batch = await failure(sequences.submit(request('b', seq(6, 'start'), 2)));
     expect([batch.code, batch.statusCode, batch.message]).toEqual(['SF_ERR_BAD_REQUEST', 400, "inference request to model 'acc' must specify batch-size 1 due to requirements of sequence batcher"]);
-    expect(runtime.liveSequences).toEqual([0, 0]);
+    expect(sequences.liveSequences).toEqual([0, 0]);
     expect(instances.calls).toEqual([]);
     expect(recorder.statistics('acc', '1').model_stats[0].inference_stats.fail.count).toBe(0);
   });
 
   it('takes a cancelled request out of its queue and runs the rest', async () => {
-    const { instances, runtime } = setup({ instances: 1 });
-    await runtime.start();
-    const running = runtime.submit(request('a1', seq(1, 'start')));
+    const { instances, engine, sequences } = setup({ instances: 1 });
+    await engine.start();
+    const running = sequences.submit(request('a1', seq(1, 'start')));
     const abort = new AbortController();
-    const cancelled = runtime.submit(request('b1', seq(2, 'start')), { signal: abort.signal });
-    const next = runtime.submit(request('a2', seq(1)));
+    const cancelled = sequences.submit(request('b1', seq(2, 'start')), { signal: abort.signal });
+    const next = sequences.submit(request('a2', seq(1)));
     abort.abort();
     expect((await failure(cancelled)).code).toBe('SF_ERR_CANCELLED');
     await instances.finish();
@@ -164,48 +164,60 @@ describe('SequenceModelRuntime', () => {
   });
 
   it('forgets the sequences of an instance that crashed, as soon as it crashed', async () => {
-    const { instances, runtime, logs } = setup();
-    await runtime.start();
-    const a = runtime.submit(request('a1', seq(1, 'start')));
-    const b = runtime.submit(request('b1', seq(2, 'start')));
+    const { instances, engine, sequences, logs } = setup();
+    await engine.start();
+    const a = sequences.submit(request('a1', seq(1, 'start')));
+    const b = sequences.submit(request('b1', seq(2, 'start')));
     await instances.finish();
     await Promise.all([a, b]);
     instances.events.get(1)!.onCrash(instances.made.get(1)!, 'test crash');
     await settle();
-    expect(runtime.liveSequences).toEqual([1, 0]);
+    expect(sequences.liveSequences).toEqual([1, 0]);
     expect(logs).toContain("warn: model 'acc' instance 1 stopped: its 1 live sequence(s) lost their state and must START again");
-    expect((await failure(runtime.submit(request('b2', seq(2))))).code).toBe('SF_ERR_SEQUENCE_NOT_STARTED');
+    expect((await failure(sequences.submit(request('b2', seq(2))))).code).toBe('SF_ERR_SEQUENCE_NOT_STARTED');
+  });
+
+  it('starts sequences on an instance again once it is back from its restart', async () => {
+    const { instances, engine, sequences } = setup();
+    await engine.start();
+    instances.events.get(1)!.onCrash(instances.made.get(1)!, 'test crash');
+    await settle();
+    const started = [sequences.submit(request('a1', seq(1, 'start'))), sequences.submit(request('b1', seq(2, 'start')))];
+    expect(instances.trace).toEqual(['0: a1', '1: b1']);
+    await instances.finish();
+    await Promise.all(started);
+    expect(sequences.liveSequences).toEqual([1, 1]);
   });
 
   it('fails the requests waiting for an instance past its restart limit, starts sequences elsewhere, and refuses all once none is left', async () => {
-    const { instances, runtime } = setup({ restartPolicy: { maxRestarts: 0, windowMs: 60_000 } });
-    await runtime.start();
-    void runtime.submit(request('a1', seq(1, 'start')));
-    const waiting = runtime.submit(request('a2', seq(1)));
+    const { instances, engine, sequences } = setup({ restartPolicy: { maxRestarts: 0, windowMs: 60_000 } });
+    await engine.start();
+    void sequences.submit(request('a1', seq(1, 'start')));
+    const waiting = sequences.submit(request('a2', seq(1)));
     instances.events.get(0)!.onCrash(instances.made.get(0)!, 'test crash');
     const held = await failure(waiting);
     expect([held.code, held.statusCode]).toEqual(['SF_ERR_INSTANCE_RESTART_LIMIT', 503]);
 
-    expect(runtime.available).toBe(true);
-    const other = runtime.submit(request('b1', seq(2, 'start')));
+    expect(engine.available).toBe(true);
+    const other = sequences.submit(request('b1', seq(2, 'start')));
     expect(instances.trace.at(-1)).toBe('1: b1');
     await instances.finish();
     await other;
 
     instances.events.get(1)!.onCrash(instances.made.get(1)!, 'test crash');
-    expect(runtime.available).toBe(false);
-    expect((await failure(runtime.submit(request('c1', seq(3, 'start'))))).code).toBe('SF_ERR_MODEL_UNAVAILABLE');
+    expect(engine.available).toBe(false);
+    expect((await failure(sequences.submit(request('c1', seq(3, 'start'))))).code).toBe('SF_ERR_MODEL_UNAVAILABLE');
   });
 
   it('drains running requests, then refuses new ones', async () => {
-    const { instances, runtime } = setup();
-    await runtime.start();
-    const running = runtime.submit(request('a1', seq(1, 'start')));
-    const drained = runtime.drain();
-    expect((await failure(runtime.submit(request('a2', seq(1))))).code).toBe('SF_ERR_DRAINING');
+    const { instances, engine, sequences } = setup();
+    await engine.start();
+    const running = sequences.submit(request('a1', seq(1, 'start')));
+    const drained = engine.drain();
+    expect((await failure(sequences.submit(request('a2', seq(1))))).code).toBe('SF_ERR_DRAINING');
     await instances.finish();
     await drained;
     await expect(running).resolves.toEqual({ outputs: [], parameters: { id: 'a1' } });
-    await runtime.stop();
+    await engine.stop();
   });
 });
