@@ -58,7 +58,7 @@ interface StartFlags extends BodyLimitFlags, TextFlags {
   gracePeriod: number;
   shutdownDelay?: number;
   dev: boolean;
-  standby?: boolean;
+  devAddress?: string;
   modelControlMode: 'none' | 'explicit' | 'poll';
   loadModel: string[];
   repositoryPollSecs: number;
@@ -152,7 +152,7 @@ export function buildProgram(): Command {
     .addOption(withNotes(new Option('--shutdown-delay <ms>', 'after SIGTERM, how long readiness answers 503 while requests are still served').argParser(nonNegativeInt), { default: '5000', env: 'SERVE_FN_SHUTDOWN_DELAY_MS' }))
     // serve-fn dev's own: the process it runs.
     .addOption(new Option('--dev', 'pretty logs and endpoint list').default(false).hideHelp())
-    .addOption(new Option('--standby', 'wait for serve-fn dev to say go').hideHelp())
+    .addOption(new Option('--dev-address <url>', 'the address serve-fn dev answers on and forwards from').hideHelp())
     .optionsGroup('Triton model repositories, shared memory and instances:')
     .addOption(new Option('--model-control-mode <mode>', 'Triton repository: load all at start (none), on request (explicit), or rescan (poll)').choices(['none', 'explicit', 'poll']).default('none'))
     .option('--load-model <name>', 'Triton repository, explicit mode: a model to load at start (repeatable; * loads all)', (name: string, all: string[]) => [...all, name], [])
@@ -180,7 +180,7 @@ export function buildProgram(): Command {
         jsonBodyLimit: opts.jsonBodyLimit,
         gracePeriodMs: opts.gracePeriod,
         shutdownDelayMs: opts.shutdownDelay,
-        standby: opts.standby,
+        devAddress: opts.devAddress,
         grpc: opts.grpc && !opts.dev ? { port: opts.grpcPort } : undefined,
         restrictedApis: { http: opts.httpRestrictedApi, grpc: opts.grpcRestrictedProtocol },
         repository: { controlMode: opts.modelControlMode, startupModels: opts.loadModel, pollIntervalMs: opts.repositoryPollSecs * 1000, maxInstances: opts.maxInstances },

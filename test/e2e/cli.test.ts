@@ -179,7 +179,8 @@ describe('serve-fn dev', () => {
       const saved = Date.now();
       save();
       let text = '';
-      while (Date.now() - saved < 20_000) {
+      // A reload starts a fresh Node process (dev keeps no loaded spare): seconds when idle, far more on a loaded machine.
+      while (Date.now() - saved < 60_000) {
         const res = await post(cli, '/greet', { name: 'ada' }).catch(() => undefined);
         if (res?.status === 200) text = ((await res.json()) as { text: string }).text;
         if (text === `${greeting} ada`) break;
@@ -210,7 +211,55 @@ describe('serve-fn dev', () => {
     } finally {
       expect(await cli.stop()).toBe(0);
     }
-  }, 120_000);
+  }, 300_000);
+
+  it('keeps answering across a reload, and keeps the previous version when the saved one fails to load', async () => {
+    const dir = join(tmp, 'dev-no-downtime');
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, 'greeter.ts');
+    const source = readFileSync(join(REPO_ROOT, 'test/fixtures/cli/greeter-model.ts'), 'utf8');
+    writeFileSync(file, source);
+    const cli = await startCli(['dev', file], {}, await freePort());
+    /** What a client polling /greet on keep-alive connections got, in order: a greeting, a status, or the error fetch threw. */
+    const seen: string[] = [];
+    let polling = true;
+    const poll = (async () => {
+      while (polling) {
+        try {
+          const res = await post(cli, '/greet', { name: 'ada' });
+          seen.push(res.status === 200 ? ((await res.json()) as { text: string }).text : `status ${res.status}`);
+        } catch (err) {
+          seen.push(`error ${String((err as Error).cause ?? err)}`);
+        }
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    })();
+    const until = async (check: () => boolean): Promise<void> => {
+      while (!check()) await new Promise((r) => setTimeout(r, 50));
+    };
+    try {
+      await cli.waitForOutput(/serve-fn ready at/, 60_000);
+      await until(() => seen.includes('hello ada'));
+      writeFileSync(file, source.replace("'hello'", "'hola'"));
+      await cli.waitForOutput(/serve-fn dev: reloaded in \d+ ms/, 60_000);
+      await until(() => seen.includes('hola ada'));
+
+      // A save that does not load: the previous version keeps answering, and the log says why.
+      writeFileSync(file, `${source.replace("'hello'", "'hola'")}\nthis is not TypeScript(\n`);
+      await cli.waitForOutput(/the new version failed to load/, 60_000);
+      const before = seen.length;
+      await until(() => seen.length > before + 5);
+      expect(seen.slice(before)).toEqual(Array(seen.length - before).fill('hola ada'));
+    } finally {
+      polling = false;
+      await poll;
+      expect(await cli.stop()).toBe(0);
+    }
+    const answers = seen.slice(seen.indexOf('hello ada'));
+    // No refused connection, no 5xx: the old version answered until the new one was ready, then only the new one.
+    expect(answers.filter((a) => a !== 'hello ada' && a !== 'hola ada')).toEqual([]);
+    expect(answers.slice(answers.indexOf('hola ada'))).not.toContain('hello ada');
+  }, 180_000);
 
   it('passes --json-body-limit to the server it runs', async () => {
     const cli = await startCli(['dev', 'test/fixtures/cli/greeter-model.ts', '--json-body-limit', '100'], {}, await freePort());
