@@ -14,6 +14,13 @@ import { bool, textFlagArgs, textFlagOptions, textServeOptions, type TextFlags }
 // seconds to load, and `--version`, `--help` and `new` need none of them (docs/install.md).
 const PACKAGE_VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 
+/**
+ * TypeScript support, for the commands that import user model files: registered before them, so
+ * a model in .ts keeps its decorator metadata. It runs SWC in a hooks thread of its own, which
+ * the other commands (and `dev`'s process, which only forwards) need not start.
+ */
+const withTypeScriptLoader = (): Promise<unknown> => import(new URL('../../loader/register.mjs', import.meta.url).href);
+
 function port(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('a port is an integer from 0 to 65535');
@@ -168,6 +175,7 @@ export function buildProgram(): Command {
     )
     .addOption(new Option('--metrics-summary-latencies [bool]', "add Triton's nv_inference_*_summary_us latency summaries to /metrics, as Triton's --metrics-config summary_latencies=true").argParser(bool).env('SERVE_FN_METRICS_SUMMARY_LATENCIES'));
   textFlagOptions(start).action(async (entries: string[], opts: StartFlags) => {
+      await withTypeScriptLoader();
       const { startCommand } = await import('./start-command.js');
       await startCommand(entries, {
         host: opts.host,
@@ -195,7 +203,7 @@ export function buildProgram(): Command {
     .command('openapi')
     .description('print the OpenAPI document without serving')
     .argument('[entry]', 'model file, folder with serve-fn.config.ts / index.ts, or Triton model repository', '.')
-    .action((entry: string) => import('./openapi-command.js').then(({ openapiCommand }) => openapiCommand(entry)));
+    .action((entry: string) => withTypeScriptLoader().then(() => import('./openapi-command.js')).then(({ openapiCommand }) => openapiCommand(entry)));
 
   program
     .command('doctor')

@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort, REPO_ROOT, startCli, type RunningCli } from './cli-harness.js';
+import { BIN, freePort, REPO_ROOT, startCli, type RunningCli } from './cli-harness.js';
 
 const tmp = join(REPO_ROOT, 'test', '.tmp', `cli-${process.pid}`);
 mkdirSync(tmp, { recursive: true });
@@ -29,6 +29,16 @@ function occupyPort(): Promise<{ port: number; server: Server }> {
 }
 
 describe('serve-fn --version', () => {
+  it('loads neither the TypeScript loader nor the server to answer', () => {
+    const record = join(tmp, 'version-imports.txt');
+    const result = spawnSync(process.execPath, ['--import', './test/fixtures/cli/record-imports.mjs', BIN, '--version'], { cwd: REPO_ROOT, env: { ...process.env, RECORD_IMPORTS: record }, encoding: 'utf8' });
+    expect(result.status, result.stderr).toBe(0);
+    const loaded = readFileSync(record, 'utf8').trim().split('\n');
+    expect(loaded).toContainEqual(expect.stringMatching(/\/cli\/main\.js$/));
+    // The loader starts a hooks thread with @swc/core in it; the server brings fastify, gRPC and more.
+    expect(loaded.filter((url) => /loader\/register\.mjs|@swc|fastify|grpc|onnxruntime|chokidar|class-validator|serve-fn-server|start-command/.test(url))).toEqual([]);
+  });
+
   it('prints the version of package.json', async () => {
     const cli = await startCli(['--version']);
     expect(await cli.waitForExit()).toBe(0);
