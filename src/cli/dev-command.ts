@@ -1,13 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { Agent } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { relative, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { watch } from 'chokidar';
 import { findEntry, findRepository, findTextModelFolders } from './entry-discovery.js';
 import { SERVER_READY, type ServerReady } from './dev-messages.js';
-import { devProxy, type DevUpstream } from './dev-proxy.js';
+import { devProxy, DevUpstream } from './dev-proxy.js';
 import { assertPortFree } from './port-in-use.js';
 
 export interface DevOptions {
@@ -20,6 +20,8 @@ export interface DevOptions {
 }
 
 const BIN = fileURLToPath(new URL('../../bin/serve-fn.js', import.meta.url));
+/** Longest wait for the requests forwarded to a replaced server before it is stopped. */
+const SETTLE_LIMIT_MS = 10_000;
 const IGNORED = /(^|[/\\])(node_modules|\.git|dist)([/\\]|$)/;
 
 interface RunningServer {
@@ -53,6 +55,8 @@ export async function devCommand(entryPath: string | undefined, options: DevOpti
   const stopProcess = async (server: RunningServer | undefined): Promise<void> => {
     if (!server) return;
     const { proc } = server;
+    // A stream still open (server-sent events) is cut by the server's drain after this wait.
+    if (server.upstream) await Promise.race([server.upstream.settled(), sleep(SETTLE_LIMIT_MS)]);
     if (proc.exitCode === null && proc.signalCode === null) {
       const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
       // The server drains what was forwarded to it before it exits.
@@ -70,7 +74,7 @@ export async function devCommand(entryPath: string | undefined, options: DevOpti
     const server: RunningServer = { proc: spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }) };
     server.proc.on('message', (message: Partial<ServerReady>) => {
       if (message?.type !== SERVER_READY || typeof message.port !== 'number' || loading !== server) return;
-      server.upstream = { port: message.port, agent: new Agent({ keepAlive: true }) };
+      server.upstream = new DevUpstream(message.port);
       const previous = serving;
       serving = server;
       loading = undefined;

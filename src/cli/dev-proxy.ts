@@ -1,11 +1,31 @@
 import { Agent, createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 
-/** A server `serve-fn dev` runs, on a loopback port of its own. */
-export interface DevUpstream {
-  readonly port: number;
+/** A server `serve-fn dev` runs, on a loopback port of its own, and the requests forwarded to it. */
+export class DevUpstream {
   /** Its own keep-alive pool, so a retired server's sockets are closed with it and never reused. */
-  readonly agent: Agent;
+  readonly agent = new Agent({ keepAlive: true });
+  #inFlight = 0;
+  #settled: (() => void) | undefined;
+
+  constructor(readonly port: number) {}
+
+  begin(): void {
+    this.#inFlight++;
+  }
+
+  end(): void {
+    if (--this.#inFlight === 0) this.#settled?.();
+  }
+
+  /**
+   * Resolves once every request forwarded to it has its answer: asked of a server no longer
+   * forwarded to, before it is stopped, so that stopping it (which closes its listener and its idle
+   * connections) cannot meet a request still on its way there.
+   */
+  settled(): Promise<void> {
+    return this.#inFlight === 0 ? Promise.resolve() : new Promise((resolve) => (this.#settled = resolve));
+  }
 }
 
 /**
@@ -41,6 +61,7 @@ export function devProxy(current: () => DevUpstream | undefined): Server {
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const upstream = current();
     if (!upstream) return answerError(res, 503, 'serve-fn dev: no server is running; fix the error above and save to reload');
+    upstream.begin();
     const forwarded = request(
       { host: '127.0.0.1', port: upstream.port, method: req.method, path: req.url, headers: endToEnd(req.headers), agent: upstream.agent },
       (answer) => {
@@ -54,6 +75,7 @@ export function devProxy(current: () => DevUpstream | undefined): Server {
     // A client that goes away cancels the request on the server too (its disconnect signal).
     res.on('close', () => {
       if (!res.writableFinished) forwarded.destroy();
+      upstream.end();
     });
     req.pipe(forwarded);
   });

@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { BIN, freePort, REPO_ROOT, startCli, type RunningCli } from './cli-harness.js';
 
 const tmp = join(REPO_ROOT, 'test', '.tmp', `cli-${process.pid}`);
@@ -295,6 +296,19 @@ describe('serve-fn dev', () => {
       await cli.waitForOutput(/GET \/nowhere 404/);
       expect(accessLines(cli)).toEqual(['GET /health/ready 200', 'GET /nowhere 404']);
       expect(cli.output()).not.toMatch(/incoming request|request completed|reqId|not found/);
+      // dev forwards the upgrade to the server it runs, and the messages both ways.
+      const socket = new WebSocket(`${ws}/ws/echo`);
+      const replies: string[] = [];
+      await new Promise<void>((resolve, reject) => {
+        socket.on('error', reject);
+        socket.on('message', (data) => {
+          replies.push(String(data));
+          if (replies.length === 1) socket.send(JSON.stringify({ op: 'echo', text: 'hi' }));
+          else socket.close();
+        });
+        socket.on('close', () => resolve());
+      });
+      expect(JSON.parse(replies[1]!)).toEqual({ text: 'hi', count: 1, instance: expect.any(Number) });
     } finally {
       expect(await cli.stop()).toBe(0);
     }
