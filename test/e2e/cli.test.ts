@@ -254,6 +254,8 @@ describe('serve-fn dev', () => {
       writeFileSync(file, source.replace("'hello'", "'hola'"));
       await cli.waitForOutput(/serve-fn dev: reloaded in \d+ ms/, 60_000);
       await until(() => seen.includes('hola ada'));
+      // No refused connection, no 5xx: the old version answered until the new one was ready.
+      expect(seen.slice(seen.indexOf('hello ada')).filter((a) => a !== 'hello ada' && a !== 'hola ada')).toEqual([]);
 
       // A save that does not load: the previous version keeps answering, and the log says why.
       writeFileSync(file, `${source.replace("'hello'", "'hola'")}\nthis is not TypeScript(\n`);
@@ -267,7 +269,7 @@ describe('serve-fn dev', () => {
       expect(await cli.stop()).toBe(0);
     }
     const answers = seen.slice(seen.indexOf('hello ada'));
-    // No refused connection, no 5xx: the old version answered until the new one was ready, then only the new one.
+    // Nor across the failed load; and once the new version answered, only it did.
     expect(answers.filter((a) => a !== 'hello ada' && a !== 'hola ada')).toEqual([]);
     expect(answers.slice(answers.indexOf('hola ada'))).not.toContain('hello ada');
   }, 180_000);
