@@ -1,9 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import { relative, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { watch } from 'chokidar';
 import { findEntry, findRepository, findTextModelFolders } from './entry-discovery.js';
+import { SERVER_READY, type ServerReady } from './dev-messages.js';
+import { devProxy, DevUpstream } from './dev-proxy.js';
 import { assertPortFree } from './port-in-use.js';
 
 export interface DevOptions {
@@ -16,25 +20,27 @@ export interface DevOptions {
 }
 
 const BIN = fileURLToPath(new URL('../../bin/serve-fn.js', import.meta.url));
+/** Longest wait for the requests forwarded to a replaced server before it is stopped. */
+const SETTLE_LIMIT_MS = 10_000;
 const IGNORED = /(^|[/\\])(node_modules|\.git|dist)([/\\]|$)/;
 
-/** The message that tells a standby server to load the user's module and listen. */
-export const STANDBY_GO = 'serve-fn:go';
-/** What a server `dev` runs says once it listens, so `dev` can report how long a reload took. */
-export const SERVER_READY = 'serve-fn:ready';
+interface RunningServer {
+  readonly proc: ChildProcess;
+  upstream?: DevUpstream;
+}
 
 /**
- * `serve-fn dev`: runs the server in a child process and replaces it when a file under the entry's
- * folder changes. A fresh process is the only way to drop ESM modules and worker threads cleanly.
- * The next child is started ahead of time and waits with serve-fn already loaded, so a reload
- * costs only the user's module, the workers and `initialize`, not Node's start and our imports.
+ * `serve-fn dev`: holds the port and forwards to a server it runs in a child process (dev-proxy.ts),
+ * and replaces that server when a file under the entry's folder changes. A fresh process is the
+ * only way to drop ESM modules and worker threads cleanly. The next server loads beside the one
+ * serving, which answers until the next one listens, and keeps answering if it fails to load.
  */
 export async function devCommand(entryPath: string | undefined, options: DevOptions): Promise<void> {
   // A folder served as it is (a Triton repository, text model folders) is both what start serves and what is watched.
   const folder = findRepository(entryPath) ?? (findTextModelFolders(entryPath) && resolve(entryPath ?? '.'));
   const entry = folder ? { file: folder, root: folder } : findEntry(entryPath);
-  let child: ChildProcess | undefined;
-  let standby: ChildProcess | undefined;
+  let serving: RunningServer | undefined;
+  let loading: RunningServer | undefined;
   let restartTimer: NodeJS.Timeout | undefined;
   /** Paths touched since the last reload, and those of them created meanwhile (an editor's or sed's temporary file). */
   const touched = new Set<string>();
@@ -42,38 +48,59 @@ export async function devCommand(entryPath: string | undefined, options: DevOpti
   let reloadStarted: number | undefined;
   let stopping = false;
   await assertPortFree(options.host, options.port, '--port');
+  const proxy = devProxy(() => serving?.upstream);
+  await new Promise<void>((done, fail) => proxy.once('error', fail).listen(options.port, options.host, done));
+  const address = `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${(proxy.address() as AddressInfo).port}`;
 
-  const spawnServer = (): ChildProcess => {
+  const stopProcess = async (server: RunningServer | undefined): Promise<void> => {
+    if (!server) return;
+    const { proc } = server;
+    // A stream still open (server-sent events) is cut by the server's drain after this wait.
+    if (server.upstream) await Promise.race([server.upstream.settled(), sleep(SETTLE_LIMIT_MS)]);
+    if (proc.exitCode === null && proc.signalCode === null) {
+      const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+      // The server drains what was forwarded to it before it exits.
+      proc.kill('SIGTERM');
+      const killer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(killer);
+    }
+    server.upstream?.agent.destroy();
+  };
+
+  const spawnServer = (): RunningServer => {
     const limits = [...(options.bodyLimit ? ['--body-limit', String(options.bodyLimit)] : []), ...(options.jsonBodyLimit ? ['--json-body-limit', String(options.jsonBodyLimit)] : [])];
-    const args = [BIN, 'start', entry.file, '--dev', '--standby', '--host', options.host, '--port', String(options.port), ...limits, ...(options.textArgs ?? [])];
-    const proc = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    proc.on('message', (message) => {
-      if (message !== SERVER_READY || proc !== child || reloadStarted === undefined) return;
-      process.stdout.write(`serve-fn dev: reloaded in ${Math.round(performance.now() - reloadStarted)} ms\n`);
+    const args = [BIN, 'start', entry.file, '--dev', '--dev-address', address, '--host', '127.0.0.1', '--port', '0', ...limits, ...(options.textArgs ?? [])];
+    const server: RunningServer = { proc: spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }) };
+    server.proc.on('message', (message: Partial<ServerReady>) => {
+      if (message?.type !== SERVER_READY || typeof message.port !== 'number' || loading !== server) return;
+      server.upstream = new DevUpstream(message.port);
+      const previous = serving;
+      serving = server;
+      loading = undefined;
+      if (reloadStarted !== undefined) process.stdout.write(`serve-fn dev: reloaded in ${Math.round(performance.now() - reloadStarted)} ms\n`);
       reloadStarted = undefined;
+      void stopProcess(previous);
     });
-    proc.on('exit', (code, signal) => {
-      if (child === proc) child = undefined;
-      if (standby === proc) standby = undefined;
-      if (!stopping && code !== 0 && signal === null) process.stdout.write(`serve-fn dev: server exited with code ${code}; waiting for a file change\n`);
+    server.proc.on('exit', (code, signal) => {
+      server.upstream?.agent.destroy();
+      if (stopping || signal !== null) return;
+      if (loading === server) {
+        loading = undefined;
+        reloadStarted = undefined;
+        process.stdout.write(serving ? `serve-fn dev: the new version failed to load (exit code ${code}); the previous one keeps serving until the next save\n` : `serve-fn dev: server exited with code ${code}; waiting for a file change\n`);
+      } else if (serving === server) {
+        serving = undefined;
+        process.stdout.write(`serve-fn dev: server exited with code ${code}; waiting for a file change\n`);
+      }
     });
-    return proc;
+    return server;
   };
 
-  const promote = (): void => {
-    const next = standby ?? spawnServer();
-    standby = spawnServer();
-    child = next;
-    next.send(STANDBY_GO);
-  };
-
-  const stopProcess = async (proc: ChildProcess | undefined): Promise<void> => {
-    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
-    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-    proc.kill('SIGTERM');
-    const killer = setTimeout(() => proc.kill('SIGKILL'), 3000);
-    await exited;
-    clearTimeout(killer);
+  const reload = (): void => {
+    // A save during a load supersedes it.
+    void stopProcess(loading);
+    loading = spawnServer();
   };
 
   /**
@@ -97,7 +124,7 @@ export async function devCommand(entryPath: string | undefined, options: DevOpti
       if (files.length === 0) return;
       process.stdout.write(`serve-fn dev: ${files.join(', ')} changed, reloading\n`);
       reloadStarted = performance.now();
-      void stopProcess(child).then(promote);
+      reload();
     }, 100);
   };
 
@@ -108,9 +135,10 @@ export async function devCommand(entryPath: string | undefined, options: DevOpti
 
   const quit = (): void => {
     stopping = true;
-    void Promise.all([watcher.close(), stopProcess(child), stopProcess(standby)]).then(() => process.exit(0));
+    proxy.close();
+    void Promise.all([watcher.close(), stopProcess(serving), stopProcess(loading)]).then(() => process.exit(0));
   };
   process.once('SIGINT', quit);
   process.once('SIGTERM', quit);
-  promote();
+  reload();
 }

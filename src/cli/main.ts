@@ -14,6 +14,13 @@ import { bool, textFlagArgs, textFlagOptions, textServeOptions, type TextFlags }
 // seconds to load, and `--version`, `--help` and `new` need none of them (docs/install.md).
 const PACKAGE_VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 
+/**
+ * TypeScript support, for the commands that import user model files: registered before them, so
+ * a model in .ts keeps its decorator metadata. It runs SWC in a hooks thread of its own, which
+ * the other commands (and `dev`'s process, which only forwards) need not start.
+ */
+const withTypeScriptLoader = (): Promise<unknown> => import(new URL('../../loader/register.mjs', import.meta.url).href);
+
 function port(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('a port is an integer from 0 to 65535');
@@ -58,7 +65,7 @@ interface StartFlags extends BodyLimitFlags, TextFlags {
   gracePeriod: number;
   shutdownDelay?: number;
   dev: boolean;
-  standby?: boolean;
+  devAddress?: string;
   modelControlMode: 'none' | 'explicit' | 'poll';
   loadModel: string[];
   repositoryPollSecs: number;
@@ -152,7 +159,7 @@ export function buildProgram(): Command {
     .addOption(withNotes(new Option('--shutdown-delay <ms>', 'after SIGTERM, how long readiness answers 503 while requests are still served').argParser(nonNegativeInt), { default: '5000', env: 'SERVE_FN_SHUTDOWN_DELAY_MS' }))
     // serve-fn dev's own: the process it runs.
     .addOption(new Option('--dev', 'pretty logs and endpoint list').default(false).hideHelp())
-    .addOption(new Option('--standby', 'wait for serve-fn dev to say go').hideHelp())
+    .addOption(new Option('--dev-address <url>', 'the address serve-fn dev answers on and forwards from').hideHelp())
     .optionsGroup('Triton model repositories, shared memory and instances:')
     .addOption(new Option('--model-control-mode <mode>', 'Triton repository: load all at start (none), on request (explicit), or rescan (poll)').choices(['none', 'explicit', 'poll']).default('none'))
     .option('--load-model <name>', 'Triton repository, explicit mode: a model to load at start (repeatable; * loads all)', (name: string, all: string[]) => [...all, name], [])
@@ -168,6 +175,7 @@ export function buildProgram(): Command {
     )
     .addOption(new Option('--metrics-summary-latencies [bool]', "add Triton's nv_inference_*_summary_us latency summaries to /metrics, as Triton's --metrics-config summary_latencies=true").argParser(bool).env('SERVE_FN_METRICS_SUMMARY_LATENCIES'));
   textFlagOptions(start).action(async (entries: string[], opts: StartFlags) => {
+      await withTypeScriptLoader();
       const { startCommand } = await import('./start-command.js');
       await startCommand(entries, {
         host: opts.host,
@@ -180,7 +188,7 @@ export function buildProgram(): Command {
         jsonBodyLimit: opts.jsonBodyLimit,
         gracePeriodMs: opts.gracePeriod,
         shutdownDelayMs: opts.shutdownDelay,
-        standby: opts.standby,
+        devAddress: opts.devAddress,
         grpc: opts.grpc && !opts.dev ? { port: opts.grpcPort } : undefined,
         restrictedApis: { http: opts.httpRestrictedApi, grpc: opts.grpcRestrictedProtocol },
         repository: { controlMode: opts.modelControlMode, startupModels: opts.loadModel, pollIntervalMs: opts.repositoryPollSecs * 1000, maxInstances: opts.maxInstances },
@@ -195,7 +203,7 @@ export function buildProgram(): Command {
     .command('openapi')
     .description('print the OpenAPI document without serving')
     .argument('[entry]', 'model file, folder with serve-fn.config.ts / index.ts, or Triton model repository', '.')
-    .action((entry: string) => import('./openapi-command.js').then(({ openapiCommand }) => openapiCommand(entry)));
+    .action((entry: string) => withTypeScriptLoader().then(() => import('./openapi-command.js')).then(({ openapiCommand }) => openapiCommand(entry)));
 
   program
     .command('doctor')

@@ -11,7 +11,7 @@ import type { RestartPolicy } from '../runtime/instance-pool.js';
 import { parseRestartLimit, RESTART_LIMIT_FORM } from '../runtime/restart-limit.js';
 import { START_INSTANCE_NICENESS } from '../runtime/thread-priority.js';
 import type { TextServeOptions } from '../text/text-model-loader.js';
-import { SERVER_READY, STANDBY_GO } from './dev-command.js';
+import { SERVER_READY, type ServerReady } from './dev-messages.js';
 import { modelsToServe } from './entry-discovery.js';
 import { assertPortFree } from './port-in-use.js';
 
@@ -32,8 +32,11 @@ export interface StartOptions {
   readonly shutdownDelayMs?: number;
   /** Longest wait for in-flight requests and finalize on shutdown before exiting 1. */
   readonly gracePeriodMs: number;
-  /** Wait, with serve-fn loaded, for `serve-fn dev` to say go (it prepares the next reload this way). */
-  readonly standby?: boolean;
+  /**
+   * Run by `serve-fn dev`, which answers on this address and forwards to this server: the banner
+   * names it, and the server tells `dev` its port once it listens (dev-command.ts).
+   */
+  readonly devAddress?: string;
   /** `--http-restricted-api` and `--grpc-restricted-protocol`; each given one wins over its environment variable. */
   readonly restrictedApis?: RestrictedApiSettings;
   /** Serve the inference protocol over gRPC on this port too (`serve-fn dev` leaves it off). */
@@ -48,19 +51,6 @@ export interface StartOptions {
   readonly sharedMemoryLimits?: Partial<SharedMemoryLimits>;
   /** Triton's latency summaries in /metrics (--metrics-summary-latencies). */
   readonly metricsSummaryLatencies?: boolean;
-}
-
-function waitForGo(): Promise<void> {
-  return new Promise((resolve) => {
-    const onMessage = (message: unknown): void => {
-      if (message !== STANDBY_GO) return;
-      process.off('message', onMessage);
-      resolve();
-    };
-    process.on('message', onMessage);
-    // The supervisor going away must end a standby server too.
-    process.once('disconnect', () => process.exit(0));
-  });
 }
 
 /**
@@ -102,7 +92,8 @@ async function serverFor(entryPaths: string | readonly string[] | undefined, opt
 
 /** `serve-fn start` (and the child process of `serve-fn dev`): initialise, listen, drain on signals. */
 export async function startCommand(entryPaths: string | readonly string[] | undefined, options: StartOptions): Promise<ServeFnServer> {
-  if (options.standby) await waitForGo();
+  // The supervisor going away must end the server it runs too.
+  if (options.devAddress !== undefined) process.once('disconnect', () => process.exit(0));
   await assertPortFree(options.host, options.port, '--port');
   if (options.grpc) await assertPortFree(options.host, options.grpc.port, '--grpc-port');
   // Signals are taken from the start: one that arrives while models initialise stops the server
@@ -123,8 +114,8 @@ export async function startCommand(entryPaths: string | readonly string[] | unde
   // A signal before or during the start: close() waits for the start and finalises; it exits the process.
   if (closing) return server;
   const address = await server.listen(options.port, options.host);
-  announce(server, address, options.dev);
-  if (options.standby) process.send?.(SERVER_READY);
+  announce(server, options.devAddress ?? address, options.dev);
+  if (options.devAddress !== undefined) process.send?.({ type: SERVER_READY, port: Number(new URL(address).port) } satisfies ServerReady);
   return server;
 }
 

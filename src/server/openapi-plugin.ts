@@ -1,5 +1,4 @@
 import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import { STATUS_CODES } from 'node:http';
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import type { EndpointDefinition, ModelDefinition } from '../definition/model-definition.js';
@@ -235,6 +234,8 @@ export async function registerOpenApi(app: FastifyInstance, schemas: DtoSchemas,
     transform: documentRoutes(options.kserveRoutes ?? true),
   });
   if (options.served === false) return;
+  // Imported only when /docs is served (--docs off leaves it out): its static-file serving and assets stay unloaded.
+  const { default: swaggerUi } = await import('@fastify/swagger-ui');
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     // The browser tab reads as FastAPI's does.

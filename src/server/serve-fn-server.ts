@@ -20,7 +20,7 @@ import { EXECUTE_METHOD } from '../definition/tensor-interface-builder.js';
 import { EmptyModelRepository } from '../inference/empty-model-repository.js';
 import { ModelCatalogue } from '../inference/model-catalogue.js';
 import { kserveProtocol } from '../protocol/kserve-protocol.js';
-import { startGrpcServer, type GrpcServerHandle } from '../protocol/grpc/grpc-server.js';
+import type { GrpcServerHandle } from '../protocol/grpc/grpc-server.js';
 import { SystemSharedMemoryRegistry, type SharedMemoryLimits } from '../protocol/system-shared-memory/registry.js';
 import { InlineInstance } from '../runtime/inline-instance.js';
 import type { RestartPolicy } from '../runtime/instance-pool.js';
@@ -199,6 +199,8 @@ export class ServeFnServer {
     this.listening = this.app.listen({ port, host });
     const address = await this.listening;
     if (this.options.grpc) {
+      // Imported only when served: @grpc/grpc-js and the parsed protos cost resident memory for as long as the server runs.
+      const { startGrpcServer } = await import('../protocol/grpc/grpc-server.js');
       this.grpc = await startGrpcServer({
         ...SERVER_IDENTITY,
         repository: this.catalogue,

@@ -3,7 +3,8 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort, REPO_ROOT, startCli, type RunningCli } from './cli-harness.js';
+import WebSocket from 'ws';
+import { BIN, freePort, REPO_ROOT, startCli, type RunningCli } from './cli-harness.js';
 
 const tmp = join(REPO_ROOT, 'test', '.tmp', `cli-${process.pid}`);
 mkdirSync(tmp, { recursive: true });
@@ -29,6 +30,16 @@ function occupyPort(): Promise<{ port: number; server: Server }> {
 }
 
 describe('serve-fn --version', () => {
+  it('loads neither the TypeScript loader nor the server to answer', () => {
+    const record = join(tmp, 'version-imports.txt');
+    const result = spawnSync(process.execPath, ['--import', './test/fixtures/cli/record-imports.mjs', BIN, '--version'], { cwd: REPO_ROOT, env: { ...process.env, RECORD_IMPORTS: record }, encoding: 'utf8' });
+    expect(result.status, result.stderr).toBe(0);
+    const loaded = readFileSync(record, 'utf8').trim().split('\n');
+    expect(loaded).toContainEqual(expect.stringMatching(/\/cli\/main\.js$/));
+    // The loader starts a hooks thread with @swc/core in it; the server brings fastify, gRPC and more.
+    expect(loaded.filter((url) => /loader\/register\.mjs|@swc|fastify|grpc|onnxruntime|chokidar|class-validator|serve-fn-server|start-command/.test(url))).toEqual([]);
+  });
+
   it('prints the version of package.json', async () => {
     const cli = await startCli(['--version']);
     expect(await cli.waitForExit()).toBe(0);
@@ -179,7 +190,8 @@ describe('serve-fn dev', () => {
       const saved = Date.now();
       save();
       let text = '';
-      while (Date.now() - saved < 20_000) {
+      // A reload starts a fresh Node process (dev keeps no loaded spare): seconds when idle, far more on a loaded machine.
+      while (Date.now() - saved < 60_000) {
         const res = await post(cli, '/greet', { name: 'ada' }).catch(() => undefined);
         if (res?.status === 200) text = ((await res.json()) as { text: string }).text;
         if (text === `${greeting} ada`) break;
@@ -210,7 +222,57 @@ describe('serve-fn dev', () => {
     } finally {
       expect(await cli.stop()).toBe(0);
     }
-  }, 120_000);
+  }, 300_000);
+
+  it('keeps answering across a reload, and keeps the previous version when the saved one fails to load', async () => {
+    const dir = join(tmp, 'dev-no-downtime');
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, 'greeter.ts');
+    const source = readFileSync(join(REPO_ROOT, 'test/fixtures/cli/greeter-model.ts'), 'utf8');
+    writeFileSync(file, source);
+    const cli = await startCli(['dev', file], {}, await freePort());
+    /** What a client polling /greet on keep-alive connections got, in order: a greeting, a status, or the error fetch threw. */
+    const seen: string[] = [];
+    let polling = true;
+    const poll = (async () => {
+      while (polling) {
+        try {
+          const res = await post(cli, '/greet', { name: 'ada' });
+          seen.push(res.status === 200 ? ((await res.json()) as { text: string }).text : `status ${res.status}`);
+        } catch (err) {
+          seen.push(`error ${String((err as Error).cause ?? err)}`);
+        }
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    })();
+    const until = async (check: () => boolean): Promise<void> => {
+      while (!check()) await new Promise((r) => setTimeout(r, 50));
+    };
+    try {
+      await cli.waitForOutput(/serve-fn ready at/, 60_000);
+      await until(() => seen.includes('hello ada'));
+      writeFileSync(file, source.replace("'hello'", "'hola'"));
+      await cli.waitForOutput(/serve-fn dev: reloaded in \d+ ms/, 60_000);
+      await until(() => seen.includes('hola ada'));
+      // No refused connection, no 5xx: the old version answered until the new one was ready.
+      expect(seen.slice(seen.indexOf('hello ada')).filter((a) => a !== 'hello ada' && a !== 'hola ada')).toEqual([]);
+
+      // A save that does not load: the previous version keeps answering, and the log says why.
+      writeFileSync(file, `${source.replace("'hello'", "'hola'")}\nthis is not TypeScript(\n`);
+      await cli.waitForOutput(/the new version failed to load/, 60_000);
+      const before = seen.length;
+      await until(() => seen.length > before + 5);
+      expect(seen.slice(before)).toEqual(Array(seen.length - before).fill('hola ada'));
+    } finally {
+      polling = false;
+      await poll;
+      expect(await cli.stop()).toBe(0);
+    }
+    const answers = seen.slice(seen.indexOf('hello ada'));
+    // Nor across the failed load; and once the new version answered, only it did.
+    expect(answers.filter((a) => a !== 'hello ada' && a !== 'hola ada')).toEqual([]);
+    expect(answers.slice(answers.indexOf('hola ada'))).not.toContain('hello ada');
+  }, 180_000);
 
   it('passes --json-body-limit to the server it runs', async () => {
     const cli = await startCli(['dev', 'test/fixtures/cli/greeter-model.ts', '--json-body-limit', '100'], {}, await freePort());
@@ -236,6 +298,19 @@ describe('serve-fn dev', () => {
       await cli.waitForOutput(/GET \/nowhere 404/);
       expect(accessLines(cli)).toEqual(['GET /health/ready 200', 'GET /nowhere 404']);
       expect(cli.output()).not.toMatch(/incoming request|request completed|reqId|not found/);
+      // dev forwards the upgrade to the server it runs, and the messages both ways.
+      const socket = new WebSocket(`${ws}/ws/echo`);
+      const replies: string[] = [];
+      await new Promise<void>((resolve, reject) => {
+        socket.on('error', reject);
+        socket.on('message', (data) => {
+          replies.push(String(data));
+          if (replies.length === 1) socket.send(JSON.stringify({ op: 'echo', text: 'hi' }));
+          else socket.close();
+        });
+        socket.on('close', () => resolve());
+      });
+      expect(JSON.parse(replies[1]!)).toEqual({ text: 'hi', count: 1, instance: expect.any(Number) });
     } finally {
       expect(await cli.stop()).toBe(0);
     }
