@@ -1,3 +1,4 @@
+import { DEV_CLIENT_HEADER } from '../server/restricted-apis.js';
 import { Agent, createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 
@@ -54,8 +55,9 @@ function answerError(res: ServerResponse, status: number, message: string): void
  * server they went to: it drains them before it exits. Forwarding per request, not per connection,
  * is what lets a client's keep-alive connection see the new version at once.
  *
- * The server behind sees every client as 127.0.0.1, so its loopback-only APIs (shared memory, the
- * repository API) must not be reached from elsewhere: `dev` binds 127.0.0.1 unless told otherwise.
+ * The server behind sees every connection come from 127.0.0.1, so each forwarded request names its
+ * client in {@link DEV_CLIENT_HEADER} (replacing any the client sent): the server's loopback-only APIs
+ * (shared memory, the repository API) then answer only clients that are themselves on loopback.
  */
 export function devProxy(current: () => DevUpstream | undefined): Server {
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -63,7 +65,7 @@ export function devProxy(current: () => DevUpstream | undefined): Server {
     if (!upstream) return answerError(res, 503, 'serve-fn dev: no server is running; fix the error above and save to reload');
     upstream.begin();
     const forwarded = request(
-      { host: '127.0.0.1', port: upstream.port, method: req.method, path: req.url, headers: endToEnd(req.headers), agent: upstream.agent },
+      { host: '127.0.0.1', port: upstream.port, method: req.method, path: req.url, headers: { ...endToEnd(req.headers), [DEV_CLIENT_HEADER]: req.socket.remoteAddress ?? '' }, agent: upstream.agent },
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEnd(answer.headers));
         // Each chunk is written as it comes, so server-sent events and NDJSON streams stay streams.
@@ -85,7 +87,10 @@ export function devProxy(current: () => DevUpstream | undefined): Server {
     if (!upstream) return void client.end('HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
     const socket = connect(upstream.port, '127.0.0.1', () => {
       const lines = [`${req.method} ${req.url} HTTP/1.1`];
-      for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+      for (let i = 0; i < req.rawHeaders.length; i += 2) {
+        if (req.rawHeaders[i].toLowerCase() !== DEV_CLIENT_HEADER) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+      }
+      lines.push(`${DEV_CLIENT_HEADER}: ${req.socket.remoteAddress ?? ''}`);
       socket.write(`${lines.join('\r\n')}\r\n\r\n`);
       if (head.length > 0) socket.write(head);
       socket.pipe(client).pipe(socket);

@@ -86,6 +86,18 @@ LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
 LOOPBACK.addAddress('::1', 'ipv6');
 
 /** 127.0.0.0/8 and ::1, the IPv4 ones also as IPv4-mapped IPv6 (BlockList matches those). */
+/**
+ * The header in which `serve-fn dev`, which forwards every request from 127.0.0.1, names the client it
+ * forwards for. It is believed only from a loopback peer (dev itself, or another process on this
+ * machine, already trusted as loopback), and dev overwrites any value a client sent.
+ */
+export const DEV_CLIENT_HEADER = 'x-serve-fn-dev-client';
+
+/** The caller's address: its TCP peer, or the client a loopback forwarder (serve-fn dev) names. */
+export function callerAddress(peer: string | undefined, named: string | string[] | undefined): string | undefined {
+  return isLoopback(peer) && typeof named === 'string' ? named : peer;
+}
+
 export function isLoopback(address: string | undefined): boolean {
   const family = address === undefined ? 0 : isIP(address);
   return family !== 0 && LOOPBACK.check(address!, family === 4 ? 'ipv4' : 'ipv6');

@@ -5,7 +5,7 @@ import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { createError } from '../errors/index.js';
 import { apiKeyVerifier, type PresentedCredentials } from './api-key.js';
-import { apiAccess, HTTP_RESTRICTION, type ApiGroup, type ApiRestriction } from './restricted-apis.js';
+import { apiAccess, callerAddress, DEV_CLIENT_HEADER, HTTP_RESTRICTION, type ApiGroup, type ApiRestriction } from './restricted-apis.js';
 
 export interface SecurityOptions {
   /** When set, every request but the open probes and metrics needs `Authorization: Bearer <key>` or `X-API-Key: <key>`. */
@@ -104,7 +104,7 @@ export async function securityPlugin(app: FastifyInstance, options: SecurityOpti
   // A callback hook: fastify runs an async one through a promise per request, and every request passes here.
   app.addHook('onRequest', (request, _reply, done) => {
     const group = request.routeOptions.config.apiGroup;
-    done(group === undefined ? undefined : refusal(group, { remoteAddress: request.socket.remoteAddress, values: (name) => headerValues(request, name) }));
+    done(group === undefined ? undefined : refusal(group, { remoteAddress: callerAddress(request.socket.remoteAddress, request.headers[DEV_CLIENT_HEADER]), values: (name) => headerValues(request, name) }));
   });
 }
 

@@ -4,7 +4,7 @@ import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { kserveProtocol } from '../../src/protocol/kserve-protocol.js';
 import { SystemSharedMemoryRegistry } from '../../src/protocol/system-shared-memory/registry.js';
 import { installErrorHandling } from '../../src/server/error-handler.js';
-import { parseApiRestriction } from '../../src/server/restricted-apis.js';
+import { DEV_CLIENT_HEADER, parseApiRestriction } from '../../src/server/restricted-apis.js';
 import { securityPlugin, type SecurityOptions } from '../../src/server/security-plugin.js';
 import { FakeRepository, simpleModel } from '../protocol/fake-repository.js';
 
@@ -54,6 +54,14 @@ describe('restricted APIs over HTTP, by default', () => {
     expect(await answer(app, shmStatus('127.0.0.1'))).toEqual({ status: 200, body: [] });
     expect(await answer(app, shmStatus('::1'))).toEqual({ status: 200, body: [] });
     expect(await answer(app, repositoryIndex('::ffff:127.0.0.1'))).toEqual({ status: 200, body: [{ name: 'simple', version: '1', state: 'READY' }] });
+  });
+
+  it('refuses them to a remote client that serve-fn dev forwards from loopback, and believes the forwarded name only from loopback', async () => {
+    const app = await serve();
+    expect(await answer(app, shmStatus('127.0.0.1', { [DEV_CLIENT_HEADER]: REMOTE }))).toEqual({ status: 403, body: LOCAL_ONLY('shared-memory') });
+    expect(await answer(app, repositoryIndex('::1', { [DEV_CLIENT_HEADER]: REMOTE }))).toEqual({ status: 403, body: LOCAL_ONLY('model-repository') });
+    expect(await answer(app, shmStatus('127.0.0.1', { [DEV_CLIENT_HEADER]: '127.0.0.1' }))).toEqual({ status: 200, body: [] });
+    expect(await answer(app, shmStatus(REMOTE, { [DEV_CLIENT_HEADER]: '127.0.0.1' }))).toEqual({ status: 403, body: LOCAL_ONLY('shared-memory') });
   });
 
   it('refuses them to a remote client with 403, and registers nothing it sent', async () => {
