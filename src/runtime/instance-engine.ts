@@ -5,7 +5,7 @@ import { planExecutions } from '../inference/tensor-batching.js';
 import type { TensorWireRequest, TensorWireResult } from '../inference/tensor-model-plan.js';
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { BatchPolicy } from './batch-policy.js';
-import { DynamicBatcher, type BatchEntry, type SubmitOptions } from './dynamic-batcher.js';
+import { DynamicBatcher, type BatchEntry, type BatcherHooks, type SubmitOptions } from './dynamic-batcher.js';
 import { InstancePool, type Acquired, type PoolEvents, type RestartPolicy } from './instance-pool.js';
 import type { InstanceFactory, ModelInstance } from './model-instance.js';
 import type { Attributes } from '@opentelemetry/api';
@@ -85,13 +85,20 @@ export class InstanceEngine {
 
   /**
    * A dynamic batcher fed by this engine's instances. `queueBehind` batches (not streams, which hold
-   * their instance until they end) may queue behind a busy instance's running one.
+   * their instance until they end) may queue behind a busy instance's running one. A `budget`
+   * closes batches at a padded cost as well as at the policy's size (text forward batches' tokens).
    */
-  batcher<T, R>(owner: string, policy: BatchPolicy, execute: (batch: readonly BatchEntry<T>[], answer: (index: number, result: R | Error) => void) => Promise<ReadonlyArray<R | Error>>, options: { readonly queueBehind: boolean }): DynamicBatcher<T, R> {
+  batcher<T, R>(
+    owner: string,
+    policy: BatchPolicy,
+    execute: (batch: readonly BatchEntry<T>[], answer: (index: number, result: R | Error) => void) => Promise<ReadonlyArray<R | Error>>,
+    options: { readonly queueBehind: boolean; readonly budget?: BatcherHooks<T, R>['budget'] },
+  ): DynamicBatcher<T, R> {
     const batcher = new DynamicBatcher<T, R>(owner, policy, {
       idleInstances: () => this.pool.idleCount,
       queueBehindInstances: options.queueBehind ? () => this.pool.queueBehindCount : undefined,
       execute,
+      budget: options.budget,
     });
     this.schedulers.push(batcher);
     return batcher;
@@ -154,6 +161,17 @@ export class InstanceEngine {
     }
     const settled = requestSettled(recorder, name, version, queued, pending);
     return options.trace ? traced(settled, options.trace, queued, { 'serve_fn.model': name, 'serve_fn.model_version': version }) : settled;
+  }
+
+  /**
+   * Queues requests that arrived together (one client batch of texts) on `batcher` before any batch
+   * is formed, so they can share one; each counted as one request, as `submit` counts it.
+   */
+  submitAll<Q extends RequestClock, R>(batcher: DynamicBatcher<Q, R>, queued: readonly Q[], options: SubmitOptions): Promise<R>[] {
+    const { recorder, name, version } = this.options;
+    for (let i = 0; i < queued.length; i++) requestQueued(recorder, name, version);
+    const pending = this.pool.available ? batcher.submitAll(queued, options) : queued.map(() => Promise.reject(this.pool.unavailableError()));
+    return pending.map((p, i) => requestSettled(recorder, name, version, queued[i]!, p));
   }
 
   /**

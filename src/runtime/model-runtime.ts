@@ -34,7 +34,8 @@ export interface ModelRuntimeOptions {
  * as the endpoints' (as Triton's Python backend model serves one scheduler).
  */
 export class ModelRuntime {
-  private readonly engine: InstanceEngine;
+  /** Its instances; a @TextModel class's forward batches are a scheduler on it too. */
+  readonly engine: InstanceEngine;
   private readonly batchers = new Map<string, DynamicBatcher<Queued, unknown>>();
   private readonly streamBatchers = new Map<string, DynamicBatcher<Queued, StreamChannel>>();
   private readonly tensorBatcher?: DynamicBatcher<QueuedTensorRequest, TensorWireResult>;

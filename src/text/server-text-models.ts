@@ -1,11 +1,10 @@
 import type { Registry } from 'prom-client';
 import { createError } from '../errors/index.js';
 import type { DecoratedModel } from '../inference/decorated-model.js';
-import type { ServedModel } from '../inference/served-model.js';
 import type { VersionBuilderContext } from '../model-repository/model-version-builder.js';
 import { TextInferenceModel } from './text-inference-model.js';
 import { TextMetrics } from './text-metrics.js';
-import { loadClassTextModel, loadFolderTextModel, type TextServeOptions } from './text-model-loader.js';
+import { loadClassTextModel, loadFolderTextModel, type FolderForward, type TextServeOptions } from './text-model-loader.js';
 import { TextModelSet } from './text-model-set.js';
 
 export interface ServerTextModelsOptions {
@@ -34,7 +33,7 @@ export class ServerTextModels {
     readonly views: readonly TextInferenceModel[],
     /** The @TextModel classes, whose names their text views take on /v2. */
     readonly classNames: ReadonlySet<string>,
-    private readonly forwards: readonly ServedModel[],
+    private readonly forwards: readonly FolderForward[],
   ) {}
 
   static readonly none = new ServerTextModels(new TextModelSet([]), [], new Set(), []);
@@ -51,7 +50,7 @@ export class ServerTextModels {
     const views = fromFolders.map((f) => new TextInferenceModel(f.text, '1'));
     for (const model of classes) {
       const def = model.runtime.definition;
-      views.push(new TextInferenceModel(await loadClassTextModel(def, model, opts.modelDir, options, engine), def.version));
+      views.push(new TextInferenceModel(await loadClassTextModel(model, opts.modelDir, options, engine), def.version));
     }
     const classNames = new Set(classes.map((m) => m.info.name));
     refuseDuplicateNames(views.map((v) => v.info.name), new Set(decorated.map((m) => m.info.name).filter((name) => !classNames.has(name))));
@@ -60,7 +59,7 @@ export class ServerTextModels {
 
   /** Loads the folders' forward models (instances, warmup); a @TextModel class starts with its runtime. */
   async start(): Promise<void> {
-    await Promise.all(this.forwards.map((f) => f.load()));
+    await Promise.all(this.forwards.map((f) => f.start()));
   }
 
   /**
@@ -80,7 +79,7 @@ export class ServerTextModels {
 
   /** Unloads the folders' forward models, once their in-flight batches are done. */
   async stop(): Promise<void> {
-    await Promise.allSettled(this.forwards.map((f) => f.unload()));
+    await Promise.allSettled(this.forwards.map((f) => f.stop()));
   }
 
   /** Why a text model cannot serve now (its forward model is not ready), or undefined. */
