@@ -252,13 +252,12 @@ export class ServeFnServer {
     // fastify cannot close a server whose listen() is still binding.
     await this.listening?.catch(() => undefined);
     const drainStartMs = Date.now();
-    const deadline = options.streamTimeoutMs === undefined ? undefined : drainStartMs + options.streamTimeoutMs;
-    this.app.log.info({ streamTimeoutMs: options.streamTimeoutMs }, 'drain started: new requests get 503, in-flight requests finish');
-    // Text models first: their queued texts still need the instances the runtimes drain.
-    await this.textModels.drain(deadline);
-    await Promise.all([...this.runtimes.map((r) => r.drain(options.streamTimeoutMs)), this.textModels.stop()]);
-    // After the decorated models, whose in-flight requests may still call repository models.
-    await this.repository?.close({ streamTimeoutMs: deadline === undefined ? undefined : Math.max(0, deadline - Date.now()) });
+    const { streamTimeoutMs } = options;
+    this.app.log.info({ streamTimeoutMs }, 'drain started: new requests get 503, in-flight requests finish');
+    // Decorated and text engines (a text model's forward batches are a scheduler on its forward model's engine), then
+    // the repository's, whose models their in-flight requests may still call, then the transports.
+    await Promise.all([...this.runtimes.map((r) => r.drain(streamTimeoutMs)), this.textModels.stop()]);
+    await this.repository?.close({ streamTimeoutMs });
     await Promise.all([this.app.close(), this.grpc?.close()]);
     this.sharedMemory.unregister();
     await Promise.all(this.runtimes.map((r) => r.stop()));

@@ -95,11 +95,6 @@ export class ForwardScheduler {
     return results;
   }
 
-  /** Stops taking sequences; resolves once every queued and running batch has ended. */
-  drain(): Promise<void> {
-    return this.batcher.drain();
-  }
-
   /** One forward batch on an instance, counted as one execution of the forward model. */
   private async runBatch(batch: readonly BatchEntry<QueuedSequence>[]): Promise<SequenceResult[]> {
     const queued = batch.map((entry) => entry.payload);

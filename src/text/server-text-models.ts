@@ -62,22 +62,7 @@ export class ServerTextModels {
     await Promise.all(this.forwards.map((f) => f.start()));
   }
 
-  /**
-   * Stops taking texts and waits for queued and running forward batches, at most until `deadline`
-   * (ms since the epoch), after which what still runs is left to the forward models' own drain.
-   */
-  async drain(deadline?: number): Promise<void> {
-    const drained = Promise.all(this.set.all().map((t) => t.drain()));
-    if (deadline === undefined) {
-      await drained;
-      return;
-    }
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([drained, new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))))]);
-    clearTimeout(timer);
-  }
-
-  /** Unloads the folders' forward models, once their in-flight batches are done. */
+  /** Stops the folders' forward models once their queued and running batches are done (a @TextModel class's drain with its runtime). */
   async stop(): Promise<void> {
     await Promise.allSettled(this.forwards.map((f) => f.stop()));
   }

@@ -268,11 +268,6 @@ export class TextEngine {
     return Promise.all(ids.map((sequence) => this.tokenizer.decode(sequence, skipSpecialTokens)));
   }
 
-  /** Stops taking inputs; resolves once every queued and running forward batch has ended. */
-  drain(): Promise<void> {
-    return this.batches.drain();
-  }
-
   /** Takes permits without waiting; 429 when too few are free. */
   private admit(count: number): () => void {
     const release = this.permits.tryTake(count);
