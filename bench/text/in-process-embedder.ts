@@ -1,11 +1,16 @@
 import { availableParallelism } from 'node:os';
 import { OnnxBackend } from '../../src/backends/onnx/onnx-backend.js';
 import type { OnnxSession } from '../../src/backends/onnx/onnx-session.js';
-import type { InferenceModel, InferenceModelInfo, InferRequest, InferResponse } from '../../src/inference/inference-model.js';
-import { ForwardBatcher, type TokenSequence } from '../../src/text/forward-batches.js';
+import { runTextForward } from '../../src/instance/text-forward-pass.js';
+import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
+import { InstanceEngine } from '../../src/runtime/instance-engine.js';
+import type { ModelInstance } from '../../src/runtime/model-instance.js';
+import { now } from '../../src/runtime/request-accounting.js';
+import { ForwardScheduler, type TextForward } from '../../src/text/forward-scheduler.js';
 import { l2Normalize } from '../../src/text/pooling.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
 import type { Tensor } from '../../src/tensor/tensor.js';
+import type { ForwardSequence } from '../../src/runtime/wire-format.js';
 
 /** The forward-batch policy of `serve-fn start`'s --max-batch-tokens, --max-batch-requests and --batch-by-length. */
 export interface ForwardBatchPolicy {
@@ -26,37 +31,50 @@ export interface BatchRunResult {
 /**
  * The folder's ONNX file run in this process, one batch at a time, by serve-fn's own ONNX Runtime
  * backend with the intra-op threads `serve-fn start` gives a folder's one instance (every core):
- * the forward model of a served text model without the worker thread, the queue and HTTP.
+ * the forward model of a served text model without the worker thread, the queue and HTTP. Its one
+ * instance runs the instance side of a forward batch (padding, the forward pass, pooling) as the
+ * folder's worker does.
  */
-class InProcessForward implements InferenceModel {
-  readonly info: InferenceModelInfo;
+class InProcessForward {
   /** Rows and padded tokens of the batches run so far. */
   rows = 0;
   padded = 0;
   batches = 0;
+  readonly forward: TextForward;
   /** The batches this one instance has yet to finish, in order: a batch queued behind waits here, as on the worker. */
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(readonly session: OnnxSession) {
     const { inputs, outputs } = session.metadata();
-    this.info = { name: 'in-process', version: '1', platform: 'onnxruntime_onnx', inputs, outputs, maxBatchSize: 0, config: {}, decoupled: false };
-  }
-
-  ready(): boolean {
-    return true;
-  }
-
-  infer(request: InferRequest): Promise<InferResponse> {
-    const run = this.queue.then(async () => {
-      const [rows, length] = request.inputs[0]!.shape;
-      const outputs = await this.session.run(Object.fromEntries(request.inputs.map((t) => [t.name, t])));
-      this.rows += rows!;
-      this.padded += rows! * length!;
-      this.batches++;
-      return { modelName: this.info.name, modelVersion: this.info.version, outputs: Object.values(outputs) };
-    });
-    this.queue = run.catch(() => undefined);
-    return run;
+    const names = outputs.map((o) => o.name);
+    const instance: ModelInstance = {
+      index: 0,
+      canQueueBehind: true,
+      start: async () => undefined,
+      stop: async () => undefined,
+      openStream: () => { throw new Error('runs forward batches only'); },
+      openSocket: () => { throw new Error('runs forward batches only'); },
+      execute: (call) => {
+        if (call.kind !== 'text-forward') throw new Error('runs forward batches only');
+        const done = this.queue.then(async () => {
+          const computeStartMs = now();
+          const results = await runTextForward(call, inputs, names, async (feeds, wanted) => {
+            const [rows, length] = feeds[0]!.shape;
+            const produced = await this.session.run(Object.fromEntries(feeds.map((t) => [t.name, t])), wanted);
+            this.rows += rows!;
+            this.padded += rows! * length!;
+            this.batches++;
+            return wanted.map((name) => produced[name]!);
+          });
+          return { results, computeStartMs, computeEndMs: now() };
+        });
+        this.queue = done.catch(() => undefined);
+        return done;
+      },
+    };
+    const engine = new InstanceEngine({ name: 'in-process', version: '1', instanceCount: 1, recorder: new InferenceRecorder({ collectProcessMetrics: false }), log: () => undefined, factory: () => instance });
+    void engine.start();
+    this.forward = { engine, inputs, maxRows: 0, ready: () => true };
   }
 }
 
@@ -74,8 +92,9 @@ export class InProcessEmbedder {
     return new InProcessEmbedder(new InProcessForward(session), padId);
   }
 
-  private batcher(policy: ForwardBatchPolicy): ForwardBatcher {
-    return new ForwardBatcher('in-process', this.forwardModel, { pooling: 'mean', padId: this.padId, ...policy, instanceCount: 1 });
+  /** A forward scheduler on the one instance's engine, as a served text model has. */
+  private batcher(policy: ForwardBatchPolicy): ForwardScheduler {
+    return new ForwardScheduler('in-process', this.forwardModel.forward, { pooling: 'mean', padId: this.padId, ...policy });
   }
 
   /** Normalised mean-pooled vectors of `sequences`, batched under `policy`. */
@@ -85,7 +104,7 @@ export class InProcessEmbedder {
 
   /** Seconds per forward pass of a static [rows, length] batch (every row padded to `length`), mean of `runs`. */
   async staticBatchSeconds(rows: number, length: number, runs: number): Promise<number> {
-    const inputs: Record<string, Tensor> = Object.fromEntries(this.forwardModel.info.inputs.map((spec) => [
+    const inputs: Record<string, Tensor> = Object.fromEntries(this.forwardModel.forward.inputs.map((spec) => [
       spec.name, createTensor(spec.name, 'INT64', [rows, length], new BigInt64Array(rows * length).fill(spec.name === 'attention_mask' ? 1n : 0n)),
     ]));
     await this.forwardModel.session.run(inputs);
@@ -125,7 +144,10 @@ export class InProcessEmbedder {
   }
 }
 
-async function embedOn(batcher: ForwardBatcher, sequences: readonly TokenSequence[]): Promise<Float32Array[]> {
+/** One sequence of a forward batch: its token ids and token type ids, as the tokenizer made them. */
+export type TokenSequence = Omit<ForwardSequence, 'want'>;
+
+async function embedOn(batcher: ForwardScheduler, sequences: readonly TokenSequence[]): Promise<Float32Array[]> {
   const results = await Promise.all(batcher.submitAll(sequences.map((s) => ({ ...s, want: 'pooled' as const }))));
   return results.map((r) => l2Normalize(r.row as Float32Array));
 }

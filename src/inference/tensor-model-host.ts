@@ -24,7 +24,7 @@ export class TensorModelHost {
   }
 
   async execute(call: ExecuteCall): Promise<ExecuteOutcome> {
-    if (call.kind !== 'tensor') throw this.noEndpoints(call.methodName);
+    if (call.kind !== 'tensor') throw this.noEndpoints(call.kind === 'endpoint' ? call.methodName : call.kind);
     const computeStartMs = now();
     const results = await this.executor.run(call.requests);
     return { results, computeStartMs, computeEndMs: now() };
@@ -36,7 +36,7 @@ export class TensorModelHost {
    */
   openStream(call: ExecuteCall, credit: number, emit: (event: StreamEvent) => void): StreamPump {
     const open = async (): Promise<AsyncIterator<unknown>> => {
-      if (call.kind !== 'tensor') throw this.noEndpoints(call.methodName);
+      if (call.kind !== 'tensor') throw this.noEndpoints(call.kind === 'endpoint' ? call.methodName : call.kind);
       const executor = this.executor;
       if (!(executor instanceof ModuleExecutor) || !executor.decoupled) {
         throw createError('SF_ERR_EXECUTION_FAILED', this.modelName, 'execute', 'only a decoupled model.ts / model.js model streams its responses');

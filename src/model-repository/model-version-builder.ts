@@ -137,10 +137,13 @@ function instancePlan(plan: TensorModelPlan, placement: InstancePlacement): Tens
  * The model file's inputs and outputs. An npu_ge model's ONNX file is read with ONNX Runtime on the
  * CPU, as Huawei's GE backend reads it (src/model_state.cpp, ParseOnnxInfo), so no NPU is opened.
  */
-async function readMetadata(file: string, kind: TensorModelKind, placement: InstancePlacement): Promise<BackendMetadata> {
-  const device: DeviceSpec = kind === 'npu_ge' ? { kind: 'cpu', id: 0 } : { kind: placement.kind, id: placement.id };
-  const onCpu = kind === 'onnx' || kind === 'npu_ge';
-  const session = await (await backendForFile(file, device)).load(file, { device, options: onCpu ? { intraOpNumThreads: 1 } : undefined });
+function readMetadata(file: string, kind: TensorModelKind, placement: InstancePlacement): Promise<BackendMetadata> {
+  return readModelFileMetadata(file, kind === 'npu_ge' ? { kind: 'cpu', id: 0 } : { kind: placement.kind, id: placement.id }, kind === 'onnx' || kind === 'npu_ge');
+}
+
+/** A model file's inputs and outputs, read by opening it once on `device` (with ONNX Runtime, `onnx`, on one thread). */
+export async function readModelFileMetadata(file: string, device: DeviceSpec, onnx: boolean): Promise<BackendMetadata> {
+  const session = await (await backendForFile(file, device)).load(file, { device, options: onnx ? { intraOpNumThreads: 1 } : undefined });
   try {
     return session.metadata();
   } finally {

@@ -95,15 +95,17 @@ export class InstanceEngine {
   /**
    * A dynamic batcher fed by this engine's instances, on its clock. `queueBehind` batches (not
    * streams, which hold their instance until they end) may queue behind a busy instance's running one;
-   * `rows` and `joins` shape its batches (see BatcherHooks).
+   * `rows` and `joins` shape its batches, and a `budget` closes them at a padded cost as well as at
+   * the policy's size (text forward batches' tokens; see BatcherHooks).
    */
-  batcher<T, R>(owner: string, policy: BatchPolicy, execute: (batch: readonly BatchEntry<T>[], answer: (index: number, result: R | Error) => void) => Promise<ReadonlyArray<R | Error>>, options: { readonly queueBehind: boolean } & Pick<BatcherHooks<T, R>, 'rows' | 'joins'>): DynamicBatcher<T, R> {
+  batcher<T, R>(owner: string, policy: BatchPolicy, execute: (batch: readonly BatchEntry<T>[], answer: (index: number, result: R | Error) => void) => Promise<ReadonlyArray<R | Error>>, options: { readonly queueBehind: boolean } & Pick<BatcherHooks<T, R>, 'rows' | 'joins' | 'budget'>): DynamicBatcher<T, R> {
     return this.register(new DynamicBatcher<T, R>(owner, policy, {
       idleInstances: () => this.pool.idleCount,
       queueBehindInstances: options.queueBehind ? () => this.pool.queueBehindCount : undefined,
       execute,
       rows: options.rows,
       joins: options.joins,
+      budget: options.budget,
     }, this.clock));
   }
 
@@ -190,6 +192,17 @@ export class InstanceEngine {
     }
     const settled = requestSettled(recorder, name, version, queued, pending);
     return options.trace ? traced(settled, options.trace, queued, { 'serve_fn.model': name, 'serve_fn.model_version': version }) : settled;
+  }
+
+  /**
+   * Queues requests that arrived together (one client batch of texts) on `batcher` before any batch
+   * is formed, so they can share one; each counted as one request, as `submit` counts it.
+   */
+  submitAll<Q extends RequestClock, R>(batcher: DynamicBatcher<Q, R>, queued: readonly Q[], options: SubmitOptions): Promise<R>[] {
+    const { recorder, name, version } = this.options;
+    for (let i = 0; i < queued.length; i++) requestQueued(recorder, name, version);
+    const pending = this.pool.available ? batcher.submitAll(queued, options) : queued.map(() => Promise.reject(this.pool.unavailableError()));
+    return pending.map((p, i) => requestSettled(recorder, name, version, queued[i]!, p));
   }
 
   /**

@@ -2,11 +2,14 @@ import { instanceToPlain } from 'class-transformer';
 import { container as rootContainer, type DependencyContainer } from 'tsyringe';
 import type { EndpointDefinition, ModelDefinition, SocketEndpointDefinition } from '../definition/model-definition.js';
 import type { ModelContext, RequestInfo } from '../definition/model-context.js';
-import { createError, serializeError } from '../errors/index.js';
+import { createError, deserializeError, serializeError } from '../errors/index.js';
+import { runTextForward } from '../instance/text-forward-pass.js';
+import type { TensorWireResult } from '../inference/tensor-model-plan.js';
+import { toTensorSpec } from '../model-repository/config-tensors.js';
 import { EXECUTE_METHOD } from '../definition/tensor-interface-builder.js';
 import { ModuleExecutor } from '../inference/module-executor.js';
 import type { TensorModel } from '../inference/tensor-model-api.js';
-import { type ExecuteCall, type ExecuteOutcome, type OnResult, type SocketCall, type SocketInput, type TensorCall, type WireRequestInfo, type WireResult, reviveBuffers } from './wire-format.js';
+import { type ExecuteCall, type ExecuteOutcome, type OnResult, type SocketCall, type SocketInput, type TensorCall, type TextForwardCall, type WireRequestInfo, type WireResult, reviveBuffers } from './wire-format.js';
 import { REFUSED_MESSAGE, SocketInbox, SocketSession } from './socket-session.js';
 import { now } from './request-accounting.js';
 import { describeValue, oneResultPerRequest } from './batch-results.js';
@@ -70,6 +73,7 @@ export class ModelHost {
    */
   async execute(call: ExecuteCall, onResult?: OnResult): Promise<ExecuteOutcome> {
     if (call.kind === 'tensor') return this.executeTensors(call);
+    if (call.kind === 'text-forward') return this.executeTextForward(call);
     const endpoint = this.endpoints.get(call.methodName);
     if (!endpoint) throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, call.methodName, 'no such endpoint method');
     const method = this.instance[call.methodName] as (...args: unknown[]) => unknown;
@@ -102,6 +106,22 @@ export class ModelHost {
     if (!this.tensors) throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, EXECUTE_METHOD, 'the class declares no @Tensors interface');
     const computeStartMs = now();
     const results = await this.tensors.run(call.requests);
+    return { results, computeStartMs, computeEndMs: now() };
+  }
+
+  /**
+   * One forward batch of a @TextModel class: padded here, run through the class's `execute` (token
+   * tensors in, `last_hidden_state` or `logits` out), and pooled here, as a folder model's is.
+   */
+  private async executeTextForward(call: TextForwardCall): Promise<ExecuteOutcome> {
+    const tensors = this.definition.tensors;
+    if (!this.tensors || !tensors) throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, EXECUTE_METHOD, 'the class declares no @Tensors interface');
+    const computeStartMs = now();
+    const results = await runTextForward(call, tensors.inputs.map(toTensorSpec), tensors.outputs.map((o) => o.name), async (inputs, outputs) => {
+      const [result] = await this.tensors!.run([{ inputs, outputs, parameters: {} }]);
+      if (!result!.ok) throw deserializeError(result!.error);
+      return (result!.value as TensorWireResult).outputs;
+    });
     return { results, computeStartMs, computeEndMs: now() };
   }
 

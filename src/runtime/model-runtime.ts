@@ -34,7 +34,7 @@ export interface ModelRuntimeOptions {
  * as the endpoints' (as Triton's Python backend model serves one scheduler).
  */
 export class ModelRuntime {
-  /** Starts, drains and stops the model's instances; the runtime only registers its batchers there. */
+  /** Starts, drains and stops the model's instances; the runtime only registers its batchers there (a @TextModel class's forward batches too). */
   readonly engine: InstanceEngine;
   private readonly batchers = new Map<string, DynamicBatcher<Queued, unknown>>();
   private readonly streamBatchers = new Map<string, DynamicBatcher<Queued, StreamChannel>>();

@@ -2,6 +2,7 @@ import * as workerThreads from 'node:worker_threads';
 import type { RequestInfo, SocketContext } from '../definition/model-context.js';
 import type { SerializedError } from '../errors/index.js';
 import type { TensorWireRequest } from '../inference/tensor-model-plan.js';
+import type { PoolingModeName } from '../metadata/records.js';
 
 /** What crosses between the HTTP thread and an instance, in both directions. */
 
@@ -33,7 +34,37 @@ export interface TensorCall {
   readonly requests: readonly TensorWireRequest[];
 }
 
-export type ExecuteCall = EndpointCall | TensorCall;
+/** What one sequence of a text forward batch asks for: its pooled embedding, each token's, its logits (classification, reranking) or SPLADE. */
+export type ForwardWant = 'pooled' | 'tokens' | 'logits' | 'sparse';
+
+/** One sequence's answer: a vector, a vector per real token, or SPLADE's non-zero entries. */
+export type ForwardRow = Float32Array | Float32Array[] | SparseValue[];
+
+export interface SparseValue {
+  readonly index: number;
+  readonly value: number;
+}
+
+/** One sequence of a text forward batch, as the tokenizer made it. */
+export interface ForwardSequence {
+  readonly ids: Uint32Array;
+  readonly typeIds: Uint32Array;
+  readonly want: ForwardWant;
+}
+
+/**
+ * One forward batch of a text model: token ids go to the instance, which pads, runs the forward
+ * pass and pools (TEI's split: the queue in its router, padding and pooling in its backend), and
+ * one ForwardRow per sequence comes back.
+ */
+export interface TextForwardCall {
+  readonly kind: 'text-forward';
+  readonly sequences: readonly ForwardSequence[];
+  readonly pooling: PoolingModeName;
+  readonly padId: number;
+}
+
+export type ExecuteCall = EndpointCall | TensorCall | TextForwardCall;
 
 export function tensorCall(requests: readonly TensorWireRequest[]): TensorCall {
   return { kind: 'tensor', requests };
@@ -84,6 +115,8 @@ export type OnResult = (index: number, outcome: ExecuteOutcome) => void;
  * the headers, all strings, so only its payload is walked: the same depth as walking the call's list.
  */
 export function callTransferables(call: ExecuteCall): ArrayBuffer[] {
+  // A forward batch's token ids are a few KB, and the tokenizer's arrays are not the call's to detach.
+  if (call.kind === 'text-forward') return [];
   if (call.kind !== 'endpoint') return collectTransferables(call.requests);
   const out: ArrayBuffer[] = [];
   for (const request of call.requests) collectTransferables(request.payload, out, 2);

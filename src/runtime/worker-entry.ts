@@ -4,6 +4,7 @@ import type { InferOptions } from '../definition/model-context.js';
 import type { ModelDefinition } from '../definition/model-definition.js';
 import { createError, deserializeError, serializeError } from '../errors/index.js';
 import { TensorModelHost } from '../inference/tensor-model-host.js';
+import { TextForwardHost } from '../instance/text-forward-host.js';
 import { ContextServices } from './context-services.js';
 import { forEachMessage, MessageOutbox, type Bundle } from './message-outbox.js';
 import { ModelHost } from './model-host.js';
@@ -163,6 +164,10 @@ port.on('message', (message: ToWorker) => forEachMessage(message, receive));
 
 (async () => {
   lowerThisThreadPriority(data.niceness);
+  if (data.textForward) {
+    host = await TextForwardHost.start(data.textForward, services.context);
+    return;
+  }
   if (data.tensorModel) {
     host = await TensorModelHost.start(data.tensorModel, services.context);
     return;

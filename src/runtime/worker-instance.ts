@@ -4,6 +4,7 @@ import type { ModelContextData, InferOptions } from '../definition/model-context
 import type { InferCall } from './context-services.js';
 import { createError, deserializeError, serializeError } from '../errors/index.js';
 import type { TensorModelPlan } from '../inference/tensor-model-plan.js';
+import type { TextForwardPlan } from '../instance/text-forward-host.js';
 import type { InstanceEvents, ModelInstance } from './model-instance.js';
 import { forEachMessage, MessageOutbox, type Bundle } from './message-outbox.js';
 import { SocketLink } from './socket-session.js';
@@ -47,8 +48,8 @@ export class WorkerInstance implements ModelInstance {
     private readonly context: ModelContextData,
     private readonly events: InstanceEvents,
     private readonly infer: InferCall,
-    /** A repository model to host instead of the decorated class in `moduleUrl`. */
-    private readonly tensorModel?: TensorModelPlan,
+    /** A repository model or a text model folder to host instead of the decorated class in `moduleUrl`. */
+    private readonly hosted?: TensorModelPlan | TextForwardPlan,
     /** The server's logger, which writes the lines of the worker's ctx.logger. */
     private readonly logger: ModelLogger = silentLogger(),
   ) {}
@@ -62,7 +63,7 @@ export class WorkerInstance implements ModelInstance {
       workerEntry: WORKER_ENTRY_URL.href,
       moduleUrl: this.moduleUrl,
       context: this.context,
-      tensorModel: this.tensorModel,
+      ...(this.hosted?.kind === 'text-forward' ? { textForward: this.hosted } : { tensorModel: this.hosted }),
       niceness: instanceNiceness(),
       logLevel: this.logger.level,
     };

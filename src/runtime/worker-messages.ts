@@ -1,6 +1,7 @@
 import type { InferOptions, ModelContextData } from '../definition/model-context.js';
 import type { SerializedError } from '../errors/index.js';
 import type { TensorModelPlan } from '../inference/tensor-model-plan.js';
+import type { TextForwardPlan } from '../instance/text-forward-host.js';
 import type { Bundle } from './message-outbox.js';
 import type { StreamEvent } from './stream-channel.js';
 import type { ExecuteCall, ExecuteOutcome, SocketCall, SocketInput } from './wire-format.js';
@@ -15,6 +16,8 @@ export interface WorkerBootData {
   readonly context: ModelContextData;
   /** Present for a repository model: the worker hosts it with TensorModelHost instead of a decorated class. */
   readonly tensorModel?: TensorModelPlan;
+  /** Present for a text model folder: the worker hosts its forward pass with TextForwardHost. */
+  readonly textForward?: TextForwardPlan;
   /** OS niceness the worker gives its own thread before loading the model (see thread-priority.ts). */
   readonly niceness: number;
   /** The server logger's level, so the worker builds only the lines the server writes. */

@@ -254,13 +254,13 @@ export class ServeFnServer {
     // fastify cannot close a server whose listen() is still binding.
     await this.listening?.catch(() => undefined);
     const drainStartMs = Date.now();
-    const deadline = options.streamTimeoutMs === undefined ? undefined : drainStartMs + options.streamTimeoutMs;
-    this.app.log.info({ streamTimeoutMs: options.streamTimeoutMs }, 'drain started: new requests get 503, in-flight requests finish');
-    // Text models first: their queued texts still need the instances the runtimes drain.
-    await this.textModels.drain(deadline);
-    await Promise.all([...this.runtimes.map((r) => r.engine.drain(options.streamTimeoutMs)), this.textModels.stop()]);
-    // After the decorated models, whose in-flight requests may still call repository models.
-    await this.repository?.close({ streamTimeoutMs: deadline === undefined ? undefined : Math.max(0, deadline - Date.now()) });
+    const { streamTimeoutMs } = options;
+    this.app.log.info({ streamTimeoutMs }, 'drain started: new requests get 503, in-flight requests finish');
+    // Decorated and text engines (a text model's forward batches are a scheduler on its forward model's engine), then
+    // the repository's, whose models their in-flight requests may still call, within what is left of the one
+    // stream timeout, so the whole drain stays within the grace period it was given; then the transports.
+    await Promise.all([...this.runtimes.map((r) => r.engine.drain(streamTimeoutMs)), this.textModels.stop()]);
+    await this.repository?.close({ streamTimeoutMs: streamTimeoutMs === undefined ? undefined : Math.max(0, drainStartMs + streamTimeoutMs - Date.now()) });
     await Promise.all([this.app.close(), this.grpc?.close()]);
     this.sharedMemory.unregister();
     await Promise.all(this.runtimes.map((r) => r.engine.stop()));
@@ -269,19 +269,19 @@ export class ServeFnServer {
     await this.options.tracing?.shutdown();
   }
 
-  /** ctx.infer: one model calling another through that model's queue, validated like an HTTP request. */
+  /**
+   * ctx.infer: one model calling another through that model's queue, validated like an HTTP request.
+   * Names resolve through the catalogue, as /v2 and gRPC resolve them (a @Model class, a text model,
+   * a repository model), so every entry point reaches the same models.
+   */
   async infer(model: string, input: unknown, options: InferOptions = {}): Promise<unknown> {
-    const candidates = this.runtimes.filter((r) => r.definition.name === model);
-    if (candidates.length === 0 && this.repository?.models(model).length) {
-      return this.repository.get(model, options.version).infer(input as InferRequest);
-    }
-    if (candidates.length === 0) throw createError('SF_ERR_MODEL_UNKNOWN', model);
-    const runtime = options.version === undefined ? candidates[candidates.length - 1] : candidates.find((r) => r.definition.version === options.version);
-    if (!runtime) throw createError('SF_ERR_MODEL_VERSION_UNKNOWN', model, options.version);
+    const target = this.catalogue.get(model, options.version);
+    if (!(target instanceof DecoratedModel)) return target.infer(input as InferRequest);
+    const runtime = target.runtime;
     const endpoints = runtime.definition.endpoints;
     // The tensor interface is the `execute` method; a class with nothing else needs no method named.
     if (runtime.definition.tensors && (options.method === EXECUTE_METHOD || (options.method === undefined && endpoints.length === 0))) {
-      return this.catalogue.get(model, runtime.definition.version).infer(input as InferRequest);
+      return target.infer(input as InferRequest);
     }
     const endpoint = options.method === undefined && endpoints.length === 1 ? endpoints[0] : endpoints.find((e) => e.methodName === options.method);
     if (!endpoint) {

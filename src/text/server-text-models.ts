@@ -1,11 +1,10 @@
 import type { Registry } from 'prom-client';
 import { createError } from '../errors/index.js';
 import type { DecoratedModel } from '../inference/decorated-model.js';
-import type { ServedModel } from '../inference/served-model.js';
 import type { VersionBuilderContext } from '../model-repository/model-version-builder.js';
 import { TextInferenceModel } from './text-inference-model.js';
 import { TextMetrics } from './text-metrics.js';
-import { loadClassTextModel, loadFolderTextModel, type TextServeOptions } from './text-model-loader.js';
+import { loadClassTextModel, loadFolderTextModel, type FolderForward, type TextServeOptions } from './text-model-loader.js';
 import { TextModelSet } from './text-model-set.js';
 
 export interface ServerTextModelsOptions {
@@ -34,7 +33,7 @@ export class ServerTextModels {
     readonly views: readonly TextInferenceModel[],
     /** The @TextModel classes, whose names their text views take on /v2. */
     readonly classNames: ReadonlySet<string>,
-    private readonly forwards: readonly ServedModel[],
+    private readonly forwards: readonly FolderForward[],
   ) {}
 
   static readonly none = new ServerTextModels(new TextModelSet([]), [], new Set(), []);
@@ -51,7 +50,7 @@ export class ServerTextModels {
     const views = fromFolders.map((f) => new TextInferenceModel(f.text, '1'));
     for (const model of classes) {
       const def = model.runtime.definition;
-      views.push(new TextInferenceModel(await loadClassTextModel(def, model, opts.modelDir, options, engine), def.version));
+      views.push(new TextInferenceModel(await loadClassTextModel(model, opts.modelDir, options, engine), def.version));
     }
     const classNames = new Set(classes.map((m) => m.info.name));
     refuseDuplicateNames(views.map((v) => v.info.name), new Set(decorated.map((m) => m.info.name).filter((name) => !classNames.has(name))));
@@ -60,27 +59,12 @@ export class ServerTextModels {
 
   /** Loads the folders' forward models (instances, warmup); a @TextModel class starts with its runtime. */
   async start(): Promise<void> {
-    await Promise.all(this.forwards.map((f) => f.load()));
+    await Promise.all(this.forwards.map((f) => f.start()));
   }
 
-  /**
-   * Stops taking texts and waits for queued and running forward batches, at most until `deadline`
-   * (ms since the epoch), after which what still runs is left to the forward models' own drain.
-   */
-  async drain(deadline?: number): Promise<void> {
-    const drained = Promise.all(this.set.all().map((t) => t.drain()));
-    if (deadline === undefined) {
-      await drained;
-      return;
-    }
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([drained, new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))))]);
-    clearTimeout(timer);
-  }
-
-  /** Unloads the folders' forward models, once their in-flight batches are done. */
+  /** Stops the folders' forward models once their queued and running batches are done (a @TextModel class's drain with its runtime). */
   async stop(): Promise<void> {
-    await Promise.allSettled(this.forwards.map((f) => f.unload()));
+    await Promise.allSettled(this.forwards.map((f) => f.stop()));
   }
 
   /** Why a text model cannot serve now (its forward model is not ready), or undefined. */

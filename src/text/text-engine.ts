@@ -1,6 +1,7 @@
 import { createError, ServeFnError } from '../errors/index.js';
-import type { InferenceModel } from '../inference/inference-model.js';
-import { ForwardBatcher, type QueuedSequence, type Row, type SparseValue, type Want } from './forward-batches.js';
+import type { CancelSignal } from '../runtime/dynamic-batcher.js';
+import type { ForwardRow, ForwardSequence, ForwardWant, SparseValue } from '../runtime/wire-format.js';
+import { ForwardScheduler, type TextForward } from './forward-scheduler.js';
 import type { TextTask } from './model-folder.js';
 import { l2Normalize, sigmoid, softmax, type PoolingMode } from './pooling.js';
 import { admittedPair, admittedText, codePoints } from './text-characters.js';
@@ -10,7 +11,7 @@ import type { TextFailure, TextMetricFamily, TextMetrics } from './text-metrics.
 import type { TextEncoding, TextTokenizer } from './tokenizer.js';
 
 export type { TextInput } from './text-inputs.js';
-export type { SparseValue } from './forward-batches.js';
+export type { SparseValue } from '../runtime/wire-format.js';
 
 /** TEI's batching and admission knobs, named as its flags are (docs/source/en/cli_arguments.md). */
 export interface TextLimits {
@@ -62,8 +63,6 @@ export interface TextModelSpec {
 
 export interface TextModelOptions {
   readonly limits: TextLimits;
-  /** Instances of the forward model: how many forward batches may run at once. */
-  readonly instanceCount: number;
   readonly metrics?: TextMetrics;
   /** Where the forward pass runs (TEI's x-compute-type): 'cpu', 'gpu', 'npu'. */
   readonly computeType: string;
@@ -74,6 +73,8 @@ export interface TextModelOptions {
 }
 
 export interface TruncateOptions {
+  /** The client's disconnect: its sequences still queued leave the queue, counted as dropped. */
+  readonly signal?: CancelSignal;
   /** Cut inputs over the model's limit instead of refusing them; default: limits.autoTruncate. */
   readonly truncate?: boolean;
   readonly truncationDirection?: 'left' | 'right';
@@ -142,20 +143,20 @@ const TASK_NOUN: Readonly<Record<string, string>> = { embed: 'embedding', embed_
  */
 export class TextEngine {
   readonly spec: TextModelSpec;
-  private readonly batches: ForwardBatcher;
+  private readonly batches: ForwardScheduler;
   private readonly permits: TextPermits;
 
   constructor(
     spec: TextModelSpec,
     readonly tokenizer: TextTokenizer,
-    forward: InferenceModel,
+    forward: TextForward,
     private readonly options: TextModelOptions,
   ) {
     const { limits } = options;
     this.permits = new TextPermits(limits.maxConcurrentRequests);
-    this.batches = new ForwardBatcher(spec.name, forward, {
+    this.batches = new ForwardScheduler(spec.name, forward, {
       pooling: spec.pooling, padId: tokenizer.padId, maxBatchTokens: limits.maxBatchTokens, maxBatchRequests: limits.maxBatchRequests, batchByLength: limits.batchByLength,
-      instanceCount: options.instanceCount, metrics: options.metrics, log: options.log,
+      metrics: options.metrics, log: options.log,
     });
     if (spec.task === 'embed') this.batches.width = spec.dimensions;
     const fixed = this.batches.fixedLength;
@@ -179,7 +180,7 @@ export class TextEngine {
   async embed(inputs: readonly TextInput[], options: EmbedOptions = {}): Promise<TextAnswer<Float32Array>> {
     const { dimensions } = options;
     if (dimensions !== undefined && (!Number.isInteger(dimensions) || dimensions < 1 || dimensions > (this.batches.width ?? Infinity))) throw this.badDimensions(dimensions);
-    const answer = await this.run('embed', 'embed', inputs, (input) => this.encodeInput(input, options), 'pooled', inputs.map(characters));
+    const answer = await this.run('embed', 'embed', inputs, (input) => this.encodeInput(input, options), 'pooled', inputs.map(characters), options.signal);
     const values = (answer.values as Float32Array[]).map((vector) => {
       if (dimensions !== undefined && dimensions > vector.length) throw this.badDimensions(dimensions);
       const kept = dimensions === undefined ? vector : vector.slice(0, dimensions);
@@ -196,17 +197,17 @@ export class TextEngine {
   }
 
   async embedAll(inputs: readonly TextInput[], options: TruncateOptions & PromptOptions = {}): Promise<TextAnswer<Float32Array[]>> {
-    return this.run('embed_all', 'embed', inputs, (input) => this.encodeInput(input, options), 'tokens', inputs.map(characters)) as Promise<TextAnswer<Float32Array[]>>;
+    return this.run('embed_all', 'embed', inputs, (input) => this.encodeInput(input, options), 'tokens', inputs.map(characters), options.signal) as Promise<TextAnswer<Float32Array[]>>;
   }
 
   async embedSparse(inputs: readonly TextInput[], options: TruncateOptions & PromptOptions = {}): Promise<TextAnswer<SparseValue[]>> {
-    return this.run('embed_sparse', 'embed', inputs, (input) => this.encodeInput(input, options), 'sparse', inputs.map(characters)) as Promise<TextAnswer<SparseValue[]>>;
+    return this.run('embed_sparse', 'embed', inputs, (input) => this.encodeInput(input, options), 'sparse', inputs.map(characters), options.signal) as Promise<TextAnswer<SparseValue[]>>;
   }
 
   /** One text or a pair per input; each input's labels sorted by score, highest first. */
   async predict(inputs: readonly (string | readonly [string, string])[], options: TruncateOptions & { readonly rawScores?: boolean } = {}): Promise<TextAnswer<ScoredLabel[]>> {
     const encode = (input: string | readonly [string, string]) => (typeof input === 'string' ? this.encodeInput(input, options) : this.encodePair(input[0], input[1], options));
-    const answer = await this.run('predict', 'predict', inputs, encode, 'logits', inputs.map((input) => (typeof input === 'string' ? codePoints(input) : codePoints(input[0]) + codePoints(input[1]))));
+    const answer = await this.run('predict', 'predict', inputs, encode, 'logits', inputs.map((input) => (typeof input === 'string' ? codePoints(input) : codePoints(input[0]) + codePoints(input[1]))), options.signal);
     const values = (answer.values as Float32Array[]).map((logits) => {
       const scores = options.rawScores ? logits : logits.length === 1 ? logits.map(sigmoid) : softmax(logits);
       return Array.from(scores, (score, i) => ({ score, label: this.spec.labels[i] ?? `LABEL_${i}` })).sort((a, b) => b.score - a.score);
@@ -219,7 +220,7 @@ export class TextEngine {
     if (texts.length === 0) throw createError('SF_ERR_TEXT_EMPTY', '`texts`');
     // Every pair tokenizes the query again, so each costs the query's characters too.
     const queryCharacters = codePoints(query);
-    const answer = await this.run('rerank', 'predict', texts, (text) => this.encodePair(query, text, options), 'logits', texts.map((text) => queryCharacters + codePoints(text)));
+    const answer = await this.run('rerank', 'predict', texts, (text) => this.encodePair(query, text, options), 'logits', texts.map((text) => queryCharacters + codePoints(text)), options.signal);
     return { ...answer, values: (answer.values as Float32Array[]).map((logits) => (options.rawScores ? logits[0] : sigmoid(logits[0]))) };
   }
 
@@ -267,11 +268,6 @@ export class TextEngine {
     return Promise.all(ids.map((sequence) => this.tokenizer.decode(sequence, skipSpecialTokens)));
   }
 
-  /** Stops taking inputs; resolves once every queued and running forward batch has ended. */
-  drain(): Promise<void> {
-    return this.batches.drain();
-  }
-
   /** Takes permits without waiting; 429 when too few are free. */
   private admit(count: number): () => void {
     const release = this.permits.tryTake(count);
@@ -288,7 +284,7 @@ export class TextEngine {
    * --max-answer-bytes is refused, and a request whose answer costs more permits than its inputs
    * takes the difference.
    */
-  private async run<I>(operation: string, family: TextMetricFamily, inputs: readonly I[], encode: (input: I) => Promise<TextEncoding>, want: Want, characters: readonly number[]): Promise<TextAnswer<Row>> {
+  private async run<I>(operation: string, family: TextMetricFamily, inputs: readonly I[], encode: (input: I) => Promise<TextEncoding>, want: ForwardWant, characters: readonly number[], signal?: CancelSignal): Promise<TextAnswer<ForwardRow>> {
     const started = performance.now();
     const { metrics } = this.options;
     const name = this.spec.name;
@@ -308,7 +304,7 @@ export class TextEngine {
     const releases = [this.admit(held)];
     metrics?.received(name, family, inputs.length);
     try {
-      let sequences: QueuedSequence[];
+      let sequences: ForwardSequence[];
       try {
         // Promise.all handles every rejection, so a second bad input is not an unhandled one.
         sequences = (await Promise.all(inputs.map(encode))).map((encoding) => ({ ids: encoding.ids, typeIds: encoding.typeIds, want }));
@@ -322,7 +318,7 @@ export class TextEngine {
       // An embedder of unknown width (no hidden_size in its config, no forward pass yet) is sized once its rows are back.
       const width = this.batches.width;
       if (want === 'tokens' && width !== undefined) releases.push(this.admitAnswer(tokenEmbeddingsBytes(tokens, inputs.length, width), held));
-      const results = await Promise.all(this.batches.submitAll(sequences));
+      const results = await Promise.all(this.batches.submitAll(sequences, signal));
       if (want === 'tokens' && width === undefined) this.checkAnswer(tokenEmbeddingsBytes(tokens, inputs.length, (results[0].row as Float32Array[])[0]?.length ?? 0));
       const timings = {
         tokenizationMs,
@@ -333,7 +329,10 @@ export class TextEngine {
       metrics?.answered(name, family, inputs.length, timings);
       return { values: results.map((r) => r.row), promptTokens: tokens, characters: characters.reduce((sum, count) => sum + count, 0), timings };
     } catch (err) {
-      if ((err as ServeFnError).code === 'SF_ERR_TEXT_BACKEND') failed('inference');
+      const code = (err as ServeFnError).code;
+      if (code === 'SF_ERR_TEXT_BACKEND') failed('inference');
+      // TEI's name for a request whose client went away before its batch was formed.
+      else if (code === 'SF_ERR_CANCELLED') failed('dropped');
       throw err;
     } finally {
       for (const release of releases) release();

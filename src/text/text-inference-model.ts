@@ -64,7 +64,9 @@ export class TextInferenceModel implements ServerModel {
       const tensor = wire.inputs.find((t) => t.name === name);
       return tensor && (tensor.data as Uint8Array[]).map((bytes, i) => utf8(bytes, name, i));
     };
-    const truncation = { truncate: parameters.optionalBoolean(p, 'truncate'), truncationDirection: parameters.truncationDirection(p, { anyCase: true }) };
+    // The client's disconnect (or a calling model's cancellation) takes its sequences off the forward queue.
+    // Priority and timeout do not apply: the forward queue is TEI's, first come, first served, with no levels.
+    const truncation = { truncate: parameters.optionalBoolean(p, 'truncate'), truncationDirection: parameters.truncationDirection(p, { anyCase: true }), signal: request.signal };
     const model = this.text;
     let output: Tensor;
     switch (model.info.task) {

@@ -3,8 +3,8 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 /** Which of TEI's metric families a request counts in beside `te_request_*`: embeddings, or classifier / reranker scores. */
 export type TextMetricFamily = 'embed' | 'predict';
 
-/** TEI's `te_request_failure{err}` reasons that serve-fn can meet. */
-export type TextFailure = 'validation' | 'batch_size' | 'overloaded' | 'tokenization' | 'inference' | 'model_type';
+/** TEI's `err` labels of te_request_failure; 'dropped' is a request whose client left while it was queued. */
+export type TextFailure = 'validation' | 'batch_size' | 'overloaded' | 'tokenization' | 'inference' | 'model_type' | 'dropped';
 
 export interface TextRequestTimes {
   readonly totalMs: number;

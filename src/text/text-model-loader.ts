@@ -1,14 +1,17 @@
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { basename, dirname, extname, join } from 'node:path';
-import type { ModelDefinition } from '../definition/model-definition.js';
+import { pathToFileURL } from 'node:url';
+import type { ModelContextData } from '../definition/model-context.js';
 import { createError } from '../errors/index.js';
-import type { InferenceModel } from '../inference/inference-model.js';
-import type { ServedModel } from '../inference/served-model.js';
-import { parseModelConfigJson } from '../model-repository/config-json.js';
-import type { ModelSource } from '../model-repository/model-source.js';
-import { buildModelVersions, type VersionBuilderContext } from '../model-repository/model-version-builder.js';
+import type { DecoratedModel } from '../inference/decorated-model.js';
+import type { TextForwardPlan } from '../instance/text-forward-host.js';
+import { readModelFileMetadata, type VersionBuilderContext } from '../model-repository/model-version-builder.js';
 import { pathInside } from '../model-repository/repository-scan.js';
+import { InstanceEngine } from '../runtime/instance-engine.js';
+import { WorkerInstance } from '../runtime/worker-instance.js';
+import type { TensorSpec } from '../tensor/tensor.js';
+import type { TextForward } from './forward-scheduler.js';
 import { readTextModelFolder, type TextModelFolder, type TextTask } from './model-folder.js';
 import type { PoolingMode } from './pooling.js';
 import { DEFAULT_TEXT_LIMITS, TextEngine, type TextLimits, type TextModelOptions, type TextModelSpec } from './text-engine.js';
@@ -35,45 +38,79 @@ export type TextEngineServices = Pick<TextModelOptions, 'metrics' | 'log'>;
 
 export interface LoadedTextModel {
   readonly text: TextEngine;
-  /** The forward model the server loads and unloads: the folder's ONNX or OM file on its own instances. */
-  readonly forward: ServedModel;
+  /** The folder's model file on its own instances, which the server starts and stops. */
+  readonly forward: FolderForward;
 }
 
 /**
- * A no-code text model: a sentence-transformers / optimum export folder, its tokenizer loaded here
- * and its model file served as a repository model is (config-only ONNX or OM, worker-thread
- * instances, nv_* statistics under the served name), with no batch scheduler of its own: the
- * TextEngine forms the batches. One instance, with ONNX Runtime's intra-op threads on every core,
- * as TEI runs its ORT backend.
+ * A text model folder's forward model: one worker-thread instance that pads, runs and pools
+ * (instance/text-forward-host.ts), on an engine of its own whose one scheduler is the text model's
+ * forward batches; nv_* statistics under the served name. One instance, with ONNX Runtime's
+ * intra-op threads on every core, as TEI runs its ORT backend.
  */
+export class FolderForward implements TextForward {
+  readonly engine: InstanceEngine;
+  /** The folder's model takes as many rows as the token budget lets a batch have. */
+  readonly maxRows = 0;
+  private started = false;
+
+  constructor(
+    readonly name: string,
+    readonly inputs: readonly TensorSpec[],
+    plan: TextForwardPlan,
+    context: ModelContextData,
+    builder: VersionBuilderContext,
+  ) {
+    const moduleUrl = pathToFileURL(plan.file).href;
+    this.engine = new InstanceEngine({
+      name, version: context.modelVersion, instanceCount: context.instanceCount, recorder: builder.recorder, log: builder.log, restartPolicy: builder.restartPolicy,
+      factory: (index, events) => new WorkerInstance(index, moduleUrl, context, events, builder.infer, plan, builder.logger),
+    });
+  }
+
+  ready(): boolean {
+    return this.started && this.engine.available;
+  }
+
+  async start(): Promise<void> {
+    await this.engine.start();
+    this.started = true;
+  }
+
+  /** Waits for queued and running forward batches, then stops the instance. */
+  async stop(): Promise<void> {
+    this.started = false;
+    await this.engine.drain();
+    await this.engine.stop();
+  }
+}
+
+/** A no-code text model: a sentence-transformers / optimum export folder, its tokenizer loaded here and its model file run on an instance of its own. */
 export async function loadFolderTextModel(dir: string, options: TextServeOptions, builder: VersionBuilderContext, engine: TextEngineServices): Promise<LoadedTextModel> {
   const folder = readTextModelFolder(dir, { task: options.task, pooling: options.pooling });
   const name = options.servedModelName ?? folder.name;
   const modelFile = options.dtype === 'float16' ? halfPrecisionFile(folder) : folder.modelFile;
   const limits = { ...DEFAULT_TEXT_LIMITS, ...options.limits };
-  const kind = extname(modelFile) === '.om' ? 'npu_om' : 'onnx';
-  const { config } = parseModelConfigJson(JSON.stringify({
-    name,
-    backend: kind === 'onnx' ? 'onnxruntime' : 'npu_om',
-    ...(kind === 'onnx' ? { platform: 'onnxruntime_onnx' } : {}),
-    // A cap on rows per forward pass, not a scheduler: the TextEngine's batches arrive whole.
-    max_batch_size: limits.maxBatchRequests ?? limits.maxBatchTokens,
-    instance_group: [{ count: 1, kind: 'KIND_CPU' }],
-    parameters: kind === 'onnx' ? { intra_op_thread_count: { string_value: String(availableParallelism()) } } : {},
-  }), name);
-  const source: ModelSource = { name, dir: folder.dir, config, kind, versions: [{ version: '1', file: modelFile }], warnings: [] };
-  const [forward] = await buildModelVersions(source, builder);
+  const onNpu = extname(modelFile) === '.om';
+  const device = { kind: onNpu ? 'npu' : 'cpu', id: 0 } as const;
+  const { inputs } = await readModelFileMetadata(modelFile, device, !onNpu);
+  const plan: TextForwardPlan = { kind: 'text-forward', file: modelFile, sessionOptions: onNpu ? {} : { intraOpNumThreads: availableParallelism() } };
+  const context: ModelContextData = {
+    modelName: name, modelVersion: '1', instanceName: `${name}_0`, instanceIndex: 0, instanceCount: 1, deviceKind: device.kind, deviceId: device.id, modelDir: folder.dir, config: { name },
+  };
+  const forward = new FolderForward(name, inputs, plan, context, builder);
   const tokenizer = await TextTokenizer.fromFile(folder.tokenizerFile);
   const spec = specOf(folder, { name, modelId: folder.dir, defaultPromptName: options.promptName ?? folder.defaultPromptName });
-  const text = new TextEngine(spec, tokenizer, forward, { ...engine, limits, instanceCount: 1, computeType: kind === 'npu_om' ? 'npu' : 'cpu', dtype: options.dtype });
+  const text = new TextEngine(spec, tokenizer, forward, { ...engine, limits, computeType: onNpu ? 'npu' : 'cpu', dtype: options.dtype });
   return { text, forward };
 }
 
 /**
- * A @TextModel class: its folder or tokenizer read from beside its module, and its tensor
- * interface (a DecoratedModel) as the forward model, on the class's own instances.
+ * A @TextModel class: its folder or tokenizer read from beside its module, its forward batches a
+ * scheduler on the class's own engine, run through its tensor interface (`execute`) by its host.
  */
-export async function loadClassTextModel(def: ModelDefinition, forward: InferenceModel, modelDir: string, options: TextServeOptions, engine: TextEngineServices): Promise<TextEngine> {
+export async function loadClassTextModel(model: DecoratedModel, modelDir: string, options: TextServeOptions, engine: TextEngineServices): Promise<TextEngine> {
+  const def = model.runtime.definition;
   const declared = def.text!;
   const inside = (path: string, what: string): string => {
     const resolved = pathInside(modelDir, path);
@@ -99,7 +136,8 @@ export async function loadClassTextModel(def: ModelDefinition, forward: Inferenc
     maxConcurrentRequests: declared.maxConcurrentRequests, autoTruncate: declared.autoTruncate, batchByLength: declared.batchByLength,
   }).filter(([, v]) => v !== undefined));
   const limits = { ...DEFAULT_TEXT_LIMITS, ...options.limits, ...own };
-  return new TextEngine(spec, tokenizer, forward, { ...engine, limits, instanceCount: def.instances.count, computeType: def.instances.kind });
+  const forward: TextForward = { engine: model.runtime.engine, inputs: model.info.inputs, maxRows: model.info.maxBatchSize, ready: () => model.ready() };
+  return new TextEngine(spec, tokenizer, forward, { ...engine, limits, computeType: def.instances.kind });
 }
 
 function specOf(folder: TextModelFolder, names: Pick<TextModelSpec, 'name' | 'modelId' | 'defaultPromptName'>): TextModelSpec {

@@ -7,7 +7,7 @@ import { settle } from './settle.js';
 
 /** The requests of a call to a tensor model's instance, which must be a tensor call. */
 export function tensorRequests(call: ExecuteCall): readonly TensorWireRequest[] {
-  if (call.kind !== 'tensor') throw new Error(`a tensor model got an endpoint call of ${call.methodName}`);
+  if (call.kind !== 'tensor') throw new Error(`a tensor model got a call of ${call.kind === 'endpoint' ? call.methodName : call.kind}`);
   return call.requests;
 }
 

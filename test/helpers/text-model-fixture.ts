@@ -7,6 +7,12 @@ import type { PoolingMode } from '../../src/text/pooling.js';
 import { DEFAULT_TEXT_LIMITS, TextEngine, type TextLimits, type TextModelSpec } from '../../src/text/text-engine.js';
 import { TextModelSet } from '../../src/text/text-model-set.js';
 import { TextTokenizer } from '../../src/text/tokenizer.js';
+import { runTextForward } from '../../src/instance/text-forward-pass.js';
+import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
+import { InstanceEngine } from '../../src/runtime/instance-engine.js';
+import { now } from '../../src/runtime/request-accounting.js';
+import type { TextForward } from '../../src/text/forward-scheduler.js';
+import { noStreams } from './no-streams.js';
 
 /** The BERT-style WordPiece tokenizer of the test fixtures ([PAD]=0 [UNK]=1 [CLS]=2 [SEP]=3 [MASK]=4). */
 export const WORDPIECE_TOKENIZER = fileURLToPath(new URL('../fixtures/text/wordpiece/tokenizer.json', import.meta.url));
@@ -89,6 +95,33 @@ export function fakeForward(task: TextTask, vocabSize: number, log: ForwardLog =
   };
 }
 
+/**
+ * A text model's forward model over a tensor model computed in JS: one instance, on an engine of its
+ * own, that runs the instance side of a forward batch (padding, pooling) around `model.infer`, as a
+ * folder model's worker runs it around its backend session.
+ */
+export function forwardOver(model: Pick<InferenceModel, 'info' | 'infer'>, instanceCount = 1, recorder = new InferenceRecorder()): TextForward {
+  const outputs = model.info.outputs.map((o) => o.name);
+  const engine = new InstanceEngine({
+    name: model.info.name, version: '1', instanceCount, recorder, log: () => undefined,
+    factory: (index) => ({
+      ...noStreams,
+      index,
+      canQueueBehind: true,
+      start: async () => undefined,
+      stop: async () => undefined,
+      execute: async (call) => {
+        if (call.kind !== 'text-forward') throw new Error(`a text forward instance got a ${call.kind} call`);
+        const computeStartMs = now();
+        const results = await runTextForward(call, model.info.inputs, outputs, async (inputs) => (await model.infer({ inputs: [...inputs] })).outputs);
+        return { results, computeStartMs, computeEndMs: now() };
+      },
+    }),
+  });
+  void engine.start();
+  return { engine, inputs: model.info.inputs, maxRows: model.info.maxBatchSize, ready: () => true };
+}
+
 function split(values: number[], length: number): number[][] {
   return Array.from({ length: values.length / length }, (_, r) => values.slice(r * length, (r + 1) * length));
 }
@@ -115,9 +148,8 @@ export async function textModelFor(task: TextTask, overrides: TextModelOverrides
     prompts: overrides.prompts ?? { query: 'query: ', passage: 'passage: ' },
     labels: task === 'classify' ? CLASSIFIER_LABELS : task === 'rerank' ? ['LABEL_0'] : [],
   };
-  return new TextEngine(spec, tokenizer, fakeForward(task, tokenizer.vocabSize, overrides.log), {
+  return new TextEngine(spec, tokenizer, forwardOver(fakeForward(task, tokenizer.vocabSize, overrides.log), overrides.instanceCount ?? 1), {
     limits: { ...DEFAULT_TEXT_LIMITS, ...overrides.limits },
-    instanceCount: overrides.instanceCount ?? 1,
     computeType: 'cpu',
   });
 }

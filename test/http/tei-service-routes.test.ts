@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_TEXT_PAYLOAD_LIMIT } from '../../src/protocol/text-routes.js';
 import { DEFAULT_TEXT_LIMITS, TextEngine } from '../../src/text/text-engine.js';
 import { expectTeiError, post, teiApp, teiAppsByTask, type TeiAppsByTask } from '../helpers/tei-app.js';
-import { fakeForward, textModelFor } from '../helpers/text-model-fixture.js';
+import { fakeForward, forwardOver, textModelFor } from '../helpers/text-model-fixture.js';
 
 /** The TEI routes around the inference ones: POST / by task, /info, the health checks, model choice, failures and the docs. */
 let tei: TeiAppsByTask;
@@ -147,7 +147,7 @@ describe('failures', () => {
     const lost = new Error('device lost');
     const failing = { ...forward, infer: async () => Promise.reject(lost) };
     const logged: unknown[] = [];
-    const broken = new TextEngine({ ...tei.embedder.spec, name: 'broken' }, tei.embedder.tokenizer, failing, { limits: DEFAULT_TEXT_LIMITS, instanceCount: 1, computeType: 'cpu', log: (_message, err) => logged.push(err) });
+    const broken = new TextEngine({ ...tei.embedder.spec, name: 'broken' }, tei.embedder.tokenizer, forwardOver(failing), { limits: DEFAULT_TEXT_LIMITS, computeType: 'cpu', log: (_message, err) => logged.push(err) });
     const app = await teiApp([broken]);
     try {
       const res = await post(app, '/embed', { inputs: 'a' });

@@ -88,6 +88,12 @@ describe('text model folders served with no code', () => {
     expectRowsClose(output.data, await referenceEmbeddings('bge-tiny', TEXTS, 'mean', bertHidden));
   });
 
+  it('ctx.infer reaches a text model by the name /v2 serves it under', async () => {
+    const answer = (await server.infer('bge-tiny', { inputs: [{ name: 'text', datatype: 'BYTES', shape: [TEXTS.length], data: TEXTS.map((t) => Buffer.from(t)) }] })) as { outputs: { shape: number[]; data: Float32Array }[] };
+    expect(answer.outputs[0].shape).toEqual([TEXTS.length, 16]);
+    expectRowsClose(Array.from(answer.outputs[0].data), await referenceEmbeddings('bge-tiny', TEXTS, 'mean', bertHidden));
+  });
+
   it('embeds with last-token pooling over left padding and the query prompt, as Qwen3-Embedding is served', async () => {
     const res = await server.app.inject({
       method: 'POST', url: '/v2/models/qwen3-tiny/infer',

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { l2Normalize, poolRows, sigmoid, softmax, spladeRows } from '../../src/text/pooling.js';
+import { poolRows, spladeRows } from '../../src/instance/text-forward-pass.js';
+import { l2Normalize, sigmoid, softmax } from '../../src/text/pooling.js';
 
 /** Two rows of three tokens, width 2; row 0 right-padded (2 real tokens), row 1 left-padded (2 real tokens). */
 const hidden = Float32Array.from([

@@ -30,8 +30,7 @@ const lines = (text: string, pattern: RegExp): string[] => text.split('\n').filt
 describe('scheduling stays in the engine', () => {
   it('builds DynamicBatchers only in the engine (others ask engine.batcher or engine.streamBatcher)', () => {
     const outside = files.filter((f) => !inEngine(f.path) && /new DynamicBatcher\b/.test(f.text)).map((f) => f.path);
-    // The text forward batcher becomes a scheduler on the forward model's engine in issue 24's text step (branch i24-text); drop this entry with it.
-    expect(outside.filter((path) => path !== 'text/forward-batches.ts')).toEqual([]);
+    expect(outside).toEqual([]);
   });
 
   it('imports the queue internals (LinkedQueue, PriorityQueues) only in the engine', () => {

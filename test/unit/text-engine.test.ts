@@ -3,7 +3,7 @@ import { ServeFnError } from '../../src/errors/index.js';
 import type { InferenceModel } from '../../src/inference/inference-model.js';
 import { DEFAULT_TEXT_LIMITS, TextEngine } from '../../src/text/text-engine.js';
 import { TextTokenizer } from '../../src/text/tokenizer.js';
-import { CLASSIFIER_LABELS, fakeForward, HIDDEN, hiddenOf, tableValue, textModelFor, WORDPIECE_TOKENIZER, type ForwardLog } from '../helpers/text-model-fixture.js';
+import { CLASSIFIER_LABELS, fakeForward, forwardOver, HIDDEN, hiddenOf, tableValue, textModelFor, WORDPIECE_TOKENIZER, type ForwardLog } from '../helpers/text-model-fixture.js';
 
 const CLS = 2;
 const SEP = 3;
@@ -126,7 +126,7 @@ describe('TextEngine: limits and truncation', () => {
     const inner = fakeForward('embed', tokenizer.vocabSize, log);
     const compiled = { ...inner, info: { ...inner.info, inputs: inner.info.inputs.map((spec) => ({ ...spec, shape: [-1, 12] })) } };
     const spec = { name: 'static', modelId: 'test', task: 'embed' as const, pooling: 'mean' as const, maxInputLength: 32, prompts: {}, labels: [] };
-    const model = new TextEngine(spec, tokenizer, compiled, { limits: DEFAULT_TEXT_LIMITS, instanceCount: 1, computeType: 'npu' });
+    const model = new TextEngine(spec, tokenizer, forwardOver(compiled), { limits: DEFAULT_TEXT_LIMITS, computeType: 'npu' });
     const answer = await model.embed(['the fox', long]);
     expect(log.batches[0]).toMatchObject({ rows: 2, length: 12 });
     expect(log.batches[0].ids[1].at(-1)).toBe(SEP);
@@ -176,7 +176,7 @@ describe('TextEngine: limits and truncation', () => {
     const tokenizer = await TextTokenizer.fromFile(WORDPIECE_TOKENIZER);
     const held = heldForward(fakeForward('embed', tokenizer.vocabSize));
     const spec = { name: 'held', modelId: 'test', task: 'embed' as const, pooling: 'cls' as const, maxInputLength: 32, prompts: {}, labels: [] };
-    const model = new TextEngine(spec, tokenizer, held.model, { limits: { ...DEFAULT_TEXT_LIMITS, maxConcurrentRequests: 3 }, instanceCount: 1, computeType: 'cpu' });
+    const model = new TextEngine(spec, tokenizer, forwardOver(held.model), { limits: { ...DEFAULT_TEXT_LIMITS, maxConcurrentRequests: 3 }, computeType: 'cpu' });
     const first = model.embed(['a', 'b']);
     await expect.poll(held.started).toBe(1);
     expect(await rejection(model.embed(['c', 'd']))).toMatchObject({ code: 'SF_ERR_TEXT_OVERLOADED', statusCode: 429 });
@@ -193,12 +193,12 @@ describe('TextEngine: limits and truncation', () => {
     const inner = fakeForward('embed', tokenizer.vocabSize);
     const spec = { name: 'failing', modelId: 'test', task: 'embed' as const, pooling: 'cls' as const, maxInputLength: 32, prompts: {}, labels: [] };
     const boom = new Error('session.run exploded');
-    const failing = new TextEngine(spec, tokenizer, { ...inner, infer: async () => { throw boom; } }, { limits: DEFAULT_TEXT_LIMITS, instanceCount: 1, computeType: 'cpu' });
+    const failing = new TextEngine(spec, tokenizer, forwardOver({ ...inner, infer: async () => { throw boom; } }), { limits: DEFAULT_TEXT_LIMITS, computeType: 'cpu' });
     const err = await rejection(failing.embed(['a']));
     expect(err).toMatchObject({ code: 'SF_ERR_TEXT_BACKEND', statusCode: 424 });
     expect(err.cause).toBe(boom);
     const { createError } = await import('../../src/errors/index.js');
-    const draining = new TextEngine(spec, tokenizer, { ...inner, infer: async () => { throw createError('SF_ERR_DRAINING'); } }, { limits: DEFAULT_TEXT_LIMITS, instanceCount: 1, computeType: 'cpu' });
+    const draining = new TextEngine(spec, tokenizer, forwardOver({ ...inner, infer: async () => { throw createError('SF_ERR_DRAINING'); } }), { limits: DEFAULT_TEXT_LIMITS, computeType: 'cpu' });
     expect((await rejection(draining.embed(['a']))).statusCode).toBe(503);
   });
 });
@@ -282,7 +282,7 @@ describe('TextEngine: permits in proportion to cost', () => {
     const tokenizer = await TextTokenizer.fromFile(WORDPIECE_TOKENIZER);
     const held = heldForward(fakeForward(task, tokenizer.vocabSize));
     const spec = { name: 'held', modelId: 'test', task, pooling: 'cls' as const, maxInputLength: 32, prompts: {}, labels: task === 'rerank' ? ['LABEL_0'] : [], dimensions: HIDDEN };
-    return { held, model: new TextEngine(spec, tokenizer, held.model, { limits: { ...DEFAULT_TEXT_LIMITS, ...limits }, instanceCount: 1, computeType: 'cpu' }) };
+    return { held, model: new TextEngine(spec, tokenizer, forwardOver(held.model), { limits: { ...DEFAULT_TEXT_LIMITS, ...limits }, computeType: 'cpu' }) };
   }
 
   it('/tokenize takes a permit an input: 429 while the others are held', async () => {

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readTextModelFolder } from '../../src/text/model-folder.js';
-import { l2Normalize, poolRows, sigmoid, softmax, spladeRows, type PoolingMode } from '../../src/text/pooling.js';
+import { poolRows, spladeRows } from '../../src/instance/text-forward-pass.js';
+import { l2Normalize, sigmoid, softmax, type PoolingMode } from '../../src/text/pooling.js';
 import {
   CLASSIFIER_LABELS, QWEN3_QUERY_PROMPT, QWEN3_VOCAB, writeBertClassifier, writeBertCrossEncoder, writeBertEncoder, writeBertSplade, writeQwen3Decoder,
 } from '../fixtures/text/text-model-folders.js';

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifySchema } from 'fastify';
+import { disconnectSignal } from '../../server/disconnect-signal.js';
 import { setTextAnswerHeaders, textPayloadLimit, type TextRoutesOptions } from '../text-routes.js';
 import { errorResponses, installOpenAiErrorHandling } from '../openai/openai-errors.js';
 import { optionalString, requestBody } from '../openai/openai-fields.js';
@@ -66,7 +67,7 @@ export async function cohereVllmRoutes(app: FastifyInstance, opts: TextRoutesOpt
     app.post(`/v${version}/rerank`, { bodyLimit, schema: doc(`Rerank documents (Cohere v${version}, Jina, vLLM)`, RERANK_BODY) }, async (request, reply) => {
       const rerank = readRerankRequest(requestBody(request.body));
       const model = models.pick('rerank', rerank.model);
-      const answer = await model.rerank(rerank.query, rerank.texts);
+      const answer = await model.rerank(rerank.query, rerank.texts, { signal: disconnectSignal(reply) });
       setTextAnswerHeaders(reply, answer, model.info.computeType);
       return rerankResponse(rerank, answer, model.info.name, version);
     });
@@ -74,16 +75,16 @@ export async function cohereVllmRoutes(app: FastifyInstance, opts: TextRoutesOpt
   app.post('/v2/embed', { bodyLimit, schema: doc('Embed texts (Cohere v2, as vLLM serves it)', COHERE_EMBED_BODY) }, async (request, reply) => {
     const embed = readCohereEmbedRequest(requestBody(request.body));
     const model = models.pick('embed', embed.model);
-    const answer = await model.embed(embed.texts, { ...embed.options, promptName: promptName(model, embed.inputType) });
+    const answer = await model.embed(embed.texts, { ...embed.options, signal: disconnectSignal(reply), promptName: promptName(model, embed.inputType) });
     setTextAnswerHeaders(reply, answer, model.info.computeType);
     return cohereEmbedResponse(embed, answer);
   });
   for (const path of ['/score', '/v1/score']) {
-    app.post(path, { bodyLimit, schema: doc('Score text pairs (vLLM)', SCORE_BODY) }, async (request) => {
+    app.post(path, { bodyLimit, schema: doc('Score text pairs (vLLM)', SCORE_BODY) }, async (request, reply) => {
       const body = requestBody(request.body);
       const pairs = readScorePairs(body);
       const model = models.pick('rerank', optionalString(body, 'model'));
-      const { scores, promptTokens } = await scorePairs(model, pairs, rawScores(body));
+      const { scores, promptTokens } = await scorePairs(model, pairs, rawScores(body), disconnectSignal(reply));
       return scoreResponse(scores, promptTokens, model.info.name);
     });
   }
@@ -92,7 +93,7 @@ export async function cohereVllmRoutes(app: FastifyInstance, opts: TextRoutesOpt
       const body = requestBody(request.body);
       const inputs = readClassifyInputs(body);
       const model = models.pick('classify', optionalString(body, 'model'));
-      const answer = await model.predict(inputs, { rawScores: rawScores(body) });
+      const answer = await model.predict(inputs, { rawScores: rawScores(body), signal: disconnectSignal(reply) });
       setTextAnswerHeaders(reply, answer, model.info.computeType);
       return classifyResponse(answer, model.info.labels, model.info.name);
     });

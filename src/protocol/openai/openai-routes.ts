@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifySchema } from 'fastify';
+import { disconnectSignal } from '../../server/disconnect-signal.js';
 import type { TextEngine } from '../../text/text-engine.js';
 import { setTextAnswerHeaders, textPayloadLimit, type TextRoutesOptions } from '../text-routes.js';
 import { embeddingsResponse, readEmbeddingsRequest } from './openai-embeddings.js';
@@ -78,7 +79,7 @@ export async function openAiRoutes(app: FastifyInstance, opts: TextRoutesOptions
     app.post(path, { schema: embeddingsSchema, bodyLimit }, async (request, reply) => {
       const body = readEmbeddingsRequest(requestBody(request.body));
       const model = models.pick('embed', body.model);
-      const answer = await model.embed(body.inputs, { dimensions: body.dimensions });
+      const answer = await model.embed(body.inputs, { dimensions: body.dimensions, signal: disconnectSignal(reply) });
       // TEI puts its x-compute-* headers on its OpenAI route too.
       setTextAnswerHeaders(reply, answer, model.info.computeType);
       return embeddingsResponse(answer, model.info.name, body.encodingFormat);

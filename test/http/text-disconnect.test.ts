@@ -1,0 +1,79 @@
+import { request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Fastify from 'fastify';
+import { Registry } from 'prom-client';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { InferenceModel } from '../../src/inference/inference-model.js';
+import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
+import { openAiRoutes } from '../../src/protocol/openai/openai-routes.js';
+import { DEFAULT_JSON_BODY_LIMIT, installJsonBodyParser } from '../../src/server/json-body-parser.js';
+import { DEFAULT_TEXT_LIMITS, TextEngine } from '../../src/text/text-engine.js';
+import { TextMetrics } from '../../src/text/text-metrics.js';
+import { TextTokenizer } from '../../src/text/tokenizer.js';
+import { fakeForward, forwardOver, WORDPIECE_TOKENIZER, type ForwardLog } from '../helpers/text-model-fixture.js';
+
+/** A forward model that holds every batch until released. */
+function heldForward(inner: InferenceModel): { model: InferenceModel; release: () => void; started: () => number } {
+  const waiting: (() => void)[] = [];
+  let started = 0;
+  return {
+    model: { info: inner.info, ready: () => true, infer: async (request) => { started++; await new Promise<void>((r) => waiting.push(r)); return inner.infer(request); } },
+    release: () => waiting.splice(0).forEach((r) => r()),
+    started: () => started,
+  };
+}
+
+const closers: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0)) await close();
+});
+
+describe('a text client that disconnects while its texts are queued', () => {
+  it("has its queued sequences removed, counted as te_request_failure{err=\"dropped\"}, and no forward pass runs them", async () => {
+    const tokenizer = await TextTokenizer.fromFile(WORDPIECE_TOKENIZER);
+    const log: ForwardLog = { batches: [] };
+    const held = heldForward(fakeForward('embed', tokenizer.vocabSize, log));
+    const registry = new Registry();
+    const recorder = new InferenceRecorder({ registry, collectProcessMetrics: false });
+    const spec = { name: 'tiny-embed', modelId: 'test', task: 'embed' as const, pooling: 'mean' as const, maxInputLength: 32, prompts: {}, labels: [] };
+    const forward = forwardOver(held.model, 1, recorder);
+    const model = new TextEngine(spec, tokenizer, forward, { limits: DEFAULT_TEXT_LIMITS, computeType: 'cpu', metrics: new TextMetrics(registry) });
+    const app = Fastify();
+    installJsonBodyParser(app, DEFAULT_JSON_BODY_LIMIT);
+    await app.register(openAiRoutes, { models: { all: () => [model], pick: () => model } as never });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    closers.push(() => app.close());
+    const { port } = app.server.address() as AddressInfo;
+
+    const metric = async (name: string, labels: Record<string, string>): Promise<number> => {
+      const found = (await registry.getMetricsAsJSON()).find((m) => m.name === name);
+      const value = (found?.values as { labels: Record<string, string | number>; value: number }[] | undefined)?.find((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x));
+      return value?.value ?? 0;
+    };
+    const executions = () => metric('nv_inference_exec_count', { model: 'fake-embed' });
+
+    // One batch runs on the instance; the next requests wait in the forward queue.
+    const running = app.inject({ method: 'POST', url: '/v1/embeddings', payload: { input: 'first' } });
+    await expect.poll(() => forward.engine.pendingCount).toBe(1);
+    const behind = app.inject({ method: 'POST', url: '/v1/embeddings', payload: { input: 'second' } });
+    await expect.poll(() => forward.engine.pendingCount).toBe(2);
+
+    const leaving = httpRequest({ port, host: '127.0.0.1', method: 'POST', path: '/v1/embeddings', headers: { 'content-type': 'application/json' } });
+    leaving.on('error', () => undefined);
+    leaving.end(JSON.stringify({ input: ['left behind one', 'left behind two'] }));
+    await expect.poll(() => forward.engine.pendingCount).toBe(4);
+    leaving.destroy();
+
+    await expect.poll(() => metric('te_request_failure', { model: 'tiny-embed', err: 'dropped' })).toBe(1);
+    expect(forward.engine.pendingCount).toBe(2);
+    held.release();
+    await expect.poll(held.started).toBe(2);
+    held.release();
+    expect((await running).statusCode).toBe(200);
+    expect((await behind).statusCode).toBe(200);
+    // Two forward passes ran, neither with the texts of the client that left.
+    expect(await executions()).toBe(2);
+    expect(log.batches.map((b) => b.rows)).toEqual([1, 1]);
+    expect(await metric('nv_inference_request_failure', { model: 'fake-embed', reason: 'CANCELED' })).toBe(2);
+  });
+});
