@@ -43,7 +43,7 @@ export class DecoupledModelVersion extends TensorModelVersion implements Streami
     void done.then(() => this.running.delete(done));
     let channel: StreamChannel;
     try {
-      channel = await this.streams.openStream(validated, DEFAULT_STREAM_CREDIT, { signal: request.signal, deadlineMs });
+      channel = await this.streams.openStream(validated, DEFAULT_STREAM_CREDIT, { signal: request.signal, deadlineMs, trace: request.trace });
     } catch (err) {
       settle();
       throw err;

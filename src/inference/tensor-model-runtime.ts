@@ -4,6 +4,7 @@ import { InstanceEngine, type InstanceEngineOptions, type QueuedTensorRequest } 
 import { now } from '../runtime/request-accounting.js';
 import type { StreamChannel } from '../runtime/stream-channel.js';
 import { tensorCall, type ExecuteOutcome } from '../runtime/wire-format.js';
+import type { RequestTrace } from '../tracing/request-tracing.js';
 import { InstanceTurns } from './decoupled-instance-turns.js';
 import type { ValidatedRequest } from './request-validation.js';
 import { refuseSequenceParameters } from './sequence-parameters.js';
@@ -85,7 +86,7 @@ export class TensorModelRuntime implements TensorRuntime {
    * error arrived; the stream's whole run counts as one execution. Resolves with the open channel,
    * which the caller must iterate or cancel.
    */
-  async openStream(request: ValidatedRequest, credit: number, wait: { readonly signal?: AbortSignal; readonly deadlineMs?: number } = {}): Promise<StreamChannel> {
+  async openStream(request: ValidatedRequest, credit: number, wait: { readonly signal?: AbortSignal; readonly deadlineMs?: number; readonly trace?: RequestTrace } = {}): Promise<StreamChannel> {
     refuseSequenceParameters(this.options.name, request.wire.parameters);
     const queued: QueuedTensorRequest = { request, submittedMs: now() };
     return this.engine.record(queued, async (q) => {
@@ -94,6 +95,6 @@ export class TensorModelRuntime implements TensorRuntime {
         await this.turns.wait(wait.signal, wait.deadlineMs);
       }
       return this.engine.openStream(q, tensorCall([request.wire]), credit, { countRun: true });
-    });
+    }, wait.trace);
   }
 }

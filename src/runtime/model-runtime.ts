@@ -8,7 +8,8 @@ import type { TensorWireResult } from '../inference/tensor-model-plan.js';
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';
 import { normalizeBatchPolicy, UNBATCHED_POLICY } from './batch-policy.js';
 import type { BatchEntry, DynamicBatcher, SubmitOptions } from './dynamic-batcher.js';
-import { InstanceEngine, type QueuedTensorRequest } from './instance-engine.js';
+import { InstanceEngine, traceparentsOf, type QueuedTensorRequest } from './instance-engine.js';
+import type { RequestTrace } from '../tracing/request-tracing.js';
 import type { PoolEvents, RestartPolicy } from './instance-pool.js';
 import type { InstanceFactory } from './model-instance.js';
 import { batchStartMs, now, type RequestClock } from './request-accounting.js';
@@ -97,8 +98,8 @@ export class ModelRuntime {
   }
 
   /** Starts a WebSocket connection's session (see InstanceEngine.openSocket). */
-  openSocket(methodName: string, context: Omit<SocketContext, 'instanceIndex' | 'logger'>): SocketLink {
-    return this.engine.openSocket(methodName, context, DEFAULT_STREAM_CREDIT);
+  openSocket(methodName: string, context: Omit<SocketContext, 'instanceIndex' | 'logger'>, trace?: RequestTrace): SocketLink {
+    return this.engine.openSocket(methodName, context, DEFAULT_STREAM_CREDIT, trace);
   }
 
   /** Stops taking requests and waits for queued and running ones, open streams and sessions (see InstanceEngine.drain). */
@@ -116,8 +117,10 @@ export class ModelRuntime {
 
   private execute(endpoint: EndpointDefinition, batch: readonly BatchEntry<Queued>[], answer: (index: number, result: unknown) => void): Promise<unknown[]> {
     const queued = batch.map((entry) => entry.payload);
-    const call: EndpointCall = { kind: 'endpoint', methodName: endpoint.methodName, batched: endpoint.batch !== undefined, requests: queued.map((q) => q.wire) };
     return this.engine.runBatch(queued, async (instance, sent, queuedBehind) => {
+      // Built once dispatched: traced requests' compute spans start then (traceparentsOf).
+      const traceparents = traceparentsOf(queued);
+      const call: EndpointCall = { kind: 'endpoint', methodName: endpoint.methodName, batched: endpoint.batch !== undefined, requests: queued.map((q) => q.wire), ...(traceparents && { traceparents }) };
       if (!endpoint.batch) {
         // A dispatch group of an unbatched endpoint is one model call per request, run in turn:
         // each is counted and answered when it ends, and its wait behind the earlier ones is queue time.

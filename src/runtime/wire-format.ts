@@ -22,6 +22,7 @@ export interface EndpointCall {
   readonly methodName: string;
   readonly batched: boolean;
   readonly requests: readonly WireRequest[];
+  readonly traceparents?: CallTraces;
 }
 
 /**
@@ -31,12 +32,19 @@ export interface EndpointCall {
 export interface TensorCall {
   readonly kind: 'tensor';
   readonly requests: readonly TensorWireRequest[];
+  readonly traceparents?: CallTraces;
 }
+
+/**
+ * Per request of a call, the W3C `traceparent` of its `compute` span when it is traced: the instance
+ * runs the request with it (context-services.ts), so ctx.infer calls it makes are children of it.
+ */
+export type CallTraces = readonly (string | undefined)[];
 
 export type ExecuteCall = EndpointCall | TensorCall;
 
-export function tensorCall(requests: readonly TensorWireRequest[]): TensorCall {
-  return { kind: 'tensor', requests };
+export function tensorCall(requests: readonly TensorWireRequest[], traceparents?: CallTraces): TensorCall {
+  return traceparents ? { kind: 'tensor', requests, traceparents } : { kind: 'tensor', requests };
 }
 
 /** Whether the instance answers a call's requests one by one (an unbatched endpoint) rather than all at once. */
@@ -48,6 +56,8 @@ export function answersOneByOne(call: ExecuteCall): boolean {
 export interface SocketCall {
   readonly methodName: string;
   readonly context: Omit<SocketContext, 'logger'>;
+  /** The session span's W3C `traceparent` when traced: the session's ctx.infer calls hang under it. */
+  readonly traceparent?: string;
 }
 
 /** One message from a WebSocket client: validated JSON (a plain DTO), a string, or bytes. */

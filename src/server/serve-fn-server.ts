@@ -12,6 +12,7 @@ import { validateDto } from '../validation/dto-validator.js';
 import { installHttpMetrics } from '../metrics/http-metrics.js';
 import { silentLogger, type ModelLogger } from '../runtime/instance-logger.js';
 import { installRequestTracing, type RequestTracing } from '../tracing/request-tracing.js';
+import { TraceSettings } from '../tracing/trace-settings.js';
 import { InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { InferRequest } from '../inference/inference-model.js';
 import { FolderModelRepository, type FolderModelRepositoryOptions, type ModelControlMode } from '../model-repository/folder-model-repository.js';
@@ -127,6 +128,8 @@ export class ServeFnServer {
   private listening?: Promise<string>;
   /** The clients' shared-memory regions, one set for HTTP and gRPC as in Triton. */
   private readonly sharedMemory: SystemSharedMemoryRegistry;
+  /** Triton's trace settings, one set for HTTP and gRPC: which requests get their model's spans. */
+  private readonly traceSettings: TraceSettings;
   private silentModelLogger?: ModelLogger;
 
   constructor(private readonly options: ServeOptions) {
@@ -134,6 +137,7 @@ export class ServeFnServer {
     this.bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
     this.jsonBodyLimit = Math.min(options.jsonBodyLimit ?? DEFAULT_JSON_BODY_LIMIT, this.bodyLimit);
     this.sharedMemory = new SystemSharedMemoryRegistry(options.sharedMemoryLimits);
+    this.traceSettings = new TraceSettings(options.tracing !== undefined);
     this.recorder = new InferenceRecorder({ collectProcessMetrics: options.collectProcessMetrics ?? true, summaryLatencies: options.summaryLatencies });
     this.app = fastify({
       logger: options.logger ?? false,
@@ -213,6 +217,7 @@ export class ServeFnServer {
         exposeErrors: this.options.exposeErrors ?? false,
         logger: this.app.log,
         tracing: this.options.tracing,
+        traceSettings: this.traceSettings,
       });
     }
     return address;
@@ -341,9 +346,9 @@ export class ServeFnServer {
     });
     await app.register(healthRoutes, { state: this.state });
     await app.register(metricsRoutes, { recorder: this.recorder });
-    await app.register(endpointRoutes, { runtimes: this.runtimes, state: this.state, schemas, jsonBodyLimit: this.jsonBodyLimit, bodyLimit: this.bodyLimit, exposeErrors });
+    await app.register(endpointRoutes, { runtimes: this.runtimes, state: this.state, schemas, jsonBodyLimit: this.jsonBodyLimit, bodyLimit: this.bodyLimit, exposeErrors, traceSettings: this.traceSettings });
     // On the root app, not as an encapsulated plugin, so @fastify/websocket's injectWS is on `app`.
-    await socketRoutes(app, { runtimes: this.runtimes, state: this.state, schemas, maxPayload: this.bodyLimit });
+    await socketRoutes(app, { runtimes: this.runtimes, state: this.state, schemas, maxPayload: this.bodyLimit, traceSettings: this.traceSettings });
     if (this.textModels.set.all().length > 0) await this.textRoutes(exposeErrors);
     await app.register(kserveProtocol, {
       ...SERVER_IDENTITY,
@@ -353,6 +358,7 @@ export class ServeFnServer {
       bodyLimit: this.bodyLimit,
       exposeErrors,
       sharedMemory: this.sharedMemory,
+      traceSettings: this.traceSettings,
     });
     await app.ready();
   }
