@@ -272,11 +272,17 @@ export class ServeFnServer {
     await this.options.tracing?.shutdown();
   }
 
-  /** ctx.infer: one model calling another through that model's queue, validated like an HTTP request. */
-  async infer(model: string, input: unknown, options: InferOptions = {}): Promise<unknown> {
+  /**
+   * ctx.infer: one model calling another through that model's queue, validated like an HTTP request.
+   * `traceparent` is the caller's compute span when it is traced: the callee's spans go under it.
+   */
+  async infer(model: string, input: unknown, options: InferOptions = {}, traceparent?: string): Promise<unknown> {
+    const parent = traceparent === undefined ? undefined : this.options.tracing?.traceOfParent(traceparent);
+    const trace = this.traceSettings.admit(model, parent);
+    const request = (): InferRequest => (trace ? { ...(input as InferRequest), trace } : (input as InferRequest));
     const candidates = this.runtimes.filter((r) => r.definition.name === model);
     if (candidates.length === 0 && this.repository?.models(model).length) {
-      return this.repository.get(model, options.version).infer(input as InferRequest);
+      return this.repository.get(model, options.version).infer(request());
     }
     if (candidates.length === 0) throw createError('SF_ERR_MODEL_UNKNOWN', model);
     const runtime = options.version === undefined ? candidates[candidates.length - 1] : candidates.find((r) => r.definition.version === options.version);
@@ -284,7 +290,7 @@ export class ServeFnServer {
     const endpoints = runtime.definition.endpoints;
     // The tensor interface is the `execute` method; a class with nothing else needs no method named.
     if (runtime.definition.tensors && (options.method === EXECUTE_METHOD || (options.method === undefined && endpoints.length === 0))) {
-      return this.catalogue.get(model, runtime.definition.version).infer(input as InferRequest);
+      return this.catalogue.get(model, runtime.definition.version).infer(request());
     }
     const endpoint = options.method === undefined && endpoints.length === 1 ? endpoints[0] : endpoints.find((e) => e.methodName === options.method);
     if (!endpoint) {
@@ -295,7 +301,7 @@ export class ServeFnServer {
     const dto = endpoint.body ?? endpoint.query;
     const payload = dto ? await validateDto(dto, input, 'body') : input;
     // A call from a model is a request of its own: the caller's id stays in the caller's thread.
-    return runtime.submit(endpoint.methodName, { payload, info: { requestId: randomUUID(), params: {}, query: {}, headers: {} } });
+    return runtime.submit(endpoint.methodName, { payload, info: { requestId: randomUUID(), params: {}, query: {}, headers: {} } }, trace ? { trace } : {});
   }
 
   /** How the repository builds model versions; text folders' forward models are built the same way. */
@@ -303,7 +309,7 @@ export class ServeFnServer {
     return {
       recorder: this.recorder,
       log: (level, message) => this.app.log[level](message),
-      infer: (model, input, opts) => this.infer(model, input, opts),
+      infer: (model, input, opts, traceparent) => this.infer(model, input, opts, traceparent),
       // Ensemble steps see the models ctx.infer sees: a decorated class's tensor interface too.
       resolve: (name, version) => this.catalogue.get(name, version),
       restartPolicy: this.options.restartPolicy,
@@ -405,7 +411,7 @@ export class ServeFnServer {
     const modelDir = this.modelDir;
     return (index, events) => {
       const context = contextFor(def, index, modelDir);
-      const infer = (model: string, input: unknown, opts: InferOptions): Promise<unknown> => this.infer(model, input, opts);
+      const infer = (model: string, input: unknown, opts: InferOptions, traceparent?: string): Promise<unknown> => this.infer(model, input, opts, traceparent);
       return def.instances.inline
         ? new InlineInstance(index, def, context, infer, this.modelLogger)
         : new WorkerInstance(index, moduleUrl!, context, events, infer, undefined, this.modelLogger);
