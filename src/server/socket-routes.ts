@@ -1,4 +1,4 @@
-import { requestTrace } from '../tracing/request-tracing.js';
+import { requestTrace, requestUpgraded } from '../tracing/request-tracing.js';
 import type { TraceSettings } from '../tracing/trace-settings.js';
 import websocket, { type WebsocketPluginOptions } from '@fastify/websocket';
 import type { FastifyInstance, FastifyRequest, FastifySchema } from 'fastify';
@@ -86,7 +86,9 @@ function registerSocket(app: FastifyInstance, runtime: ModelRuntime, endpoint: S
           headers: flattenHeaders(request.headers),
         }, opts.traceSettings?.admit(runtime.definition.name, requestTrace(request)));
         connection = new SocketConnection(socket, link, endpoint, runtime.definition.name, request.log, () => !opts.state.ready);
+        requestUpgraded(request);
       } catch (err) {
+        requestUpgraded(request);
         releaseSlot(request);
         socket.close(statusOf(err) === 503 ? CLOSE.goingAway : CLOSE.internalError, closeReason((err as Error).message));
         return;

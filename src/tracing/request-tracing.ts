@@ -130,7 +130,7 @@ export async function startTracing(env: NodeJS.ProcessEnv, serviceVersion: strin
 /** The span context behind each RequestTrace, for links between them. */
 const spanContexts = new WeakMap<RequestTrace, SpanContext>();
 
-const spans = new WeakMap<FastifyRequest, { span: Span; trace: RequestTrace }>();
+const spans = new WeakMap<FastifyRequest, { span?: Span; readonly trace: RequestTrace }>();
 
 /** The trace of an HTTP request, for the work done on its behalf; undefined when tracing is off. */
 export function requestTrace(request: FastifyRequest): RequestTrace | undefined {
@@ -154,13 +154,26 @@ export function installRequestTracing(app: FastifyInstance, tracing: RequestTrac
     done();
   });
   app.addHook('onResponse', (request, reply, done) => {
-    const span = spans.get(request)?.span;
-    if (span) {
-      span.setAttribute('http.response.status_code', reply.statusCode);
-      // SpanStatusCode.ERROR is 2 (https://opentelemetry.io/docs/specs/otel/trace/api/#set-status).
-      if (reply.statusCode >= 500) span.setStatus({ code: 2 });
-      span.end();
-    }
+    endRequestSpan(request, reply.statusCode);
     done();
   });
+}
+
+/**
+ * Ends a WebSocket upgrade's span at its 101: an upgraded request never reaches onResponse. The
+ * session's span (InstanceEngine.openSocket) stays open under it until the connection closes.
+ */
+export function requestUpgraded(request: FastifyRequest): void {
+  endRequestSpan(request, 101);
+}
+
+function endRequestSpan(request: FastifyRequest, statusCode: number): void {
+  const entry = spans.get(request);
+  const span = entry?.span;
+  if (!span) return;
+  entry.span = undefined;
+  span.setAttribute('http.response.status_code', statusCode);
+  // SpanStatusCode.ERROR is 2 (https://opentelemetry.io/docs/specs/otel/trace/api/#set-status).
+  if (statusCode >= 500) span.setStatus({ code: 2 });
+  span.end();
 }

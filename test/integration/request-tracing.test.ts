@@ -7,7 +7,7 @@ import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { startGrpcServer } from '../../src/protocol/grpc/grpc-server.js';
 import { FakeRepository } from '../protocol/fake-repository.js';
 import { call } from '../protocol/grpc-raw.js';
-import { Endpoint, Instances, Model, ServeFnServer } from '../../src/index.js';
+import { Endpoint, Instances, Model, ServeFnServer, WebSocketEndpoint } from '../../src/index.js';
 import { startTracing, tracingRequested } from '../../src/tracing/request-tracing.js';
 import { rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -36,6 +36,15 @@ class Ticker {
       if (n > 0) await sleep(60);
       yield { n };
     }
+  }
+}
+
+@Model({ name: 'chat' })
+@Instances(1, { inline: true })
+class Chat {
+  @WebSocketEndpoint('/ws/chat')
+  async *chat(messages: AsyncIterable<unknown>): AsyncGenerator<unknown> {
+    for await (const message of messages) yield message;
   }
 }
 
@@ -168,7 +177,7 @@ describe("the model's spans", () => {
     closers.push(() => new Promise((resolve) => receiver.server.close(resolve)));
     const tracing = await startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }, '9.9.9');
     const server = new ServeFnServer({
-      models: [Ticker], logger: false, collectProcessMetrics: false, tracing,
+      models: [Ticker, Chat], logger: false, collectProcessMetrics: false, tracing,
       repository: { root, controlMode: 'explicit', startupModels: ['simple', 'doubler'] },
       ...(grpc ? { grpc: { port: 0, host: '127.0.0.1' } } : {}),
     });
@@ -251,6 +260,26 @@ describe("the model's spans", () => {
     expect(attributesOf(stream)).toMatchObject({ 'serve_fn.model': 'ticker' });
     // Two 60 ms waits between chunks: a span ended at the first chunk would be far shorter.
     expect(durationMs(stream)).toBeGreaterThanOrEqual(100);
+  });
+
+  it('gives a WebSocket session one span, open to close, under the upgrade request', async () => {
+    const { server, receiver } = await tracedServer();
+    const ws = await server.app.injectWS('/ws/chat');
+    const echoed = new Promise<string>((resolve) => ws.once('message', (data: Buffer) => resolve(data.toString())));
+    ws.send(JSON.stringify({ hi: 1 }));
+    expect(JSON.parse(await echoed)).toEqual({ hi: 1 });
+    await sleep(60);
+    const closed = new Promise((resolve) => ws.once('close', resolve));
+    ws.close();
+    await closed;
+    await server.close();
+    const spans = SPANS_OF(receiver);
+    const request = spans.find((s) => s.name === 'GET /ws/chat')!;
+    expect(attributesOf(request)).toMatchObject({ 'http.response.status_code': 101 });
+    const session = spans.find((s) => s.name === 'session')!;
+    expect(session).toMatchObject({ traceId: request.traceId, parentSpanId: request.spanId });
+    expect(attributesOf(session)).toMatchObject({ 'serve_fn.model': 'chat', 'serve_fn.instance': 0 });
+    expect(durationMs(session)).toBeGreaterThanOrEqual(50);
   });
 
   it("turns a model's spans off with Triton's trace_level OFF, and keeps the request's own span", async () => {
