@@ -186,8 +186,9 @@ export class InstanceEngine {
    * with the call to the instance (traceparentsOf) before they end.
    */
   private startComputeSpans(batch: readonly RequestClock[], sentMs: number): RunningSpan | undefined {
+    // Untraced batches (every batch while tracing is off) allocate nothing here.
+    if (!batch.some((queued) => queued.trace)) return undefined;
     const traced = batch.filter((queued) => queued.trace);
-    if (traced.length === 0) return undefined;
     const attributes = this.spanAttributes();
     const traces = traced.map((queued) => queued.trace!);
     const batchSpan = traces[0].startLinked('batch', sentMs, { ...attributes, 'serve_fn.batch_size': batch.length }, traces);

@@ -120,7 +120,9 @@ export class ModelRuntime {
     return this.engine.runBatch(queued, async (instance, sent, queuedBehind) => {
       // Built once dispatched: traced requests' compute spans start then (traceparentsOf).
       const traceparents = traceparentsOf(queued);
-      const call: EndpointCall = { kind: 'endpoint', methodName: endpoint.methodName, batched: endpoint.batch !== undefined, requests: queued.map((q) => q.wire), ...(traceparents && { traceparents }) };
+      const requests = queued.map((q) => q.wire);
+      const batched = endpoint.batch !== undefined;
+      const call: EndpointCall = traceparents ? { kind: 'endpoint', methodName: endpoint.methodName, batched, requests, traceparents } : { kind: 'endpoint', methodName: endpoint.methodName, batched, requests };
       if (!endpoint.batch) {
         // A dispatch group of an unbatched endpoint is one model call per request, run in turn:
         // each is counted and answered when it ends, and its wait behind the earlier ones is queue time.
