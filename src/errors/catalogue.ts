@@ -113,6 +113,7 @@ export const ERROR_CATALOGUE = {
   // KServe v2 / Triton inference protocol (Triton's own wording, which clients match on).
   SF_ERR_METHOD_NOT_ALLOWED: spec(405, 'Method Not Allowed'),
   SF_ERR_UNSUPPORTED: spec(501, '%s'),
+  SF_ERR_TRACE_SETTING_INVALID: spec(400, "trace setting '%s' %s"),
   SF_ERR_MODEL_CONTROL_DISABLED: spec(503, 'explicit model load / unload is not allowed if polling is enabled'),
   SF_ERR_MODEL_POLL_FAILED: spec(400, "failed to load '%s', failed to poll from model repository: %s"),
   SF_ERR_MODEL_FILES_UNWRITABLE: spec(500, "failed to load '%s', failed to poll from model repository: file parameter '%s' could not be written (%s)"),

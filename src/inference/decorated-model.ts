@@ -60,7 +60,7 @@ export class DecoratedModel implements InferenceModel {
     const { name, version } = this.info;
     const validated = validateInferRequest(this.info, request);
     checkNoEmptyDims(this.info, validated, this.runtime.definition.tensors!.inputs);
-    const result = await this.runtime.submitTensors(validated, { priority: request.priority, timeoutUs: request.timeoutUs, signal: request.signal });
+    const result = await this.runtime.submitTensors(validated, { priority: request.priority, timeoutUs: request.timeoutUs, signal: request.signal, trace: request.trace });
     return { modelName: name, modelVersion: version, id: request.id, outputs: result.outputs, parameters: result.parameters };
   }
 

@@ -41,7 +41,7 @@ export class DecoupledModelVersion extends TensorModelVersion implements Streami
 
 /** Opens `request`'s stream; aborting `options.signal` cancels it, while queued or once open. */
 async function openStream(streams: StreamRequests, request: ValidatedRequest, options: SubmitOptions): Promise<StreamChannel> {
-  const channel = await streams.openStream(request, { priority: options.priority, timeoutUs: options.timeoutUs, signal: options.signal });
+  const channel = await streams.openStream(request, { priority: options.priority, timeoutUs: options.timeoutUs, signal: options.signal, trace: options.trace });
   const { signal } = options;
   if (signal) {
     const onAbort = (): void => channel.cancel();

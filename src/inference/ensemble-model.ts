@@ -108,6 +108,8 @@ export class EnsembleModel implements ServedModel {
               priority: request.priority,
               timeoutUs: request.timeoutUs,
               signal: request.signal,
+              // A traced ensemble's steps record their spans under its request's.
+              trace: request.trace,
             }))
             .then((response) => finished(step, response), fail);
         }

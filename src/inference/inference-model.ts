@@ -1,4 +1,5 @@
 import type { Tensor, TensorSpec } from '../tensor/tensor.js';
+import type { RequestTrace } from '../tracing/request-tracing.js';
 
 /**
  * The tensor-level view of a served model that the KServe v2 / Triton protocol speaks to. Repository
@@ -36,6 +37,8 @@ export interface InferRequest {
   /** Triton's `timeout` in µs. */
   readonly timeoutUs?: number;
   readonly signal?: AbortSignal;
+  /** The caller's trace, when this request gets the model's spans (TraceSettings.admit). */
+  readonly trace?: RequestTrace;
 }
 
 export interface InferResponse {

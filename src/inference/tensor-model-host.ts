@@ -2,6 +2,7 @@ import type { ModelContext } from '../definition/model-context.js';
 import { createError } from '../errors/index.js';
 import { type StreamEvent, StreamPump } from '../runtime/stream-channel.js';
 import { now } from '../runtime/request-accounting.js';
+import { firstTrace, runTraced } from '../instance/caller-trace.js';
 import type { ExecuteCall, ExecuteOutcome } from '../runtime/wire-format.js';
 import { BackendExecutor, type TensorExecutor } from './backend-executor.js';
 import { ModuleExecutor } from './module-executor.js';
@@ -26,7 +27,7 @@ export class TensorModelHost {
   async execute(call: ExecuteCall): Promise<ExecuteOutcome> {
     if (call.kind !== 'tensor') throw this.noEndpoints(call.kind === 'endpoint' ? call.methodName : call.kind);
     const computeStartMs = now();
-    const results = await this.executor.run(call.requests);
+    const results = await runTraced(firstTrace(call), () => this.executor.run(call.requests));
     return { results, computeStartMs, computeEndMs: now() };
   }
 

@@ -56,7 +56,7 @@ export class TensorModelVersion implements ServedModel {
     const { name, version } = this.info;
     if (!this.isReady) throw createError('SF_ERR_MODEL_NOT_READY', name, version);
     const validated = validateInferRequest(this.info, request);
-    const result = await this.requests.submit(validated, { priority: request.priority, timeoutUs: request.timeoutUs, signal: request.signal });
+    const result = await this.requests.submit(validated, { priority: request.priority, timeoutUs: request.timeoutUs, signal: request.signal, trace: request.trace });
     return { modelName: name, modelVersion: version, id: request.id, outputs: result.outputs, parameters: result.parameters };
   }
 

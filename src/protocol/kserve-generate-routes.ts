@@ -11,9 +11,12 @@ import { decodeGenerateRequest, encodeGenerateResponse } from './generate-json.j
 import { MODEL_PATHS, type ModelParams } from './kserve-model-routes.js';
 import { routeDoc } from './kserve-openapi.js';
 import { logFailure } from '../server/error-handler.js';
+import { requestTrace } from '../tracing/request-tracing.js';
+import type { TraceSettings } from '../tracing/trace-settings.js';
 import { protocolAnswerOptions, toProtocolError, type ProtocolErrorOptions } from './protocol-errors.js';
 
 export interface GenerateRouteOptions extends ProtocolErrorOptions {
+  readonly traceSettings?: TraceSettings;
   readonly repository: ModelRepository;
 }
 
@@ -100,5 +103,7 @@ async function readRequest(request: FastifyRequest<{ Params: ModelParams }>, opt
   const model = inferenceTarget(opts.repository, request.params.model, request.params.version);
   if (!model.ready()) throw createError('SF_ERR_MODEL_NOT_READY', model.info.name, model.info.version);
   const body = await readRequestBody(request, opts.bodyLimit);
-  return { model, inferRequest: decodeGenerateRequest(body, model.info) };
+  const trace = opts.traceSettings?.admit(model.info.name, requestTrace(request));
+  const inferRequest = decodeGenerateRequest(body, model.info);
+  return { model, inferRequest: trace ? { ...inferRequest, trace } : inferRequest };
 }

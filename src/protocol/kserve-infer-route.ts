@@ -10,11 +10,14 @@ import { encodeInferResponse } from './infer-response-encoder.js';
 import { MODEL_PATHS, type ModelParams } from './kserve-model-routes.js';
 import { inferExamples, INFER_REQUEST_SCHEMA, INFER_RESPONSE_SCHEMA, routeDoc } from './kserve-openapi.js';
 import type { SystemSharedMemoryRegistry } from './system-shared-memory/registry.js';
+import { requestTrace } from '../tracing/request-tracing.js';
+import type { TraceSettings } from '../tracing/trace-settings.js';
 
 export interface InferRouteOptions {
   readonly repository: ModelRepository;
   readonly bodyLimit: number;
   readonly sharedMemory: SystemSharedMemoryRegistry;
+  readonly traceSettings: TraceSettings;
 }
 
 /** `POST /v2/models/{m}[/versions/{v}]/infer`. The body arrives as a Buffer (the /v2 scope's content-type parser). */
@@ -39,7 +42,8 @@ async function infer(request: FastifyRequest<{ Params: ModelParams }>, reply: Fa
   if (!model.ready()) throw createError('SF_ERR_MODEL_NOT_READY', model.info.name, model.info.version);
   const body = await readRequestBody(request, opts.bodyLimit);
   const decoded = await decodeInferRequest(body, headerValue(request, INFERENCE_HEADER_CONTENT_LENGTH.toLowerCase()), model.info, opts.sharedMemory);
-  const response = await inferWhileConnected(model, decoded.request, reply);
+  const trace = opts.traceSettings.admit(model.info.name, requestTrace(request));
+  const response = await inferWhileConnected(model, trace ? { ...decoded.request, trace } : decoded.request, reply);
   const encoded = await encodeInferResponse(response, decoded, opts.sharedMemory, opts.bodyLimit);
   if (encoded.headerLength === undefined) {
     reply.type('application/json');

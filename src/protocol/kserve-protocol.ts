@@ -8,6 +8,8 @@ import { registerModelRoutes } from './kserve-model-routes.js';
 import { registerRepositoryRoutes } from './kserve-repository-routes.js';
 import { registerServerRoutes } from './kserve-server-routes.js';
 import { registerSharedMemoryRoutes } from './kserve-shared-memory-routes.js';
+import { registerTraceRoutes } from './kserve-trace-routes.js';
+import { TraceSettings } from '../tracing/trace-settings.js';
 import { installProtocolErrorHandling } from './protocol-errors.js';
 import { SystemSharedMemoryRegistry } from './system-shared-memory/registry.js';
 
@@ -23,6 +25,7 @@ export const KSERVE_EXTENSIONS: readonly string[] = [
   'schedule_policy',
   'parameters',
   'sequence',
+  'trace',
 ];
 
 /** Where the system has POSIX shared memory (/dev/shm), Triton's extension (extension_shared_memory.md) is served too. */
@@ -45,6 +48,8 @@ export interface KserveProtocolOptions {
   readonly exposeErrors?: boolean;
   /** The system shared-memory regions, shared with the gRPC server; a registry of its own by default, emptied when the app closes. */
   readonly sharedMemory?: SystemSharedMemoryRegistry;
+  /** Triton's trace settings, shared with the gRPC server; off (level OFF) by default. */
+  readonly traceSettings?: TraceSettings;
 }
 
 /**
@@ -56,6 +61,7 @@ export async function kserveProtocol(app: FastifyInstance, opts: KserveProtocolO
   const bodyLimit = opts.bodyLimit ?? DEFAULT_PROTOCOL_BODY_LIMIT;
   const errors = { bodyLimit, exposeErrors: opts.exposeErrors ?? false };
   const sharedMemory = opts.sharedMemory ?? new SystemSharedMemoryRegistry();
+  const traceSettings = opts.traceSettings ?? new TraceSettings(false);
   await app.register(
     async (scope) => {
       scope.removeAllContentTypeParsers();
@@ -67,8 +73,9 @@ export async function kserveProtocol(app: FastifyInstance, opts: KserveProtocolO
       installProtocolErrorHandling(scope, errors);
       registerServerRoutes(scope, { ...opts, extensions: opts.extensions ?? protocolExtensions(sharedMemory) });
       registerModelRoutes(scope, opts);
-      registerInferRoutes(scope, { repository: opts.repository, bodyLimit, sharedMemory });
-      registerGenerateRoutes(scope, { repository: opts.repository, ...errors });
+      registerInferRoutes(scope, { repository: opts.repository, bodyLimit, sharedMemory, traceSettings });
+      registerTraceRoutes(scope, { repository: opts.repository, traceSettings });
+      registerGenerateRoutes(scope, { repository: opts.repository, ...errors, traceSettings });
       registerRepositoryRoutes(scope, opts);
       registerSharedMemoryRoutes(scope, { sharedMemory });
       if (!opts.sharedMemory) scope.addHook('onClose', async () => sharedMemory.unregister());

@@ -3,9 +3,12 @@ import type { BackendSession } from '../backends/backend.js';
 import { backendForFile, parseDevice } from '../backends/backend-for-file.js';
 import type { InferOptions, ModelContext, ModelContextData } from '../definition/model-context.js';
 import { TextTokenizer } from '../text/tokenizer.js';
+import { callerTraceparent } from '../instance/caller-trace.js';
 import { instanceLogger, silentLogger, type ModelLogger } from './instance-logger.js';
 
-export type InferCall = (model: string, input: unknown, options: InferOptions) => Promise<unknown>;
+/** `traceparent`: the span the call is made under (the caller's compute span), when traced. */
+export type InferCall = (model: string, input: unknown, options: InferOptions, traceparent?: string) => Promise<unknown>;
+
 
 /**
  * Gives an instance's context its services: loading model files and tokenizers into this thread,
@@ -28,7 +31,7 @@ export class ContextServices {
         return session;
       },
       loadTokenizer: (path) => TextTokenizer.fromFile(fileOf(path)),
-      infer: <R>(model: string, input: unknown, options: InferOptions = {}) => infer(model, input, options) as Promise<R>,
+      infer: <R>(model: string, input: unknown, options: InferOptions = {}) => infer(model, input, options, callerTraceparent()) as Promise<R>,
       logger: instanceLogger(root, data),
     };
   }

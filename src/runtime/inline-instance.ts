@@ -1,5 +1,6 @@
 import type { ModelContextData } from '../definition/model-context.js';
 import { ContextServices, type InferCall } from './context-services.js';
+import { firstTrace, runTraced } from '../instance/caller-trace.js';
 import type { ModelDefinition } from '../definition/model-definition.js';
 import { ModelHost } from './model-host.js';
 import type { ModelLogger } from './instance-logger.js';
@@ -41,7 +42,7 @@ export class InlineInstance implements ModelInstance {
     if (!this.host) throw new Error(`instance ${this.index} of ${this.definition.name} is not started`);
     const channel = new StreamChannel({ grant: (units) => pump.grant(units), cancel: () => pump.cancel() });
     const pump = this.host.openStream(structuredClone(call), credit, (event) => channel.push(event));
-    void pump.run();
+    void runTraced(firstTrace(call), () => pump.run());
     return channel;
   }
 
@@ -57,7 +58,7 @@ export class InlineInstance implements ModelInstance {
       this.index,
     );
     const session: SocketSession = this.host.openSocket(structuredClone(call), credit, (event) => link.output.push(event), () => link.taken(1));
-    void session.run();
+    void runTraced(call.traceparent, () => session.run());
     return link;
   }
 

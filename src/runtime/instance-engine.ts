@@ -10,11 +10,11 @@ import { systemClock, type Clock } from './clock.js';
 import { InstancePool, type Acquired, type PoolEvents, type RestartPolicy } from './instance-pool.js';
 import type { InstanceFactory, ModelInstance } from './model-instance.js';
 import type { Attributes } from '@opentelemetry/api';
-import type { RequestTrace } from '../tracing/request-tracing.js';
+import type { RequestTrace, RunningSpan } from '../tracing/request-tracing.js';
 import { batchStartMs, executionTimings, now, requestQueued, requestSettled, toUs, type RequestClock } from './request-accounting.js';
 import type { SocketLink } from './socket-session.js';
 import { DEFAULT_STREAM_CREDIT, type StreamChannel } from './stream-channel.js';
-import { tensorCall, type ExecuteCall, type ExecuteOutcome } from './wire-format.js';
+import { tensorCall, type CallTraces, type ExecuteCall, type ExecuteOutcome } from './wire-format.js';
 
 /** A tensor request on its way to an instance, with the times the metrics need. */
 export interface QueuedTensorRequest extends RequestClock {
@@ -183,6 +183,7 @@ export class InstanceEngine {
   submit<Q extends RequestClock, R>(scheduler: Queueing<Q, R>, queued: Q, options: SubmitOptions): Promise<R> {
     const { recorder, name, version } = this.options;
     requestQueued(recorder, name, version);
+    if (options.trace) queued.trace = options.trace;
     let pending: Promise<R>;
     try {
       pending = this.pool.available ? scheduler.submit(queued, options) : Promise.reject(this.pool.unavailableError());
@@ -191,7 +192,7 @@ export class InstanceEngine {
       pending = Promise.reject(err);
     }
     const settled = requestSettled(recorder, name, version, queued, pending);
-    return options.trace ? traced(settled, options.trace, queued, { 'serve_fn.model': name, 'serve_fn.model_version': version }) : settled;
+    return options.trace ? traced(settled, options.trace, queued, this.spanAttributes()) : settled;
   }
 
   /**
@@ -215,11 +216,35 @@ export class InstanceEngine {
     const sent = now();
     for (const queued of batch) queued.dispatchedMs = sent;
     this.options.recorder.pendingChanged(this.options.name, this.options.version, -batch.length);
+    const batchSpan = this.startComputeSpans(batch, sent);
     try {
       return await run(instance, sent, queuedBehind);
     } finally {
+      batchSpan?.end(now());
       this.pool.release(instance);
     }
+  }
+
+  /**
+   * At dispatch, for the traced requests of a batch: a `batch` span for the batch's run, in a trace
+   * of its own, and each request's `compute` span, linked to it. Links, not parenthood, as
+   * OpenTelemetry models fan-in (https://opentelemetry.io/docs/specs/otel/overview/#links-between-spans):
+   * a batch serves requests of several traces. The compute spans start now, so their context can go
+   * with the call to the instance (traceparentsOf) before they end.
+   */
+  private startComputeSpans(batch: readonly RequestClock[], sentMs: number): RunningSpan | undefined {
+    // Untraced batches (every batch while tracing is off) allocate nothing here.
+    if (!batch.some((queued) => queued.trace)) return undefined;
+    const traced = batch.filter((queued) => queued.trace);
+    const attributes = this.spanAttributes();
+    const traces = traced.map((queued) => queued.trace!);
+    const batchSpan = traces[0].startLinked('batch', sentMs, { ...attributes, 'serve_fn.batch_size': batch.length }, traces);
+    for (const queued of traced) queued.compute = queued.trace!.start('compute', sentMs, attributes, [batchSpan.trace]);
+    return batchSpan;
+  }
+
+  private spanAttributes(): Attributes {
+    return { 'serve_fn.model': this.options.name, 'serve_fn.model_version': this.options.version };
   }
 
   /** Records one execution of `rows` rows that began at `startedMs`; each of `requests` gets its timings. */
@@ -239,7 +264,7 @@ export class InstanceEngine {
       batch,
       async (instance, sent, queuedBehind) => {
         try {
-          const outcome = await instance.execute(tensorCall(batch.map((queued) => queued.request.wire)));
+          const outcome = await instance.execute(tensorCall(batch.map((queued) => queued.request.wire), traceparentsOf(batch)));
           const started = batchStartMs(sent, outcome, queuedBehind);
           for (const queued of batch) queued.dispatchedMs = started;
           const rows = batch.reduce((sum, queued) => sum + queued.request.rows, 0);
@@ -266,9 +291,12 @@ export class InstanceEngine {
     const sent = now();
     queued.dispatchedMs = sent;
     recorder.pendingChanged(name, version, -1);
-    const channel = instance.openStream(call, credit);
+    // A stream's run is one span from dispatch to its end, after the request's answer began.
+    const span = queued.trace?.start('stream', sent, this.spanAttributes());
+    const channel = instance.openStream(span && call.kind !== 'text-forward' ? { ...call, traceparents: [span.trace.traceparent] } : call, credit);
     this.openStreams.add(channel);
     void channel.finished.then(() => {
+      span?.end(now(), channel.failed);
       this.openStreams.delete(channel);
       if (options.countRun) recorder.batchExecuted(name, version, 1, { computeInputUs: 0, computeInferUs: toUs(now() - sent), computeOutputUs: 0 });
       this.pool.release(instance);
@@ -281,7 +309,7 @@ export class InstanceEngine {
    * Starts a WebSocket connection's session on the running instance with the fewest sessions; the
    * whole connection stays there, so the method's local state is the connection's state.
    */
-  openSocket(methodName: string, context: Omit<SocketContext, 'instanceIndex' | 'logger'>, credit: number): SocketLink {
+  openSocket(methodName: string, context: Omit<SocketContext, 'instanceIndex' | 'logger'>, credit: number, trace?: RequestTrace): SocketLink {
     if (this.draining) throw createError('SF_ERR_DRAINING');
     let chosen: ModelInstance | undefined;
     const load = (instance: ModelInstance): number => this.sessions.get(instance)?.size ?? 0;
@@ -289,10 +317,14 @@ export class InstanceEngine {
       if (!chosen || load(instance) < load(chosen)) chosen = instance;
     }
     if (!chosen) throw this.pool.available ? createError('SF_ERR_MODEL_NOT_READY', this.options.name, this.options.version) : this.pool.unavailableError();
-    const link = chosen.openSocket({ methodName, context: { ...context, instanceIndex: chosen.index } }, credit);
+    // A session never queues (it shares a running instance): its span is its run, open to close.
+    const span = trace?.start('session', now(), { ...this.spanAttributes(), 'serve_fn.instance': chosen.index });
+    const call = { methodName, context: { ...context, instanceIndex: chosen.index } };
+    const link = chosen.openSocket(span ? { ...call, traceparent: span.trace.traceparent } : call, credit);
     const open = this.sessionsOn(chosen);
     open.add(link);
     void link.output.finished.then(() => {
+      span?.end(now(), link.output.failed);
       open.delete(link);
       if (open.size === 0) this.sessions.delete(chosen);
     });
@@ -373,19 +405,29 @@ const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  * The split follows Triton's trace timestamps (QUEUE_START, COMPUTE_START, COMPUTE_INPUT_END...; docs/tracing.md).
  */
 async function traced<R>(settled: Promise<R>, trace: RequestTrace, queued: RequestClock, attributes: Attributes): Promise<R> {
+  let failed = false;
   try {
     return await settled;
+  } catch (err) {
+    failed = true;
+    throw err;
   } finally {
     const end = now();
     const dispatched = queued.dispatchedMs;
     trace.child('queue', queued.submittedMs, dispatched ?? end, attributes);
-    if (dispatched !== undefined) {
-      const compute = trace.child('compute', dispatched, end, attributes);
+    const compute = queued.compute;
+    if (dispatched !== undefined && compute) {
       const t = queued.timings;
       if (t) {
         const inferStart = dispatched + t.computeInputUs / 1000;
-        compute.child('compute_infer', inferStart, inferStart + t.computeInferUs / 1000, attributes);
+        compute.trace.child('compute_infer', inferStart, inferStart + t.computeInferUs / 1000, attributes);
       }
+      compute.end(end, failed);
     }
   }
+}
+
+/** The traceparents of a call's requests' compute spans (see CallTraces); none when no request is traced. */
+export function traceparentsOf(batch: readonly RequestClock[]): CallTraces | undefined {
+  return batch.some((queued) => queued.compute) ? batch.map((queued) => queued.compute?.trace.traceparent) : undefined;
 }

@@ -12,6 +12,7 @@ import type { TensorModel } from '../inference/tensor-model-api.js';
 import { type ExecuteCall, type ExecuteOutcome, type OnResult, type SocketCall, type SocketInput, type TensorCall, type TextForwardCall, type WireRequestInfo, type WireResult, reviveBuffers } from './wire-format.js';
 import { REFUSED_MESSAGE, SocketInbox, SocketSession } from './socket-session.js';
 import { now } from './request-accounting.js';
+import { firstTrace, runTraced } from '../instance/caller-trace.js';
 import { describeValue, oneResultPerRequest } from './batch-results.js';
 import { type StreamEvent, StreamPump } from './stream-channel.js';
 import { toDtoInstance } from '../validation/dto-validator.js';
@@ -82,7 +83,7 @@ export class ModelHost {
     const computeStartMs = now();
     let results: WireResult[];
     if (call.batched) {
-      const output = await method.call(this.instance, inputs, infos);
+      const output = await runTraced(firstTrace(call), () => method.call(this.instance, inputs, infos));
       results = oneResultPerRequest(endpoint.id, output, inputs.length).map((v) => this.toResult(endpoint, v));
     } else {
       results = [];
@@ -90,7 +91,7 @@ export class ModelHost {
         const startMs = now();
         let result: WireResult;
         try {
-          result = this.toResult(endpoint, await method.call(this.instance, inputs[i], infos[i]));
+          result = this.toResult(endpoint, await runTraced(call.traceparents?.[i], () => method.call(this.instance, inputs[i], infos[i])));
         } catch (err) {
           result = { ok: false, error: serializeError(err) };
         }
@@ -105,7 +106,7 @@ export class ModelHost {
   private async executeTensors(call: TensorCall): Promise<ExecuteOutcome> {
     if (!this.tensors) throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, EXECUTE_METHOD, 'the class declares no @Tensors interface');
     const computeStartMs = now();
-    const results = await this.tensors.run(call.requests);
+    const results = await runTraced(firstTrace(call), () => this.tensors!.run(call.requests));
     return { results, computeStartMs, computeEndMs: now() };
   }
 

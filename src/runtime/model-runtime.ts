@@ -8,7 +8,8 @@ import type { TensorWireResult } from '../inference/tensor-model-plan.js';
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';
 import { normalizeBatchPolicy, UNBATCHED_POLICY } from './batch-policy.js';
 import type { BatchEntry, DynamicBatcher, SubmitOptions } from './dynamic-batcher.js';
-import { InstanceEngine, type QueuedTensorRequest } from './instance-engine.js';
+import { InstanceEngine, traceparentsOf, type QueuedTensorRequest } from './instance-engine.js';
+import type { RequestTrace } from '../tracing/request-tracing.js';
 import type { PoolEvents, RestartPolicy } from './instance-pool.js';
 import type { InstanceFactory } from './model-instance.js';
 import { batchStartMs, now, type RequestClock } from './request-accounting.js';
@@ -85,14 +86,18 @@ export class ModelRuntime {
   }
 
   /** Starts a WebSocket connection's session (see InstanceEngine.openSocket). */
-  openSocket(methodName: string, context: Omit<SocketContext, 'instanceIndex' | 'logger'>): SocketLink {
-    return this.engine.openSocket(methodName, context, DEFAULT_STREAM_CREDIT);
+  openSocket(methodName: string, context: Omit<SocketContext, 'instanceIndex' | 'logger'>, trace?: RequestTrace): SocketLink {
+    return this.engine.openSocket(methodName, context, DEFAULT_STREAM_CREDIT, trace);
   }
 
   private execute(endpoint: EndpointDefinition, batch: readonly BatchEntry<Queued>[], answer: (index: number, result: unknown) => void): Promise<unknown[]> {
     const queued = batch.map((entry) => entry.payload);
-    const call: EndpointCall = { kind: 'endpoint', methodName: endpoint.methodName, batched: endpoint.batch !== undefined, requests: queued.map((q) => q.wire) };
     return this.engine.runBatch(queued, async (instance, sent, queuedBehind) => {
+      // Built once dispatched: traced requests' compute spans start then (traceparentsOf).
+      const traceparents = traceparentsOf(queued);
+      const requests = queued.map((q) => q.wire);
+      const batched = endpoint.batch !== undefined;
+      const call: EndpointCall = traceparents ? { kind: 'endpoint', methodName: endpoint.methodName, batched, requests, traceparents } : { kind: 'endpoint', methodName: endpoint.methodName, batched, requests };
       if (!endpoint.batch) {
         // A dispatch group of an unbatched endpoint is one model call per request, run in turn:
         // each is counted and answered when it ends, and its wait behind the earlier ones is queue time.

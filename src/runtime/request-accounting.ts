@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { ServeFnError, statusOf } from '../errors/index.js';
 import type { BatchTimings, FailureReason, InferenceRecorder } from '../metrics/inference-recorder.js';
+import type { RequestTrace, RunningSpan } from '../tracing/request-tracing.js';
 import type { ExecuteOutcome } from './wire-format.js';
 
 const timeOrigin = performance.timeOrigin;
@@ -30,6 +31,9 @@ export interface RequestClock {
   readonly submittedMs: number;
   dispatchedMs?: number;
   timings?: BatchTimings;
+  /** The request's trace when it is traced: the engine starts its `compute` span at dispatch (instance-engine.ts). */
+  trace?: RequestTrace;
+  compute?: RunningSpan;
 }
 
 /**

@@ -151,6 +151,11 @@ export class StreamChannel implements AsyncIterable<unknown> {
     this.finished = new Promise((resolve) => (this.settleFinished = resolve));
   }
 
+  /** Whether the stream ended with an error rather than its end or a cancel (its span's status). */
+  get failed(): boolean {
+    return this.failure !== undefined;
+  }
+
   /** Delivers one event from the producer. */
   push(event: StreamEvent): void {
     if (!this.producing) return;

@@ -23,6 +23,7 @@ export interface EndpointCall {
   readonly methodName: string;
   readonly batched: boolean;
   readonly requests: readonly WireRequest[];
+  readonly traceparents?: CallTraces;
 }
 
 /**
@@ -32,7 +33,15 @@ export interface EndpointCall {
 export interface TensorCall {
   readonly kind: 'tensor';
   readonly requests: readonly TensorWireRequest[];
+  readonly traceparents?: CallTraces;
 }
+
+/**
+ * Per request of a call, the W3C `traceparent` of its `compute` span when it is traced: the instance
+ * runs the request with it (context-services.ts), so ctx.infer calls it makes are children of it.
+ */
+export type CallTraces = readonly (string | undefined)[];
+
 
 /** What one sequence of a text forward batch asks for: its pooled embedding, each token's, its logits (classification, reranking) or SPLADE. */
 export type ForwardWant = 'pooled' | 'tokens' | 'logits' | 'sparse';
@@ -66,8 +75,8 @@ export interface TextForwardCall {
 
 export type ExecuteCall = EndpointCall | TensorCall | TextForwardCall;
 
-export function tensorCall(requests: readonly TensorWireRequest[]): TensorCall {
-  return { kind: 'tensor', requests };
+export function tensorCall(requests: readonly TensorWireRequest[], traceparents?: CallTraces): TensorCall {
+  return traceparents ? { kind: 'tensor', requests, traceparents } : { kind: 'tensor', requests };
 }
 
 /** Whether the instance answers a call's requests one by one (an unbatched endpoint) rather than all at once. */
@@ -79,6 +88,8 @@ export function answersOneByOne(call: ExecuteCall): boolean {
 export interface SocketCall {
   readonly methodName: string;
   readonly context: Omit<SocketContext, 'logger'>;
+  /** The session span's W3C `traceparent` when traced: the session's ctx.infer calls hang under it. */
+  readonly traceparent?: string;
 }
 
 /** One message from a WebSocket client: validated JSON (a plain DTO), a string, or bytes. */

@@ -6,6 +6,7 @@ import { createError, deserializeError, serializeError } from '../errors/index.j
 import { TensorModelHost } from '../inference/tensor-model-host.js';
 import { TextForwardHost } from '../instance/text-forward-host.js';
 import { ContextServices } from './context-services.js';
+import { firstTrace, runTraced } from '../instance/caller-trace.js';
 import { forEachMessage, MessageOutbox, type Bundle } from './message-outbox.js';
 import { ModelHost } from './model-host.js';
 import { now } from './request-accounting.js';
@@ -73,7 +74,7 @@ function openStream(message: Extract<ToWorker, { type: 'stream-open' }>): void {
   const id = message.id;
   const pump = host!.openStream(message.call, message.credit, (event) => sendStreamEvent(id, event));
   streams.set(id, pump);
-  void pump.run().finally(() => streams.delete(id));
+  void runTraced(firstTrace(message.call), () => pump.run()).finally(() => streams.delete(id));
 }
 
 function openSocket(message: Extract<ToWorker, { type: 'socket-open' }>): void {
@@ -85,15 +86,15 @@ function openSocket(message: Extract<ToWorker, { type: 'socket-open' }>): void {
   }
   const session = host.openSocket(message.call, message.credit, (event) => sendStreamEvent(id, event), () => outbox.send({ type: 'socket-taken', id }));
   sockets.set(id, session);
-  void session.run().finally(() => sockets.delete(id));
+  void runTraced(message.call.traceparent, () => session.run()).finally(() => sockets.delete(id));
 }
 
 /** ctx.infer from this thread: the HTTP thread owns every model's queue, so the call goes there. */
-function inferThroughMain(model: string, input: unknown, options: InferOptions): Promise<unknown> {
+function inferThroughMain(model: string, input: unknown, options: InferOptions, traceparent?: string): Promise<unknown> {
   const id = nextInferId++;
   return new Promise((resolve, reject) => {
     inferCalls.set(id, { resolve, reject });
-    outbox.send({ type: 'infer', id, model, input, options }, collectTransferables(input));
+    outbox.send({ type: 'infer', id, model, input, options, ...(traceparent && { traceparent }) }, collectTransferables(input));
   });
 }
 

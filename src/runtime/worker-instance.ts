@@ -173,7 +173,7 @@ export class WorkerInstance implements ModelInstance {
   /** An arrow, so forEachMessage can call it without a closure per message. */
   private readonly onMessage = (message: Exclude<FromWorker, Bundle<FromWorker>>): void => {
     if (message.type === 'infer') {
-      this.answerInfer(message.id, message.model, message.input, message.options);
+      this.answerInfer(message.id, message.model, message.input, message.options, message.traceparent);
       return;
     }
     if (message.type === 'log') {
@@ -211,8 +211,8 @@ export class WorkerInstance implements ModelInstance {
     }
   };
 
-  private answerInfer(id: number, model: string, input: unknown, options: InferOptions): void {
-    this.infer(model, reviveBuffers(input), options).then(
+  private answerInfer(id: number, model: string, input: unknown, options: InferOptions, traceparent: string | undefined): void {
+    this.infer(model, reviveBuffers(input), options, traceparent).then(
       (value) => {
         try {
           this.outbox.send({ type: 'infer-result', id, value }, collectTransferables(value));

@@ -51,7 +51,8 @@ export type FromWorker =
   /** The session's method took one more client message. */
   | { readonly type: 'socket-taken'; readonly id: number }
   | { readonly type: 'finalized'; readonly error?: SerializedError }
-  | { readonly type: 'infer'; readonly id: number; readonly model: string; readonly input: unknown; readonly options: InferOptions }
+  /** ctx.infer; `traceparent` is the caller's compute span when traced, so the callee's spans join its trace. */
+  | { readonly type: 'infer'; readonly id: number; readonly model: string; readonly input: unknown; readonly options: InferOptions; readonly traceparent?: string }
   /** One line of ctx.logger, as pino's JSON, for the server's logger (see instance-logger.ts). */
   | { readonly type: 'log'; readonly line: string }
   /** Messages queued in one turn of the worker, such as the results of one call (see MessageOutbox). */

@@ -10,11 +10,14 @@ import { logFailure, toHttpError, type ErrorBody, type HttpError } from './error
 import { describeBatching, inlineSchema, type DtoSchemas } from './openapi-plugin.js';
 import { readRequest } from './request-reader.js';
 import { requestTrace } from '../tracing/request-tracing.js';
+import type { TraceSettings } from '../tracing/trace-settings.js';
 import type { ServerState } from './server-state.js';
 import { sendStream, streamContentType } from './stream-writer.js';
 
 export interface EndpointRoutesOptions {
   readonly runtimes: readonly ModelRuntime[];
+  /** Which requests get their model's spans (Triton's trace settings); all traced ones when absent. */
+  readonly traceSettings?: TraceSettings;
   readonly state: ServerState;
   readonly schemas: DtoSchemas;
   /** Largest body of a JSON endpoint without a bodyLimit of its own; multipart endpoints keep `bodyLimit`. */
@@ -63,7 +66,8 @@ function registerEndpoint(app: FastifyInstance, runtime: ModelRuntime, endpoint:
       if (!state.ready) throw createError('SF_ERR_DRAINING');
       const wire = await readRequest(endpoint, request);
       const disconnect = disconnectSignal(reply);
-      const options = { signal: disconnect, trace: requestTrace(request), ...scheduling(request.headers) };
+      const trace = requestTrace(request);
+      const options = { signal: disconnect, trace: opts.traceSettings ? opts.traceSettings.admit(model.name, trace) : trace, ...scheduling(request.headers) };
       if (endpoint.stream) {
         const channel = await answered(model, endpoint, disconnect, runtime.openStream(endpoint.methodName, wire, options));
         if (disconnect.aborted) {

@@ -4,8 +4,8 @@ import { sharedSecretMatcher } from './shared-secret.js';
 
 /**
  * Triton's restricted API groups (`--http-restricted-api`, `--grpc-restricted-protocol`; Triton's
- * customization guide, "Limit Endpoint Access") that serve-fn serves. `trace`
- * and `logging` have no HTTP route here and only UNIMPLEMENTED RPCs, but are accepted so a Triton
+ * customization guide, "Limit Endpoint Access") that serve-fn serves. `logging` has no HTTP
+ * route here and only an UNIMPLEMENTED RPC, but is accepted so a Triton
  * command line carries over. Triton's `health`, `metadata` and `inference` are not: the API key
  * (SERVE_FN_API_KEY) guards those.
  */

@@ -12,6 +12,7 @@ import { validateDto } from '../validation/dto-validator.js';
 import { installHttpMetrics } from '../metrics/http-metrics.js';
 import { silentLogger, type ModelLogger } from '../runtime/instance-logger.js';
 import { installRequestTracing, type RequestTracing } from '../tracing/request-tracing.js';
+import { TraceSettings } from '../tracing/trace-settings.js';
 import { InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { InferRequest } from '../inference/inference-model.js';
 import { FolderModelRepository, type FolderModelRepositoryOptions, type ModelControlMode } from '../model-repository/folder-model-repository.js';
@@ -127,6 +128,8 @@ export class ServeFnServer {
   private listening?: Promise<string>;
   /** The clients' shared-memory regions, one set for HTTP and gRPC as in Triton. */
   private readonly sharedMemory: SystemSharedMemoryRegistry;
+  /** Triton's trace settings, one set for HTTP and gRPC: which requests get their model's spans. */
+  private readonly traceSettings: TraceSettings;
   private silentModelLogger?: ModelLogger;
 
   constructor(private readonly options: ServeOptions) {
@@ -134,6 +137,7 @@ export class ServeFnServer {
     this.bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
     this.jsonBodyLimit = Math.min(options.jsonBodyLimit ?? DEFAULT_JSON_BODY_LIMIT, this.bodyLimit);
     this.sharedMemory = new SystemSharedMemoryRegistry(options.sharedMemoryLimits);
+    this.traceSettings = new TraceSettings(options.tracing !== undefined);
     this.recorder = new InferenceRecorder({ collectProcessMetrics: options.collectProcessMetrics ?? true, summaryLatencies: options.summaryLatencies });
     this.app = fastify({
       logger: options.logger ?? false,
@@ -215,6 +219,7 @@ export class ServeFnServer {
         exposeErrors: this.options.exposeErrors ?? false,
         logger: this.app.log,
         tracing: this.options.tracing,
+        traceSettings: this.traceSettings,
       });
     }
     return address;
@@ -272,16 +277,20 @@ export class ServeFnServer {
   /**
    * ctx.infer: one model calling another through that model's queue, validated like an HTTP request.
    * Names resolve through the catalogue, as /v2 and gRPC resolve them (a @Model class, a text model,
-   * a repository model), so every entry point reaches the same models.
+   * a repository model), so every entry point reaches the same models. `traceparent` is the caller's
+   * compute span when it is traced: the callee's spans go under it.
    */
-  async infer(model: string, input: unknown, options: InferOptions = {}): Promise<unknown> {
+  async infer(model: string, input: unknown, options: InferOptions = {}, traceparent?: string): Promise<unknown> {
+    const parent = traceparent === undefined ? undefined : this.options.tracing?.traceOfParent(traceparent);
+    const trace = this.traceSettings.admit(model, parent);
+    const request = (): InferRequest => (trace ? { ...(input as InferRequest), trace } : (input as InferRequest));
     const target = this.catalogue.get(model, options.version);
-    if (!(target instanceof DecoratedModel)) return target.infer(input as InferRequest);
+    if (!(target instanceof DecoratedModel)) return target.infer(request());
     const runtime = target.runtime;
     const endpoints = runtime.definition.endpoints;
     // The tensor interface is the `execute` method; a class with nothing else needs no method named.
     if (runtime.definition.tensors && (options.method === EXECUTE_METHOD || (options.method === undefined && endpoints.length === 0))) {
-      return target.infer(input as InferRequest);
+      return target.infer(request());
     }
     const endpoint = options.method === undefined && endpoints.length === 1 ? endpoints[0] : endpoints.find((e) => e.methodName === options.method);
     if (!endpoint) {
@@ -292,7 +301,7 @@ export class ServeFnServer {
     const dto = endpoint.body ?? endpoint.query;
     const payload = dto ? await validateDto(dto, input, 'body') : input;
     // A call from a model is a request of its own: the caller's id stays in the caller's thread.
-    return runtime.submit(endpoint.methodName, { payload, info: { requestId: randomUUID(), params: {}, query: {}, headers: {} } });
+    return runtime.submit(endpoint.methodName, { payload, info: { requestId: randomUUID(), params: {}, query: {}, headers: {} } }, trace ? { trace } : {});
   }
 
   /** How the repository builds model versions; text folders' forward models are built the same way. */
@@ -300,7 +309,7 @@ export class ServeFnServer {
     return {
       recorder: this.recorder,
       log: (level, message) => this.app.log[level](message),
-      infer: (model, input, opts) => this.infer(model, input, opts),
+      infer: (model, input, opts, traceparent) => this.infer(model, input, opts, traceparent),
       // Ensemble steps see the models ctx.infer sees: a decorated class's tensor interface too.
       resolve: (name, version) => this.catalogue.get(name, version),
       restartPolicy: this.options.restartPolicy,
@@ -343,9 +352,9 @@ export class ServeFnServer {
     });
     await app.register(healthRoutes, { state: this.state });
     await app.register(metricsRoutes, { recorder: this.recorder });
-    await app.register(endpointRoutes, { runtimes: this.runtimes, state: this.state, schemas, jsonBodyLimit: this.jsonBodyLimit, bodyLimit: this.bodyLimit, exposeErrors });
+    await app.register(endpointRoutes, { runtimes: this.runtimes, state: this.state, schemas, jsonBodyLimit: this.jsonBodyLimit, bodyLimit: this.bodyLimit, exposeErrors, traceSettings: this.traceSettings });
     // On the root app, not as an encapsulated plugin, so @fastify/websocket's injectWS is on `app`.
-    await socketRoutes(app, { runtimes: this.runtimes, state: this.state, schemas, maxPayload: this.bodyLimit });
+    await socketRoutes(app, { runtimes: this.runtimes, state: this.state, schemas, maxPayload: this.bodyLimit, traceSettings: this.traceSettings });
     if (this.textModels.set.all().length > 0) await this.textRoutes(exposeErrors);
     await app.register(kserveProtocol, {
       ...SERVER_IDENTITY,
@@ -355,6 +364,7 @@ export class ServeFnServer {
       bodyLimit: this.bodyLimit,
       exposeErrors,
       sharedMemory: this.sharedMemory,
+      traceSettings: this.traceSettings,
     });
     await app.ready();
   }
@@ -401,7 +411,7 @@ export class ServeFnServer {
     const modelDir = this.modelDir;
     return (index, events) => {
       const context = contextFor(def, index, modelDir);
-      const infer = (model: string, input: unknown, opts: InferOptions): Promise<unknown> => this.infer(model, input, opts);
+      const infer = (model: string, input: unknown, opts: InferOptions, traceparent?: string): Promise<unknown> => this.infer(model, input, opts, traceparent);
       return def.instances.inline
         ? new InlineInstance(index, def, context, infer, this.modelLogger)
         : new WorkerInstance(index, moduleUrl!, context, events, infer, undefined, this.modelLogger);

@@ -1,3 +1,5 @@
+import { requestTrace, requestUpgraded } from '../tracing/request-tracing.js';
+import type { TraceSettings } from '../tracing/trace-settings.js';
 import websocket, { type WebsocketPluginOptions } from '@fastify/websocket';
 import type { FastifyInstance, FastifyRequest, FastifySchema } from 'fastify';
 import type { ModelDefinition, SocketEndpointDefinition } from '../definition/model-definition.js';
@@ -15,6 +17,8 @@ export interface SocketRoutesOptions {
   readonly schemas: DtoSchemas;
   /** Largest client message in bytes. */
   readonly maxPayload: number;
+  /** Which sessions get their model's `session` span (Triton's trace settings). */
+  readonly traceSettings?: TraceSettings;
 }
 
 /** Registers each model's @WebSocketEndpoint methods as WebSocket routes (GET with Upgrade). */
@@ -80,9 +84,11 @@ function registerSocket(app: FastifyInstance, runtime: ModelRuntime, endpoint: S
           params: { ...(request.params as Record<string, unknown>) },
           query: { ...(request.query as Record<string, unknown>) },
           headers: flattenHeaders(request.headers),
-        });
+        }, opts.traceSettings?.admit(runtime.definition.name, requestTrace(request)));
         connection = new SocketConnection(socket, link, endpoint, runtime.definition.name, request.log, () => !opts.state.ready);
+        requestUpgraded(request);
       } catch (err) {
+        requestUpgraded(request);
         releaseSlot(request);
         socket.close(statusOf(err) === 503 ? CLOSE.goingAway : CLOSE.internalError, closeReason((err as Error).message));
         return;

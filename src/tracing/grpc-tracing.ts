@@ -21,6 +21,8 @@ export function grpcTracingInterceptor(tracing: RequestTracing): ServerIntercept
           'rpc.service': service ?? '',
           'rpc.method': rpc ?? '',
         });
+        // The handler's model spans go under this span: it reads its context where the caller's was.
+        metadata.set('traceparent', tracing.traceOf(span).traceparent);
         next(metadata);
       })
       .build();

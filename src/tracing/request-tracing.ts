@@ -1,4 +1,4 @@
-import type { Attributes, Span, Tracer } from '@opentelemetry/api';
+import type { Attributes, Link, Span, SpanContext, Tracer } from '@opentelemetry/api';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 
 /**
@@ -21,6 +21,25 @@ export function tracingRequested(env: NodeJS.ProcessEnv): boolean {
 export interface RequestTrace {
   /** A finished child span from `startMs` to `endMs` (ms since the epoch, as RequestClock's). */
   child(name: string, startMs: number, endMs: number, attributes?: Attributes): RequestTrace;
+  /**
+   * A child span that is still running: its context exists before it ends, so work it causes (a
+   * ctx.infer call from the instance) can hang under it. `links` join it to spans of other traces.
+   */
+  start(name: string, startMs: number, attributes?: Attributes, links?: readonly RequestTrace[]): RunningSpan;
+  /**
+   * A span that begins a trace of its own, linked to `links`: OpenTelemetry's model of fan-in
+   * (https://opentelemetry.io/docs/specs/otel/overview/#links-between-spans), used for the batch that
+   * runs several requests at once, each of them in its own trace.
+   */
+  startLinked(name: string, startMs: number, attributes: Attributes, links: readonly RequestTrace[]): RunningSpan;
+  /** This span as a W3C `traceparent`, the form its context crosses the worker boundary in. */
+  readonly traceparent: string;
+}
+
+/** A started span; `end` ends it, with `failed` marking it as an error. */
+export interface RunningSpan {
+  readonly trace: RequestTrace;
+  end(endMs: number, failed?: boolean): void;
 }
 
 /** A started tracer and what ends it; the server that is handed it shuts it down on close (flushing its spans). */
@@ -30,6 +49,8 @@ export interface RequestTracing {
   startRequestSpan(name: string, headers: Readonly<Record<string, string | string[] | undefined>>, attributes: Record<string, string>): Span;
   /** `span` as the parent of the spans the runtime records for its request. */
   traceOf(span: Span): RequestTrace;
+  /** The span a W3C `traceparent` names (one from an instance's ctx.infer) as a parent; undefined when it does not parse. */
+  traceOfParent(traceparent: string): RequestTrace | undefined;
   shutdown(): Promise<void>;
 }
 
@@ -69,22 +90,47 @@ export async function startTracing(env: NodeJS.ProcessEnv, serviceVersion: strin
       return tracer.startSpan(name, { kind: api.SpanKind.SERVER, attributes }, parent);
     },
     traceOf,
+    traceOfParent: (traceparent) => {
+      const parent = propagator.extract(api.ROOT_CONTEXT, { traceparent }, api.defaultTextMapGetter);
+      const context = api.trace.getSpanContext(parent);
+      return context && api.isSpanContextValid(context) ? traceOf(api.trace.wrapSpanContext(context)) : undefined;
+    },
     shutdown: () => provider.shutdown(),
   };
 
   function traceOf(span: Span): RequestTrace {
     const parent = api.trace.setSpan(api.ROOT_CONTEXT, span);
-    return {
+    const running = (started: Span): RunningSpan => ({
+      trace: traceOf(started),
+      end: (endMs, failed) => {
+        // SpanStatusCode.ERROR is 2 (https://opentelemetry.io/docs/specs/otel/trace/api/#set-status).
+        if (failed) started.setStatus({ code: 2 });
+        started.end(endMs);
+      },
+    });
+    const linksTo = (traces: readonly RequestTrace[] = []): Link[] => traces.map((t) => ({ context: spanContexts.get(t)! }));
+    const trace: RequestTrace = {
       child: (name, startMs, endMs, attributes) => {
         const child = tracer.startSpan(name, { kind: api.SpanKind.INTERNAL, startTime: startMs, attributes }, parent);
         child.end(endMs);
         return traceOf(child);
       },
+      start: (name, startMs, attributes, links) => running(tracer.startSpan(name, { kind: api.SpanKind.INTERNAL, startTime: startMs, attributes, links: linksTo(links) }, parent)),
+      startLinked: (name, startMs, attributes, links) => running(tracer.startSpan(name, { kind: api.SpanKind.INTERNAL, startTime: startMs, attributes, links: linksTo(links), root: true })),
+      get traceparent() {
+        const context = span.spanContext();
+        return `00-${context.traceId}-${context.spanId}-0${context.traceFlags & 1}`;
+      },
     };
+    spanContexts.set(trace, span.spanContext());
+    return trace;
   }
 }
 
-const spans = new WeakMap<FastifyRequest, { span: Span; trace: RequestTrace }>();
+/** The span context behind each RequestTrace, for links between them. */
+const spanContexts = new WeakMap<RequestTrace, SpanContext>();
+
+const spans = new WeakMap<FastifyRequest, { span?: Span; readonly trace: RequestTrace }>();
 
 /** The trace of an HTTP request, for the work done on its behalf; undefined when tracing is off. */
 export function requestTrace(request: FastifyRequest): RequestTrace | undefined {
@@ -108,13 +154,26 @@ export function installRequestTracing(app: FastifyInstance, tracing: RequestTrac
     done();
   });
   app.addHook('onResponse', (request, reply, done) => {
-    const span = spans.get(request)?.span;
-    if (span) {
-      span.setAttribute('http.response.status_code', reply.statusCode);
-      // SpanStatusCode.ERROR is 2 (https://opentelemetry.io/docs/specs/otel/trace/api/#set-status).
-      if (reply.statusCode >= 500) span.setStatus({ code: 2 });
-      span.end();
-    }
+    endRequestSpan(request, reply.statusCode);
     done();
   });
+}
+
+/**
+ * Ends a WebSocket upgrade's span at its 101: an upgraded request never reaches onResponse. The
+ * session's span (InstanceEngine.openSocket) stays open under it until the connection closes.
+ */
+export function requestUpgraded(request: FastifyRequest): void {
+  endRequestSpan(request, 101);
+}
+
+function endRequestSpan(request: FastifyRequest, statusCode: number): void {
+  const entry = spans.get(request);
+  const span = entry?.span;
+  if (!span) return;
+  entry.span = undefined;
+  span.setAttribute('http.response.status_code', statusCode);
+  // SpanStatusCode.ERROR is 2 (https://opentelemetry.io/docs/specs/otel/trace/api/#set-status).
+  if (statusCode >= 500) span.setStatus({ code: 2 });
+  span.end();
 }

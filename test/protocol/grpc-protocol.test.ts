@@ -8,6 +8,7 @@ import type { Datatype } from '../../src/tensor/tensor.js';
 import { range } from '../fixtures/repository/repository-files.js';
 import { FakeModel, FakeRepository, identityModel, simpleModel, simpleStringModel, versionedModel } from './fake-repository.js';
 import { call, exchange, failure, inferenceMethod } from './grpc-raw.js';
+import { TraceSettings } from '../../src/tracing/trace-settings.js';
 import { protocolApp } from './protocol-app.js';
 import { messages, packedInt64, parse, pb, rawBytes, strings, type Fields } from './protobuf-wire.js';
 
@@ -28,6 +29,7 @@ interface ConnectOptions {
   readonly decode?: Options;
   readonly exposeErrors?: boolean;
   readonly logger?: GrpcFaultLogger;
+  readonly traceSettings?: TraceSettings;
 }
 
 async function serve(repository: FakeRepository, options: ConnectOptions): Promise<GrpcServerHandle> {
@@ -42,6 +44,7 @@ async function serve(repository: FakeRepository, options: ConnectOptions): Promi
     ...(options.maxMessageBytes === undefined ? {} : { maxMessageBytes: options.maxMessageBytes }),
     ...(options.exposeErrors === undefined ? {} : { exposeErrors: options.exposeErrors }),
     ...(options.logger === undefined ? {} : { logger: options.logger }),
+    ...(options.traceSettings === undefined ? {} : { traceSettings: options.traceSettings }),
   });
 }
 
@@ -119,7 +122,7 @@ describe('health and metadata over gRPC', () => {
       ['0.1.0'],
       // binary_tensor_data is HTTP's (extension_binary_data.md); gRPC carries raw_input_contents in its core messages.
       // system_shared_memory where the system has /dev/shm (test/protocol/system-shared-memory-grpc.test.ts).
-      ['model_configuration', 'model_repository', 'statistics', 'schedule_policy', 'parameters', 'sequence', 'system_shared_memory'],
+      ['model_configuration', 'model_repository', 'statistics', 'schedule_policy', 'parameters', 'sequence', 'trace', 'system_shared_memory'],
     ]);
   });
 
@@ -420,11 +423,11 @@ describe("every RPC of Triton's GRPCInferenceService", () => {
     expect(Object.values(Service.service).map((m) => m.path)).toEqual(TRITON_RPCS.map(inferenceMethod));
   });
 
-  it('answers UNIMPLEMENTED only for the trace and log RPCs and CUDA shared-memory registration, whose extensions ServerMetadata does not list', async () => {
+  it('answers UNIMPLEMENTED only for the log RPC and CUDA shared-memory registration, whose extensions ServerMetadata does not list', async () => {
     const call = await typedClient(new FakeRepository([]));
     const { extensions } = await call('ServerMetadata');
-    for (const extension of ['cuda_shared_memory', 'trace', 'logging']) expect(extensions).not.toContain(extension);
-    for (const method of [...TRITON_RPCS.filter((m) => /Trace|Log/.test(m)), 'CudaSharedMemoryRegister']) {
+    for (const extension of ['cuda_shared_memory', 'logging']) expect(extensions).not.toContain(extension);
+    for (const method of [...TRITON_RPCS.filter((m) => /Log/.test(m)), 'CudaSharedMemoryRegister']) {
       expect((await failure(call(method)))[0], method).toBe(status.UNIMPLEMENTED);
     }
   });
@@ -524,5 +527,29 @@ describe('model repository RPCs', () => {
       expect(await failure(polling(method, { model_name: 'simple' }))).toEqual([status.UNAVAILABLE, 'explicit model load / unload is not allowed if polling is enabled']);
     }
     expect(((await polling('RepositoryIndex')).models as unknown[]).length).toBe(1);
+  });
+});
+
+describe('TraceSetting', () => {
+  it("reads and changes Triton's trace settings, globally and per model, as HTTP's /v2/trace/setting", async () => {
+    const call = await typedClient(new FakeRepository([simpleModel()]), { traceSettings: new TraceSettings(true) });
+    const values = (res: Record<string, unknown>) => Object.fromEntries(Object.entries(res.settings as Record<string, { value: string[] }>).map(([k, v]) => [k, v.value]));
+    expect((await call('ServerMetadata')).extensions).toContain('trace');
+    expect(values(await call('TraceSetting', {}))).toEqual({ trace_level: ['TIMESTAMPS'], trace_rate: ['1'], trace_count: ['-1'], log_frequency: ['0'], trace_file: [''], trace_mode: ['opentelemetry'] });
+    const changed = values(await call('TraceSetting', { model_name: 'simple', settings: { trace_level: { value: ['OFF'] }, trace_rate: { value: ['10'] } } }));
+    expect(changed).toMatchObject({ trace_level: ['OFF'], trace_rate: ['10'] });
+    expect(values(await call('TraceSetting', { model_name: 'simple' }))).toMatchObject({ trace_level: ['OFF'] });
+    expect(values(await call('TraceSetting', {}))).toMatchObject({ trace_level: ['TIMESTAMPS'], trace_rate: ['1'] });
+    // A setting with no value goes back to the global one.
+    expect(values(await call('TraceSetting', { model_name: 'simple', settings: { trace_level: {} } }))).toMatchObject({ trace_level: ['TIMESTAMPS'], trace_rate: ['10'] });
+  });
+
+  it('refuses values it cannot honour with INVALID_ARGUMENT, and an unknown model with NOT_FOUND', async () => {
+    const call = await typedClient(new FakeRepository([simpleModel()]), { traceSettings: new TraceSettings(true) });
+    const [code, details] = await failure(call('TraceSetting', { settings: { trace_level: { value: ['TENSORS'] } } }));
+    expect(code).toBe(status.INVALID_ARGUMENT);
+    expect(details).toContain("trace setting 'trace_level'");
+    expect((await failure(call('TraceSetting', { settings: { trace_rate: { value: ['0'] } } })))[0]).toBe(status.INVALID_ARGUMENT);
+    expect((await failure(call('TraceSetting', { model_name: 'nope', settings: {} })))[0]).toBe(status.NOT_FOUND);
   });
 });

@@ -41,15 +41,18 @@ describe('OpenAPI documentation of /v2', () => {
       'GET /v2/models/{model}/config',
       'GET /v2/models/{model}/ready',
       'GET /v2/models/{model}/stats',
+      'GET /v2/models/{model}/trace/setting',
       'GET /v2/models/{model}/versions/{version}',
       'GET /v2/models/{model}/versions/{version}/config',
       'GET /v2/models/{model}/versions/{version}/ready',
       'GET /v2/models/{model}/versions/{version}/stats',
       'GET /v2/systemsharedmemory/region/{region}/status',
       'GET /v2/systemsharedmemory/status',
+      'GET /v2/trace/setting',
       'POST /v2/models/{model}/generate',
       'POST /v2/models/{model}/generate_stream',
       'POST /v2/models/{model}/infer',
+      'POST /v2/models/{model}/trace/setting',
       'POST /v2/models/{model}/versions/{version}/generate',
       'POST /v2/models/{model}/versions/{version}/generate_stream',
       'POST /v2/models/{model}/versions/{version}/infer',
@@ -59,6 +62,7 @@ describe('OpenAPI documentation of /v2', () => {
       'POST /v2/systemsharedmemory/region/{region}/register',
       'POST /v2/systemsharedmemory/region/{region}/unregister',
       'POST /v2/systemsharedmemory/unregister',
+      'POST /v2/trace/setting',
     ]);
     const infer = paths['/v2/models/{model}/infer'].post;
     expect(infer.tags).toEqual(['KServe v2 inference protocol']);

@@ -13,7 +13,7 @@ describe('GET /v2 (server metadata)', () => {
     const res = await app.inject({ method: 'GET', url: '/v2' });
     expect(res.statusCode).toBe(200);
     expect(res.body).toBe(
-      '{"name":"serve-fn","version":"0.1.0","extensions":["binary_tensor_data","model_configuration","model_repository","statistics","schedule_policy","parameters","sequence","system_shared_memory"]}',
+      '{"name":"serve-fn","version":"0.1.0","extensions":["binary_tensor_data","model_configuration","model_repository","statistics","schedule_policy","parameters","sequence","trace","system_shared_memory"]}',
     );
     expect((await app.inject({ method: 'GET', url: '/v2/' })).statusCode).toBe(404);
   });

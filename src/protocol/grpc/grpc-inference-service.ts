@@ -1,5 +1,7 @@
 import { once } from 'node:events';
-import type { sendUnaryData, ServerDuplexStream, ServerUnaryCall, UntypedServiceImplementation } from '@grpc/grpc-js';
+import type { Metadata, sendUnaryData, ServerDuplexStream, ServerUnaryCall, UntypedServiceImplementation } from '@grpc/grpc-js';
+import type { RequestTrace, RequestTracing } from '../../tracing/request-tracing.js';
+import { TraceSettings } from '../../tracing/trace-settings.js';
 import { createError } from '../../errors/index.js';
 import { inferenceTarget } from '../../inference/decorated-model.js';
 import { canStream, type StreamedInferResponse } from '../../inference/decoupled-model.js';
@@ -32,6 +34,10 @@ export interface GrpcServiceOptions extends ServerIdentity {
   readonly exposeErrors?: boolean;
   /** Where a server fault is logged whole (stack and `cause`); the server's pino logger. */
   readonly logger?: GrpcFaultLogger;
+  /** OpenTelemetry tracing, when on: the call's span (grpc-tracing.ts) is the parent of its model's spans. */
+  readonly tracing?: RequestTracing;
+  /** Triton's trace settings, the same as HTTP's; off (level OFF) by default. */
+  readonly traceSettings?: TraceSettings;
 }
 
 /** The part of a pino (fastify) logger a failed call is logged with. */
@@ -72,13 +78,15 @@ const FINAL = 'triton_final_response';
 
 /**
  * The handlers of `inference.GRPCInferenceService` over the same repository, statistics and server
- * identity as the HTTP routes, and the shared-memory RPCs over HTTP's regions. The trace and log
- * RPCs have no handler, so they answer UNIMPLEMENTED, and their extensions are not in ServerMetadata.
+ * identity as the HTTP routes, and the shared-memory and trace RPCs over HTTP's regions and trace
+ * settings. The log RPC has no handler, so it answers UNIMPLEMENTED, and its extension is not in ServerMetadata.
  */
 export function grpcInferenceService(opts: GrpcServiceOptions): UntypedServiceImplementation {
   const { repository, recorder, sharedMemory } = opts;
   const failed = grpcFailure(opts);
-  const unary = <Req, Res>(answer: (request: Req, signal: AbortSignal) => Res | Promise<Res>) =>
+  const traceSettings = opts.traceSettings ?? new TraceSettings(false);
+  const traceOf = callTrace(opts.tracing, traceSettings);
+  const unary = <Req, Res>(answer: (request: Req, signal: AbortSignal, metadata: Metadata) => Res | Promise<Res>) =>
     (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>): void => {
       const abort = new AbortController();
       const cancel = (): void => abort.abort();
@@ -88,7 +96,7 @@ export function grpcInferenceService(opts: GrpcServiceOptions): UntypedServiceIm
       call.once('cancelled', cancel);
       const answered = (): void => void call.off('cancelled', cancel);
       Promise.resolve()
-        .then(() => answer(call.request, abort.signal))
+        .then(() => answer(call.request, abort.signal, call.metadata))
         .finally(answered)
         .then(
           (response) => callback(null, response),
@@ -105,12 +113,21 @@ export function grpcInferenceService(opts: GrpcServiceOptions): UntypedServiceIm
     ServerMetadata: unary(() => serverMetadata(opts)),
     ModelReady: unary((request: { name?: string; version?: string }) => ({ ready: modelReady(repository, request.name ?? '', request.version || undefined) })),
     ModelMetadata: unary((request: { name?: string; version?: string }) => modelMetadata(repository, request.name ?? '', request.version || undefined)),
-    ModelInfer: unary((request: ModelInferRequestMessage, signal) => {
+    ModelInfer: unary((request: ModelInferRequestMessage, signal, metadata) => {
       const model = inferenceTarget(repository, request.model_name ?? '', request.model_version || undefined);
       if (model.info.decoupled) throw createError('SF_ERR_UNSUPPORTED', "ModelInfer RPC doesn't support models with decoupled transaction policy");
-      return infer(model, request, signal, sharedMemory);
+      return infer(model, request, signal, sharedMemory, {}, traceOf(metadata, model));
     }),
-    ModelStreamInfer: (call: ServerDuplexStream<ModelInferRequestMessage, Record<string, unknown>>) => streamInfer(repository, sharedMemory, call, failed),
+    ModelStreamInfer: (call: ServerDuplexStream<ModelInferRequestMessage, Record<string, unknown>>) => streamInfer(repository, sharedMemory, call, failed, (model) => traceOf(call.metadata, model)),
+    // Triton's trace extension (docs/protocol/extension_trace.md): no settings reads them, a setting
+    // with no value puts it back to the global (a model's) or default value.
+    TraceSetting: unary((request: { settings?: Record<string, { value?: string[] }>; model_name?: string }) => {
+      const model = request.model_name || undefined;
+      if (model !== undefined && repository.models(model).length === 0) repository.get(model);
+      const entries = Object.entries(request.settings ?? {});
+      const settings = entries.length === 0 ? traceSettings.get(model) : traceSettings.update(model, Object.fromEntries(entries.map(([name, v]) => [name, v.value?.length ? v.value : null])));
+      return { settings: Object.fromEntries(Object.entries(settings).map(([name, value]) => [name, { value: Array.isArray(value) ? value : [value] }])) };
+    }),
     // proto-loader encodes the config JSON with protobufjs's fromObject: Triton's JSON mapping (enum
     // names, int64 as text or number) is what it reads, as Triton's own JsonStringToMessage.
     ModelConfig: unary((request: { name?: string; version?: string }) => ({ config: modelConfig(repository, request.name ?? '', request.version || undefined) })),
@@ -172,10 +189,11 @@ async function infer(
   signal: AbortSignal,
   sharedMemory: SystemSharedMemoryRegistry,
   extra: Readonly<Record<string, unknown>> = {},
+  trace?: RequestTrace,
 ): Promise<ModelInferResponseMessage> {
   if (!model.ready()) throw createError('SF_ERR_MODEL_NOT_READY', model.info.name, model.info.version);
   const { request, requested } = await readRequest(model, message, sharedMemory);
-  const response = await model.infer({ ...request, signal });
+  const response = await model.infer({ ...request, signal, ...(trace && { trace }) });
   return responseMessage(response, request.id, requested, sharedMemory, extra);
 }
 
@@ -250,6 +268,7 @@ function streamInfer(
   sharedMemory: SystemSharedMemoryRegistry,
   call: ServerDuplexStream<ModelInferRequestMessage, Record<string, unknown>>,
   failed: (err: unknown, method: string) => GrpcErrorAnswer,
+  traceOf: (model: InferenceModel) => RequestTrace | undefined,
 ): void {
   const abort = new AbortController();
   let pending = 0;
@@ -264,7 +283,7 @@ function streamInfer(
   call.on('data', (message: ModelInferRequestMessage) => {
     pending += 1;
     Promise.resolve()
-      .then(() => answerOnStream(repository, sharedMemory, message, abort.signal, write))
+      .then(() => answerOnStream(repository, sharedMemory, message, abort.signal, write, traceOf))
       .catch((err: unknown) => {
         if (!abort.signal.aborted) call.write({ error_message: failed(err, call.getPath()).details });
       })
@@ -285,16 +304,18 @@ async function answerOnStream(
   message: ModelInferRequestMessage,
   signal: AbortSignal,
   write: (message: Record<string, unknown>) => Promise<void>,
+  traceOf: (model: InferenceModel) => RequestTrace | undefined,
 ): Promise<void> {
   const model = inferenceTarget(repository, message.model_name ?? '', message.model_version || undefined);
+  const trace = traceOf(model);
   // canStream only looks at the model's type, so checking it first keeps the order of the checks that can fail.
   if (!canStream(model)) {
-    await write({ infer_response: await infer(model, message, signal, sharedMemory, { [FINAL]: true }) });
+    await write({ infer_response: await infer(model, message, signal, sharedMemory, { [FINAL]: true }, trace) });
     return;
   }
   if (!model.ready()) throw createError('SF_ERR_MODEL_NOT_READY', model.info.name, model.info.version);
   const { request, requested, emptyFinal } = await readRequest(model, message, sharedMemory);
-  const stream = await model.inferStream({ ...request, signal });
+  const stream = await model.inferStream({ ...request, signal, ...(trace && { trace }) });
   let last: StreamedInferResponse | undefined;
   try {
     for await (const response of stream) {
@@ -308,4 +329,16 @@ async function answerOnStream(
     const empty: InferResponse = { modelName: model.info.name, modelVersion: model.info.version, id: request.id, outputs: [] };
     await write({ infer_response: await responseMessage(empty, request.id, [], sharedMemory, { [FINAL]: true }) });
   }
+}
+
+/**
+ * The trace a call's model spans go under: the call's SERVER span, whose traceparent the tracing
+ * interceptor put in the call's metadata (grpc-tracing.ts), when the model's settings admit it.
+ */
+function callTrace(tracing: RequestTracing | undefined, settings: TraceSettings): (metadata: Metadata, model: InferenceModel) => RequestTrace | undefined {
+  if (!tracing) return () => undefined;
+  return (metadata, model) => {
+    const traceparent = metadata.get('traceparent').find((v): v is string => typeof v === 'string');
+    return settings.admit(model.info.name, traceparent === undefined ? undefined : tracing.traceOfParent(traceparent));
+  };
 }
