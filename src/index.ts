@@ -12,18 +12,18 @@ export type { ModelOptions, EndpointOptions, InstancesOptions, HttpMethod, Strea
 export type { ModelContext, RequestInfo, SocketContext } from './definition/model-context.js';
 export type { ModelDefinition, EndpointDefinition, SocketEndpointDefinition } from './definition/model-definition.js';
 export { buildDefinitions } from './definition/definition-builder.js';
-export type { BatchPolicy, BatchPolicyInput, QueuePolicy } from './runtime/batch-policy.js';
+export type { BatchPolicy, BatchPolicyInput, QueuePolicy } from './spec/batch-policy.js';
 export { IsFile, type UploadedFile, type IsFileOptions } from './validation/uploaded-file.js';
-export { ServeFnServer, type ServeOptions, type RepositoryServeOptions } from './server/serve-fn-server.js';
+export { ServeFnServer, type ServeOptions, type RepositoryServeOptions } from './serve-fn-server.js';
 export { ERROR_CATALOGUE, ServeFnError, createError, type SfErrorCode } from './errors/index.js';
-export type { Tensor, TensorSpec, Datatype } from './tensor/tensor.js';
+export type { Tensor, TensorSpec, Datatype } from './spec/tensor.js';
 export type { BackendSession, BackendMetadata } from './backends/backend.js';
 export { createTensor, type TensorValue } from './tensor/tensor-factory.js';
-export type { ExecuteRequest, ExecuteResponse, TensorModel, DecoupledTensorModel, DecoupledResponse } from './inference/tensor-model-api.js';
-export { REQUEST_FLAG_SEQUENCE_START, REQUEST_FLAG_SEQUENCE_END } from './inference/tensor-model-api.js';
+export type { ExecuteRequest, ExecuteResponse, TensorModel, DecoupledTensorModel, DecoupledResponse } from './instance/tensor-model-api.js';
+export { REQUEST_FLAG_SEQUENCE_START, REQUEST_FLAG_SEQUENCE_END } from './instance/tensor-model-api.js';
 export type {
   InferenceModel, InferenceModelInfo, InferRequest, InferResponse, LoadRequest, ModelRepository, RepositoryIndexEntry, RequestedOutput,
 } from './inference/inference-model.js';
 export { FolderModelRepository, type FolderModelRepositoryOptions } from './model-repository/folder-model-repository.js';
 export * from './adapters/funasr/index.js';
-export { TextTokenizer, type TextEncoding, type EncodeOptions } from './text/tokenizer.js';
+export { TextTokenizer, type TextEncoding, type EncodeOptions } from './tokenizer/tokenizer.js';

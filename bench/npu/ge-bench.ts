@@ -16,7 +16,7 @@ import { promisify } from 'node:util';
 import { buildOnnxModel } from '../../src/backends/onnx/onnx-model-builder.js';
 import { GeBackend } from '../../src/backends/npu/ge-backend.js';
 import type { NpuNativeBinding } from '../../src/backends/npu/native-binding.js';
-import type { Tensor } from '../../src/tensor/tensor.js';
+import type { Tensor } from '../../src/spec/tensor.js';
 import { writeSimModel } from '../../test/native/sim/om-writer.js';
 import { OVERHEAD_HEADER, ROUNDS, WARMUP, measure, overheadRow, percentile, tableLine } from './measure.js';
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildAddSubModel, buildIdentityModel } from '../../src/backends/onnx/onnx-model-builder.js';
-import { ServeFnServer } from '../../src/server/serve-fn-server.js';
+import { ServeFnServer } from '../../src/serve-fn-server.js';
 
 /**
  * bench/protocol/run.ts's server when BENCH_SERVER=repository: ServeFnServer over a Triton

@@ -3,14 +3,14 @@ import { OnnxBackend } from '../../src/backends/onnx/onnx-backend.js';
 import type { OnnxSession } from '../../src/backends/onnx/onnx-session.js';
 import { runTextForward } from '../../src/instance/text-forward-pass.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
-import { InstanceEngine } from '../../src/runtime/instance-engine.js';
-import type { ModelInstance } from '../../src/runtime/model-instance.js';
-import { now } from '../../src/runtime/request-accounting.js';
+import { InstanceEngine } from '../../src/engine/instance-engine.js';
+import type { ModelInstance } from '../../src/engine/model-instance.js';
+import { now } from '../../src/engine/request-accounting.js';
 import { ForwardScheduler, type TextForward } from '../../src/text/forward-scheduler.js';
 import { l2Normalize } from '../../src/text/pooling.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
-import type { Tensor } from '../../src/tensor/tensor.js';
-import type { ForwardSequence } from '../../src/runtime/wire-format.js';
+import type { Tensor } from '../../src/spec/tensor.js';
+import type { ForwardSequence } from '../../src/wire/wire-format.js';
 
 /** The forward-batch policy of `serve-fn start`'s --max-batch-tokens, --max-batch-requests and --batch-by-length. */
 export interface ForwardBatchPolicy {

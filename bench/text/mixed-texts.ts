@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { seededRandom } from '../../test/fixtures/text/text-model-weights.js';
 import { WORDPIECE_DIR } from '../../test/fixtures/text/text-model-folders.js';
-import type { TextTokenizer } from '../../src/text/tokenizer.js';
+import type { TextTokenizer } from '../../src/tokenizer/tokenizer.js';
 
 export const SHORTEST = 8;
 export const LONGEST = 256;

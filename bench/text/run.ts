@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { readTextModelFolder } from '../../src/text/model-folder.js';
-import { TextTokenizer } from '../../src/text/tokenizer.js';
+import { TextTokenizer } from '../../src/tokenizer/tokenizer.js';
 import { writeBertEncoder } from '../../test/fixtures/text/text-model-folders.js';
 import { measureCpuShare } from '../batching/cpu-share.js';
 import { startServer, stopServer } from '../lib/load.js';

@@ -3,11 +3,11 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Tokenizer as JsTokenizer } from '@huggingface/tokenizers';
 import { Tokenizer as NativeTokenizer } from 'tokenizers';
-import { TextTokenizer } from '../../src/text/tokenizer.js';
+import { TextTokenizer } from '../../src/tokenizer/tokenizer.js';
 import { loadAverage } from '../lib/process-stats.js';
 
 /**
- * Tokenizer throughput, to choose the library src/text/tokenizer.ts uses: the native `tokenizers`
+ * Tokenizer throughput, to choose the library src/tokenizer/tokenizer.ts uses: the native `tokenizers`
  * (HF's Rust tokenizers; async encode on libuv's pool, encodeBatch on rayon's) against the pure-JS
  * `@huggingface/tokenizers`, on Qwen3's byte-level BPE and the WordPiece test fixture, over a fixed
  * corpus of mixed English/Chinese texts. Run on one thread (libuv pool and rayon held to 1, set by

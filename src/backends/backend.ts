@@ -1,4 +1,4 @@
-import type { Tensor, TensorSpec } from '../tensor/tensor.js';
+import type { Tensor, TensorSpec } from '../spec/tensor.js';
 
 /** Where a backend session runs: `cpu`, `gpu:0` (CUDA), `npu:1` (Ascend). */
 export interface DeviceSpec {

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { onnxRuntimeLoadFailure } from '../backends/onnx/onnx-runtime-missing.js';
-import { SERVER_IDENTITY } from '../server/serve-fn-server.js';
+import { SERVER_IDENTITY } from '../serve-fn-server.js';
 import { describeGe, describeNpu, type GeDoctorReport, type NpuDoctorReport } from './doctor-npu.js';
 
 export interface OnnxRuntimeReport {

@@ -6,7 +6,7 @@ import type { ModelClass } from '../definition/model-definition.js';
 import { createError } from '../errors/index.js';
 import { isModelRepository } from '../model-repository/repository-scan.js';
 import { isTextModelFolder } from '../text/model-folder.js';
-import type { RepositoryServeOptions, ServeOptions } from '../server/serve-fn-server.js';
+import type { RepositoryServeOptions, ServeOptions } from '../serve-fn-server.js';
 
 export const FOLDER_ENTRIES = ['serve-fn.config.ts', 'serve-fn.config.js', 'index.ts', 'index.js'];
 

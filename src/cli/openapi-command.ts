@@ -1,4 +1,4 @@
-import { ServeFnServer } from '../server/serve-fn-server.js';
+import { ServeFnServer } from '../serve-fn-server.js';
 import { modelsToServe } from './entry-discovery.js';
 
 /** `serve-fn openapi`: prints the OpenAPI document of what `serve-fn start` would serve; no instance is started. */

@@ -1,5 +1,5 @@
 import { readMethodParamTypes, recordBatch } from '../metadata/reflection.js';
-import type { BatchPolicyInput } from '../runtime/batch-policy.js';
+import type { BatchPolicyInput } from '../spec/batch-policy.js';
 
 /**
  * Dynamic batching for an endpoint: the method receives an array of requests and returns an array

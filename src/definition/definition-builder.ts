@@ -3,12 +3,12 @@ import { createError } from '../errors/index.js';
 import { readBatches, readEndpoints, readInstances, readModel, readTensors, readTextModel, readWebSocketEndpoints } from '../metadata/reflection.js';
 import { buildTextModel, impliedTextTensors } from './text-model-builder.js';
 import type { BatchRecord, EndpointRecord, HttpMethod, StreamFormat } from '../metadata/records.js';
-import { normalizeBatchPolicy } from '../runtime/batch-policy.js';
+import { normalizeBatchPolicy } from '../spec/batch-policy.js';
 import { requireDtoRules } from './dto-rules.js';
 import type { EndpointDefinition, InstanceGroupDefinition, ModelClass, ModelDefinition } from './model-definition.js';
 import { buildSocketEndpoint } from './socket-endpoint-builder.js';
 import { buildTensorInterface, EXECUTE_METHOD } from './tensor-interface-builder.js';
-import { parseRestartLimit, RESTART_LIMIT_FORM } from '../runtime/restart-limit.js';
+import { parseRestartLimit, RESTART_LIMIT_FORM } from './restart-limit.js';
 
 const HTTP_METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'DELETE'];
 const STREAM_FORMATS: readonly StreamFormat[] = ['sse', 'ndjson', 'bytes'];

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { BackendSession } from '../backends/backend.js';
-import type { TextTokenizer } from '../text/tokenizer.js';
+import type { TextTokenizer } from '../tokenizer/tokenizer.js';
 
 /**
  * The facts Triton's Python backend passes in `args` (model name and version, instance name, kind

@@ -1,8 +1,8 @@
 import { createError } from '../errors/index.js';
-import type { ConfigTensor } from '../inference/tensor-model-plan.js';
+import type { ConfigTensor } from '../wire/tensor-model-plan.js';
 import type { BatchRecord, EndpointRecord, TensorDeclaration, TensorsRecord } from '../metadata/records.js';
-import { normalizeBatchPolicy } from '../runtime/batch-policy.js';
-import { DATATYPES } from '../tensor/tensor.js';
+import { normalizeBatchPolicy } from '../spec/batch-policy.js';
+import { DATATYPES } from '../spec/tensor.js';
 import { isDatatype } from '../tensor/datatype-info.js';
 import type { ModelClass, TensorInterfaceDefinition } from './model-definition.js';
 

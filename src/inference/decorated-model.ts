@@ -1,14 +1,14 @@
 import type { ModelDefinition } from '../definition/model-definition.js';
 import { createError, type ServeFnError } from '../errors/index.js';
-import { dynamicBatchingConfig } from '../model-repository/batch-policy-from-config.js';
+import { dynamicBatchingConfig } from '../spec/batch-policy-from-config.js';
 import { toTensorSpec } from '../model-repository/config-tensors.js';
-import type { ModelConfig, ModelInput, ModelInstanceGroup, ModelOutput } from '../model-repository/model-config-types.js';
-import type { BatchPolicy } from '../runtime/batch-policy.js';
-import type { ModelRuntime } from '../runtime/model-runtime.js';
+import type { ModelConfig, ModelInput, ModelInstanceGroup, ModelOutput } from '../spec/model-config-types.js';
+import type { BatchPolicy } from '../spec/batch-policy.js';
+import type { ModelRuntime } from './model-runtime.js';
 import { toConfigDatatype } from '../tensor/datatype-info.js';
 import type { InferenceModel, InferenceModelInfo, InferRequest, InferResponse, ModelRepository, RepositoryIndexEntry } from './inference-model.js';
 import { checkNoEmptyDims, validateInferRequest } from './request-validation.js';
-import type { ConfigTensor } from './tensor-model-plan.js';
+import type { ConfigTensor } from '../wire/tensor-model-plan.js';
 
 /** What a decorated model is called in `platform` and `backend`: it runs serve-fn's own runtime, not a Triton backend. */
 const DECORATED_PLATFORM = 'serve-fn';

@@ -1,11 +1,11 @@
 import { createError } from '../errors/index.js';
-import type { SubmitOptions } from '../runtime/dynamic-batcher.js';
-import type { InstanceEngine } from '../runtime/instance-engine.js';
-import type { StreamChannel } from '../runtime/stream-channel.js';
+import type { SubmitOptions } from '../engine/dynamic-batcher.js';
+import type { InstanceEngine } from '../engine/instance-engine.js';
+import type { StreamChannel } from '../wire/stream-channel.js';
 import type { ResponseStream, StreamedResult, StreamingInferenceModel } from './decoupled-model.js';
 import type { InferenceModelInfo, InferRequest } from './inference-model.js';
 import { validateInferRequest, type ValidatedRequest } from './request-validation.js';
-import type { TensorWireResult } from './tensor-model-plan.js';
+import type { TensorWireResult } from '../wire/tensor-model-plan.js';
 import { TensorModelVersion, type TensorRequests, type WarmupRun } from './tensor-model-version.js';
 
 /** How a decoupled version's requests reach its engine: each opens a stream once an instance is free for it. */

@@ -1,5 +1,5 @@
 import type { InferenceModel, InferRequest, InferResponse } from './inference-model.js';
-import type { TensorWireResult } from './tensor-model-plan.js';
+import type { TensorWireResult } from '../wire/tensor-model-plan.js';
 
 /**
  * Decoupled models (Triton's `model_transaction_policy { decoupled: true }`, see Triton's user_guide/decoupled_models.md):

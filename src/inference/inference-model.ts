@@ -1,4 +1,4 @@
-import type { Tensor, TensorSpec } from '../tensor/tensor.js';
+import type { Tensor, TensorSpec } from '../spec/tensor.js';
 import type { RequestTrace } from '../tracing/request-tracing.js';
 
 /**

@@ -1,9 +1,9 @@
 import { createError } from '../errors/index.js';
 import { checkTensorAgainstSpec, elementCount, formatShape, withBatchDim } from '../tensor/tensor-factory.js';
-import type { Tensor } from '../tensor/tensor.js';
+import type { Tensor } from '../spec/tensor.js';
 import type { InferenceModelInfo, InferRequest } from './inference-model.js';
-import { batchSignature } from './tensor-batching.js';
-import type { ConfigTensor, TensorWireRequest } from './tensor-model-plan.js';
+import { batchSignature } from '../tensor/tensor-batching.js';
+import type { ConfigTensor, TensorWireRequest } from '../wire/tensor-model-plan.js';
 
 export interface ValidatedRequest {
   readonly wire: TensorWireRequest;

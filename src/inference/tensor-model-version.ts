@@ -1,10 +1,10 @@
 import { createError } from '../errors/index.js';
 import type { InferenceModelInfo, InferRequest, InferResponse } from './inference-model.js';
-import type { SubmitOptions } from '../runtime/dynamic-batcher.js';
-import type { InstanceEngine } from '../runtime/instance-engine.js';
+import type { SubmitOptions } from '../engine/dynamic-batcher.js';
+import type { InstanceEngine } from '../engine/instance-engine.js';
 import { validateInferRequest, type ValidatedRequest } from './request-validation.js';
 import type { ServedModel, UnloadOptions } from './served-model.js';
-import type { TensorWireRequest, TensorWireResult } from './tensor-model-plan.js';
+import type { TensorWireRequest, TensorWireResult } from '../wire/tensor-model-plan.js';
 
 /** How a version's requests reach its engine: through the scheduler schedulerFor registered there. */
 export interface TensorRequests {

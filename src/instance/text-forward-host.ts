@@ -1,9 +1,9 @@
 import type { BackendSession } from '../backends/backend.js';
 import type { ModelContext } from '../definition/model-context.js';
 import { createError } from '../errors/index.js';
-import { now } from '../runtime/request-accounting.js';
-import { StreamPump, type StreamEvent } from '../runtime/stream-channel.js';
-import type { ExecuteCall, ExecuteOutcome } from '../runtime/wire-format.js';
+import { now } from '../engine/request-accounting.js';
+import { StreamPump, type StreamEvent } from '../wire/stream-channel.js';
+import type { ExecuteCall, ExecuteOutcome } from '../wire/wire-format.js';
 import { runTextForward } from './text-forward-pass.js';
 
 /** What a text model folder's instance boots from: its model file and the backend's session options. */

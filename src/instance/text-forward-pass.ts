@@ -1,9 +1,9 @@
 import { createError } from '../errors/index.js';
 import type { PoolingModeName } from '../metadata/records.js';
-import type { ForwardRow, ForwardWant, TextForwardCall, WireResult } from '../runtime/wire-format.js';
+import type { ForwardRow, ForwardWant, TextForwardCall, WireResult } from '../wire/wire-format.js';
 import { bf16BitsToNumber, fp16BitsToNumber } from '../tensor/half-float.js';
 import { createTensor } from '../tensor/tensor-factory.js';
-import type { Tensor, TensorSpec } from '../tensor/tensor.js';
+import type { Tensor, TensorSpec } from '../spec/tensor.js';
 
 /**
  * The instance side of a text forward batch, as TEI's backend does it (backends/ort/src/lib.rs,

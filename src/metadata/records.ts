@@ -1,5 +1,5 @@
-import type { BatchPolicyInput } from '../runtime/batch-policy.js';
-import type { Datatype } from '../tensor/tensor.js';
+import type { BatchPolicyInput } from '../spec/batch-policy.js';
+import type { Datatype } from '../spec/tensor.js';
 
 /** What the decorators record, untouched; the definition builder checks and freezes it at start-up. */
 

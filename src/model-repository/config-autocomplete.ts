@@ -1,9 +1,9 @@
 import type { BackendMetadata } from '../backends/backend.js';
 import { createError, type ServeFnError } from '../errors/index.js';
-import { DEFAULT_MAX_BATCH_SIZE } from '../runtime/batch-policy.js';
+import { DEFAULT_MAX_BATCH_SIZE } from '../spec/batch-policy.js';
 import { fromConfigDatatype, toConfigDatatype } from '../tensor/datatype-info.js';
 import { formatShape, shapesCompatible, withBatchDim } from '../tensor/tensor-factory.js';
-import type { TensorSpec } from '../tensor/tensor.js';
+import type { TensorSpec } from '../spec/tensor.js';
 import type { ModelConfig, ModelInput, ModelOutput } from './model-config.js';
 
 export function needsAutoComplete(config: ModelConfig): boolean {

@@ -1,7 +1,7 @@
 import { createError } from '../errors/index.js';
-import type { ConfigTensor } from '../inference/tensor-model-plan.js';
+import type { ConfigTensor } from '../wire/tensor-model-plan.js';
 import { fromConfigDatatype } from '../tensor/datatype-info.js';
-import type { TensorSpec } from '../tensor/tensor.js';
+import type { TensorSpec } from '../spec/tensor.js';
 import type { ModelConfig, ModelInput, ModelOutput } from './model-config.js';
 
 export interface ConfigTensors {

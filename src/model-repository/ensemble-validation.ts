@@ -1,7 +1,7 @@
 import { createError, type ServeFnError } from '../errors/index.js';
 import type { InferenceModelInfo } from '../inference/inference-model.js';
 import { formatShape, shapesCompatible, withBatchDim } from '../tensor/tensor-factory.js';
-import type { Datatype } from '../tensor/tensor.js';
+import type { Datatype } from '../spec/tensor.js';
 import type { ModelEnsembling } from './model-config.js';
 
 /** One step of a checked ensemble; maps are [step model tensor, ensemble tensor] pairs. */

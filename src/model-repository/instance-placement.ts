@@ -1,7 +1,7 @@
 import { createError } from '../errors/index.js';
-import type { TensorModelKind } from '../inference/tensor-model-plan.js';
-import type { RestartPolicy } from '../runtime/instance-pool.js';
-import { parseRestartLimit, RESTART_LIMIT_FORM } from '../runtime/restart-limit.js';
+import type { TensorModelKind } from '../wire/tensor-model-plan.js';
+import type { RestartPolicy } from '../engine/instance-pool.js';
+import { parseRestartLimit, RESTART_LIMIT_FORM } from '../definition/restart-limit.js';
 import { geDeviceIds, geExecBlocks } from './ge-parameters.js';
 import type { ModelConfig } from './model-config.js';
 

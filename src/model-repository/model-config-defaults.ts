@@ -1,4 +1,4 @@
-import type { ModelConfig } from './model-config-types.js';
+import type { ModelConfig } from '../spec/model-config-types.js';
 import type { FieldType, MessageSchema } from './model-config-schema.js';
 import type { Decoded } from './model-config-decoder.js';
 

@@ -1,4 +1,4 @@
-import { CONFIG_DATA_TYPES, CONTROL_KINDS, INPUT_FORMATS, INSTANCE_KINDS, TIMEOUT_ACTIONS } from './model-config-types.js';
+import { CONFIG_DATA_TYPES, CONTROL_KINDS, INPUT_FORMATS, INSTANCE_KINDS, TIMEOUT_ACTIONS } from '../spec/model-config-types.js';
 
 /** Schema of the ModelConfig proto messages serve-fn reads, fields in field-number order. */
 export type IntKind = 'int32' | 'uint32' | 'int64' | 'uint64';

@@ -2,9 +2,9 @@ import { parsePbtxt, type PbtxtMessage } from './pbtxt-parser.js';
 import { ConfigDecoder } from './model-config-decoder.js';
 import { applyTritonDefaults, messageToJson } from './model-config-defaults.js';
 import { MODEL_CONFIG } from './model-config-schema.js';
-import type { BuiltModelConfig, ModelConfig } from './model-config-types.js';
+import type { BuiltModelConfig, ModelConfig } from '../spec/model-config-types.js';
 
-export * from './model-config-types.js';
+export * from '../spec/model-config-types.js';
 
 /**
  * Types the parsed tree, then fills in what Triton's NormalizeModelConfig and

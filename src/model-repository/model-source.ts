@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { extname, join } from 'node:path';
 import { createError } from '../errors/index.js';
-import type { TensorModelKind } from '../inference/tensor-model-plan.js';
+import type { TensorModelKind } from '../wire/tensor-model-plan.js';
 import { parseModelConfigJson } from './config-json.js';
 import { checkGeParameters } from './ge-parameters.js';
 import { buildModelConfig, parseModelConfig, type ModelConfig } from './model-config.js';
@@ -95,7 +95,7 @@ function kindOf(config: ModelConfig, dir: string, versions: readonly number[]): 
   if (backend === 'python') {
     const newest = versions.length > 0 ? join(dir, String(versions[versions.length - 1])) : dir;
     if (DEFAULT_FILES.module.some((file) => existsSync(join(newest, file)))) return 'module';
-    throw createError('SF_ERR_BACKEND_UNSUPPORTED', 'python', `model '${config.name}': serve-fn runs a model.ts or model.js class in place of Triton's model.py (see src/inference/tensor-model-api.ts)`);
+    throw createError('SF_ERR_BACKEND_UNSUPPORTED', 'python', `model '${config.name}': serve-fn runs a model.ts or model.js class in place of Triton's model.py (see src/instance/tensor-model-api.ts)`);
   }
   if (backend !== '' || platform !== '') {
     throw createError('SF_ERR_BACKEND_UNSUPPORTED', backend || platform, `model '${config.name}': serve-fn serves onnxruntime, npu_om, npu_ge, serve-fn (model.ts) and ensemble models`);

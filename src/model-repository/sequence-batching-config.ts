@@ -1,5 +1,5 @@
 import { createError, type ServeFnError } from '../errors/index.js';
-import type { SequenceControlInput } from '../inference/sequence-controls.js';
+import type { SequenceControlInput } from '../engine/sequence-controls.js';
 import { fromConfigDatatype } from '../tensor/datatype-info.js';
 import type { ModelConfig, SequenceControl } from './model-config.js';
 

@@ -2,12 +2,12 @@ import { randomFillSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createError, type ServeFnError } from '../errors/index.js';
-import type { ConfigTensor } from '../inference/tensor-model-plan.js';
+import type { ConfigTensor } from '../wire/tensor-model-plan.js';
 import type { WarmupRun } from '../inference/tensor-model-version.js';
 import { tensorFromBytes } from '../tensor/binary-codec.js';
 import { DATATYPE_INFO, fromConfigDatatype } from '../tensor/datatype-info.js';
 import { createTensor, elementCount } from '../tensor/tensor-factory.js';
-import type { Tensor } from '../tensor/tensor.js';
+import type { Tensor } from '../spec/tensor.js';
 import type { ModelConfig, ModelWarmupInput } from './model-config.js';
 import { pathInside } from './repository-scan.js';
 

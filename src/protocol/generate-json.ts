@@ -1,7 +1,7 @@
 import { createError } from '../errors/index.js';
 import type { InferenceModelInfo, InferRequest, InferResponse } from '../inference/inference-model.js';
 import { createTensor, tensorToJsonValues, type JsonTensorValue } from '../tensor/index.js';
-import type { Tensor, TensorSpec } from '../tensor/tensor.js';
+import type { Tensor, TensorSpec } from '../spec/tensor.js';
 import { buildInferRequest, describe, isObject, isParameterValue, splitReservedParameters, type Parameters } from './infer-request-decoder.js';
 import { checkJsonDepth } from '../validation/json-depth.js';
 

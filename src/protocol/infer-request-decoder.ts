@@ -2,7 +2,7 @@ import { createError } from '../errors/index.js';
 import { checkOutputName } from '../inference/request-validation.js';
 import type { InferenceModelInfo, InferRequest, RequestedOutput } from '../inference/inference-model.js';
 import { DATATYPE_INFO, decodeInferInputs, decodeTensorHeader, elementCount, formatShape, splitInferBody, tensorFromBytes } from '../tensor/index.js';
-import type { Tensor } from '../tensor/tensor.js';
+import type { Tensor } from '../spec/tensor.js';
 import { sharedMemoryInputReader, takeSharedMemoryParameters, type SharedMemoryLocation } from './system-shared-memory/tensors.js';
 import type { SystemSharedMemoryRegistry } from './system-shared-memory/registry.js';
 

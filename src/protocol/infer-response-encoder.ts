@@ -1,7 +1,7 @@
 import { createError } from '../errors/index.js';
 import type { InferResponse } from '../inference/inference-model.js';
 import { buildInferResponseBody, encodeBinaryOutput, encodeJsonTensor, jsonTensorByteBound, type JsonTensor, type JsonTensorHeader } from '../tensor/index.js';
-import type { Tensor } from '../tensor/tensor.js';
+import type { Tensor } from '../spec/tensor.js';
 import type { DecodedInferRequest } from './infer-request-decoder.js';
 import { writeSharedMemoryOutput, type SharedMemoryLocation } from './system-shared-memory/tensors.js';
 import type { SystemSharedMemoryRegistry } from './system-shared-memory/registry.js';

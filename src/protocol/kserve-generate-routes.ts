@@ -6,7 +6,7 @@ import { canStream } from '../inference/decoupled-model.js';
 import type { InferenceModel, InferRequest, InferResponse, ModelRepository } from '../inference/inference-model.js';
 import { disconnectSignal } from '../server/disconnect-signal.js';
 import { stringifyJson } from '../tensor/index.js';
-import { readRequestBody } from './body-compression.js';
+import { readRequestBody } from '../server/body-compression.js';
 import { decodeGenerateRequest, encodeGenerateResponse } from './generate-json.js';
 import { MODEL_PATHS, type ModelParams } from './kserve-model-routes.js';
 import { routeDoc } from './kserve-openapi.js';

@@ -4,7 +4,7 @@ import { acceptsInferRequests, inferenceTarget } from '../inference/decorated-mo
 import type { InferenceModel, InferRequest, InferResponse, ModelRepository } from '../inference/inference-model.js';
 import { disconnectSignal } from '../server/disconnect-signal.js';
 import { INFERENCE_HEADER_CONTENT_LENGTH } from '../tensor/index.js';
-import { compressBody, negotiateResponseCoding, readRequestBody } from './body-compression.js';
+import { compressBody, negotiateResponseCoding, readRequestBody } from '../server/body-compression.js';
 import { decodeInferRequest } from './infer-request-decoder.js';
 import { encodeInferResponse } from './infer-response-encoder.js';
 import { MODEL_PATHS, type ModelParams } from './kserve-model-routes.js';

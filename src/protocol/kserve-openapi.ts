@@ -2,7 +2,7 @@ import type { FastifySchema } from 'fastify';
 import { createError, type SfErrorCode } from '../errors/index.js';
 import type { InferenceModel, InferenceModelInfo } from '../inference/inference-model.js';
 import type { ApiGroup } from '../server/restricted-apis.js';
-import { DATATYPES, type Datatype } from '../tensor/tensor.js';
+import { DATATYPES, type Datatype } from '../spec/tensor.js';
 import { elementCount } from '../tensor/index.js';
 
 /**

@@ -1,7 +1,7 @@
 import type { InferenceModel, ModelRepository } from '../inference/inference-model.js';
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { ModelStatisticsResponse } from '../metrics/model-statistics.js';
-import type { TensorSpec } from '../tensor/tensor.js';
+import type { TensorSpec } from '../spec/tensor.js';
 
 export interface TensorMetadata {
   readonly name: string;

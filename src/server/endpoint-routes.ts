@@ -3,7 +3,7 @@ import { DEFAULT_PRODUCES } from '../definition/definition-builder.js';
 import type { EndpointDefinition, ModelDefinition } from '../definition/model-definition.js';
 import type { StreamFormat } from '../metadata/records.js';
 import { createError, ServeFnError, statusOf } from '../errors/index.js';
-import type { ModelRuntime } from '../runtime/model-runtime.js';
+import type { ModelRuntime } from '../inference/model-runtime.js';
 import { dtoSchemaCheck } from '../validation/dto-schema-check.js';
 import { disconnectSignal, type DisconnectSignal } from './disconnect-signal.js';
 import { logFailure, toHttpError, type ErrorBody, type HttpError } from './error-handler.js';

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createError, exposesMessage, GENERIC_SERVER_ERROR, isServerFault, ServeFnError, statusOf, type SfErrorCode } from '../errors/index.js';
-import { SUPPORTED_CONTENT_CODINGS } from '../protocol/body-compression.js';
+import { SUPPORTED_CONTENT_CODINGS } from './body-compression.js';
 import { RequestValidationError, type ValidationIssue } from '../validation/dto-validator.js';
 import { REQUEST_ID_HEADER } from './request-id.js';
 

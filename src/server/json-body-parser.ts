@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { createError } from '../errors/index.js';
-import { decompressRequestBody } from '../protocol/body-compression.js';
+import { decompressRequestBody } from './body-compression.js';
 import { RequestValidationError, type ValidationIssue } from '../validation/dto-validator.js';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../validation/json-depth.js';
 

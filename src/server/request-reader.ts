@@ -3,7 +3,7 @@ import type { EndpointDefinition } from '../definition/model-definition.js';
 import { createError } from '../errors/index.js';
 import { validateDto } from '../validation/dto-validator.js';
 import type { UploadedFile } from '../validation/uploaded-file.js';
-import type { WireRequest, WireRequestInfo } from '../runtime/wire-format.js';
+import type { WireRequest, WireRequestInfo } from '../wire/wire-format.js';
 
 /**
  * Reads and validates one HTTP request into what the model method receives: the body DTO (or,

@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
 import type { SocketEndpointDefinition } from '../definition/model-definition.js';
 import { createError, ServeFnError, statusOf } from '../errors/index.js';
-import type { SocketLink } from '../runtime/socket-session.js';
+import type { SocketLink } from '../wire/socket-session.js';
 import { RequestValidationError, validateDto } from '../validation/dto-validator.js';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../validation/json-depth.js';
 

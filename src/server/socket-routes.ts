@@ -4,7 +4,7 @@ import websocket, { type WebsocketPluginOptions } from '@fastify/websocket';
 import type { FastifyInstance, FastifyRequest, FastifySchema } from 'fastify';
 import type { ModelDefinition, SocketEndpointDefinition } from '../definition/model-definition.js';
 import { createError, statusOf } from '../errors/index.js';
-import type { ModelRuntime } from '../runtime/model-runtime.js';
+import type { ModelRuntime } from '../inference/model-runtime.js';
 import type { DtoSchemas } from './openapi-plugin.js';
 import { schemaRef } from '../validation/dto-schema.js';
 import { flattenHeaders } from './request-reader.js';

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import type { EndpointDefinition } from '../definition/model-definition.js';
 import type { StreamFormat } from '../metadata/records.js';
-import type { StreamChannel } from '../runtime/stream-channel.js';
+import type { StreamChannel } from '../wire/stream-channel.js';
 import type { ErrorBody } from './error-handler.js';
 
 const TEXT_CONTENT_TYPES: Readonly<Record<Exclude<StreamFormat, 'bytes'>, string>> = {

@@ -15,7 +15,7 @@ import {
   type JsonTensorHeader,
 } from './json-codec.js';
 import { createTensor, elementCount, formatShape } from './tensor-factory.js';
-import type { Datatype, Tensor } from './tensor.js';
+import type { Datatype, Tensor } from '../spec/tensor.js';
 
 /** HTTP header giving the byte length of the JSON part of a request or response body. */
 export const INFERENCE_HEADER_CONTENT_LENGTH = 'Inference-Header-Content-Length';

@@ -1,5 +1,5 @@
 import { createError } from '../errors/index.js';
-import { DATATYPES, type Datatype } from './tensor.js';
+import { DATATYPES, type Datatype } from '../spec/tensor.js';
 
 /** The element types ONNX Runtime for Node.js can feed and fetch (its `Tensor.Type`, less int4/uint4). */
 export type OrtElementType =

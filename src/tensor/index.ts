@@ -1,4 +1,4 @@
-export { DATATYPES, type Datatype, type Tensor, type TensorData, type TensorSpec } from './tensor.js';
+export { DATATYPES, type Datatype, type Tensor, type TensorData, type TensorSpec } from '../spec/tensor.js';
 export {
   DATATYPE_INFO,
   fromConfigDatatype,

@@ -3,7 +3,7 @@ import { loneSurrogateAt } from '../validation/lone-surrogate.js';
 import { isBigIntDatatype, parseDatatype } from './datatype-info.js';
 import { bf16BitsToNumber, fp16BitsToNumber } from './half-float.js';
 import { createTensor, elementCount, validateShape } from './tensor-factory.js';
-import type { Datatype, Tensor } from './tensor.js';
+import type { Datatype, Tensor } from '../spec/tensor.js';
 
 /** `$parameters` of KServe v2 required_api.md. */
 export type JsonParameters = Readonly<Record<string, string | number | boolean>>;

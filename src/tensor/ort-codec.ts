@@ -6,7 +6,7 @@ import type { Tensor as OrtTensor } from 'onnxruntime-node';
 import { createError } from '../errors/index.js';
 import { fromOrtType, toOrtType } from './datatype-info.js';
 import { createTensor } from './tensor-factory.js';
-import type { Tensor, TensorData } from './tensor.js';
+import type { Tensor, TensorData } from '../spec/tensor.js';
 
 export type OrtTensorConstructor = typeof import('onnxruntime-node').Tensor;
 

@@ -1,7 +1,7 @@
 import { createError } from '../errors/index.js';
 import { DATATYPE_INFO } from './datatype-info.js';
 import { numberToBf16Bits, numberToFp16Bits } from './half-float.js';
-import type { Datatype, Tensor, TensorData, TensorSpec } from './tensor.js';
+import type { Datatype, Tensor, TensorData, TensorSpec } from '../spec/tensor.js';
 
 /**
  * One element as JS code or JSON gives it: booleans for BOOL, numbers for the numeric types,

@@ -1,11 +1,11 @@
 import { createError, deserializeError, ServeFnError } from '../errors/index.js';
 import { checkForwardInputs, fixedSequenceLength } from '../instance/text-forward-pass.js';
-import { normalizeBatchPolicy } from '../runtime/batch-policy.js';
-import type { BatchEntry, CancelSignal, DynamicBatcher } from '../runtime/dynamic-batcher.js';
-import type { InstanceEngine } from '../runtime/instance-engine.js';
-import { batchStartMs, now, type RequestClock } from '../runtime/request-accounting.js';
-import type { ForwardRow, ForwardSequence } from '../runtime/wire-format.js';
-import type { TensorSpec } from '../tensor/tensor.js';
+import { normalizeBatchPolicy } from '../spec/batch-policy.js';
+import type { BatchEntry, CancelSignal, DynamicBatcher } from '../engine/dynamic-batcher.js';
+import type { InstanceEngine } from '../engine/instance-engine.js';
+import { batchStartMs, now, type RequestClock } from '../engine/request-accounting.js';
+import type { ForwardRow, ForwardSequence } from '../wire/wire-format.js';
+import type { TensorSpec } from '../spec/tensor.js';
 import type { PoolingMode } from './pooling.js';
 import type { TextMetrics } from './text-metrics.js';
 

@@ -1,6 +1,6 @@
 import { createError, ServeFnError } from '../errors/index.js';
-import type { CancelSignal } from '../runtime/dynamic-batcher.js';
-import type { ForwardRow, ForwardSequence, ForwardWant, SparseValue } from '../runtime/wire-format.js';
+import type { CancelSignal } from '../engine/dynamic-batcher.js';
+import type { ForwardRow, ForwardSequence, ForwardWant, SparseValue } from '../wire/wire-format.js';
 import { ForwardScheduler, type TextForward } from './forward-scheduler.js';
 import type { TextTask } from './model-folder.js';
 import { l2Normalize, sigmoid, softmax, type PoolingMode } from './pooling.js';
@@ -8,10 +8,10 @@ import { admittedPair, admittedText, codePoints } from './text-characters.js';
 import { answerPermits, inputPermits, TextPermits } from './text-permits.js';
 import type { TextInput } from './text-inputs.js';
 import type { TextFailure, TextMetricFamily, TextMetrics } from './text-metrics.js';
-import type { TextEncoding, TextTokenizer } from './tokenizer.js';
+import type { TextEncoding, TextTokenizer } from '../tokenizer/tokenizer.js';
 
 export type { TextInput } from './text-inputs.js';
-export type { SparseValue } from '../runtime/wire-format.js';
+export type { SparseValue } from '../wire/wire-format.js';
 
 /** TEI's batching and admission knobs, named as its flags are (docs/source/en/cli_arguments.md). */
 export interface TextLimits {

@@ -3,7 +3,7 @@ import type { InferenceModelInfo, InferRequest, InferResponse, RepositoryIndexEn
 import type { ServerModel } from '../inference/model-catalogue.js';
 import { validateInferRequest } from '../inference/request-validation.js';
 import { createTensor } from '../tensor/tensor-factory.js';
-import type { Tensor, TensorSpec } from '../tensor/tensor.js';
+import type { Tensor, TensorSpec } from '../spec/tensor.js';
 import type { TextTask } from './model-folder.js';
 import { expectedPhrase, fieldReaders, type FieldProblem } from './request-fields.js';
 import type { TextEngine } from './text-engine.js';

@@ -8,14 +8,14 @@ import type { DecoratedModel } from '../inference/decorated-model.js';
 import type { TextForwardPlan } from '../instance/text-forward-host.js';
 import { readModelFileMetadata, type VersionBuilderContext } from '../model-repository/model-version-builder.js';
 import { pathInside } from '../model-repository/repository-scan.js';
-import { InstanceEngine } from '../runtime/instance-engine.js';
-import { WorkerInstance } from '../runtime/worker-instance.js';
-import type { TensorSpec } from '../tensor/tensor.js';
+import { InstanceEngine } from '../engine/instance-engine.js';
+import { WorkerInstance } from '../engine/worker-instance.js';
+import type { TensorSpec } from '../spec/tensor.js';
 import type { TextForward } from './forward-scheduler.js';
 import { readTextModelFolder, type TextModelFolder, type TextTask } from './model-folder.js';
 import type { PoolingMode } from './pooling.js';
 import { DEFAULT_TEXT_LIMITS, TextEngine, type TextLimits, type TextModelOptions, type TextModelSpec } from './text-engine.js';
-import { TextTokenizer } from './tokenizer.js';
+import { TextTokenizer } from '../tokenizer/tokenizer.js';
 
 /** The server-wide text flags, named as TEI's (`serve-fn start <folder> --max-batch-tokens ...`). */
 export interface TextServeOptions {

@@ -1,4 +1,4 @@
-import type { Clock } from '../../src/runtime/clock.js';
+import type { Clock } from '../../src/engine/clock.js';
 import { settle } from './settle.js';
 
 /** Manual clock: `advance` fires due timers in due order (ties in arming order), settling promises after each. */

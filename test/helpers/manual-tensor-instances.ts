@@ -1,7 +1,7 @@
 import { createError } from '../../src/errors/index.js';
-import type { TensorWireRequest } from '../../src/inference/tensor-model-plan.js';
-import type { InstanceEvents, ModelInstance } from '../../src/runtime/model-instance.js';
-import type { ExecuteCall, ExecuteOutcome } from '../../src/runtime/wire-format.js';
+import type { TensorWireRequest } from '../../src/wire/tensor-model-plan.js';
+import type { InstanceEvents, ModelInstance } from '../../src/engine/model-instance.js';
+import type { ExecuteCall, ExecuteOutcome } from '../../src/wire/wire-format.js';
 import { noStreams } from './no-streams.js';
 import { settle } from './settle.js';
 

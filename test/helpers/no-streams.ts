@@ -1,4 +1,4 @@
-import type { ModelInstance } from '../../src/runtime/model-instance.js';
+import type { ModelInstance } from '../../src/engine/model-instance.js';
 
 /** For fake instances in tests that only run batches: opening a stream or a socket is a test bug. */
 export const noStreams: Pick<ModelInstance, 'openStream' | 'openSocket'> = {

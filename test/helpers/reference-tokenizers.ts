@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 
 /*
- * Tokenizers written from their algorithms, for checking src/text/tokenizer.ts against something
+ * Tokenizers written from their algorithms, for checking src/tokenizer/tokenizer.ts against something
  * that shares no code with the library it wraps: GPT-2's byte-level BPE (as Qwen3 configures it in
  * its tokenizer.json) and BERT's WordPiece (the BasicTokenizer + WordpieceTokenizer of the BERT
  * paper's reference code). Slow and simple on purpose.

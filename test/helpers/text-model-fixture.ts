@@ -1,16 +1,16 @@
 import { fileURLToPath } from 'node:url';
 import type { InferenceModel, InferenceModelInfo, InferRequest, InferResponse } from '../../src/inference/inference-model.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
-import type { Tensor } from '../../src/tensor/tensor.js';
+import type { Tensor } from '../../src/spec/tensor.js';
 import type { TextTask } from '../../src/text/model-folder.js';
 import type { PoolingMode } from '../../src/text/pooling.js';
 import { DEFAULT_TEXT_LIMITS, TextEngine, type TextLimits, type TextModelSpec } from '../../src/text/text-engine.js';
 import { TextModelSet } from '../../src/text/text-model-set.js';
-import { TextTokenizer } from '../../src/text/tokenizer.js';
+import { TextTokenizer } from '../../src/tokenizer/tokenizer.js';
 import { runTextForward } from '../../src/instance/text-forward-pass.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
-import { InstanceEngine } from '../../src/runtime/instance-engine.js';
-import { now } from '../../src/runtime/request-accounting.js';
+import { InstanceEngine } from '../../src/engine/instance-engine.js';
+import { now } from '../../src/engine/request-accounting.js';
 import type { TextForward } from '../../src/text/forward-scheduler.js';
 import { noStreams } from './no-streams.js';
 

@@ -1,7 +1,7 @@
 import { IsInt, Min } from 'class-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Batch, Endpoint, Instances, Model } from '../../src/index.js';
-import { ServeFnServer } from '../../src/server/serve-fn-server.js';
+import { ServeFnServer } from '../../src/serve-fn-server.js';
 
 class Work {
   @IsInt() @Min(0) ms!: number;

@@ -9,7 +9,7 @@ import { openAiRoutes } from '../../src/protocol/openai/openai-routes.js';
 import { DEFAULT_JSON_BODY_LIMIT, installJsonBodyParser } from '../../src/server/json-body-parser.js';
 import { DEFAULT_TEXT_LIMITS, TextEngine } from '../../src/text/text-engine.js';
 import { TextMetrics } from '../../src/text/text-metrics.js';
-import { TextTokenizer } from '../../src/text/tokenizer.js';
+import { TextTokenizer } from '../../src/tokenizer/tokenizer.js';
 import { fakeForward, forwardOver, WORDPIECE_TOKENIZER, type ForwardLog } from '../helpers/text-model-fixture.js';
 
 /** A forward model that holds every batch until released. */

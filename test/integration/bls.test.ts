@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildAddSubModel } from '../../src/backends/onnx/onnx-model-builder.js';
-import { ServeFnServer } from '../../src/server/serve-fn-server.js';
+import { ServeFnServer } from '../../src/serve-fn-server.js';
 import { AddSub, Doubler } from '../fixtures/bls/pipeline-models.js';
 
 const tmp = join(process.cwd(), 'test', '.tmp', `bls-${process.pid}`);

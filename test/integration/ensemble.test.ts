@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildAddSubModel } from '../../src/backends/onnx/onnx-model-builder.js';
 import type { InferResponse } from '../../src/inference/inference-model.js';
 import type { FolderModelRepository } from '../../src/model-repository/folder-model-repository.js';
-import { ServeFnServer } from '../../src/server/serve-fn-server.js';
+import { ServeFnServer } from '../../src/serve-fn-server.js';
 import { int32, range, scratchFolder, SIMPLE_CONFIG, values, writeFiles } from '../fixtures/repository/repository-files.js';
 
 const reexport = (fixture: string): string => `export { default } from '${new URL(`../fixtures/repository/${fixture}`, import.meta.url).href}';\n`;

@@ -5,7 +5,7 @@ import { buildAddSubModel, buildIdentityModel, buildOnnxModel } from '../../src/
 import type { InferResponse } from '../../src/inference/inference-model.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { FolderModelRepository } from '../../src/model-repository/folder-model-repository.js';
-import { ServeFnServer } from '../../src/server/serve-fn-server.js';
+import { ServeFnServer } from '../../src/serve-fn-server.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
 import { int32, range, scratchFolder, SIMPLE_CONFIG, values, writeFiles } from '../fixtures/repository/repository-files.js';
 

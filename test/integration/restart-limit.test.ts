@@ -1,6 +1,6 @@
 import { rmSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ServeFnServer } from '../../src/server/serve-fn-server.js';
+import { ServeFnServer } from '../../src/serve-fn-server.js';
 import { BrittleModel, FragileModel } from '../fixtures/models/fragile-model.js';
 import { scratchFolder, writeFiles } from '../fixtures/repository/repository-files.js';
 

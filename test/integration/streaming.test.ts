@@ -3,7 +3,7 @@ import { BroadcastChannel } from 'node:worker_threads';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServeFnServer } from '../../src/index.js';
-import { WorkerInstance } from '../../src/runtime/worker-instance.js';
+import { WorkerInstance } from '../../src/engine/worker-instance.js';
 import { InlineStreamModel, PROGRESS_CHANNEL, StreamModel, type Progress } from '../fixtures/streaming/stream-model.js';
 
 const moduleUrl = new URL('../fixtures/streaming/stream-model.ts', import.meta.url).href;

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ServeFnServer } from '../../src/server/serve-fn-server.js';
+import { ServeFnServer } from '../../src/serve-fn-server.js';
 import { WIDE, WideEmbedder } from '../fixtures/text/wide-embedder-model.js';
 
 /**

@@ -5,7 +5,7 @@ import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildAddSubModel } from '../../src/backends/onnx/onnx-model-builder.js';
-import { ServeFnServer } from '../../src/server/serve-fn-server.js';
+import { ServeFnServer } from '../../src/serve-fn-server.js';
 import { startTracing } from '../../src/tracing/request-tracing.js';
 import { scratchFolder, SIMPLE_CONFIG, writeFiles } from '../fixtures/repository/repository-files.js';
 

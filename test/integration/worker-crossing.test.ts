@@ -1,8 +1,8 @@
 import { Worker } from 'node:worker_threads';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ServeFnError } from '../../src/index.js';
-import { WorkerInstance } from '../../src/runtime/worker-instance.js';
-import type { EndpointCall, ExecuteOutcome, WireRequest } from '../../src/runtime/wire-format.js';
+import { WorkerInstance } from '../../src/engine/worker-instance.js';
+import type { EndpointCall, ExecuteOutcome, WireRequest } from '../../src/wire/wire-format.js';
 import type { CrossingInput } from '../fixtures/crossing/crossing-model.js';
 
 const moduleUrl = new URL('../fixtures/crossing/crossing-model.ts', import.meta.url).href;

@@ -4,7 +4,7 @@ import { GeBackend } from '../../src/backends/npu/ge-backend.js';
 import { OnnxBackend } from '../../src/backends/onnx/onnx-backend.js';
 import { buildAddSubModel } from '../../src/backends/onnx/onnx-model-builder.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
-import type { Tensor } from '../../src/tensor/tensor.js';
+import type { Tensor } from '../../src/spec/tensor.js';
 import { REAL_HARDWARE, setUpGeTarget, type GeTarget } from './npu-ge-target.js';
 import { LEAK_COUNTERS } from './npu-test-env.js';
 import { serveFnFailure } from '../helpers/thrown.js';

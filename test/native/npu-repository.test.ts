@@ -2,7 +2,7 @@ import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACL_LIBRARY_ENV } from '../../src/backends/npu/npu-library.js';
-import { ServeFnServer } from '../../src/server/serve-fn-server.js';
+import { ServeFnServer } from '../../src/serve-fn-server.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
 import { TEST_DEVICES, f32, setUpNpuTests, type NpuTestEnv } from './npu-test-env.js';
 

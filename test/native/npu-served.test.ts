@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadNpuBinding } from '../../src/backends/npu/native-binding.js';
 import { ACL_LIBRARY_ENV } from '../../src/backends/npu/npu-library.js';
-import { ServeFnServer } from '../../src/server/serve-fn-server.js';
+import { ServeFnServer } from '../../src/serve-fn-server.js';
 import { ADD_OM_ENV, NpuAdd, type AddAnswer } from '../fixtures/npu/npu-models.js';
 import { LEAK_COUNTERS, REAL_HARDWARE, setUpNpuTests, type NpuTestEnv } from './npu-test-env.js';
 

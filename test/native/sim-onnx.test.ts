@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import * as ort from 'onnxruntime-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildIdentityModel, buildOnnxModel } from '../../src/backends/onnx/onnx-model-builder.js';
-import type { Datatype } from '../../src/tensor/tensor.js';
+import type { Datatype } from '../../src/spec/tensor.js';
 import { buildSimulatedAcl, type SimBuild } from './build-sim.js';
 import { REAL_HARDWARE, denseOnnxModel } from './npu-test-env.js';
 

@@ -2,7 +2,7 @@ import { status } from '@grpc/grpc-js';
 import { IsString } from 'class-validator';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Batch, Endpoint, Instances, Model, WebSocketEndpoint } from '../../src/index.js';
-import { ServeFnServer } from '../../src/server/serve-fn-server.js';
+import { ServeFnServer } from '../../src/serve-fn-server.js';
 import { FragileModel } from '../fixtures/models/fragile-model.js';
 import { scratchFolder, writeFiles } from '../fixtures/repository/repository-files.js';
 import { metricsCounts, statisticsCounts } from '../helpers/statistics-and-metrics.js';

@@ -1,6 +1,6 @@
 import { status } from '@grpc/grpc-js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ServeFnServer } from '../../src/server/serve-fn-server.js';
+import { ServeFnServer } from '../../src/serve-fn-server.js';
 import { DoublerCallerModel, DoublerModel, InlineDoublerModel } from '../fixtures/models/tensor-models.js';
 import { scratchFolder, writeFiles } from '../fixtures/repository/repository-files.js';
 import { metricsCounts, statisticsCounts } from '../helpers/statistics-and-metrics.js';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, credentials } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ServeFnServer } from '../../src/server/serve-fn-server.js';
+import { ServeFnServer } from '../../src/serve-fn-server.js';
 import { fileText } from '../fixtures/decoupled/countdown-marker.js';
 import { scratchFolder, writeFiles } from '../fixtures/repository/repository-files.js';
 import { exchange, inferenceMethod } from './grpc-raw.js';

@@ -10,7 +10,7 @@ import type {
 } from '../../src/inference/inference-model.js';
 import type { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { checkTensorAgainstSpec } from '../../src/tensor/index.js';
-import type { Datatype, Tensor, TensorSpec } from '../../src/tensor/tensor.js';
+import type { Datatype, Tensor, TensorSpec } from '../../src/spec/tensor.js';
 
 /**
  * Small InferenceModel / ModelRepository implementations for the protocol tests: Triton's `simple`

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import type { GrpcFaultLogger } from '../../src/protocol/grpc/grpc-inference-service.js';
 import { GRPC_PROTO_PATH, startGrpcServer, type GrpcServerHandle } from '../../src/protocol/grpc/grpc-server.js';
-import type { Datatype } from '../../src/tensor/tensor.js';
+import type { Datatype } from '../../src/spec/tensor.js';
 import { range } from '../fixtures/repository/repository-files.js';
 import { FakeModel, FakeRepository, identityModel, simpleModel, simpleStringModel, versionedModel } from './fake-repository.js';
 import { call, exchange, failure, inferenceMethod } from './grpc-raw.js';

@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import { describe, expect, it, vi } from 'vitest';
-import type { Datatype } from '../../src/tensor/tensor.js';
+import type { Datatype } from '../../src/spec/tensor.js';
 import { FakeRepository, identityModel, simpleModel, simpleStringModel } from './fake-repository.js';
 import { binaryBody, postInfer, protocolApp, splitResponse } from './protocol-app.js';
 

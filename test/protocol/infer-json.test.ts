@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Datatype } from '../../src/tensor/tensor.js';
+import type { Datatype } from '../../src/spec/tensor.js';
 import { FakeModel, FakeRepository, identityModel, simpleModel, simpleStringModel, versionedModel } from './fake-repository.js';
 import { postInfer, protocolApp, wire } from './protocol-app.js';
 

@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import { Client, credentials } from '@grpc/grpc-js';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll } from 'vitest';
-import { ServeFnServer, type ServeOptions } from '../../src/server/serve-fn-server.js';
+import { ServeFnServer, type ServeOptions } from '../../src/serve-fn-server.js';
 
 export interface ListeningServer {
   readonly server: ServeFnServer;

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildAddSubModel } from '../../src/backends/onnx/onnx-model-builder.js';
-import { ServeFnServer } from '../../src/server/serve-fn-server.js';
+import { ServeFnServer } from '../../src/serve-fn-server.js';
 import { range } from '../fixtures/repository/repository-files.js';
 import { binaryBody, splitResponse } from './protocol-app.js';
 

@@ -2,10 +2,10 @@ import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildAddSubModel, buildOnnxModel } from '../../src/backends/onnx/onnx-model-builder.js';
 import type { ModelContextData } from '../../src/definition/model-context.js';
-import { BackendExecutor } from '../../src/inference/backend-executor.js';
-import type { TensorModelPlan, TensorWireRequest, TensorWireResult } from '../../src/inference/tensor-model-plan.js';
-import { ContextServices } from '../../src/runtime/context-services.js';
-import type { WireResult } from '../../src/runtime/wire-format.js';
+import { BackendExecutor } from '../../src/instance/backend-executor.js';
+import type { TensorModelPlan, TensorWireRequest, TensorWireResult } from '../../src/wire/tensor-model-plan.js';
+import { ContextServices } from '../../src/instance/context-services.js';
+import type { WireResult } from '../../src/wire/wire-format.js';
 import { int32, range, scratchFolder, tensor, values, writeFiles } from '../fixtures/repository/repository-files.js';
 
 const dir = scratchFolder('backend');

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { batchPolicyFromConfig, dynamicBatchingConfig } from '../../src/model-repository/batch-policy-from-config.js';
-import type { BatchPolicy } from '../../src/runtime/batch-policy.js';
+import { batchPolicyFromConfig, dynamicBatchingConfig } from '../../src/spec/batch-policy-from-config.js';
+import type { BatchPolicy } from '../../src/spec/batch-policy.js';
 import { parseModelConfig, type ModelConfig } from '../../src/model-repository/model-config.js';
-import { normalizeBatchPolicy } from '../../src/runtime/batch-policy.js';
+import { normalizeBatchPolicy } from '../../src/spec/batch-policy.js';
 
 const FIXTURES = new URL('../fixtures/pbtxt/', import.meta.url);
 

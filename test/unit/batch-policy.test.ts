@@ -7,7 +7,7 @@ import {
   queueTimeoutUs,
   UNBATCHED_POLICY,
   type BatchPolicyInput,
-} from '../../src/runtime/batch-policy.js';
+} from '../../src/spec/batch-policy.js';
 import { thrown } from '../helpers/thrown.js';
 
 const OWNER = 'CosyVoice.inferenceSft';

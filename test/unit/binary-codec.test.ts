@@ -8,7 +8,7 @@ import {
   tensorToBytes,
 } from '../../src/tensor/binary-codec.js';
 import { createTensor, type TensorValue } from '../../src/tensor/tensor-factory.js';
-import type { Datatype } from '../../src/tensor/tensor.js';
+import type { Datatype } from '../../src/spec/tensor.js';
 import { thrown } from '../helpers/thrown.js';
 
 const hex = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');

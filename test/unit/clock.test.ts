@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { systemClock } from '../../src/runtime/clock.js';
+import { systemClock } from '../../src/engine/clock.js';
 
 describe('systemClock', () => {
   let perfMs = 0;

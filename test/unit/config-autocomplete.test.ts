@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { BackendMetadata } from '../../src/backends/backend.js';
 import { autoCompleteConfig, checkConfigAgainstModel, needsAutoComplete } from '../../src/model-repository/config-autocomplete.js';
-import { DEFAULT_MAX_BATCH_SIZE } from '../../src/runtime/batch-policy.js';
+import { DEFAULT_MAX_BATCH_SIZE } from '../../src/spec/batch-policy.js';
 import { parseModelConfig } from '../../src/model-repository/model-config.js';
 
 const config = (text: string) => parseModelConfig(text, 'config.pbtxt', 'm').config;

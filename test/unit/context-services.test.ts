@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { buildAddSubModel } from '../../src/backends/onnx/onnx-model-builder.js';
-import { ContextServices } from '../../src/runtime/context-services.js';
-import { TextTokenizer } from '../../src/text/tokenizer.js';
+import { ContextServices } from '../../src/instance/context-services.js';
+import { TextTokenizer } from '../../src/tokenizer/tokenizer.js';
 
 const fixtures = fileURLToPath(new URL('../fixtures/text/', import.meta.url));
 

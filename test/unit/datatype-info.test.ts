@@ -9,7 +9,7 @@ import {
   toConfigDatatype,
   toOrtType,
 } from '../../src/tensor/datatype-info.js';
-import { DATATYPES } from '../../src/tensor/tensor.js';
+import { DATATYPES } from '../../src/spec/tensor.js';
 import { thrown } from '../helpers/thrown.js';
 
 describe('DATATYPE_INFO', () => {

@@ -1,8 +1,8 @@
 import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { ServeFnError } from '../../src/errors/index.js';
-import { normalizeBatchPolicy, UNBATCHED_POLICY, type BatchPolicyInput } from '../../src/runtime/batch-policy.js';
-import { DynamicBatcher, type BatchEntry, type BatcherHooks, type SubmitOptions } from '../../src/runtime/dynamic-batcher.js';
+import { normalizeBatchPolicy, UNBATCHED_POLICY, type BatchPolicyInput } from '../../src/spec/batch-policy.js';
+import { DynamicBatcher, type BatchEntry, type BatcherHooks, type SubmitOptions } from '../../src/engine/dynamic-batcher.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 import { settle } from '../helpers/settle.js';
 

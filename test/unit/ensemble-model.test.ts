@@ -5,7 +5,7 @@ import type { InferenceModel, InferenceModelInfo, InferRequest, InferResponse } 
 import type { EnsembleStepPlan } from '../../src/model-repository/ensemble-validation.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
-import type { Tensor, TensorSpec } from '../../src/tensor/tensor.js';
+import type { Tensor, TensorSpec } from '../../src/spec/tensor.js';
 import { int32, values } from '../fixtures/repository/repository-files.js';
 import { settle } from '../helpers/settle.js';
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { InferenceModelInfo } from '../../src/inference/inference-model.js';
 import { planEnsemble } from '../../src/model-repository/ensemble-validation.js';
 import type { EnsembleStep } from '../../src/model-repository/model-config.js';
-import type { TensorSpec } from '../../src/tensor/tensor.js';
+import type { TensorSpec } from '../../src/spec/tensor.js';
 import { thrown } from '../helpers/thrown.js';
 
 function info(name: string, inputs: TensorSpec[], outputs: TensorSpec[], maxBatchSize = 8, version = '1'): InferenceModelInfo {

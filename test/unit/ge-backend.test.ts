@@ -8,7 +8,7 @@ import {
 import { OnnxBackend } from '../../src/backends/onnx/onnx-backend.js';
 import { buildAddSubModel, buildOnnxModel } from '../../src/backends/onnx/onnx-model-builder.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
-import type { Tensor } from '../../src/tensor/tensor.js';
+import type { Tensor } from '../../src/spec/tensor.js';
 import { serveFnFailure } from '../helpers/thrown.js';
 
 /** What the addon loader returns when a test sets it; the real loader otherwise. */

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { ValidatedRequest } from '../../src/inference/request-validation.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
-import { normalizeBatchPolicy } from '../../src/runtime/batch-policy.js';
-import { InstanceEngine, type QueuedTensorRequest } from '../../src/runtime/instance-engine.js';
-import type { InstanceEvents, ModelInstance } from '../../src/runtime/model-instance.js';
-import { now } from '../../src/runtime/request-accounting.js';
-import { StreamChannel } from '../../src/runtime/stream-channel.js';
-import { tensorCall, type ExecuteCall, type ExecuteOutcome } from '../../src/runtime/wire-format.js';
+import { normalizeBatchPolicy } from '../../src/spec/batch-policy.js';
+import { InstanceEngine, type QueuedTensorRequest } from '../../src/engine/instance-engine.js';
+import type { InstanceEvents, ModelInstance } from '../../src/engine/model-instance.js';
+import { now } from '../../src/engine/request-accounting.js';
+import { StreamChannel } from '../../src/wire/stream-channel.js';
+import { tensorCall, type ExecuteCall, type ExecuteOutcome } from '../../src/wire/wire-format.js';
 import { settle } from '../helpers/settle.js';
 
 /** Instances whose executions and streams the test ends by hand. */

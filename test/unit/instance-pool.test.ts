@@ -2,9 +2,9 @@ import 'reflect-metadata';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Endpoint, Instances, Model } from '../../src/decorators/index.js';
 import { buildDefinition } from '../../src/definition/definition-builder.js';
-import { InstancePool, type PoolEvents, type RestartPolicy } from '../../src/runtime/instance-pool.js';
-import type { InstanceEvents, ModelInstance } from '../../src/runtime/model-instance.js';
-import type { ExecuteOutcome } from '../../src/runtime/wire-format.js';
+import { InstancePool, type PoolEvents, type RestartPolicy } from '../../src/engine/instance-pool.js';
+import type { InstanceEvents, ModelInstance } from '../../src/engine/model-instance.js';
+import type { ExecuteOutcome } from '../../src/wire/wire-format.js';
 import { noStreams } from '../helpers/no-streams.js';
 
 @Model({ name: 'pooled' })

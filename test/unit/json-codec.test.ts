@@ -9,7 +9,7 @@ import {
   tensorToJsonValues,
 } from '../../src/tensor/json-codec.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
-import type { Datatype } from '../../src/tensor/tensor.js';
+import type { Datatype } from '../../src/spec/tensor.js';
 import { thrown } from '../helpers/thrown.js';
 
 /** For each datatype: JSON data in, the stored elements, and the JSON values written back. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LinkedQueue } from '../../src/runtime/linked-queue.js';
+import { LinkedQueue } from '../../src/engine/linked-queue.js';
 
 describe('LinkedQueue', () => {
   it('keeps insertion order and removes any element in place', () => {

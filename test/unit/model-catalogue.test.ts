@@ -6,7 +6,7 @@ import type { ModelClass } from '../../src/definition/model-definition.js';
 import { DecoratedModel } from '../../src/inference/decorated-model.js';
 import { ModelCatalogue } from '../../src/inference/model-catalogue.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
-import { ModelRuntime } from '../../src/runtime/model-runtime.js';
+import { ModelRuntime } from '../../src/inference/model-runtime.js';
 import { FakeRepository, simpleModel, versionedModel } from '../protocol/fake-repository.js';
 
 @Model({ name: 'simple', version: '7' })

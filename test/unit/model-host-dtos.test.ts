@@ -5,8 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { Endpoint, Model } from '../../src/decorators/index.js';
 import { buildDefinition } from '../../src/definition/definition-builder.js';
 import type { RequestInfo } from '../../src/definition/model-context.js';
-import { ModelHost } from '../../src/runtime/model-host.js';
-import type { WireRequestInfo, WireResult } from '../../src/runtime/wire-format.js';
+import { ModelHost } from '../../src/instance/model-host.js';
+import type { WireRequestInfo, WireResult } from '../../src/wire/wire-format.js';
 
 /** What a model method receives and what goes back, for DTOs with and without class-transformer's decorators. */
 

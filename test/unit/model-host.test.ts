@@ -7,13 +7,13 @@ import { Batch, Endpoint, Model, Tensors, WebSocketEndpoint } from '../../src/de
 import { buildDefinition } from '../../src/definition/definition-builder.js';
 import type { ModelContext, RequestInfo, SocketContext } from '../../src/definition/model-context.js';
 import { createError, deserializeError, ServeFnError, type SerializedError } from '../../src/errors/index.js';
-import type { ExecuteRequest, ExecuteResponse } from '../../src/inference/tensor-model-api.js';
-import type { TensorWireResult } from '../../src/inference/tensor-model-plan.js';
-import { ModelHost } from '../../src/runtime/model-host.js';
+import type { ExecuteRequest, ExecuteResponse } from '../../src/instance/tensor-model-api.js';
+import type { TensorWireResult } from '../../src/wire/tensor-model-plan.js';
+import { ModelHost } from '../../src/instance/model-host.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
-import type { StreamEvent } from '../../src/runtime/stream-channel.js';
-import type { ExecuteOutcome, WireRequest, WireRequestInfo, WireResult } from '../../src/runtime/wire-format.js';
-import { silentLogger } from '../../src/runtime/instance-logger.js';
+import type { StreamEvent } from '../../src/wire/stream-channel.js';
+import type { ExecuteOutcome, WireRequest, WireRequestInfo, WireResult } from '../../src/wire/wire-format.js';
+import { silentLogger } from '../../src/instance/instance-logger.js';
 import { settle } from '../helpers/settle.js';
 
 @singleton()

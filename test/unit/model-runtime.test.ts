@@ -1,13 +1,13 @@
 import 'reflect-metadata';
 import { describe, expect, it } from 'vitest';
 import { Batch, Endpoint, Instances, Model, Tensors } from '../../src/decorators/index.js';
-import type { ExecuteRequest, ExecuteResponse } from '../../src/inference/tensor-model-api.js';
+import type { ExecuteRequest, ExecuteResponse } from '../../src/instance/tensor-model-api.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
 import { buildDefinition } from '../../src/definition/definition-builder.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
-import { InlineInstance } from '../../src/runtime/inline-instance.js';
-import { ModelRuntime } from '../../src/runtime/model-runtime.js';
-import { StreamChannel } from '../../src/runtime/stream-channel.js';
+import { InlineInstance } from '../../src/engine/inline-instance.js';
+import { ModelRuntime } from '../../src/inference/model-runtime.js';
+import { StreamChannel } from '../../src/wire/stream-channel.js';
 
 @Model({ name: 'counter' })
 @Instances(1, { inline: true })

@@ -9,7 +9,7 @@ import { readModelSource } from '../../src/model-repository/model-source.js';
 import { int32, inThreadInstances, scratchFolder, SIMPLE_CONFIG, values, writeFiles } from '../fixtures/repository/repository-files.js';
 import { buildResnetStandIn, GE_RESNET_CONFIG } from '../fixtures/npu/ge-models.js';
 import type { ModelContextData } from '../../src/definition/model-context.js';
-import type { TensorModelPlan } from '../../src/inference/tensor-model-plan.js';
+import type { TensorModelPlan } from '../../src/wire/tensor-model-plan.js';
 import { noStreams } from '../helpers/no-streams.js';
 
 const root = scratchFolder('builder');

@@ -2,11 +2,11 @@ import { rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ModelContextData } from '../../src/definition/model-context.js';
-import { ModuleExecutor } from '../../src/inference/module-executor.js';
-import type { TensorModel } from '../../src/inference/tensor-model-api.js';
-import type { TensorModelPlan, TensorWireRequest, TensorWireResult } from '../../src/inference/tensor-model-plan.js';
-import { ContextServices } from '../../src/runtime/context-services.js';
-import type { WireResult } from '../../src/runtime/wire-format.js';
+import { ModuleExecutor } from '../../src/instance/module-executor.js';
+import type { TensorModel } from '../../src/instance/tensor-model-api.js';
+import type { TensorModelPlan, TensorWireRequest, TensorWireResult } from '../../src/wire/tensor-model-plan.js';
+import { ContextServices } from '../../src/instance/context-services.js';
+import type { WireResult } from '../../src/wire/wire-format.js';
 import { int32, range, scratchFolder, values, writeFiles } from '../fixtures/repository/repository-files.js';
 
 const plan: TensorModelPlan = {

@@ -4,7 +4,7 @@ import type {
 } from '../../src/backends/npu/native-binding.js';
 import { NpuBackend } from '../../src/backends/npu/npu-backend.js';
 import { ServeFnError } from '../../src/errors/index.js';
-import type { Tensor } from '../../src/tensor/tensor.js';
+import type { Tensor } from '../../src/spec/tensor.js';
 
 const FOUND: LibraryProbe = { found: true, path: '/cann/lib64/libascendcl.so', variant: 'ascendcl', tried: [] };
 

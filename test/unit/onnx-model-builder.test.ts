@@ -11,7 +11,7 @@ import {
 import { ServeFnError } from '../../src/errors/index.js';
 import { numberToFp16Bits } from '../../src/tensor/half-float.js';
 import { createTensor, type TensorValue } from '../../src/tensor/tensor-factory.js';
-import type { Datatype, Tensor } from '../../src/tensor/tensor.js';
+import type { Datatype, Tensor } from '../../src/spec/tensor.js';
 
 const backend = new OnnxBackend();
 const sessions: OnnxSession[] = [];

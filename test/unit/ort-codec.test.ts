@@ -2,7 +2,7 @@ import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { fromOrtTensor, toOrtTensor } from '../../src/tensor/ort-codec.js';
 import { createTensor, type TensorValue } from '../../src/tensor/tensor-factory.js';
-import type { Datatype } from '../../src/tensor/tensor.js';
+import type { Datatype } from '../../src/spec/tensor.js';
 import { thrown } from '../helpers/thrown.js';
 
 const CASES: readonly [Datatype, string, TensorValue[]][] = [

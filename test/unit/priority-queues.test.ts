@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { normalizeBatchPolicy, type BatchPolicyInput } from '../../src/runtime/batch-policy.js';
-import { PriorityQueues, type QueuedItem } from '../../src/runtime/priority-queues.js';
+import { normalizeBatchPolicy, type BatchPolicyInput } from '../../src/spec/batch-policy.js';
+import { PriorityQueues, type QueuedItem } from '../../src/engine/priority-queues.js';
 
 interface Item extends QueuedItem<Item> {
   readonly name: string;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createError, deserializeError, serializeError } from '../../src/errors/index.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
-import { now, requestQueued, requestSettled, type RequestClock } from '../../src/runtime/request-accounting.js';
+import { now, requestQueued, requestSettled, type RequestClock } from '../../src/engine/request-accounting.js';
 
 async function reasonCounted(err: unknown): Promise<Record<string, number>> {
   const recorder = new InferenceRecorder({ collectProcessMetrics: false });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { controlInputSpecs, controlTensors, type SequenceControlInput } from '../../src/inference/sequence-controls.js';
-import type { SequenceRoute } from '../../src/inference/sequence-registry.js';
+import { controlInputSpecs, controlTensors, type SequenceControlInput } from '../../src/engine/sequence-controls.js';
+import type { SequenceRoute } from '../../src/engine/sequence-registry.js';
 import { thrown } from '../helpers/thrown.js';
 
 const route = (correlationId: number | string, start: boolean, end: boolean): SequenceRoute => ({ lane: 0, key: 'k', correlationId, start, end, done: () => undefined });

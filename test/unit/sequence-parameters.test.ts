@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { refuseSequenceParameters, takeSequenceParameters } from '../../src/inference/sequence-parameters.js';
+import { refuseSequenceParameters, takeSequenceParameters } from '../../src/engine/sequence-parameters.js';
 import { thrown } from '../helpers/thrown.js';
 
 describe('sequence parameters', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SequenceRegistry } from '../../src/inference/sequence-registry.js';
+import { SequenceRegistry } from '../../src/engine/sequence-registry.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 import { thrown } from '../helpers/thrown.js';
 

@@ -5,7 +5,7 @@ import wavefile from 'wavefile';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { OnnxBackend } from '../../src/backends/onnx/onnx-backend.js';
 import type { BackendSession } from '../../src/backends/backend.js';
-import type { Tensor } from '../../src/tensor/tensor.js';
+import type { Tensor } from '../../src/spec/tensor.js';
 import { SILERO_WINDOW_SAMPLES, SileroVadSegmenter, type VadSegmenterOptions } from '../../src/adapters/funasr/silero-vad-segmenter.js';
 import type { VadEvent } from '../../src/adapters/funasr/streaming-vad.js';
 

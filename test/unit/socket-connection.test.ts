@@ -6,8 +6,8 @@ import type { WebSocket } from 'ws';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { SocketEndpointDefinition } from '../../src/definition/model-definition.js';
 import { createError, serializeError } from '../../src/errors/index.js';
-import { SocketLink } from '../../src/runtime/socket-session.js';
-import type { SocketInput } from '../../src/runtime/wire-format.js';
+import { SocketLink } from '../../src/wire/socket-session.js';
+import type { SocketInput } from '../../src/wire/wire-format.js';
 import { CLOSE_TIMEOUT_MS, INPUT_WINDOW, INPUT_WINDOW_BYTES, SocketConnection } from '../../src/server/socket-connection.js';
 import { settle } from '../helpers/settle.js';
 

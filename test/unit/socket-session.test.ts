@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { SocketInbox, SocketLink, type SocketControl } from '../../src/runtime/socket-session.js';
-import type { SocketInput } from '../../src/runtime/wire-format.js';
+import { SocketInbox, SocketLink, type SocketControl } from '../../src/wire/socket-session.js';
+import type { SocketInput } from '../../src/wire/wire-format.js';
 
 describe('SocketInbox', () => {
   it('yields messages in order, reports each one taken, and ends after the rest once ended', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { StreamCredit, type StreamEvent, StreamPump, StreamChannel } from '../../src/runtime/stream-channel.js';
+import { StreamCredit, type StreamEvent, StreamPump, StreamChannel } from '../../src/wire/stream-channel.js';
 import { createError, serializeError } from '../../src/errors/index.js';
 import { settle } from '../helpers/settle.js';
 

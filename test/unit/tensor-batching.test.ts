@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { batchSignature, concatBatch, reshapeTensor, splitBatch } from '../../src/inference/tensor-batching.js';
+import { batchSignature, concatBatch, reshapeTensor, splitBatch } from '../../src/tensor/tensor-batching.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
 
 const utf8 = new TextEncoder();

@@ -9,7 +9,7 @@ import {
   validateShape,
   withBatchDim,
 } from '../../src/tensor/tensor-factory.js';
-import type { TensorSpec } from '../../src/tensor/tensor.js';
+import type { TensorSpec } from '../../src/spec/tensor.js';
 import { thrown } from '../helpers/thrown.js';
 
 describe('shapes', () => {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { Batch, Endpoint, Model, Tensors } from '../../src/decorators/index.js';
 import { buildDefinition } from '../../src/definition/definition-builder.js';
 import type { ModelClass } from '../../src/definition/model-definition.js';
-import type { ExecuteRequest, ExecuteResponse } from '../../src/inference/tensor-model-api.js';
+import type { ExecuteRequest, ExecuteResponse } from '../../src/instance/tensor-model-api.js';
 import type { TensorsOptions } from '../../src/metadata/records.js';
 import { thrown } from '../helpers/thrown.js';
 

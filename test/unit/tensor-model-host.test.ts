@@ -2,11 +2,11 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it, vi } from 'vitest';
 import type { ModelContextData } from '../../src/definition/model-context.js';
 import type { StreamedResult } from '../../src/inference/decoupled-model.js';
-import { TensorModelHost } from '../../src/inference/tensor-model-host.js';
-import type { TensorModelPlan, TensorWireResult } from '../../src/inference/tensor-model-plan.js';
-import { ContextServices } from '../../src/runtime/context-services.js';
-import type { StreamEvent } from '../../src/runtime/stream-channel.js';
-import type { TensorCall } from '../../src/runtime/wire-format.js';
+import { TensorModelHost } from '../../src/instance/tensor-model-host.js';
+import type { TensorModelPlan, TensorWireResult } from '../../src/wire/tensor-model-plan.js';
+import { ContextServices } from '../../src/instance/context-services.js';
+import type { StreamEvent } from '../../src/wire/stream-channel.js';
+import type { TensorCall } from '../../src/wire/wire-format.js';
 import { int32, values } from '../fixtures/repository/repository-files.js';
 
 const data: ModelContextData = {

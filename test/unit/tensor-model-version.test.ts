@@ -4,9 +4,9 @@ import { TensorModelVersion, type WarmupRun } from '../../src/inference/tensor-m
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { schedulerFor } from '../../src/model-repository/configured-scheduler.js';
 import { parseModelConfig } from '../../src/model-repository/model-config.js';
-import { InstanceEngine } from '../../src/runtime/instance-engine.js';
-import type { ModelInstance } from '../../src/runtime/model-instance.js';
-import type { ExecuteOutcome } from '../../src/runtime/wire-format.js';
+import { InstanceEngine } from '../../src/engine/instance-engine.js';
+import type { ModelInstance } from '../../src/engine/model-instance.js';
+import type { ExecuteOutcome } from '../../src/wire/wire-format.js';
 import { int32, values } from '../fixtures/repository/repository-files.js';
 import { noStreams } from '../helpers/no-streams.js';
 import { tensorRequests } from '../helpers/manual-tensor-instances.js';

@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { ServeFnError } from '../../src/errors/index.js';
 import type { InferenceModel } from '../../src/inference/inference-model.js';
 import { DEFAULT_TEXT_LIMITS, TextEngine } from '../../src/text/text-engine.js';
-import { TextTokenizer } from '../../src/text/tokenizer.js';
+import { TextTokenizer } from '../../src/tokenizer/tokenizer.js';
 import { CLASSIFIER_LABELS, fakeForward, forwardOver, HIDDEN, hiddenOf, tableValue, textModelFor, WORDPIECE_TOKENIZER, type ForwardLog } from '../helpers/text-model-fixture.js';
 
 const CLS = 2;

@@ -2,7 +2,7 @@ import { readlinkSync } from 'node:fs';
 import { getPriority } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { instanceNiceness, lowerThisThreadPriority, START_INSTANCE_NICENESS } from '../../src/runtime/thread-priority.js';
+import { instanceNiceness, lowerThisThreadPriority, START_INSTANCE_NICENESS } from '../../src/instance/thread-priority.js';
 import { thrown } from '../helpers/thrown.js';
 
 const threadId = (): number => Number(readlinkSync('/proc/thread-self').split('/').pop());

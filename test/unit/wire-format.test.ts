@@ -1,6 +1,6 @@
 import { markAsUntransferable, MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
-import { callTransferables, collectTransferables, reviveBuffers, tensorCall } from '../../src/runtime/wire-format.js';
+import { callTransferables, collectTransferables, reviveBuffers, tensorCall } from '../../src/wire/wire-format.js';
 
 const ports: MessagePort[] = [];
 

@@ -1,5 +1,5 @@
 import type { BackendSession } from '../../backends/backend.js';
-import type { Tensor } from '../../tensor/tensor.js';
+import type { Tensor } from '../../spec/tensor.js';
 import { FUNASR_SAMPLE_RATE } from './funasr-recognizer.js';
 import type { StreamingVad, VadEvent } from './streaming-vad.js';
 

@@ -1,5 +1,5 @@
 import { createError } from '../../errors/index.js';
-import type { TensorSpec } from '../../tensor/tensor.js';
+import type { TensorSpec } from '../../spec/tensor.js';
 
 /**
  * The options of an npu_ge load, sorted into the scopes GE takes them in. The keys follow Huawei's

@@ -1,8 +1,8 @@
 import { createError } from '../../errors/index.js';
-import { concatBatch, firstRows, splitBatch } from '../../inference/tensor-batching.js';
+import { concatBatch, firstRows, splitBatch } from '../../tensor/tensor-batching.js';
 import { DATATYPE_INFO } from '../../tensor/datatype-info.js';
 import { checkTensorAgainstSpec, createTensor, elementCount, formatShape } from '../../tensor/tensor-factory.js';
-import type { Datatype, Tensor } from '../../tensor/tensor.js';
+import type { Datatype, Tensor } from '../../spec/tensor.js';
 import type { BackendMetadata, BackendSession } from '../backend.js';
 import { distributeRows, executionRows, gearFor } from './batch-gears.js';
 import { ExecutionSlots } from './ge-slots.js';

@@ -1,5 +1,5 @@
 import { createError } from '../../errors/index.js';
-import type { Datatype, Tensor, TensorSpec } from '../../tensor/tensor.js';
+import type { Datatype, Tensor, TensorSpec } from '../../spec/tensor.js';
 import type { BackendMetadata, BackendSession } from '../backend.js';
 import type { NativeOmModel } from './native-binding.js';
 import { gearFor } from './batch-gears.js';

@@ -2,7 +2,7 @@ import { createError } from '../../errors/index.js';
 import type { BackendMetadata } from '../backend.js';
 import { DATATYPE_INFO, type NumericArrayConstructor } from '../../tensor/datatype-info.js';
 import { elementCount } from '../../tensor/tensor-factory.js';
-import type { Datatype, Tensor, TensorData, TensorSpec } from '../../tensor/tensor.js';
+import type { Datatype, Tensor, TensorData, TensorSpec } from '../../spec/tensor.js';
 import type { NativeModelDescription, NativeTensorDescription } from './native-binding.js';
 
 /** aclDataType codes (CANN AscendCL API reference, aclDataType) that have a serve-fn datatype. */

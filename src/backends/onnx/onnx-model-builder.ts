@@ -7,7 +7,7 @@
 import { createError } from '../../errors/index.js';
 import { tensorToBytes } from '../../tensor/binary-codec.js';
 import { createTensor, type TensorValue } from '../../tensor/tensor-factory.js';
-import type { Datatype, TensorData } from '../../tensor/tensor.js';
+import type { Datatype, TensorData } from '../../spec/tensor.js';
 
 export interface OnnxValueInfo {
   readonly name: string;

@@ -2,7 +2,7 @@ import type { InferenceSession } from 'onnxruntime-node';
 import { ServeFnError, createError } from '../../errors/index.js';
 import { fromOrtType } from '../../tensor/datatype-info.js';
 import { fromOrtTensor, toOrtTensor, type OrtTensorConstructor } from '../../tensor/ort-codec.js';
-import type { Tensor, TensorSpec } from '../../tensor/tensor.js';
+import type { Tensor, TensorSpec } from '../../spec/tensor.js';
 import type { BackendMetadata, BackendSession } from '../backend.js';
 
 const BACKEND = 'onnxruntime';

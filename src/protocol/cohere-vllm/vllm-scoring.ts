@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { CancelSignal } from '../../runtime/dynamic-batcher.js';
+import type { CancelSignal } from '../../engine/dynamic-batcher.js';
 import { createError } from '../../errors/index.js';
 import { parseTextInputs } from '../../text/text-inputs.js';
 import type { ScoredLabel, TextAnswer, TextEngine } from '../../text/text-engine.js';

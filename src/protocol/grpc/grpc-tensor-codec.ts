@@ -1,6 +1,6 @@
 import { createError } from '../../errors/index.js';
 import { createTensor, parseDatatype, tensorFromBytes, tensorToBytes, validateShape, type TensorValue } from '../../tensor/index.js';
-import type { Datatype, Tensor } from '../../tensor/tensor.js';
+import type { Datatype, Tensor } from '../../spec/tensor.js';
 import type { Parameters } from '../infer-request-decoder.js';
 import { sharedMemoryInputReader, takeSharedMemoryParameters, writeSharedMemoryOutput, type SharedMemoryLocation } from '../system-shared-memory/tensors.js';
 import type { SystemSharedMemoryRegistry } from '../system-shared-memory/registry.js';

@@ -1,6 +1,6 @@
 import { createError } from '../../errors/index.js';
 import { DATATYPE_INFO, elementCount, formatShape, tensorFromBytes, tensorToBytes, type JsonTensorHeader } from '../../tensor/index.js';
-import type { Datatype, Tensor } from '../../tensor/tensor.js';
+import type { Datatype, Tensor } from '../../spec/tensor.js';
 import type { SystemSharedMemoryRegistry } from './registry.js';
 
 /** Where a tensor's bytes are: the shared-memory parameters of an input or a requested output. */

@@ -1,4 +1,4 @@
-import type { DecoupledResponse, DecoupledTensorModel, ExecuteRequest } from '../../../../../src/inference/tensor-model-api.js';
+import type { DecoupledResponse, DecoupledTensorModel, ExecuteRequest } from '../../../../../src/instance/tensor-model-api.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -1,5 +1,5 @@
 import { createTensor, type ExecuteRequest, type ExecuteResponse, type TensorModel } from '../../../../../src/index.js';
-import { REQUEST_FLAG_SEQUENCE_START } from '../../../../../src/inference/tensor-model-api.js';
+import { REQUEST_FLAG_SEQUENCE_START } from '../../../../../src/instance/tensor-model-api.js';
 
 /** OUTPUT = INPUT + 1 on the START request of a sequence, INPUT otherwise. */
 export default class SimpleSequence implements TensorModel {

@@ -1,6 +1,6 @@
 import type { InferOptions, ModelContextData } from '../definition/model-context.js';
 import type { SerializedError } from '../errors/index.js';
-import type { TensorModelPlan } from '../inference/tensor-model-plan.js';
+import type { TensorModelPlan } from './tensor-model-plan.js';
 import type { TextForwardPlan } from '../instance/text-forward-host.js';
 import type { Bundle } from './message-outbox.js';
 import type { StreamEvent } from './stream-channel.js';

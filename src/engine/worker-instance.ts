@@ -1,21 +1,21 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type { ModelContextData, InferOptions } from '../definition/model-context.js';
-import type { InferCall } from './context-services.js';
+import type { InferCall } from '../instance/context-services.js';
 import { createError, deserializeError, serializeError } from '../errors/index.js';
-import type { TensorModelPlan } from '../inference/tensor-model-plan.js';
+import type { TensorModelPlan } from '../wire/tensor-model-plan.js';
 import type { TextForwardPlan } from '../instance/text-forward-host.js';
 import type { InstanceEvents, ModelInstance } from './model-instance.js';
-import { forEachMessage, MessageOutbox, type Bundle } from './message-outbox.js';
-import { SocketLink } from './socket-session.js';
-import { StreamChannel, type StreamControl } from './stream-channel.js';
-import { instanceNiceness } from './thread-priority.js';
-import { relayWorkerLog, silentLogger, type ModelLogger } from './instance-logger.js';
-import type { FromWorker, ToWorker, WorkerBootData } from './worker-messages.js';
-import { answersOneByOne, callTransferables, collectTransferables, reviveBuffers, type ExecuteCall, type ExecuteOutcome, type OnResult, type SocketCall, type WireResult } from './wire-format.js';
+import { forEachMessage, MessageOutbox, type Bundle } from '../wire/message-outbox.js';
+import { SocketLink } from '../wire/socket-session.js';
+import { StreamChannel, type StreamControl } from '../wire/stream-channel.js';
+import { instanceNiceness } from '../instance/thread-priority.js';
+import { relayWorkerLog, silentLogger, type ModelLogger } from '../instance/instance-logger.js';
+import type { FromWorker, ToWorker, WorkerBootData } from '../wire/worker-messages.js';
+import { answersOneByOne, callTransferables, collectTransferables, reviveBuffers, type ExecuteCall, type ExecuteOutcome, type OnResult, type SocketCall, type WireResult } from '../wire/wire-format.js';
 
 const BOOTSTRAP_URL = new URL('../../loader/worker-bootstrap.mjs', import.meta.url);
-const WORKER_ENTRY_URL = new URL(`./worker-entry${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
+const WORKER_ENTRY_URL = new URL(`../instance/worker-entry${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
 const requireHere = createRequire(import.meta.url);
 
 interface Pending {

@@ -1,4 +1,4 @@
-import { queuePolicyFor, type BatchPolicy, type QueuePolicy } from './batch-policy.js';
+import { queuePolicyFor, type BatchPolicy, type QueuePolicy } from '../spec/batch-policy.js';
 import { LinkedQueue, type Link } from './linked-queue.js';
 
 /** One priority level: its queue policy and the requests waiting at that level. */

@@ -4,51 +4,51 @@ import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import multipart from '@fastify/multipart';
-import { buildDefinitions } from '../definition/definition-builder.js';
-import type { InferOptions, ModelContextData } from '../definition/model-context.js';
-import type { ModelClass, ModelDefinition } from '../definition/model-definition.js';
-import { createError } from '../errors/index.js';
-import { validateDto } from '../validation/dto-validator.js';
-import { installHttpMetrics } from '../metrics/http-metrics.js';
-import { silentLogger, type ModelLogger } from '../runtime/instance-logger.js';
-import { installRequestTracing, type RequestTracing } from '../tracing/request-tracing.js';
-import { TraceSettings } from '../tracing/trace-settings.js';
-import { InferenceRecorder } from '../metrics/inference-recorder.js';
-import type { InferRequest } from '../inference/inference-model.js';
-import { FolderModelRepository, type FolderModelRepositoryOptions, type ModelControlMode } from '../model-repository/folder-model-repository.js';
-import { DecoratedModel } from '../inference/decorated-model.js';
-import { EXECUTE_METHOD } from '../definition/tensor-interface-builder.js';
-import { EmptyModelRepository } from '../inference/empty-model-repository.js';
-import { ModelCatalogue } from '../inference/model-catalogue.js';
-import { kserveProtocol } from '../protocol/kserve-protocol.js';
-import type { GrpcServerHandle } from '../protocol/grpc/grpc-server.js';
-import { SystemSharedMemoryRegistry, type SharedMemoryLimits } from '../protocol/system-shared-memory/registry.js';
-import { InlineInstance } from '../runtime/inline-instance.js';
-import type { RestartPolicy } from '../runtime/instance-pool.js';
-import type { InstanceFactory } from '../runtime/model-instance.js';
-import { ModelRuntime } from '../runtime/model-runtime.js';
-import { WorkerInstance } from '../runtime/worker-instance.js';
-import type { TextServeOptions } from '../text/text-model-loader.js';
-import { ServerTextModels } from '../text/server-text-models.js';
-import type { VersionBuilderContext } from '../model-repository/model-version-builder.js';
-import type { TextEngine } from '../text/text-engine.js';
-import { openAiRoutes } from '../protocol/openai/openai-routes.js';
-import { teiRoutes } from '../protocol/tei/tei-routes.js';
-import { DEFAULT_TEXT_PAYLOAD_LIMIT } from '../protocol/text-routes.js';
-import { cohereVllmRoutes } from '../protocol/cohere-vllm/cohere-vllm-routes.js';
-import { endpointRoutes } from './endpoint-routes.js';
-import { installErrorHandling } from './error-handler.js';
-import { healthRoutes } from './health-routes.js';
-import { DEFAULT_JSON_BODY_LIMIT, installJsonBodyParser } from './json-body-parser.js';
-import { installLingeringClose } from './lingering-close.js';
-import { metricsRoutes } from './metrics-routes.js';
-import { collectDtoSchemas, registerOpenApi } from './openapi-plugin.js';
-import { readProjectInfo } from './project-info.js';
-import { requestId } from './request-id.js';
-import { AccessLogController } from './request-log.js';
-import { securityPlugin, securityServerOptions, type SecurityOptions, type TlsFiles } from './security-plugin.js';
-import { ServerState } from './server-state.js';
-import { socketRoutes } from './socket-routes.js';
+import { buildDefinitions } from './definition/definition-builder.js';
+import type { InferOptions, ModelContextData } from './definition/model-context.js';
+import type { ModelClass, ModelDefinition } from './definition/model-definition.js';
+import { createError } from './errors/index.js';
+import { validateDto } from './validation/dto-validator.js';
+import { installHttpMetrics } from './metrics/http-metrics.js';
+import { silentLogger, type ModelLogger } from './instance/instance-logger.js';
+import { installRequestTracing, type RequestTracing } from './tracing/request-tracing.js';
+import { TraceSettings } from './tracing/trace-settings.js';
+import { InferenceRecorder } from './metrics/inference-recorder.js';
+import type { InferRequest } from './inference/inference-model.js';
+import { FolderModelRepository, type FolderModelRepositoryOptions, type ModelControlMode } from './model-repository/folder-model-repository.js';
+import { DecoratedModel } from './inference/decorated-model.js';
+import { EXECUTE_METHOD } from './definition/tensor-interface-builder.js';
+import { EmptyModelRepository } from './inference/empty-model-repository.js';
+import { ModelCatalogue } from './inference/model-catalogue.js';
+import { kserveProtocol } from './protocol/kserve-protocol.js';
+import type { GrpcServerHandle } from './protocol/grpc/grpc-server.js';
+import { SystemSharedMemoryRegistry, type SharedMemoryLimits } from './protocol/system-shared-memory/registry.js';
+import { InlineInstance } from './engine/inline-instance.js';
+import type { RestartPolicy } from './engine/instance-pool.js';
+import type { InstanceFactory } from './engine/model-instance.js';
+import { ModelRuntime } from './inference/model-runtime.js';
+import { WorkerInstance } from './engine/worker-instance.js';
+import type { TextServeOptions } from './text/text-model-loader.js';
+import { ServerTextModels } from './text/server-text-models.js';
+import type { VersionBuilderContext } from './model-repository/model-version-builder.js';
+import type { TextEngine } from './text/text-engine.js';
+import { openAiRoutes } from './protocol/openai/openai-routes.js';
+import { teiRoutes } from './protocol/tei/tei-routes.js';
+import { DEFAULT_TEXT_PAYLOAD_LIMIT } from './protocol/text-routes.js';
+import { cohereVllmRoutes } from './protocol/cohere-vllm/cohere-vllm-routes.js';
+import { endpointRoutes } from './server/endpoint-routes.js';
+import { installErrorHandling } from './server/error-handler.js';
+import { healthRoutes } from './server/health-routes.js';
+import { DEFAULT_JSON_BODY_LIMIT, installJsonBodyParser } from './server/json-body-parser.js';
+import { installLingeringClose } from './server/lingering-close.js';
+import { metricsRoutes } from './server/metrics-routes.js';
+import { collectDtoSchemas, registerOpenApi } from './server/openapi-plugin.js';
+import { readProjectInfo } from './server/project-info.js';
+import { requestId } from './server/request-id.js';
+import { AccessLogController } from './server/request-log.js';
+import { securityPlugin, securityServerOptions, type SecurityOptions, type TlsFiles } from './server/security-plugin.js';
+import { ServerState } from './server/server-state.js';
+import { socketRoutes } from './server/socket-routes.js';
 
 export const DEFAULT_BODY_LIMIT = 64 * 1024 * 1024;
 
@@ -99,7 +99,7 @@ export interface ServeOptions {
 /** How the server names itself in KServe server metadata, over HTTP and gRPC alike. */
 export const SERVER_IDENTITY = {
   serverName: 'serve-fn',
-  serverVersion: (createRequire(import.meta.url)('../../package.json') as { version: string }).version,
+  serverVersion: (createRequire(import.meta.url)('../package.json') as { version: string }).version,
 } as const;
 
 export type RepositoryServeOptions = Pick<FolderModelRepositoryOptions, 'root' | 'controlMode' | 'startupModels' | 'pollIntervalMs' | 'maxInstances'>;
@@ -204,7 +204,7 @@ export class ServeFnServer {
     const address = await this.listening;
     if (this.options.grpc) {
       // Imported only when served: @grpc/grpc-js and the parsed protos cost resident memory for as long as the server runs.
-      const { startGrpcServer } = await import('../protocol/grpc/grpc-server.js');
+      const { startGrpcServer } = await import('./protocol/grpc/grpc-server.js');
       this.grpc = await startGrpcServer({
         ...SERVER_IDENTITY,
         repository: this.catalogue,

@@ -1,7 +1,7 @@
 import type { ModelDefinition } from '../definition/model-definition.js';
 import { createError, type ServeFnError } from '../errors/index.js';
 import type { InstanceEvents, InstanceFactory, ModelInstance } from './model-instance.js';
-import { DEFAULT_RESTART_POLICY } from './restart-limit.js';
+import { DEFAULT_RESTART_POLICY } from '../definition/restart-limit.js';
 
 export interface RestartPolicy {
   /** Most restarts of one instance within `windowMs` before it is left down until the window passes. */

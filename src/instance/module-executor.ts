@@ -1,14 +1,14 @@
 import { pathToFileURL } from 'node:url';
 import type { ModelContext } from '../definition/model-context.js';
 import { createError, isErrorCode, serializeError, type ServeFnError } from '../errors/index.js';
-import { oneResultPerRequest } from '../runtime/batch-results.js';
-import type { WireResult } from '../runtime/wire-format.js';
+import { oneResultPerRequest } from '../wire/batch-results.js';
+import type { WireResult } from '../wire/wire-format.js';
 import { checkTensorAgainstSpec, createTensor, withBatchDim } from '../tensor/tensor-factory.js';
-import type { Tensor } from '../tensor/tensor.js';
+import type { Tensor } from '../spec/tensor.js';
 import type { TensorExecutor } from './backend-executor.js';
-import { isDecoupledConfig, type StreamedResult } from './decoupled-model.js';
+import { isDecoupledConfig, type StreamedResult } from '../inference/decoupled-model.js';
 import { REQUEST_FLAG_SEQUENCE_END, REQUEST_FLAG_SEQUENCE_START, type DecoupledResponse, type DecoupledTensorModel, type ExecuteRequest, type ExecuteResponse, type TensorModel } from './tensor-model-api.js';
-import type { ConfigTensor, TensorModelPlan, TensorWireRequest, TensorWireResult } from './tensor-model-plan.js';
+import type { ConfigTensor, TensorModelPlan, TensorWireRequest, TensorWireResult } from '../wire/tensor-model-plan.js';
 
 type AnyTensorModel = TensorModel | DecoupledTensorModel;
 

@@ -1,4 +1,4 @@
-import type { Datatype, Tensor } from '../tensor/tensor.js';
+import type { Datatype, Tensor } from '../spec/tensor.js';
 
 /**
  * What crosses to and from a tensor model's instance thread: the plan it boots from, and each

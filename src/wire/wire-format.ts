@@ -1,7 +1,7 @@
 import * as workerThreads from 'node:worker_threads';
 import type { RequestInfo, SocketContext } from '../definition/model-context.js';
 import type { SerializedError } from '../errors/index.js';
-import type { TensorWireRequest } from '../inference/tensor-model-plan.js';
+import type { TensorWireRequest } from './tensor-model-plan.js';
 import type { PoolingModeName } from '../metadata/records.js';
 
 /** What crosses between the HTTP thread and an instance, in both directions. */

@@ -1,5 +1,5 @@
 import { createError } from '../errors/index.js';
-import type { Clock } from '../runtime/clock.js';
+import type { Clock } from './clock.js';
 
 /** Triton's correlation id: a uint64 or a string; 0 and '' mean the request is in no sequence. */
 export type CorrelationId = number | string;

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { ServeFnError, statusOf } from '../errors/index.js';
 import type { BatchTimings, FailureReason, InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { RequestTrace, RunningSpan } from '../tracing/request-tracing.js';
-import type { ExecuteOutcome } from './wire-format.js';
+import type { ExecuteOutcome } from '../wire/wire-format.js';
 
 const timeOrigin = performance.timeOrigin;
 

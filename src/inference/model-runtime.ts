@@ -2,20 +2,20 @@ import type { EndpointDefinition, ModelDefinition } from '../definition/model-de
 import type { SocketContext } from '../definition/model-context.js';
 import { EXECUTE_METHOD } from '../definition/tensor-interface-builder.js';
 import { deserializeError } from '../errors/index.js';
-import type { ValidatedRequest } from '../inference/request-validation.js';
-import { refuseSequenceParameters } from '../inference/sequence-parameters.js';
-import type { TensorWireResult } from '../inference/tensor-model-plan.js';
+import type { ValidatedRequest } from './request-validation.js';
+import { refuseSequenceParameters } from '../engine/sequence-parameters.js';
+import type { TensorWireResult } from '../wire/tensor-model-plan.js';
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';
-import { normalizeBatchPolicy, UNBATCHED_POLICY } from './batch-policy.js';
-import type { BatchEntry, DynamicBatcher, SubmitOptions } from './dynamic-batcher.js';
-import { InstanceEngine, traceparentsOf, type QueuedTensorRequest } from './instance-engine.js';
+import { normalizeBatchPolicy, UNBATCHED_POLICY } from '../spec/batch-policy.js';
+import type { BatchEntry, DynamicBatcher, SubmitOptions } from '../engine/dynamic-batcher.js';
+import { InstanceEngine, traceparentsOf, type QueuedTensorRequest } from '../engine/instance-engine.js';
 import type { RequestTrace } from '../tracing/request-tracing.js';
-import type { PoolEvents, RestartPolicy } from './instance-pool.js';
-import type { InstanceFactory } from './model-instance.js';
-import { batchStartMs, now, type RequestClock } from './request-accounting.js';
-import type { SocketLink } from './socket-session.js';
-import { type StreamChannel, DEFAULT_STREAM_CREDIT } from './stream-channel.js';
-import type { EndpointCall, WireRequest, WireResult } from './wire-format.js';
+import type { PoolEvents, RestartPolicy } from '../engine/instance-pool.js';
+import type { InstanceFactory } from '../engine/model-instance.js';
+import { batchStartMs, now, type RequestClock } from '../engine/request-accounting.js';
+import type { SocketLink } from '../wire/socket-session.js';
+import { type StreamChannel, DEFAULT_STREAM_CREDIT } from '../wire/stream-channel.js';
+import type { EndpointCall, WireRequest, WireResult } from '../wire/wire-format.js';
 
 interface Queued extends RequestClock {
   readonly wire: WireRequest;

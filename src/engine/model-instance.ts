@@ -1,6 +1,6 @@
-import type { StreamChannel } from './stream-channel.js';
-import type { SocketLink } from './socket-session.js';
-import type { ExecuteCall, ExecuteOutcome, OnResult, SocketCall } from './wire-format.js';
+import type { StreamChannel } from '../wire/stream-channel.js';
+import type { SocketLink } from '../wire/socket-session.js';
+import type { ExecuteCall, ExecuteOutcome, OnResult, SocketCall } from '../wire/wire-format.js';
 
 /** One running copy of a model: a worker thread, or the HTTP thread for inline models. */
 export interface ModelInstance {

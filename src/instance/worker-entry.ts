@@ -3,19 +3,19 @@ import { buildDefinition, exportedModelClasses } from '../definition/definition-
 import type { InferOptions } from '../definition/model-context.js';
 import type { ModelDefinition } from '../definition/model-definition.js';
 import { createError, deserializeError, serializeError } from '../errors/index.js';
-import { TensorModelHost } from '../inference/tensor-model-host.js';
-import { TextForwardHost } from '../instance/text-forward-host.js';
+import { TensorModelHost } from './tensor-model-host.js';
+import { TextForwardHost } from './text-forward-host.js';
 import { ContextServices } from './context-services.js';
-import { firstTrace, runTraced } from '../instance/caller-trace.js';
-import { forEachMessage, MessageOutbox, type Bundle } from './message-outbox.js';
+import { firstTrace, runTraced } from './caller-trace.js';
+import { forEachMessage, MessageOutbox, type Bundle } from '../wire/message-outbox.js';
 import { ModelHost } from './model-host.js';
-import { now } from './request-accounting.js';
+import { now } from '../engine/request-accounting.js';
 import { lowerThisThreadPriority } from './thread-priority.js';
 import { workerRootLogger } from './instance-logger.js';
-import type { StreamEvent, StreamPump } from './stream-channel.js';
-import type { SocketSession } from './socket-session.js';
-import type { FromWorker, ToWorker, WorkerBootData } from './worker-messages.js';
-import { answersOneByOne, collectTransferables, reviveBuffers, type ExecuteOutcome } from './wire-format.js';
+import type { StreamEvent, StreamPump } from '../wire/stream-channel.js';
+import type { SocketSession } from '../wire/socket-session.js';
+import type { FromWorker, ToWorker, WorkerBootData } from '../wire/worker-messages.js';
+import { answersOneByOne, collectTransferables, reviveBuffers, type ExecuteOutcome } from '../wire/wire-format.js';
 
 /**
  * Main of a model-instance worker thread: imports the user's module in this thread, builds the

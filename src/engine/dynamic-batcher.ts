@@ -1,7 +1,7 @@
-import type { Scheduler } from '../engine/scheduler.js';
+import type { Scheduler } from './scheduler.js';
 import { createError } from '../errors/index.js';
-import { oneResultPerRequest } from './batch-results.js';
-import { priorityLevelFor, queueTimeoutUs, type BatchPolicy } from './batch-policy.js';
+import { oneResultPerRequest } from '../wire/batch-results.js';
+import { priorityLevelFor, queueTimeoutUs, type BatchPolicy } from '../spec/batch-policy.js';
 import { systemClock, type Clock } from './clock.js';
 import { LinkedQueue, type Link } from './linked-queue.js';
 import type { RequestTrace } from '../tracing/request-tracing.js';

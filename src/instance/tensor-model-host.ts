@@ -1,12 +1,12 @@
 import type { ModelContext } from '../definition/model-context.js';
 import { createError } from '../errors/index.js';
-import { type StreamEvent, StreamPump } from '../runtime/stream-channel.js';
-import { now } from '../runtime/request-accounting.js';
-import { firstTrace, runTraced } from '../instance/caller-trace.js';
-import type { ExecuteCall, ExecuteOutcome } from '../runtime/wire-format.js';
+import { type StreamEvent, StreamPump } from '../wire/stream-channel.js';
+import { now } from '../engine/request-accounting.js';
+import { firstTrace, runTraced } from './caller-trace.js';
+import type { ExecuteCall, ExecuteOutcome } from '../wire/wire-format.js';
 import { BackendExecutor, type TensorExecutor } from './backend-executor.js';
 import { ModuleExecutor } from './module-executor.js';
-import type { TensorModelPlan } from './tensor-model-plan.js';
+import type { TensorModelPlan } from '../wire/tensor-model-plan.js';
 
 /**
  * The instance host of a repository model inside its worker thread, beside ModelHost for decorated

@@ -1,9 +1,9 @@
 import type { BackendSession } from '../backends/backend.js';
 import type { ModelContext } from '../definition/model-context.js';
-import type { Tensor } from '../tensor/tensor.js';
-import type { WireResult } from '../runtime/wire-format.js';
-import { concatBatch, reshapeTensor, splitBatch } from './tensor-batching.js';
-import type { ConfigTensor, TensorModelPlan, TensorWireRequest, TensorWireResult } from './tensor-model-plan.js';
+import type { Tensor } from '../spec/tensor.js';
+import type { WireResult } from '../wire/wire-format.js';
+import { concatBatch, reshapeTensor, splitBatch } from '../tensor/tensor-batching.js';
+import type { ConfigTensor, TensorModelPlan, TensorWireRequest, TensorWireResult } from '../wire/tensor-model-plan.js';
 
 /** Runs one execution of a model file (ONNX, OM) for the requests of one batch. */
 export interface TensorExecutor {

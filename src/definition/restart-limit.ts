@@ -1,5 +1,5 @@
 import { parseCountPerWindow } from '../validation/count-per-window.js';
-import type { RestartPolicy } from './instance-pool.js';
+import type { RestartPolicy } from '../engine/instance-pool.js';
 
 /**
  * Five restarts of one instance within a minute, then it stays down for the rest of the minute:

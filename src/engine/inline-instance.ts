@@ -1,13 +1,13 @@
 import type { ModelContextData } from '../definition/model-context.js';
-import { ContextServices, type InferCall } from './context-services.js';
+import { ContextServices, type InferCall } from '../instance/context-services.js';
 import { firstTrace, runTraced } from '../instance/caller-trace.js';
 import type { ModelDefinition } from '../definition/model-definition.js';
-import { ModelHost } from './model-host.js';
-import type { ModelLogger } from './instance-logger.js';
+import { ModelHost } from '../instance/model-host.js';
+import type { ModelLogger } from '../instance/instance-logger.js';
 import type { ModelInstance } from './model-instance.js';
-import { SocketLink, type SocketSession } from './socket-session.js';
-import { StreamChannel } from './stream-channel.js';
-import type { ExecuteCall, ExecuteOutcome, OnResult, SocketCall } from './wire-format.js';
+import { SocketLink, type SocketSession } from '../wire/socket-session.js';
+import { StreamChannel } from '../wire/stream-channel.js';
+import type { ExecuteCall, ExecuteOutcome, OnResult, SocketCall } from '../wire/wire-format.js';
 
 /**
  * A model instance on the HTTP thread, for `@Instances(n, { inline: true })` models that only do

@@ -1,5 +1,5 @@
 import type { ModelContext } from '../definition/model-context.js';
-import type { Tensor } from '../tensor/tensor.js';
+import type { Tensor } from '../spec/tensor.js';
 
 /**
  * The API of a repository `model.ts` (or `model.js`), serve-fn's equivalent of Triton's Python

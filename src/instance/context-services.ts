@@ -2,8 +2,8 @@ import { isAbsolute, join } from 'node:path';
 import type { BackendSession } from '../backends/backend.js';
 import { backendForFile, parseDevice } from '../backends/backend-for-file.js';
 import type { InferOptions, ModelContext, ModelContextData } from '../definition/model-context.js';
-import { TextTokenizer } from '../text/tokenizer.js';
-import { callerTraceparent } from '../instance/caller-trace.js';
+import { TextTokenizer } from '../tokenizer/tokenizer.js';
+import { callerTraceparent } from './caller-trace.js';
 import { instanceLogger, silentLogger, type ModelLogger } from './instance-logger.js';
 
 /** `traceparent`: the span the call is made under (the caller's compute span), when traced. */

@@ -1,8 +1,8 @@
 import { createError } from '../errors/index.js';
 import { createTensor } from '../tensor/tensor-factory.js';
-import type { Datatype, Tensor } from '../tensor/tensor.js';
+import type { Datatype, Tensor } from '../spec/tensor.js';
 import type { SequenceRoute } from './sequence-registry.js';
-import type { ConfigTensor } from './tensor-model-plan.js';
+import type { ConfigTensor } from '../wire/tensor-model-plan.js';
 
 export type ControlKind = 'CONTROL_SEQUENCE_START' | 'CONTROL_SEQUENCE_READY' | 'CONTROL_SEQUENCE_END' | 'CONTROL_SEQUENCE_CORRID';
 

@@ -1,7 +1,7 @@
 import { createError } from '../errors/index.js';
-import { DATATYPE_INFO } from '../tensor/datatype-info.js';
-import { createTensor, elementCount, formatShape } from '../tensor/tensor-factory.js';
-import type { Tensor, TensorData } from '../tensor/tensor.js';
+import { DATATYPE_INFO } from './datatype-info.js';
+import { createTensor, elementCount, formatShape } from './tensor-factory.js';
+import type { Tensor, TensorData } from '../spec/tensor.js';
 
 /**
  * Batching of tensor requests the way Triton does it: requests are joined along dimension 0,
