@@ -24,7 +24,7 @@ import { kserveProtocol } from './protocol/kserve-protocol.js';
 import type { GrpcServerHandle } from './protocol/grpc/grpc-server.js';
 import { SystemSharedMemoryRegistry, type SharedMemoryLimits } from './protocol/system-shared-memory/registry.js';
 import { InlineInstance } from './engine/inline-instance.js';
-import type { RestartPolicy } from './engine/instance-pool.js';
+import type { RestartPolicy } from './spec/restart-policy.js';
 import type { InstanceFactory } from './engine/model-instance.js';
 import { ModelRuntime } from './inference/model-runtime.js';
 import { WorkerInstance } from './engine/worker-instance.js';

@@ -3,7 +3,7 @@ import { inspect } from 'node:util';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { addApiRestriction, parseApiRestriction, type ApiRestriction } from '../server/restricted-apis.js';
 import { DEFAULT_MAX_INSTANCES } from '../model-repository/instance-placement.js';
-import type { RestartPolicy } from '../engine/instance-pool.js';
+import type { RestartPolicy } from '../spec/restart-policy.js';
 import { parseRestartLimit, RESTART_LIMIT_FORM } from '../definition/restart-limit.js';
 import { batchGears, convertCommand, existingFile, flagConflict, irOption } from './convert-command.js';
 import { DEFAULT_SERVE_FN_SPEC, TEMPLATE_NAMES, newCommand } from './new-command.js';

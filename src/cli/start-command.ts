@@ -7,7 +7,7 @@ import { SERVER_IDENTITY, ServeFnServer, type RepositoryServeOptions, type Serve
 import { startTracing, tracingRequested } from '../tracing/request-tracing.js';
 import { securityOptionsFromEnv, tlsOptionsFromEnv } from '../server/security-env.js';
 import type { RestrictedApiSettings } from '../server/security-plugin.js';
-import type { RestartPolicy } from '../engine/instance-pool.js';
+import type { RestartPolicy } from '../spec/restart-policy.js';
 import { parseRestartLimit, RESTART_LIMIT_FORM } from '../definition/restart-limit.js';
 import { START_INSTANCE_NICENESS } from '../instance/thread-priority.js';
 import type { TextServeOptions } from '../text/text-model-loader.js';

@@ -1,4 +1,4 @@
-import type { RestartPolicy } from '../engine/instance-pool.js';
+import type { RestartPolicy } from '../spec/restart-policy.js';
 import type { BatchPolicy } from '../spec/batch-policy.js';
 import type { DtoClass, HttpMethod, StreamFormat, TextModelDeclaration } from '../metadata/records.js';
 import type { ConfigTensor } from '../wire/tensor-model-plan.js';

@@ -1,11 +1,5 @@
 import { parseCountPerWindow } from '../validation/count-per-window.js';
-import type { RestartPolicy } from '../engine/instance-pool.js';
-
-/**
- * Five restarts of one instance within a minute, then it stays down for the rest of the minute:
- * a rare crash costs nothing, a crash loop does not spin the CPU.
- */
-export const DEFAULT_RESTART_POLICY: RestartPolicy = { maxRestarts: 5, windowMs: 60_000 };
+import type { RestartPolicy } from '../spec/restart-policy.js';
 
 /** How a restart limit is written (--restart-limit, SERVE_FN_RESTART_LIMIT, a model's `restart_limit` parameter). */
 export const RESTART_LIMIT_FORM = "'<restarts>/<window>' with a window in ms, s, m or h, such as '5/60s' (0 restarts: an instance that dies stays down for the window)";

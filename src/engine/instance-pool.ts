@@ -1,13 +1,7 @@
 import type { ModelDefinition } from '../definition/model-definition.js';
 import { createError, type ServeFnError } from '../errors/index.js';
 import type { InstanceEvents, InstanceFactory, ModelInstance } from './model-instance.js';
-import { DEFAULT_RESTART_POLICY } from '../definition/restart-limit.js';
-
-export interface RestartPolicy {
-  /** Most restarts of one instance within `windowMs` before it is left down until the window passes. */
-  readonly maxRestarts: number;
-  readonly windowMs: number;
-}
+import { DEFAULT_RESTART_POLICY, type RestartPolicy } from '../spec/restart-policy.js';
 
 /** What the pool reads of its model: a decorated model's definition, or a repository model version. */
 export type PoolOwner = Pick<ModelDefinition, 'name'> & { readonly instances: Pick<ModelDefinition['instances'], 'count'> };

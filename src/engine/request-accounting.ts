@@ -1,13 +1,7 @@
-import { performance } from 'node:perf_hooks';
 import { ServeFnError, statusOf } from '../errors/index.js';
 import type { BatchTimings, FailureReason, InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { RequestTrace, RunningSpan } from '../tracing/request-tracing.js';
 import type { ExecuteOutcome } from '../wire/wire-format.js';
-
-const timeOrigin = performance.timeOrigin;
-
-/** Milliseconds since the epoch, comparable across threads (this thread's `timeOrigin + now()`). */
-export const now = (): number => timeOrigin + performance.now();
 
 export function toUs(ms: number): number {
   return Math.max(0, Math.round(ms * 1000));

@@ -1,7 +1,8 @@
 import { createError } from '../errors/index.js';
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { EnsembleStepPlan } from '../model-repository/ensemble-validation.js';
-import { failureReason, now, toUs } from '../engine/request-accounting.js';
+import { failureReason, toUs } from '../engine/request-accounting.js';
+import { now } from '../wire/epoch-time.js';
 import type { Tensor, TensorData } from '../spec/tensor.js';
 import type { InferenceModel, InferenceModelInfo, InferRequest, InferResponse } from './inference-model.js';
 import { validateInferRequest } from './request-validation.js';

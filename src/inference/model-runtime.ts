@@ -12,7 +12,8 @@ import { InstanceEngine, traceparentsOf, type QueuedTensorRequest } from '../eng
 import type { RequestTrace } from '../tracing/request-tracing.js';
 import type { PoolEvents, RestartPolicy } from '../engine/instance-pool.js';
 import type { InstanceFactory } from '../engine/model-instance.js';
-import { batchStartMs, now, type RequestClock } from '../engine/request-accounting.js';
+import { batchStartMs, type RequestClock } from '../engine/request-accounting.js';
+import { now } from '../wire/epoch-time.js';
 import type { SocketLink } from '../wire/socket-session.js';
 import { type StreamChannel, DEFAULT_STREAM_CREDIT } from '../wire/stream-channel.js';
 import type { EndpointCall, WireRequest, WireResult } from '../wire/wire-format.js';

@@ -9,7 +9,7 @@ import { ContextServices } from './context-services.js';
 import { firstTrace, runTraced } from './caller-trace.js';
 import { forEachMessage, MessageOutbox, type Bundle } from '../wire/message-outbox.js';
 import { ModelHost } from './model-host.js';
-import { now } from '../engine/request-accounting.js';
+import { now } from '../wire/epoch-time.js';
 import { lowerThisThreadPriority } from './thread-priority.js';
 import { workerRootLogger } from './instance-logger.js';
 import type { StreamEvent, StreamPump } from '../wire/stream-channel.js';

@@ -5,7 +5,7 @@ import type { InferenceModel, InferRequest, LoadRequest, ModelRepository, Reposi
 import type { ServedModel, UnloadOptions } from '../inference/served-model.js';
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { InferCall } from '../instance/context-services.js';
-import type { RestartPolicy } from '../engine/instance-pool.js';
+import type { RestartPolicy } from '../spec/restart-policy.js';
 import { buildModelVersions, type TensorInstanceFactory, type VersionBuilderContext } from './model-version-builder.js';
 import { readModelSource, type ModelSource } from './model-source.js';
 import { writeOverrideFolder, type OverrideFolder } from './override-files.js';

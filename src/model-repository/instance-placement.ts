@@ -1,6 +1,6 @@
 import { createError } from '../errors/index.js';
 import type { TensorModelKind } from '../wire/tensor-model-plan.js';
-import type { RestartPolicy } from '../engine/instance-pool.js';
+import type { RestartPolicy } from '../spec/restart-policy.js';
 import { parseRestartLimit, RESTART_LIMIT_FORM } from '../definition/restart-limit.js';
 import { geDeviceIds, geExecBlocks } from './ge-parameters.js';
 import type { ModelConfig } from './model-config.js';

@@ -1,4 +1,4 @@
-import { now } from '../engine/request-accounting.js';
+import { now } from './epoch-time.js';
 
 /** What an outbox posts to: a worker, or the worker's parentPort. */
 export interface MessagePort {

@@ -4,7 +4,7 @@ import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { normalizeBatchPolicy } from '../../src/spec/batch-policy.js';
 import { InstanceEngine, type QueuedTensorRequest } from '../../src/engine/instance-engine.js';
 import type { InstanceEvents, ModelInstance } from '../../src/engine/model-instance.js';
-import { now } from '../../src/engine/request-accounting.js';
+import { now } from '../../src/wire/epoch-time.js';
 import { StreamChannel } from '../../src/wire/stream-channel.js';
 import { tensorCall, type ExecuteCall, type ExecuteOutcome } from '../../src/wire/wire-format.js';
 import { settle } from '../helpers/settle.js';

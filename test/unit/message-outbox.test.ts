@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MessageOutbox } from '../../src/wire/message-outbox.js';
-import { now } from '../../src/engine/request-accounting.js';
+import { now } from '../../src/wire/epoch-time.js';
 
 const later = (ms: number): void => {
   const until = now() + ms;
