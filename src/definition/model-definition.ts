@@ -1,7 +1,7 @@
 import type { RestartPolicy } from '../spec/restart-policy.js';
 import type { BatchPolicy } from '../spec/batch-policy.js';
 import type { DtoClass, HttpMethod, StreamFormat, TextModelDeclaration } from '../metadata/records.js';
-import type { ConfigTensor } from '../wire/tensor-model-plan.js';
+import type { ConfigTensor } from '../spec/config-tensor.js';
 
 /** Frozen, checked descriptions of served models, built once at start-up from decorator records. */
 

@@ -1,5 +1,5 @@
 import { createError } from '../errors/index.js';
-import type { ConfigTensor } from '../wire/tensor-model-plan.js';
+import type { ConfigTensor } from '../spec/config-tensor.js';
 import type { BatchRecord, EndpointRecord, TensorDeclaration, TensorsRecord } from '../metadata/records.js';
 import { normalizeBatchPolicy } from '../spec/batch-policy.js';
 import { DATATYPES } from '../spec/tensor.js';

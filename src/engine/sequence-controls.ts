@@ -2,7 +2,7 @@ import { createError } from '../errors/index.js';
 import { createTensor } from '../tensor/tensor-factory.js';
 import type { Datatype, Tensor } from '../spec/tensor.js';
 import type { SequenceRoute } from './sequence-registry.js';
-import type { ConfigTensor } from '../wire/tensor-model-plan.js';
+import type { ConfigTensor } from '../spec/config-tensor.js';
 
 export type ControlKind = 'CONTROL_SEQUENCE_START' | 'CONTROL_SEQUENCE_READY' | 'CONTROL_SEQUENCE_END' | 'CONTROL_SEQUENCE_CORRID';
 

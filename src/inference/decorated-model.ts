@@ -8,7 +8,7 @@ import type { ModelRuntime } from './model-runtime.js';
 import { toConfigDatatype } from '../tensor/datatype-info.js';
 import type { InferenceModel, InferenceModelInfo, InferRequest, InferResponse, ModelRepository, RepositoryIndexEntry } from './inference-model.js';
 import { checkNoEmptyDims, validateInferRequest } from './request-validation.js';
-import type { ConfigTensor } from '../wire/tensor-model-plan.js';
+import type { ConfigTensor } from '../spec/config-tensor.js';
 
 /** What a decorated model is called in `platform` and `backend`: it runs serve-fn's own runtime, not a Triton backend. */
 const DECORATED_PLATFORM = 'serve-fn';

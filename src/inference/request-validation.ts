@@ -3,7 +3,8 @@ import { checkTensorAgainstSpec, elementCount, formatShape, withBatchDim } from 
 import type { Tensor } from '../spec/tensor.js';
 import type { InferenceModelInfo, InferRequest } from './inference-model.js';
 import { batchSignature } from '../tensor/tensor-batching.js';
-import type { ConfigTensor, TensorWireRequest } from '../wire/tensor-model-plan.js';
+import type { TensorWireRequest } from '../wire/tensor-model-plan.js';
+import type { ConfigTensor } from '../spec/config-tensor.js';
 
 export interface ValidatedRequest {
   readonly wire: TensorWireRequest;

@@ -3,7 +3,8 @@ import type { ModelContext } from '../definition/model-context.js';
 import type { Tensor } from '../spec/tensor.js';
 import type { WireResult } from '../wire/wire-format.js';
 import { concatBatch, reshapeTensor, splitBatch } from '../tensor/tensor-batching.js';
-import type { ConfigTensor, TensorModelPlan, TensorWireRequest, TensorWireResult } from '../wire/tensor-model-plan.js';
+import type { TensorModelPlan, TensorWireRequest, TensorWireResult } from '../wire/tensor-model-plan.js';
+import type { ConfigTensor } from '../spec/config-tensor.js';
 
 /** Runs one execution of a model file (ONNX, OM) for the requests of one batch. */
 export interface TensorExecutor {

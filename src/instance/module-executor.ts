@@ -8,7 +8,8 @@ import type { Tensor } from '../spec/tensor.js';
 import type { TensorExecutor } from './backend-executor.js';
 import { isDecoupledConfig, type StreamedResult } from '../inference/decoupled-model.js';
 import { REQUEST_FLAG_SEQUENCE_END, REQUEST_FLAG_SEQUENCE_START, type DecoupledResponse, type DecoupledTensorModel, type ExecuteRequest, type ExecuteResponse, type TensorModel } from './tensor-model-api.js';
-import type { ConfigTensor, TensorModelPlan, TensorWireRequest, TensorWireResult } from '../wire/tensor-model-plan.js';
+import type { TensorModelPlan, TensorWireRequest, TensorWireResult } from '../wire/tensor-model-plan.js';
+import type { ConfigTensor } from '../spec/config-tensor.js';
 
 type AnyTensorModel = TensorModel | DecoupledTensorModel;
 

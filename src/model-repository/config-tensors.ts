@@ -1,5 +1,5 @@
 import { createError } from '../errors/index.js';
-import type { ConfigTensor } from '../wire/tensor-model-plan.js';
+import type { ConfigTensor } from '../spec/config-tensor.js';
 import { fromConfigDatatype } from '../tensor/datatype-info.js';
 import type { TensorSpec } from '../spec/tensor.js';
 import type { ModelConfig, ModelInput, ModelOutput } from './model-config.js';

@@ -2,7 +2,7 @@ import { randomFillSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createError, type ServeFnError } from '../errors/index.js';
-import type { ConfigTensor } from '../wire/tensor-model-plan.js';
+import type { ConfigTensor } from '../spec/config-tensor.js';
 import type { WarmupRun } from '../inference/tensor-model-version.js';
 import { tensorFromBytes } from '../tensor/binary-codec.js';
 import { DATATYPE_INFO, fromConfigDatatype } from '../tensor/datatype-info.js';

@@ -1,21 +1,10 @@
-import type { Datatype, Tensor } from '../spec/tensor.js';
+import type { ConfigTensor } from '../spec/config-tensor.js';
+import type { Tensor } from '../spec/tensor.js';
 
 /**
  * What crosses to and from a tensor model's instance thread: the plan it boots from, and each
  * request and result. Plain data only, since it goes through structured clone.
  */
-
-/** One input or output as config.pbtxt declares it, with the batch dimension left out. */
-export interface ConfigTensor {
-  readonly name: string;
-  readonly datatype: Datatype;
-  readonly dims: readonly number[];
-  /** The shape the model file itself takes or gives (Triton's `reshape`), batch dimension left out. */
-  readonly reshape?: readonly number[];
-  readonly optional: boolean;
-  /** A @Tensors input that takes zero-sized dimensions (TensorDeclaration.allowEmpty). */
-  readonly allowEmpty?: boolean;
-}
 
 export type TensorModelKind = 'onnx' | 'npu_om' | 'npu_ge' | 'module';
 

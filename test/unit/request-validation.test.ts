@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { InferenceModelInfo } from '../../src/inference/inference-model.js';
 import { checkNoEmptyDims, validateInferRequest } from '../../src/inference/request-validation.js';
-import type { ConfigTensor } from '../../src/wire/tensor-model-plan.js';
+import type { ConfigTensor } from '../../src/spec/config-tensor.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
 
 const info: InferenceModelInfo = {

@@ -1,0 +1,13 @@
+import type { Datatype } from './tensor.js';
+
+/** One input or output as config.pbtxt declares it, with the batch dimension left out. */
+export interface ConfigTensor {
+  readonly name: string;
+  readonly datatype: Datatype;
+  readonly dims: readonly number[];
+  /** The shape the model file itself takes or gives (Triton's `reshape`), batch dimension left out. */
+  readonly reshape?: readonly number[];
+  readonly optional: boolean;
+  /** A @Tensors input that takes zero-sized dimensions (TensorDeclaration.allowEmpty). */
+  readonly allowEmpty?: boolean;
+}
