@@ -1,5 +1,5 @@
 import type { BatchPolicy, QueuePolicy } from './batch-policy.js';
-import type { ModelConfig, ModelDynamicBatching, ModelQueuePolicy } from '../model-repository/model-config.js';
+import type { ModelConfig, ModelDynamicBatching, ModelQueuePolicy } from './model-config-types.js';
 
 const DEFAULT_QUEUE_POLICY: ModelQueuePolicy = {
   timeout_action: 'REJECT',
