@@ -1,6 +1,5 @@
 import { createError } from '../errors/index.js';
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';
-import type { EnsembleStepPlan } from '../model-repository/ensemble-validation.js';
 import { failureReason, toUs } from '../engine/request-accounting.js';
 import { now } from '../wire/epoch-time.js';
 import type { Tensor, TensorData } from '../spec/tensor.js';
@@ -8,8 +7,17 @@ import type { InferenceModel, InferenceModelInfo, InferRequest, InferResponse } 
 import { validateInferRequest } from './request-validation.js';
 import type { ServedModel } from './served-model.js';
 
-export type ModelResolver = (name: string, version?: string) => InferenceModel;
+/** One step of a checked ensemble; maps are [step model tensor, ensemble tensor] pairs. */
+export interface EnsembleStepPlan {
+  readonly index: number;
+  readonly modelName: string;
+  /** Undefined: the newest version served when a request runs (model_version -1, or left out). */
+  readonly modelVersion?: string;
+  readonly inputs: readonly (readonly [modelInput: string, tensor: string])[];
+  readonly outputs: readonly (readonly [modelOutput: string, tensor: string])[];
+}
 
+export type ModelResolver = (name: string, version?: string) => InferenceModel;
 
 /**
  * A Triton ensemble (platform "ensemble"), run on the HTTP thread: each step calls its model's

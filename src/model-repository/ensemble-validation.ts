@@ -1,18 +1,9 @@
 import { createError, type ServeFnError } from '../errors/index.js';
+import type { EnsembleStepPlan } from '../inference/ensemble-model.js';
 import type { InferenceModelInfo } from '../inference/inference-model.js';
 import { formatShape, shapesCompatible, withBatchDim } from '../tensor/tensor-factory.js';
 import type { Datatype } from '../spec/tensor.js';
 import type { ModelEnsembling } from './model-config.js';
-
-/** One step of a checked ensemble; maps are [step model tensor, ensemble tensor] pairs. */
-export interface EnsembleStepPlan {
-  readonly index: number;
-  readonly modelName: string;
-  /** Undefined: the newest version served when a request runs (model_version -1, or left out). */
-  readonly modelVersion?: string;
-  readonly inputs: readonly (readonly [modelInput: string, tensor: string])[];
-  readonly outputs: readonly (readonly [modelOutput: string, tensor: string])[];
-}
 
 export type ModelInfoLookup = (name: string, version?: string) => InferenceModelInfo | undefined;
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createError } from '../../src/errors/index.js';
 import { EnsembleModel } from '../../src/inference/ensemble-model.js';
 import type { InferenceModel, InferenceModelInfo, InferRequest, InferResponse } from '../../src/inference/inference-model.js';
-import type { EnsembleStepPlan } from '../../src/model-repository/ensemble-validation.js';
+import type { EnsembleStepPlan } from '../../src/inference/ensemble-model.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';
 import type { Tensor, TensorSpec } from '../../src/spec/tensor.js';
