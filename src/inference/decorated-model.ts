@@ -1,7 +1,7 @@
 import type { ModelDefinition } from '../definition/model-definition.js';
 import { createError, type ServeFnError } from '../errors/index.js';
 import { dynamicBatchingConfig } from '../spec/batch-policy-from-config.js';
-import { toTensorSpec } from '../model-repository/config-tensors.js';
+import { toTensorSpec } from '../spec/config-tensor.js';
 import type { ModelConfig, ModelInput, ModelInstanceGroup, ModelOutput } from '../spec/model-config-types.js';
 import type { BatchPolicy } from '../spec/batch-policy.js';
 import type { ModelRuntime } from './model-runtime.js';

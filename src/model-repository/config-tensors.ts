@@ -1,7 +1,6 @@
 import { createError } from '../errors/index.js';
 import type { ConfigTensor } from '../spec/config-tensor.js';
 import { fromConfigDatatype } from '../tensor/datatype-info.js';
-import type { TensorSpec } from '../spec/tensor.js';
 import type { ModelConfig, ModelInput, ModelOutput } from './model-config.js';
 
 export interface ConfigTensors {
@@ -21,11 +20,4 @@ export function configTensors(config: ModelConfig): ConfigTensors {
     return { name: tensor.name, datatype, dims: tensor.dims, reshape: tensor.reshape?.shape, optional: 'optional' in tensor && tensor.optional };
   };
   return { inputs: config.input.map((t) => read('input', t)), outputs: config.output.map((t) => read('output', t)) };
-}
-
-/** What clients see of a tensor: its dims, batch dimension left out (InferenceModelInfo's convention). */
-export function toTensorSpec(tensor: ConfigTensor): TensorSpec {
-  return tensor.optional
-    ? { name: tensor.name, datatype: tensor.datatype, shape: tensor.dims, optional: true }
-    : { name: tensor.name, datatype: tensor.datatype, shape: tensor.dims };
 }

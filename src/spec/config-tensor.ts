@@ -1,4 +1,4 @@
-import type { Datatype } from './tensor.js';
+import type { Datatype, TensorSpec } from './tensor.js';
 
 /** One input or output as config.pbtxt declares it, with the batch dimension left out. */
 export interface ConfigTensor {
@@ -10,4 +10,11 @@ export interface ConfigTensor {
   readonly optional: boolean;
   /** A @Tensors input that takes zero-sized dimensions (TensorDeclaration.allowEmpty). */
   readonly allowEmpty?: boolean;
+}
+
+/** What clients see of a tensor: its dims, batch dimension left out (InferenceModelInfo's convention). */
+export function toTensorSpec(tensor: ConfigTensor): TensorSpec {
+  return tensor.optional
+    ? { name: tensor.name, datatype: tensor.datatype, shape: tensor.dims, optional: true }
+    : { name: tensor.name, datatype: tensor.datatype, shape: tensor.dims };
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { configTensors, toTensorSpec } from '../../src/model-repository/config-tensors.js';
+import { configTensors } from '../../src/model-repository/config-tensors.js';
+import { toTensorSpec } from '../../src/spec/config-tensor.js';
 import { parseModelConfig } from '../../src/model-repository/model-config.js';
 
 const config = (text: string) => parseModelConfig(text, 'config.pbtxt', 'm').config;
