@@ -16,6 +16,14 @@ import type { SocketLink } from '../wire/socket-session.js';
 import { DEFAULT_STREAM_CREDIT, type StreamChannel } from '../wire/stream-channel.js';
 import { tensorCall, type CallTraces, type ExecuteCall, type ExecuteOutcome } from '../wire/wire-format.js';
 
+/** A tensor request checked against its model (inference/request-validation.ts), as the engine queues it. */
+export interface ValidatedRequest {
+  readonly wire: TensorWireRequest;
+  /** Rows along dimension 0; 1 for models without batching. */
+  readonly rows: number;
+  readonly signature: string;
+}
+
 /** A tensor request on its way to an instance, with the times the metrics need. */
 export interface QueuedTensorRequest extends RequestClock {
   readonly request: ValidatedRequest;

@@ -3,15 +3,8 @@ import { checkTensorAgainstSpec, elementCount, formatShape, withBatchDim } from 
 import type { Tensor } from '../spec/tensor.js';
 import type { InferenceModelInfo, InferRequest } from './inference-model.js';
 import { batchSignature } from '../tensor/tensor-batching.js';
-import type { TensorWireRequest } from '../wire/tensor-model-plan.js';
+import type { ValidatedRequest } from '../engine/instance-engine.js';
 import type { ConfigTensor } from '../spec/config-tensor.js';
-
-export interface ValidatedRequest {
-  readonly wire: TensorWireRequest;
-  /** Rows along dimension 0; 1 for models without batching. */
-  readonly rows: number;
-  readonly signature: string;
-}
 
 /**
  * Checks a request against the model's inputs and outputs as Triton does before queueing it: every

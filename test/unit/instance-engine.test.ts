@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { ValidatedRequest } from '../../src/inference/request-validation.js';
+import { type ValidatedRequest, InstanceEngine, type QueuedTensorRequest } from '../../src/engine/instance-engine.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { normalizeBatchPolicy } from '../../src/spec/batch-policy.js';
-import { InstanceEngine, type QueuedTensorRequest } from '../../src/engine/instance-engine.js';
 import type { InstanceEvents, ModelInstance } from '../../src/engine/model-instance.js';
 import { now } from '../../src/wire/epoch-time.js';
 import { StreamChannel } from '../../src/wire/stream-channel.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ServeFnError } from '../../src/errors/index.js';
-import type { ValidatedRequest } from '../../src/inference/request-validation.js';
+import type { ValidatedRequest } from '../../src/engine/instance-engine.js';
 import type { SequenceControlInput } from '../../src/engine/sequence-controls.js';
 import { SequenceScheduler } from '../../src/engine/sequence-scheduler.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
