@@ -1,16 +1,9 @@
 import type { InferenceModel, InferRequest, InferResponse } from './inference-model.js';
-import type { TensorWireResult } from '../wire/tensor-model-plan.js';
 
 /**
  * Decoupled models (Triton's `model_transaction_policy { decoupled: true }`, see Triton's user_guide/decoupled_models.md):
  * 0..N responses per request, served by the streaming routes (generate_stream, ModelStreamInfer).
  */
-
-/** One response as it crosses from the instance's thread: checked outputs, and whether it is the last. */
-export interface StreamedResult {
-  readonly result: TensorWireResult;
-  readonly final: boolean;
-}
 
 /** One response of a decoupled model as the protocol layer sees it. */
 export interface StreamedInferResponse extends InferResponse {
@@ -39,10 +32,4 @@ export interface StreamingInferenceModel extends InferenceModel {
 /** Whether `model` can stream its responses: decoupled repository models can. */
 export function canStream(model: InferenceModel): model is StreamingInferenceModel {
   return typeof (model as Partial<StreamingInferenceModel>).inferStream === 'function';
-}
-
-/** Whether a model configuration, as JSON (ModelContext.config), declares the model decoupled. */
-export function isDecoupledConfig(config: Readonly<Record<string, unknown>>): boolean {
-  const policy = config.model_transaction_policy as { decoupled?: unknown } | undefined;
-  return policy?.decoupled === true;
 }

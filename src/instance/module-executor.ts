@@ -6,9 +6,8 @@ import type { WireResult } from '../wire/wire-format.js';
 import { checkTensorAgainstSpec, createTensor, withBatchDim } from '../tensor/tensor-factory.js';
 import type { Tensor } from '../spec/tensor.js';
 import type { TensorExecutor } from './backend-executor.js';
-import { isDecoupledConfig, type StreamedResult } from '../inference/decoupled-model.js';
 import { REQUEST_FLAG_SEQUENCE_END, REQUEST_FLAG_SEQUENCE_START, type DecoupledResponse, type DecoupledTensorModel, type ExecuteRequest, type ExecuteResponse, type TensorModel } from './tensor-model-api.js';
-import type { TensorModelPlan, TensorWireRequest, TensorWireResult } from '../wire/tensor-model-plan.js';
+import type { StreamedResult, TensorModelPlan, TensorWireRequest, TensorWireResult } from '../wire/tensor-model-plan.js';
 import type { ConfigTensor } from '../spec/config-tensor.js';
 
 type AnyTensorModel = TensorModel | DecoupledTensorModel;
@@ -169,4 +168,10 @@ function findModelClass(exports: Record<string, unknown>): TensorModelClass | un
 function describe(value: unknown): string {
   if (value === null || value === undefined) return String(value);
   return typeof value === 'object' ? (value.constructor?.name ?? 'an object') : `a ${typeof value}`;
+}
+
+/** Whether a model configuration, as JSON (ModelContext.config), declares the model decoupled. */
+function isDecoupledConfig(config: Readonly<Record<string, unknown>>): boolean {
+  const policy = config.model_transaction_policy as { decoupled?: unknown } | undefined;
+  return policy?.decoupled === true;
 }

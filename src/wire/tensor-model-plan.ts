@@ -40,3 +40,9 @@ export interface TensorWireResult {
   readonly outputs: readonly Tensor[];
   readonly parameters?: Readonly<Record<string, unknown>>;
 }
+
+/** One response as it crosses from the instance's thread: checked outputs, and whether it is the last. */
+export interface StreamedResult {
+  readonly result: TensorWireResult;
+  readonly final: boolean;
+}

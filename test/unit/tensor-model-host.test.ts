@@ -1,9 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it, vi } from 'vitest';
 import type { ModelContextData } from '../../src/definition/model-context.js';
-import type { StreamedResult } from '../../src/inference/decoupled-model.js';
+import type { StreamedResult, TensorModelPlan, TensorWireResult } from '../../src/wire/tensor-model-plan.js';
 import { TensorModelHost } from '../../src/instance/tensor-model-host.js';
-import type { TensorModelPlan, TensorWireResult } from '../../src/wire/tensor-model-plan.js';
 import { ContextServices } from '../../src/instance/context-services.js';
 import type { StreamEvent } from '../../src/wire/stream-channel.js';
 import type { TensorCall } from '../../src/wire/wire-format.js';
