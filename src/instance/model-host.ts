@@ -7,6 +7,7 @@ import { runTextForward } from './text-forward-pass.js';
 import type { TensorWireResult } from '../wire/tensor-model-plan.js';
 import { toTensorSpec } from '../model-repository/config-tensors.js';
 import { EXECUTE_METHOD } from '../definition/tensor-interface-builder.js';
+import type { InstanceHost } from './instance-host.js';
 import { ModuleExecutor } from './module-executor.js';
 import type { TensorModel } from './tensor-model-api.js';
 import { type ExecuteCall, type ExecuteOutcome, type OnResult, type SocketCall, type SocketInput, type TensorCall, type TextForwardCall, type WireRequestInfo, type WireResult, reviveBuffers } from '../wire/wire-format.js';
@@ -27,7 +28,7 @@ type Hooked = {
  * One instance of a user's model class and the calls into it. The same code runs inside a worker
  * thread (the default) and on the HTTP thread for `inline` models.
  */
-export class ModelHost {
+export class ModelHost implements InstanceHost {
   private readonly endpoints: ReadonlyMap<string, EndpointDefinition>;
   private readonly sockets: ReadonlyMap<string, SocketEndpointDefinition>;
   /** Runs tensor calls on `execute` with the repository model.ts engine, when the class declares @Tensors. */

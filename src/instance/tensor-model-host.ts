@@ -5,6 +5,7 @@ import { now } from '../engine/request-accounting.js';
 import { firstTrace, runTraced } from './caller-trace.js';
 import type { ExecuteCall, ExecuteOutcome } from '../wire/wire-format.js';
 import { BackendExecutor, type TensorExecutor } from './backend-executor.js';
+import type { InstanceHost } from './instance-host.js';
 import { ModuleExecutor } from './module-executor.js';
 import type { TensorModelPlan } from '../wire/tensor-model-plan.js';
 
@@ -13,7 +14,7 @@ import type { TensorModelPlan } from '../wire/tensor-model-plan.js';
  * classes (worker-entry picks one by the boot data). Each execute call is one model execution; each
  * openStream call is one request of a decoupled model, streamed response by response.
  */
-export class TensorModelHost {
+export class TensorModelHost implements InstanceHost {
   private constructor(
     private readonly executor: TensorExecutor,
     private readonly modelName: string,

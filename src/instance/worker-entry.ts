@@ -8,6 +8,7 @@ import { TextForwardHost } from './text-forward-host.js';
 import { ContextServices } from './context-services.js';
 import { firstTrace, runTraced } from './caller-trace.js';
 import { forEachMessage, MessageOutbox, type Bundle } from '../wire/message-outbox.js';
+import type { InstanceHost } from './instance-host.js';
 import { ModelHost } from './model-host.js';
 import { now } from '../wire/epoch-time.js';
 import { lowerThisThreadPriority } from './thread-priority.js';
@@ -128,7 +129,7 @@ function execute(message: Extract<ToWorker, { type: 'execute' }>): void {
 }
 
 const services = new ContextServices(data.context, inferThroughMain, workerRootLogger(data.logLevel, (line) => outbox.send({ type: 'log', line })));
-let host: (Pick<ModelHost, 'execute' | 'finalize' | 'openStream'> & Partial<Pick<ModelHost, 'openSocket'>>) | undefined;
+let host: InstanceHost | undefined;
 
 function receive(message: Exclude<ToWorker, Bundle<ToWorker>>): void {
   if (message.type === 'infer-result') {
