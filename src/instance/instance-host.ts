@@ -1,6 +1,7 @@
+import { now } from '../wire/epoch-time.js';
 import type { SocketSession } from '../wire/socket-session.js';
 import type { StreamEvent, StreamPump } from '../wire/stream-channel.js';
-import type { ExecuteCall, ExecuteOutcome, OnResult, SocketCall } from '../wire/wire-format.js';
+import type { ExecuteCall, ExecuteOutcome, OnResult, SocketCall, WireResult } from '../wire/wire-format.js';
 
 /**
  * What serves an instance's calls inside its thread, as python_backend's stub does on its side of
@@ -21,3 +22,9 @@ export interface InstanceHost {
   finalize(): Promise<void>;
 }
 
+/** One execution, stamped with the compute start and end that the engine's statistics read. */
+export async function timedExecution(run: () => Promise<WireResult[]>): Promise<ExecuteOutcome> {
+  const computeStartMs = now();
+  const results = await run();
+  return { results, computeStartMs, computeEndMs: now() };
+}

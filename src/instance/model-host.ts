@@ -7,12 +7,11 @@ import { runTextForward } from './text-forward-pass.js';
 import type { TensorWireResult } from '../wire/tensor-model-plan.js';
 import { toTensorSpec } from '../model-repository/config-tensors.js';
 import { EXECUTE_METHOD } from '../definition/tensor-interface-builder.js';
-import type { InstanceHost } from './instance-host.js';
+import { timedExecution, type InstanceHost } from './instance-host.js';
 import { ModuleExecutor } from './module-executor.js';
 import type { TensorModel } from './tensor-model-api.js';
 import { type ExecuteCall, type ExecuteOutcome, type OnResult, type SocketCall, type SocketInput, type TensorCall, type TextForwardCall, type WireRequestInfo, type WireResult, reviveBuffers } from '../wire/wire-format.js';
 import { REFUSED_MESSAGE, SocketInbox, SocketSession } from '../wire/socket-session.js';
-import { now } from '../engine/request-accounting.js';
 import { firstTrace, runTraced } from './caller-trace.js';
 import { describeValue, oneResultPerRequest } from '../wire/batch-results.js';
 import { type StreamEvent, StreamPump } from '../wire/stream-channel.js';
@@ -81,34 +80,31 @@ export class ModelHost implements InstanceHost {
     const method = this.instance[call.methodName] as (...args: unknown[]) => unknown;
     const inputs = call.requests.map((r) => this.toInput(endpoint, r.payload));
     const infos: RequestInfo[] = call.requests.map((r) => this.requestInfo(r.info));
-    const computeStartMs = now();
-    let results: WireResult[];
     if (call.batched) {
-      const output = await runTraced(firstTrace(call), () => method.call(this.instance, inputs, infos));
-      results = oneResultPerRequest(endpoint.id, output, inputs.length).map((v) => this.toResult(endpoint, v));
-    } else {
-      results = [];
-      for (let i = 0; i < inputs.length; i++) {
-        const startMs = now();
-        let result: WireResult;
-        try {
-          result = this.toResult(endpoint, await runTraced(call.traceparents?.[i], () => method.call(this.instance, inputs[i], infos[i])));
-        } catch (err) {
-          result = { ok: false, error: serializeError(err) };
-        }
-        results.push(result);
-        onResult?.(i, { results: [result], computeStartMs: startMs, computeEndMs: now() });
-      }
+      return timedExecution(async () => oneResultPerRequest(endpoint.id, await runTraced(firstTrace(call), () => method.call(this.instance, inputs, infos)), inputs.length).map((v) => this.toResult(endpoint, v)));
     }
-    return { results, computeStartMs, computeEndMs: now() };
+    return timedExecution(async () => {
+      const results: WireResult[] = [];
+      for (let i = 0; i < inputs.length; i++) {
+        const each = await timedExecution(async () => {
+          try {
+            return [this.toResult(endpoint, await runTraced(call.traceparents?.[i], () => method.call(this.instance, inputs[i], infos[i])))];
+          } catch (err) {
+            return [{ ok: false, error: serializeError(err) }];
+          }
+        });
+        results.push(each.results[0]);
+        onResult?.(i, each);
+      }
+      return results;
+    });
   }
 
   /** One execution of the tensor interface: every request of the call in one `execute(requests)`. */
   private async executeTensors(call: TensorCall): Promise<ExecuteOutcome> {
     if (!this.tensors) throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, EXECUTE_METHOD, 'the class declares no @Tensors interface');
-    const computeStartMs = now();
-    const results = await runTraced(firstTrace(call), () => this.tensors!.run(call.requests));
-    return { results, computeStartMs, computeEndMs: now() };
+    const tensors = this.tensors;
+    return timedExecution(() => runTraced(firstTrace(call), () => tensors.run(call.requests)));
   }
 
   /**
@@ -117,14 +113,13 @@ export class ModelHost implements InstanceHost {
    */
   private async executeTextForward(call: TextForwardCall): Promise<ExecuteOutcome> {
     const tensors = this.definition.tensors;
-    if (!this.tensors || !tensors) throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, EXECUTE_METHOD, 'the class declares no @Tensors interface');
-    const computeStartMs = now();
-    const results = await runTextForward(call, tensors.inputs.map(toTensorSpec), tensors.outputs.map((o) => o.name), async (inputs, outputs) => {
-      const [result] = await this.tensors!.run([{ inputs, outputs, parameters: {} }]);
+    const executor = this.tensors;
+    if (!executor || !tensors) throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, EXECUTE_METHOD, 'the class declares no @Tensors interface');
+    return timedExecution(() => runTextForward(call, tensors.inputs.map(toTensorSpec), tensors.outputs.map((o) => o.name), async (inputs, outputs) => {
+      const [result] = await executor.run([{ inputs, outputs, parameters: {} }]);
       if (!result!.ok) throw deserializeError(result!.error);
       return (result!.value as TensorWireResult).outputs;
-    });
-    return { results, computeStartMs, computeEndMs: now() };
+    }));
   }
 
   /**

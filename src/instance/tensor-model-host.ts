@@ -1,11 +1,10 @@
 import type { ModelContext } from '../definition/model-context.js';
 import { createError } from '../errors/index.js';
 import { type StreamEvent, StreamPump } from '../wire/stream-channel.js';
-import { now } from '../engine/request-accounting.js';
 import { firstTrace, runTraced } from './caller-trace.js';
 import type { ExecuteCall, ExecuteOutcome } from '../wire/wire-format.js';
 import { BackendExecutor, type TensorExecutor } from './backend-executor.js';
-import type { InstanceHost } from './instance-host.js';
+import { timedExecution, type InstanceHost } from './instance-host.js';
 import { ModuleExecutor } from './module-executor.js';
 import type { TensorModelPlan } from '../wire/tensor-model-plan.js';
 
@@ -27,9 +26,7 @@ export class TensorModelHost implements InstanceHost {
 
   async execute(call: ExecuteCall): Promise<ExecuteOutcome> {
     if (call.kind !== 'tensor') throw this.noEndpoints(call.kind === 'endpoint' ? call.methodName : call.kind);
-    const computeStartMs = now();
-    const results = await runTraced(firstTrace(call), () => this.executor.run(call.requests));
-    return { results, computeStartMs, computeEndMs: now() };
+    return timedExecution(() => runTraced(firstTrace(call), () => this.executor.run(call.requests)));
   }
 
   /**
