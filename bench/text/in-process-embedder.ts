@@ -5,7 +5,7 @@ import { runTextForward } from '../../src/instance/text-forward-pass.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { InstanceEngine } from '../../src/engine/instance-engine.js';
 import type { ModelInstance } from '../../src/engine/model-instance.js';
-import { now } from '../../src/engine/request-accounting.js';
+import { now } from '../../src/wire/epoch-time.js';
 import { ForwardScheduler, type TextForward } from '../../src/text/forward-scheduler.js';
 import { l2Normalize } from '../../src/text/pooling.js';
 import { createTensor } from '../../src/tensor/tensor-factory.js';

@@ -1,17 +1,18 @@
 import type { SocketContext } from '../definition/model-context.js';
 import { createError, deserializeError, type ServeFnError } from '../errors/index.js';
-import type { ValidatedRequest } from '../inference/request-validation.js';
 import type { TensorWireRequest, TensorWireResult } from '../wire/tensor-model-plan.js';
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { BatchPolicy } from '../spec/batch-policy.js';
 import { DynamicBatcher, type BatchEntry, type BatcherHooks, type SubmitOptions } from './dynamic-batcher.js';
 import type { Scheduler } from './scheduler.js';
 import { systemClock, type Clock } from './clock.js';
-import { InstancePool, type Acquired, type PoolEvents, type RestartPolicy } from './instance-pool.js';
+import { InstancePool, type Acquired, type PoolEvents } from './instance-pool.js';
+import type { RestartPolicy } from '../spec/restart-policy.js';
 import type { InstanceFactory, ModelInstance } from './model-instance.js';
 import type { Attributes } from '@opentelemetry/api';
 import type { RequestTrace, RunningSpan } from '../tracing/request-tracing.js';
-import { batchStartMs, executionTimings, now, requestQueued, requestSettled, toUs, type RequestClock } from './request-accounting.js';
+import { batchStartMs, executionTimings, requestQueued, requestSettled, toUs, type RequestClock } from './request-accounting.js';
+import { now } from '../wire/epoch-time.js';
 import type { SocketLink } from '../wire/socket-session.js';
 import { DEFAULT_STREAM_CREDIT, type StreamChannel } from '../wire/stream-channel.js';
 import { tensorCall, type CallTraces, type ExecuteCall, type ExecuteOutcome } from '../wire/wire-format.js';
@@ -90,6 +91,7 @@ export class InstanceEngine {
         onLog: options.log,
       },
       options.restartPolicy,
+      this.clock,
     );
     recorder.registerModel(name, version);
   }

@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from './clock.js';
 import type { ModelDefinition } from '../definition/model-definition.js';
 import { createError, type ServeFnError } from '../errors/index.js';
 import type { InstanceEvents, InstanceFactory, ModelInstance } from './model-instance.js';
@@ -49,7 +50,7 @@ export class InstancePool {
   private readonly queuedBehind = new Set<ModelInstance>();
   private readonly up = new Set<ModelInstance>();
   private readonly restarts: number[][] = [];
-  /** Instances past their restart limit, by index, with when (epoch ms) their next restart is due. */
+  /** Instances past their restart limit, by index, with when (the clock's ms) their next restart is due. */
   private readonly heldDown = new Map<number, number>();
   private stopped = false;
 
@@ -58,7 +59,13 @@ export class InstancePool {
     private readonly factory: InstanceFactory,
     private readonly events: PoolEvents,
     private readonly restartPolicy: RestartPolicy = DEFAULT_RESTART_POLICY,
+    /** The engine's one clock: restart windows are read on it, as every queue delay is. */
+    private readonly clock: Clock = systemClock,
   ) {}
+
+  private nowMs(): number {
+    return this.clock.now() / 1000;
+  }
 
   get size(): number {
     return this.definition.instances.count;
@@ -83,7 +90,7 @@ export class InstancePool {
 
   /** SF_ERR_MODEL_UNAVAILABLE, naming when the next held-down instance is restarted. */
   unavailableError(): ServeFnError {
-    const nextMs = Math.max(0, Math.min(...this.heldDown.values()) - Date.now());
+    const nextMs = Math.max(0, Math.round(Math.min(...this.heldDown.values()) - this.nowMs()));
     return createError('SF_ERR_MODEL_UNAVAILABLE', this.definition.name, nextMs);
   }
 
@@ -197,12 +204,12 @@ export class InstancePool {
   }
 
   private scheduleRestart(index: number): void {
-    const now = Date.now();
+    const now = this.nowMs();
     const recent = this.restarts[index].filter((t) => now - t < this.restartPolicy.windowMs);
     this.restarts[index] = recent;
     if (recent.length >= this.restartPolicy.maxRestarts) {
       // With maxRestarts 0 there is no earlier restart: the window starts at this crash.
-      const waitMs = (recent[0] ?? now) + this.restartPolicy.windowMs - now;
+      const waitMs = Math.ceil((recent[0] ?? now) + this.restartPolicy.windowMs - now);
       const limit = createError('SF_ERR_INSTANCE_RESTART_LIMIT', this.definition.name, index, recent.length, this.restartPolicy.windowMs);
       this.events.onLog('error', `${limit.message} Next try in ${waitMs} ms.`);
       this.heldDown.set(index, now + waitMs);
@@ -218,7 +225,7 @@ export class InstancePool {
 
   private restart(index: number): void {
     if (this.stopped) return;
-    this.restarts[index].push(Date.now());
+    this.restarts[index].push(this.nowMs());
     const instance = this.factory(index, this.instanceEvents);
     this.instances[index] = instance;
     this.events.onRestart(index);

@@ -1,6 +1,7 @@
 import { ServeFnError, statusOf } from '../errors/index.js';
 import type { BatchTimings, FailureReason, InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { RequestTrace, RunningSpan } from '../tracing/request-tracing.js';
+import { now } from '../wire/epoch-time.js';
 import type { ExecuteOutcome } from '../wire/wire-format.js';
 
 export function toUs(ms: number): number {

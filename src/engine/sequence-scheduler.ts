@@ -1,14 +1,13 @@
 import { createError } from '../errors/index.js';
-import type { ValidatedRequest } from '../inference/request-validation.js';
+import type { ValidatedRequest, InstanceEngine, Queueing, QueuedTensorRequest } from './instance-engine.js';
 import { controlTensors, type SequenceControlInput } from './sequence-controls.js';
 import { takeSequenceParameters } from './sequence-parameters.js';
 import { SequenceRegistry, type SequenceRoute } from './sequence-registry.js';
 import type { TensorWireRequest, TensorWireResult } from '../wire/tensor-model-plan.js';
 import type { CancelSignal, SubmitOptions } from './dynamic-batcher.js';
-import type { InstanceEngine, Queueing, QueuedTensorRequest } from './instance-engine.js';
 import type { PoolEvents } from './instance-pool.js';
 import { LinkedQueue, type Link } from './linked-queue.js';
-import { now } from './request-accounting.js';
+import { now } from '../wire/epoch-time.js';
 import type { Scheduler } from './scheduler.js';
 
 export interface SequenceSchedulerOptions {

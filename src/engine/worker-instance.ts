@@ -4,7 +4,7 @@ import type { ModelContextData, InferOptions } from '../definition/model-context
 import type { InferCall } from '../instance/context-services.js';
 import { createError, deserializeError, serializeError } from '../errors/index.js';
 import type { TensorModelPlan } from '../wire/tensor-model-plan.js';
-import type { TextForwardPlan } from '../instance/text-forward-host.js';
+import type { TextForwardPlan } from '../wire/tensor-model-plan.js';
 import type { InstanceEvents, ModelInstance } from './model-instance.js';
 import { forEachMessage, MessageOutbox, type Bundle } from '../wire/message-outbox.js';
 import { SocketLink } from '../wire/socket-session.js';

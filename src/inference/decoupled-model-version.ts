@@ -1,10 +1,10 @@
 import { createError } from '../errors/index.js';
 import type { SubmitOptions } from '../engine/dynamic-batcher.js';
-import type { InstanceEngine } from '../engine/instance-engine.js';
+import type { InstanceEngine, ValidatedRequest } from '../engine/instance-engine.js';
 import type { StreamChannel } from '../wire/stream-channel.js';
 import type { ResponseStream, StreamingInferenceModel } from './decoupled-model.js';
 import type { InferenceModelInfo, InferRequest } from './inference-model.js';
-import { validateInferRequest, type ValidatedRequest } from './request-validation.js';
+import { validateInferRequest } from './request-validation.js';
 import type { StreamedResult, TensorWireResult } from '../wire/tensor-model-plan.js';
 import { TensorModelVersion, type TensorRequests, type WarmupRun } from './tensor-model-version.js';
 

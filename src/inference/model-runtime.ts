@@ -2,15 +2,15 @@ import type { EndpointDefinition, ModelDefinition } from '../definition/model-de
 import type { SocketContext } from '../definition/model-context.js';
 import { EXECUTE_METHOD } from '../definition/tensor-interface-builder.js';
 import { deserializeError } from '../errors/index.js';
-import type { ValidatedRequest } from './request-validation.js';
+import { type ValidatedRequest, InstanceEngine, traceparentsOf, type QueuedTensorRequest } from '../engine/instance-engine.js';
 import { refuseSequenceParameters } from '../engine/sequence-parameters.js';
 import type { TensorWireResult } from '../wire/tensor-model-plan.js';
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';
 import { normalizeBatchPolicy, UNBATCHED_POLICY } from '../spec/batch-policy.js';
 import type { BatchEntry, DynamicBatcher, SubmitOptions } from '../engine/dynamic-batcher.js';
-import { InstanceEngine, traceparentsOf, type QueuedTensorRequest } from '../engine/instance-engine.js';
 import type { RequestTrace } from '../tracing/request-tracing.js';
-import type { PoolEvents, RestartPolicy } from '../engine/instance-pool.js';
+import type { PoolEvents } from '../engine/instance-pool.js';
+import type { RestartPolicy } from '../spec/restart-policy.js';
 import type { InstanceFactory } from '../engine/model-instance.js';
 import { batchStartMs, type RequestClock } from '../engine/request-accounting.js';
 import { now } from '../wire/epoch-time.js';

@@ -1,8 +1,8 @@
 import { createError } from '../errors/index.js';
 import type { InferenceModelInfo, InferRequest, InferResponse } from './inference-model.js';
 import type { SubmitOptions } from '../engine/dynamic-batcher.js';
-import type { InstanceEngine } from '../engine/instance-engine.js';
-import { validateInferRequest, type ValidatedRequest } from './request-validation.js';
+import type { InstanceEngine, ValidatedRequest } from '../engine/instance-engine.js';
+import { validateInferRequest } from './request-validation.js';
 import type { ServedModel, UnloadOptions } from './served-model.js';
 import type { TensorWireRequest, TensorWireResult } from '../wire/tensor-model-plan.js';
 

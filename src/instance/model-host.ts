@@ -5,7 +5,7 @@ import type { ModelContext, RequestInfo } from '../definition/model-context.js';
 import { createError, deserializeError, serializeError } from '../errors/index.js';
 import { runTextForward } from './text-forward-pass.js';
 import type { TensorWireResult } from '../wire/tensor-model-plan.js';
-import { toTensorSpec } from '../model-repository/config-tensors.js';
+import { toTensorSpec } from '../spec/config-tensor.js';
 import { EXECUTE_METHOD } from '../definition/tensor-interface-builder.js';
 import { timedExecution, type InstanceHost } from './instance-host.js';
 import { ModuleExecutor } from './module-executor.js';

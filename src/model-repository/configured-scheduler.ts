@@ -1,14 +1,13 @@
 import { createError, ServeFnError } from '../errors/index.js';
 import { SequenceScheduler } from '../engine/sequence-scheduler.js';
 import type { StreamRequests } from '../inference/decoupled-model-version.js';
-import type { ValidatedRequest } from '../inference/request-validation.js';
+import type { ValidatedRequest, InstanceEngine, QueuedTensorRequest } from '../engine/instance-engine.js';
 import { refuseSequenceParameters } from '../engine/sequence-parameters.js';
 import type { TensorRequests } from '../inference/tensor-model-version.js';
 import type { TensorWireResult } from '../wire/tensor-model-plan.js';
 import { normalizeBatchPolicy, type BatchPolicy } from '../spec/batch-policy.js';
-import type { InstanceEngine, QueuedTensorRequest } from '../engine/instance-engine.js';
 import type { PoolEvents } from '../engine/instance-pool.js';
-import { now } from '../engine/request-accounting.js';
+import { now } from '../wire/epoch-time.js';
 import { tensorCall } from '../wire/wire-format.js';
 import { batchPolicyFromConfig } from '../spec/batch-policy-from-config.js';
 import type { ModelConfig } from './model-config.js';

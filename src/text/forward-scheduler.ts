@@ -3,7 +3,8 @@ import { checkForwardInputs, fixedSequenceLength } from '../instance/text-forwar
 import { normalizeBatchPolicy } from '../spec/batch-policy.js';
 import type { BatchEntry, CancelSignal, DynamicBatcher } from '../engine/dynamic-batcher.js';
 import type { InstanceEngine } from '../engine/instance-engine.js';
-import { batchStartMs, now, type RequestClock } from '../engine/request-accounting.js';
+import { batchStartMs, type RequestClock } from '../engine/request-accounting.js';
+import { now } from '../wire/epoch-time.js';
 import type { ForwardRow, ForwardSequence } from '../wire/wire-format.js';
 import type { TensorSpec } from '../spec/tensor.js';
 import type { PoolingMode } from './pooling.js';

@@ -5,7 +5,7 @@ import { pathToFileURL } from 'node:url';
 import type { ModelContextData } from '../definition/model-context.js';
 import { createError } from '../errors/index.js';
 import type { DecoratedModel } from '../inference/decorated-model.js';
-import type { TextForwardPlan } from '../instance/text-forward-host.js';
+import type { TextForwardPlan } from '../wire/tensor-model-plan.js';
 import { readModelFileMetadata, type VersionBuilderContext } from '../model-repository/model-version-builder.js';
 import { pathInside } from '../model-repository/repository-scan.js';
 import { InstanceEngine } from '../engine/instance-engine.js';

@@ -46,3 +46,11 @@ export interface StreamedResult {
   readonly result: TensorWireResult;
   readonly final: boolean;
 }
+
+/** What a text model folder's instance boots from: its model file and the backend's session options. */
+export interface TextForwardPlan {
+  readonly kind: 'text-forward';
+  /** Absolute path of the folder's model.onnx (or its _fp16 twin) or model.om. */
+  readonly file: string;
+  readonly sessionOptions: Readonly<Record<string, unknown>>;
+}

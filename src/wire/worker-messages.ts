@@ -1,7 +1,7 @@
 import type { InferOptions, ModelContextData } from '../definition/model-context.js';
 import type { SerializedError } from '../errors/index.js';
 import type { TensorModelPlan } from './tensor-model-plan.js';
-import type { TextForwardPlan } from '../instance/text-forward-host.js';
+import type { TextForwardPlan } from './tensor-model-plan.js';
 import type { Bundle } from './message-outbox.js';
 import type { StreamEvent } from './stream-channel.js';
 import type { ExecuteCall, ExecuteOutcome, SocketCall, SocketInput } from './wire-format.js';

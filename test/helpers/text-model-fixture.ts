@@ -10,7 +10,7 @@ import { TextTokenizer } from '../../src/tokenizer/tokenizer.js';
 import { runTextForward } from '../../src/instance/text-forward-pass.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { InstanceEngine } from '../../src/engine/instance-engine.js';
-import { now } from '../../src/engine/request-accounting.js';
+import { now } from '../../src/wire/epoch-time.js';
 import type { TextForward } from '../../src/text/forward-scheduler.js';
 import { noStreams } from './no-streams.js';
 

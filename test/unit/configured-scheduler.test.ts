@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { ValidatedRequest } from '../../src/inference/request-validation.js';
+import { type ValidatedRequest, InstanceEngine } from '../../src/engine/instance-engine.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { schedulerFor } from '../../src/model-repository/configured-scheduler.js';
 import { parseModelConfig } from '../../src/model-repository/model-config.js';
-import { InstanceEngine } from '../../src/engine/instance-engine.js';
-import type { RestartPolicy } from '../../src/engine/instance-pool.js';
+import type { RestartPolicy } from '../../src/spec/restart-policy.js';
 import type { ServeFnError } from '../../src/errors/index.js';
 import { settle } from '../helpers/settle.js';
 import { ManualTensorInstances } from '../helpers/manual-tensor-instances.js';

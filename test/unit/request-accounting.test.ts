@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createError, deserializeError, serializeError } from '../../src/errors/index.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
-import { now, requestQueued, requestSettled, type RequestClock } from '../../src/engine/request-accounting.js';
+import { requestQueued, requestSettled, type RequestClock } from '../../src/engine/request-accounting.js';
+import { now } from '../../src/wire/epoch-time.js';
 
 async function reasonCounted(err: unknown): Promise<Record<string, number>> {
   const recorder = new InferenceRecorder({ collectProcessMetrics: false });

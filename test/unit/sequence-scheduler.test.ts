@@ -1,12 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { ServeFnError } from '../../src/errors/index.js';
-import type { ValidatedRequest } from '../../src/engine/instance-engine.js';
+import { type ValidatedRequest, InstanceEngine } from '../../src/engine/instance-engine.js';
 import type { SequenceControlInput } from '../../src/engine/sequence-controls.js';
 import { SequenceScheduler } from '../../src/engine/sequence-scheduler.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import type { Clock } from '../../src/engine/clock.js';
-import { InstanceEngine } from '../../src/engine/instance-engine.js';
-import type { RestartPolicy } from '../../src/engine/instance-pool.js';
+import type { RestartPolicy } from '../../src/spec/restart-policy.js';
 import { settle } from '../helpers/settle.js';
 import { ManualTensorInstances } from '../helpers/manual-tensor-instances.js';
 
