@@ -212,8 +212,16 @@ export class InstanceEngine {
   submitAll<Q extends RequestClock, R>(batcher: DynamicBatcher<Q, R>, queued: readonly Q[], options: SubmitOptions): Promise<R>[] {
     const { recorder, name, version } = this.options;
     for (let i = 0; i < queued.length; i++) requestQueued(recorder, name, version);
+    if (options.trace) {
+      for (const q of queued) {
+        q.trace = options.trace;
+        q.sharesCompute = true;
+      }
+    }
     const pending = this.pool.available ? batcher.submitAll(queued, options) : queued.map(() => Promise.reject(this.pool.unavailableError()));
-    return pending.map((p, i) => requestSettled(recorder, name, version, queued[i]!, p));
+    const settled = pending.map((p, i) => requestSettled(recorder, name, version, queued[i]!, p));
+    if (options.trace) void tracedAll(settled, options.trace, queued, this.spanAttributes());
+    return settled;
   }
 
   /**
@@ -247,13 +255,18 @@ export class InstanceEngine {
     if (!batch.some((queued) => queued.trace)) return undefined;
     const traced = batch.filter((queued) => queued.trace);
     const attributes = this.spanAttributes();
-    const traces = traced.map((queued) => queued.trace!);
+    // A request's sequences may share the batch: one link to each request.
+    const traces = [...new Set(traced.map((queued) => queued.trace!))];
     const batchSpan = traces[0].startLinked('batch', sentMs, { ...attributes, 'serve_fn.batch_size': batch.length }, traces);
-    for (const queued of traced) queued.compute = queued.trace!.start('compute', sentMs, attributes, [batchSpan.trace]);
+    for (const queued of traced) {
+      if (queued.sharesCompute) queued.batch = batchSpan.trace;
+      else queued.compute = queued.trace!.start('compute', sentMs, attributes, [batchSpan.trace]);
+    }
     return batchSpan;
   }
 
-  private spanAttributes(): Attributes {
+  /** The attributes of this model's spans; text models put them on their `tokenize` span too. */
+  spanAttributes(): Attributes {
     return { 'serve_fn.model': this.options.name, 'serve_fn.model_version': this.options.version };
   }
 
@@ -435,6 +448,32 @@ async function traced<R>(settled: Promise<R>, trace: RequestTrace, queued: Reque
       compute.end(end, failed);
     }
   }
+}
+
+/**
+ * Records the spans of a request queued as several sequences (submitAll) once all have settled: one
+ * `queue` span from its queueing to its first sequence's dispatch, and one `compute` span from there
+ * to its last answer, linked to each batch its sequences ran in, with a `compute_infer` per batch.
+ */
+async function tracedAll(settled: readonly Promise<unknown>[], trace: RequestTrace, queued: readonly RequestClock[], attributes: Attributes): Promise<void> {
+  const outcomes = await Promise.allSettled(settled);
+  const end = now();
+  const submitted = Math.min(...queued.map((q) => q.submittedMs));
+  const dispatched = queued.filter((q) => q.dispatchedMs !== undefined);
+  const firstDispatch = dispatched.length > 0 ? Math.min(...dispatched.map((q) => q.dispatchedMs!)) : undefined;
+  trace.child('queue', submitted, firstDispatch ?? end, attributes);
+  if (firstDispatch === undefined) return;
+  // The sequences of one batch share its run, so the batch's first one stands for it.
+  const perBatch = new Map<RequestTrace, RequestClock>();
+  for (const q of dispatched) if (q.batch && !perBatch.has(q.batch)) perBatch.set(q.batch, q);
+  const compute = trace.start('compute', firstDispatch, attributes, [...perBatch.keys()]);
+  for (const q of perBatch.values()) {
+    const t = q.timings;
+    if (!t) continue;
+    const inferStart = q.dispatchedMs! + t.computeInputUs / 1000;
+    compute.trace.child('compute_infer', inferStart, inferStart + t.computeInferUs / 1000, attributes);
+  }
+  compute.end(end, outcomes.some((o) => o.status === 'rejected'));
 }
 
 /** The traceparents of a call's requests' compute spans (see CallTraces); none when no request is traced. */

@@ -29,6 +29,14 @@ export interface RequestClock {
   /** The request's trace when it is traced: the engine starts its `compute` span at dispatch (instance-engine.ts). */
   trace?: RequestTrace;
   compute?: RunningSpan;
+  /**
+   * For one of several sequences of a traced request (InstanceEngine.submitAll): the `batch` span it
+   * ran in. Such a request gets one compute span for all its sequences, linked to each of their
+   * batches, rather than one per sequence.
+   */
+  batch?: RequestTrace;
+  /** Set by submitAll on a traced request's sequences: record `batch`, start no compute span of its own. */
+  sharesCompute?: true;
 }
 
 /**

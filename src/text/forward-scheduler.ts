@@ -7,6 +7,7 @@ import { batchStartMs, type RequestClock } from '../engine/request-accounting.js
 import { now } from '../wire/epoch-time.js';
 import type { ForwardRow, ForwardSequence } from '../wire/wire-format.js';
 import type { TensorSpec } from '../spec/tensor.js';
+import type { RequestTrace } from '../tracing/request-tracing.js';
 import type { PoolingMode } from './pooling.js';
 import type { TextMetrics } from './text-metrics.js';
 
@@ -87,11 +88,12 @@ export class ForwardScheduler {
 
   /**
    * Queues a request's sequences together, so they can share batches; one result each, in order.
-   * Once `signal` aborts, those still queued fail with SF_ERR_CANCELLED.
+   * Once `signal` aborts, those still queued fail with SF_ERR_CANCELLED. With `trace`, the engine
+   * records the request's `queue` and `compute` spans under it.
    */
-  submitAll(sequences: readonly ForwardSequence[], signal?: CancelSignal): Promise<SequenceResult>[] {
+  submitAll(sequences: readonly ForwardSequence[], signal?: CancelSignal, trace?: RequestTrace): Promise<SequenceResult>[] {
     const submittedMs = now();
-    const results = this.forward.engine.submitAll(this.batcher, sequences.map((sequence) => ({ sequence, submittedMs })), { signal });
+    const results = this.forward.engine.submitAll(this.batcher, sequences.map((sequence) => ({ sequence, submittedMs })), { signal, trace });
     this.options.metrics?.queued(this.name, this.batcher.pendingCount);
     return results;
   }

@@ -9,6 +9,8 @@ import { answerPermits, inputPermits, TextPermits } from './text-permits.js';
 import type { TextInput } from './text-inputs.js';
 import type { TextFailure, TextMetricFamily, TextMetrics } from './text-metrics.js';
 import type { TextEncoding, TextTokenizer } from '../tokenizer/tokenizer.js';
+import type { RequestTrace } from '../tracing/request-tracing.js';
+import { now } from '../wire/epoch-time.js';
 
 export type { TextInput } from './text-inputs.js';
 export type { SparseValue } from '../wire/wire-format.js';
@@ -75,6 +77,8 @@ export interface TextModelOptions {
 export interface TruncateOptions {
   /** The client's disconnect: its sequences still queued leave the queue, counted as dropped. */
   readonly signal?: CancelSignal;
+  /** The request's trace, when tracing is on: its `tokenize`, `queue` and `compute` spans go under it. */
+  readonly trace?: RequestTrace;
   /** Cut inputs over the model's limit instead of refusing them; default: limits.autoTruncate. */
   readonly truncate?: boolean;
   readonly truncationDirection?: 'left' | 'right';
@@ -149,7 +153,7 @@ export class TextEngine {
   constructor(
     spec: TextModelSpec,
     readonly tokenizer: TextTokenizer,
-    forward: TextForward,
+    private readonly forward: TextForward,
     private readonly options: TextModelOptions,
   ) {
     const { limits } = options;
@@ -180,7 +184,7 @@ export class TextEngine {
   async embed(inputs: readonly TextInput[], options: EmbedOptions = {}): Promise<TextAnswer<Float32Array>> {
     const { dimensions } = options;
     if (dimensions !== undefined && (!Number.isInteger(dimensions) || dimensions < 1 || dimensions > (this.batches.width ?? Infinity))) throw this.badDimensions(dimensions);
-    const answer = await this.run('embed', 'embed', inputs, (input) => this.encodeInput(input, options), 'pooled', inputs.map(characters), options.signal);
+    const answer = await this.run('embed', 'embed', inputs, (input) => this.encodeInput(input, options), 'pooled', inputs.map(characters), options);
     const values = (answer.values as Float32Array[]).map((vector) => {
       if (dimensions !== undefined && dimensions > vector.length) throw this.badDimensions(dimensions);
       const kept = dimensions === undefined ? vector : vector.slice(0, dimensions);
@@ -197,17 +201,17 @@ export class TextEngine {
   }
 
   async embedAll(inputs: readonly TextInput[], options: TruncateOptions & PromptOptions = {}): Promise<TextAnswer<Float32Array[]>> {
-    return this.run('embed_all', 'embed', inputs, (input) => this.encodeInput(input, options), 'tokens', inputs.map(characters), options.signal) as Promise<TextAnswer<Float32Array[]>>;
+    return this.run('embed_all', 'embed', inputs, (input) => this.encodeInput(input, options), 'tokens', inputs.map(characters), options) as Promise<TextAnswer<Float32Array[]>>;
   }
 
   async embedSparse(inputs: readonly TextInput[], options: TruncateOptions & PromptOptions = {}): Promise<TextAnswer<SparseValue[]>> {
-    return this.run('embed_sparse', 'embed', inputs, (input) => this.encodeInput(input, options), 'sparse', inputs.map(characters), options.signal) as Promise<TextAnswer<SparseValue[]>>;
+    return this.run('embed_sparse', 'embed', inputs, (input) => this.encodeInput(input, options), 'sparse', inputs.map(characters), options) as Promise<TextAnswer<SparseValue[]>>;
   }
 
   /** One text or a pair per input; each input's labels sorted by score, highest first. */
   async predict(inputs: readonly (string | readonly [string, string])[], options: TruncateOptions & { readonly rawScores?: boolean } = {}): Promise<TextAnswer<ScoredLabel[]>> {
     const encode = (input: string | readonly [string, string]) => (typeof input === 'string' ? this.encodeInput(input, options) : this.encodePair(input[0], input[1], options));
-    const answer = await this.run('predict', 'predict', inputs, encode, 'logits', inputs.map((input) => (typeof input === 'string' ? codePoints(input) : codePoints(input[0]) + codePoints(input[1]))), options.signal);
+    const answer = await this.run('predict', 'predict', inputs, encode, 'logits', inputs.map((input) => (typeof input === 'string' ? codePoints(input) : codePoints(input[0]) + codePoints(input[1]))), options);
     const values = (answer.values as Float32Array[]).map((logits) => {
       const scores = options.rawScores ? logits : logits.length === 1 ? logits.map(sigmoid) : softmax(logits);
       return Array.from(scores, (score, i) => ({ score, label: this.spec.labels[i] ?? `LABEL_${i}` })).sort((a, b) => b.score - a.score);
@@ -220,7 +224,7 @@ export class TextEngine {
     if (texts.length === 0) throw createError('SF_ERR_TEXT_EMPTY', '`texts`');
     // Every pair tokenizes the query again, so each costs the query's characters too.
     const queryCharacters = codePoints(query);
-    const answer = await this.run('rerank', 'predict', texts, (text) => this.encodePair(query, text, options), 'logits', texts.map((text) => queryCharacters + codePoints(text)), options.signal);
+    const answer = await this.run('rerank', 'predict', texts, (text) => this.encodePair(query, text, options), 'logits', texts.map((text) => queryCharacters + codePoints(text)), options);
     return { ...answer, values: (answer.values as Float32Array[]).map((logits) => (options.rawScores ? logits[0] : sigmoid(logits[0]))) };
   }
 
@@ -284,7 +288,7 @@ export class TextEngine {
    * --max-answer-bytes is refused, and a request whose answer costs more permits than its inputs
    * takes the difference.
    */
-  private async run<I>(operation: string, family: TextMetricFamily, inputs: readonly I[], encode: (input: I) => Promise<TextEncoding>, want: ForwardWant, characters: readonly number[], signal?: CancelSignal): Promise<TextAnswer<ForwardRow>> {
+  private async run<I>(operation: string, family: TextMetricFamily, inputs: readonly I[], encode: (input: I) => Promise<TextEncoding>, want: ForwardWant, characters: readonly number[], request: TruncateOptions): Promise<TextAnswer<ForwardRow>> {
     const started = performance.now();
     const { metrics } = this.options;
     const name = this.spec.name;
@@ -303,6 +307,9 @@ export class TextEngine {
     const held = inputPermits(characters, this.spec.maxInputLength, this.permits.capacity);
     const releases = [this.admit(held)];
     metrics?.received(name, family, inputs.length);
+    const { trace } = request;
+    // Epoch time, as the engine's spans: only read when the request is traced.
+    const tokenizeStartMs = trace ? now() : 0;
     try {
       let sequences: ForwardSequence[];
       try {
@@ -315,10 +322,11 @@ export class TextEngine {
       const tokenizationMs = performance.now() - started;
       for (const s of sequences) metrics?.tokenized(name, s.ids.length);
       const tokens = sequences.reduce((sum, s) => sum + s.ids.length, 0);
+      trace?.child('tokenize', tokenizeStartMs, now(), { ...this.forward.engine.spanAttributes(), 'serve_fn.inputs': inputs.length, 'serve_fn.tokens': tokens });
       // An embedder of unknown width (no hidden_size in its config, no forward pass yet) is sized once its rows are back.
       const width = this.batches.width;
       if (want === 'tokens' && width !== undefined) releases.push(this.admitAnswer(tokenEmbeddingsBytes(tokens, inputs.length, width), held));
-      const results = await Promise.all(this.batches.submitAll(sequences, signal));
+      const results = await Promise.all(this.batches.submitAll(sequences, request.signal, trace));
       if (want === 'tokens' && width === undefined) this.checkAnswer(tokenEmbeddingsBytes(tokens, inputs.length, (results[0].row as Float32Array[])[0]?.length ?? 0));
       const timings = {
         tokenizationMs,

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import { disconnectSignal } from '../../server/disconnect-signal.js';
+import { requestTrace } from '../../tracing/request-tracing.js';
 import { setTextAnswerHeaders, textPayloadLimit, type TextRoutesOptions } from '../text-routes.js';
 import { errorResponses, installOpenAiErrorHandling } from '../openai/openai-errors.js';
 import { optionalString, requestBody } from '../openai/openai-fields.js';
@@ -67,7 +68,7 @@ export async function cohereVllmRoutes(app: FastifyInstance, opts: TextRoutesOpt
     app.post(`/v${version}/rerank`, { bodyLimit, schema: doc(`Rerank documents (Cohere v${version}, Jina, vLLM)`, RERANK_BODY) }, async (request, reply) => {
       const rerank = readRerankRequest(requestBody(request.body));
       const model = models.pick('rerank', rerank.model);
-      const answer = await model.rerank(rerank.query, rerank.texts, { signal: disconnectSignal(reply) });
+      const answer = await model.rerank(rerank.query, rerank.texts, { signal: disconnectSignal(reply), trace: requestTrace(reply.request) });
       setTextAnswerHeaders(reply, answer, model.info.computeType);
       return rerankResponse(rerank, answer, model.info.name, version);
     });
@@ -75,7 +76,7 @@ export async function cohereVllmRoutes(app: FastifyInstance, opts: TextRoutesOpt
   app.post('/v2/embed', { bodyLimit, schema: doc('Embed texts (Cohere v2, as vLLM serves it)', COHERE_EMBED_BODY) }, async (request, reply) => {
     const embed = readCohereEmbedRequest(requestBody(request.body));
     const model = models.pick('embed', embed.model);
-    const answer = await model.embed(embed.texts, { ...embed.options, signal: disconnectSignal(reply), promptName: promptName(model, embed.inputType) });
+    const answer = await model.embed(embed.texts, { ...embed.options, signal: disconnectSignal(reply), trace: requestTrace(reply.request), promptName: promptName(model, embed.inputType) });
     setTextAnswerHeaders(reply, answer, model.info.computeType);
     return cohereEmbedResponse(embed, answer);
   });
@@ -84,7 +85,7 @@ export async function cohereVllmRoutes(app: FastifyInstance, opts: TextRoutesOpt
       const body = requestBody(request.body);
       const pairs = readScorePairs(body);
       const model = models.pick('rerank', optionalString(body, 'model'));
-      const { scores, promptTokens } = await scorePairs(model, pairs, rawScores(body), disconnectSignal(reply));
+      const { scores, promptTokens } = await scorePairs(model, pairs, rawScores(body), { signal: disconnectSignal(reply), trace: requestTrace(reply.request) });
       return scoreResponse(scores, promptTokens, model.info.name);
     });
   }
@@ -93,7 +94,7 @@ export async function cohereVllmRoutes(app: FastifyInstance, opts: TextRoutesOpt
       const body = requestBody(request.body);
       const inputs = readClassifyInputs(body);
       const model = models.pick('classify', optionalString(body, 'model'));
-      const answer = await model.predict(inputs, { rawScores: rawScores(body), signal: disconnectSignal(reply) });
+      const answer = await model.predict(inputs, { rawScores: rawScores(body), signal: disconnectSignal(reply), trace: requestTrace(reply.request) });
       setTextAnswerHeaders(reply, answer, model.info.computeType);
       return classifyResponse(answer, model.info.labels, model.info.name);
     });

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { CancelSignal } from '../../engine/dynamic-batcher.js';
 import { createError } from '../../errors/index.js';
 import { parseTextInputs } from '../../text/text-inputs.js';
-import type { ScoredLabel, TextAnswer, TextEngine } from '../../text/text-engine.js';
+import type { ScoredLabel, TextAnswer, TextEngine, TruncateOptions } from '../../text/text-engine.js';
 import { aboutField, FieldError, optionalBoolean, type Body } from '../openai/openai-fields.js';
 
 /**
@@ -56,7 +55,7 @@ export function rawScores(body: Body): boolean {
  * distinct query is one TextEngine.rerank call; the client batch limit applies to the pairs together,
  * as it would to one call.
  */
-export async function scorePairs(model: TextEngine, pairs: readonly ScorePair[], raw: boolean, signal?: CancelSignal): Promise<{ scores: number[]; promptTokens: number }> {
+export async function scorePairs(model: TextEngine, pairs: readonly ScorePair[], raw: boolean, request: Pick<TruncateOptions, 'signal' | 'trace'> = {}): Promise<{ scores: number[]; promptTokens: number }> {
   const { maxClientBatchSize } = model.info.limits;
   if (pairs.length > maxClientBatchSize) throw createError('SF_ERR_TEXT_BATCH_TOO_LARGE', pairs.length, maxClientBatchSize);
   const byQuery = new Map<string, number[]>();
@@ -64,7 +63,7 @@ export async function scorePairs(model: TextEngine, pairs: readonly ScorePair[],
   const scores = new Array<number>(pairs.length);
   const answers = await Promise.all(
     [...byQuery].map(async ([query, indexes]) => {
-      const answer = await model.rerank(query, indexes.map((i) => pairs[i].document), { rawScores: raw, signal });
+      const answer = await model.rerank(query, indexes.map((i) => pairs[i].document), { rawScores: raw, ...request });
       indexes.forEach((pairIndex, k) => (scores[pairIndex] = answer.values[k]));
       return answer;
     }),

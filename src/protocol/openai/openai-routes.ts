@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import { disconnectSignal } from '../../server/disconnect-signal.js';
+import { requestTrace } from '../../tracing/request-tracing.js';
 import type { TextEngine } from '../../text/text-engine.js';
 import { setTextAnswerHeaders, textPayloadLimit, type TextRoutesOptions } from '../text-routes.js';
 import { embeddingsResponse, readEmbeddingsRequest } from './openai-embeddings.js';
@@ -79,7 +80,7 @@ export async function openAiRoutes(app: FastifyInstance, opts: TextRoutesOptions
     app.post(path, { schema: embeddingsSchema, bodyLimit }, async (request, reply) => {
       const body = readEmbeddingsRequest(requestBody(request.body));
       const model = models.pick('embed', body.model);
-      const answer = await model.embed(body.inputs, { dimensions: body.dimensions, signal: disconnectSignal(reply) });
+      const answer = await model.embed(body.inputs, { dimensions: body.dimensions, signal: disconnectSignal(reply), trace: requestTrace(reply.request) });
       // TEI puts its x-compute-* headers on its OpenAI route too.
       setTextAnswerHeaders(reply, answer, model.info.computeType);
       return embeddingsResponse(answer, model.info.name, body.encodingFormat);

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifySchema } from 'fastify';
 import { disconnectSignal } from '../../server/disconnect-signal.js';
+import { requestTrace } from '../../tracing/request-tracing.js';
 import { createError } from '../../errors/index.js';
 import type { TextTask } from '../../text/model-folder.js';
 import { parseTextInputs, type TextInput } from '../../text/text-inputs.js';
@@ -37,7 +38,7 @@ const embed: Handler = async (body, model, reply) => {
   const inputs = teiInputs(body);
   const answer = await model.embed(inputs, {
     ...truncation(body),
-    signal: disconnectSignal(reply),
+    signal: disconnectSignal(reply), trace: requestTrace(reply.request),
     normalize: booleanOr(body, 'normalize', true),
     dimensions: optionalCount(body, 'dimensions'),
     promptName: optionalString(body, 'prompt_name'),
@@ -48,14 +49,14 @@ const embed: Handler = async (body, model, reply) => {
 
 const embedAll: Handler = async (body, model, reply) => {
   const inputs = teiInputs(body);
-  const answer = await model.embedAll(inputs, { ...truncation(body), signal: disconnectSignal(reply), promptName: optionalString(body, 'prompt_name') });
+  const answer = await model.embedAll(inputs, { ...truncation(body), signal: disconnectSignal(reply), trace: requestTrace(reply.request), promptName: optionalString(body, 'prompt_name') });
   setTextAnswerHeaders(reply, answer, model.info.computeType);
   return answer.values.map((tokens) => tokens.map((vector) => Array.from(vector)));
 };
 
 const embedSparse: Handler = async (body, model, reply) => {
   const inputs = teiInputs(body);
-  const answer = await model.embedSparse(inputs, { ...truncation(body), signal: disconnectSignal(reply), promptName: optionalString(body, 'prompt_name') });
+  const answer = await model.embedSparse(inputs, { ...truncation(body), signal: disconnectSignal(reply), trace: requestTrace(reply.request), promptName: optionalString(body, 'prompt_name') });
   setTextAnswerHeaders(reply, answer, model.info.computeType);
   return answer.values.map((entries) => entries.map(({ index, value }) => ({ index, value })));
 };
@@ -63,7 +64,7 @@ const embedSparse: Handler = async (body, model, reply) => {
 /** A single text or pair answers one list of labels; a batch answers a list of them (TEI's `PredictResponse`). */
 const predict: Handler = async (body, model, reply) => {
   const inputs = predictInputs(required(body, 'inputs'));
-  const options = { ...truncation(body), signal: disconnectSignal(reply), rawScores: booleanOr(body, 'raw_scores', false) };
+  const options = { ...truncation(body), signal: disconnectSignal(reply), trace: requestTrace(reply.request), rawScores: booleanOr(body, 'raw_scores', false) };
   const answer = await model.predict(inputs.batch ? inputs.inputs : [inputs.input], options);
   setTextAnswerHeaders(reply, answer, model.info.computeType);
   const labels = answer.values.map((scored) => scored.map(({ score, label }) => ({ score, label })));
@@ -74,7 +75,7 @@ const rerank: Handler = async (body, model, reply) => {
   const query = requiredString(body, 'query');
   const texts = stringList(required(body, 'texts'), 'texts');
   const returnText = booleanOr(body, 'return_text', false);
-  const answer = await model.rerank(query, texts, { ...truncation(body), signal: disconnectSignal(reply), rawScores: booleanOr(body, 'raw_scores', false) });
+  const answer = await model.rerank(query, texts, { ...truncation(body), signal: disconnectSignal(reply), trace: requestTrace(reply.request), rawScores: booleanOr(body, 'raw_scores', false) });
   setTextAnswerHeaders(reply, answer, model.info.computeType);
   const ranks = answer.values.map((score, index) => ({ index, ...(returnText ? { text: texts[index] } : {}), score }));
   // TEI sorts ascending (a stable sort) and reverses, so of two equal scores the later text comes first.
@@ -84,7 +85,7 @@ const rerank: Handler = async (body, model, reply) => {
 const similarity: Handler = async (body, model, reply) => {
   const { source, sentences } = similarityInputs(required(body, 'inputs'));
   const parameters = similarityParameters(body);
-  const answer = await model.similarity(source, sentences, { ...truncation(parameters), signal: disconnectSignal(reply), promptName: optionalString(parameters, 'prompt_name') });
+  const answer = await model.similarity(source, sentences, { ...truncation(parameters), signal: disconnectSignal(reply), trace: requestTrace(reply.request), promptName: optionalString(parameters, 'prompt_name') });
   setTextAnswerHeaders(reply, answer, model.info.computeType);
   return answer.values;
 };
