@@ -16,6 +16,8 @@ import { loadSync } from '@grpc/proto-loader';
 import { buildAddSubModel } from '../../src/backends/onnx/onnx-model-builder.js';
 import { GRPC_PROTO_PATH } from '../../src/protocol/grpc/grpc-server.js';
 import { range, scratchFolder, SIMPLE_CONFIG, writeFiles } from '../fixtures/repository/repository-files.js';
+import { writeBertEncoder } from '../fixtures/text/text-model-folders.js';
+import { join } from 'node:path';
 
 @Model({ name: 'traced' })
 @Instances(1, { inline: true })
@@ -292,5 +294,40 @@ describe("the model's spans", () => {
     expect(names).toContain('POST /v2/models/:model/infer');
     expect(names).not.toContain('queue');
     expect(names).not.toContain('compute');
+  });
+});
+
+describe("a text model's spans", () => {
+  const textRoot = scratchFolder('tracing-text-it');
+  afterAll(() => rmSync(textRoot, { recursive: true, force: true }));
+
+  it('traces an embeddings request: tokenize, then one queue and one compute span over its forward batches', async () => {
+    writeBertEncoder(join(textRoot, 'bge-tiny'), { pooling: 'mean', normalize: true });
+    const receiver = await otlpReceiver();
+    closers.push(() => new Promise((resolve) => receiver.server.close(resolve)));
+    const tracing = await startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }, '9.9.9');
+    // One row per forward batch: the request's three inputs run in three batches.
+    const server = new ServeFnServer({ models: [], logger: false, collectProcessMetrics: false, tracing, textFolders: [join(textRoot, 'bge-tiny')], text: { limits: { maxBatchRequests: 1 } } });
+    await server.start();
+    const res = await server.app.inject({ method: 'POST', url: '/v1/embeddings', payload: { model: 'bge-tiny', input: ['hello world', 'a cat', 'the quick brown fox'] } });
+    expect(res.statusCode).toBe(200);
+    await server.close();
+
+    const spans = receiver.exports.flatMap((e) => e.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans)));
+    const request = spans.find((s) => s.name === 'POST /v1/embeddings')!;
+    expect(request).toBeDefined();
+    const children = spans.filter((s) => s.parentSpanId === request.spanId);
+    expect(children.map((s) => s.name).sort()).toEqual(['compute', 'queue', 'tokenize']);
+    const named = (name: string): OtlpSpan => children.find((s) => s.name === name)!;
+    const model = { 'serve_fn.model': 'bge-tiny', 'serve_fn.model_version': '1' };
+    expect(attributesOf(named('tokenize'))).toMatchObject({ ...model, 'serve_fn.inputs': 3, 'serve_fn.tokens': res.json().usage.prompt_tokens });
+    expect(attributesOf(named('queue'))).toMatchObject(model);
+    expect(attributesOf(named('compute'))).toMatchObject(model);
+    // The compute span covers the request's sequences: it links to each forward batch they ran in.
+    const batches = spans.filter((s) => s.name === 'batch');
+    expect(batches).toHaveLength(3);
+    expect(named('compute').links?.map((l) => l.spanId).sort()).toEqual(batches.map((b) => b.spanId).sort());
+    expect(batches.every((b) => b.traceId !== request.traceId)).toBe(true);
+    expect(spans.filter((s) => s.parentSpanId === named('compute').spanId).map((s) => s.name)).toEqual(['compute_infer', 'compute_infer', 'compute_infer']);
   });
 });
