@@ -66,7 +66,7 @@ export class TextInferenceModel implements ServerModel {
     };
     // The client's disconnect (or a calling model's cancellation) takes its sequences off the forward queue.
     // Priority and timeout do not apply: the forward queue is TEI's, first come, first served, with no levels.
-    const truncation = { truncate: parameters.optionalBoolean(p, 'truncate'), truncationDirection: parameters.truncationDirection(p, { anyCase: true }), signal: request.signal };
+    const truncation = { truncate: parameters.optionalBoolean(p, 'truncate'), truncationDirection: parameters.truncationDirection(p, { anyCase: true }), signal: request.signal, trace: request.trace };
     const model = this.text;
     let output: Tensor;
     switch (model.info.task) {
