@@ -79,10 +79,10 @@ class InProcessForward {
 }
 
 /**
- * The served embedder's forward work with no server: texts tokenized beforehand, batched, padded,
- * run and mean-pooled by the engine's ForwardBatcher (the text model's own batching, with the same
- * limits, hooks and one instance) over the ONNX file in this process, and normalised as the
- * text model does.
+ * The served embedder's forward work with no server: texts tokenized beforehand, batched by the
+ * text model's own ForwardScheduler (same limits and hooks, one instance), padded, run and
+ * mean-pooled by the instance-side forward pass over the ONNX file in this process, and normalised
+ * as the text model does.
  */
 export class InProcessEmbedder {
   private constructor(private readonly forwardModel: InProcessForward, private readonly padId: number) {}
