@@ -4,9 +4,9 @@ import type { StreamEvent, StreamPump } from '../wire/stream-channel.js';
 import type { ExecuteCall, ExecuteOutcome, OnResult, SocketCall, WireResult } from '../wire/wire-format.js';
 
 /**
- * What serves an instance's calls inside its thread, as python_backend's stub does on its side of
- * the process boundary: ModelHost for a decorated class, TensorModelHost for a repository model
- * (and the text forward host for a folder text model). worker-entry reaches a host through this
+ * What serves an instance's calls inside its thread, as python_backend's `pb_stub` process serves
+ * them on its side of the process boundary: ModelHost for a decorated class, TensorModelHost for a
+ * repository model, TextForwardHost for a text model folder. worker-entry reaches a host through this
  * interface only, so a new kind of model is a new host, not a new branch in the worker's main.
  */
 export interface InstanceHost {
