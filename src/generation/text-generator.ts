@@ -1,0 +1,118 @@
+/**
+ * What the protocols (OpenAI / vLLM chat and completions, KServe v2 generate) ask of a served
+ * generative model, and what its iteration-level scheduler gives back. Sampling field meanings
+ * follow vLLM's `SamplingParams` (https://docs.vllm.ai/en/latest/api/vllm/sampling_params.html).
+ */
+
+/** One request's sampling: what the scheduler's sampler applies to that sequence's logits. */
+export interface SamplingParams {
+  /** 0 = greedy. */
+  readonly temperature: number;
+  readonly topP: number;
+  /** 0 or -1 = off. */
+  readonly topK: number;
+  readonly minP: number;
+  /** A per-request generator, so a seeded result does not depend on what else is in the batch. */
+  readonly seed?: number;
+  readonly presencePenalty: number;
+  readonly frequencyPenalty: number;
+  readonly repetitionPenalty: number;
+  /** Token id → bias added to its logit. */
+  readonly logitBias?: ReadonlyMap<number, number>;
+  /** Top alternatives returned per generated token (0 = the chosen token's logprob only); undefined = none. */
+  readonly logprobs?: number;
+  /** Top alternatives returned per prompt token (`echo` with logprobs, vLLM's `prompt_logprobs`); undefined = none. */
+  readonly promptLogprobs?: number;
+  readonly maxTokens: number;
+  readonly minTokens: number;
+  /** Stop tokens beside the model's end-of-sequence ids (which apply unless `ignoreEos`). */
+  readonly stopTokenIds: readonly number[];
+  readonly ignoreEos: boolean;
+}
+
+/** A grammar over the tokens generated so far (structured outputs): the sampler masks what it forbids. */
+export interface TokenConstraint {
+  /** Allowed next tokens as a bitmask of ⌈vocab/32⌉ words (bit set = allowed), as xgrammar gives it. */
+  nextTokenBitmask(): Int32Array;
+  /** Records the sampled token; false when the grammar rejects it. */
+  acceptToken(tokenId: number): boolean;
+  /** The grammar reached its end: the sequence stops with `stop`. */
+  isTerminated(): boolean;
+}
+
+export interface GenerationRequest {
+  readonly requestId: string;
+  readonly promptTokenIds: readonly number[];
+  readonly sampling: SamplingParams;
+  readonly constraint?: TokenConstraint;
+  /** Aborted when the client goes away: the sequence leaves the running set at the next step and its KV blocks are freed. */
+  readonly signal?: AbortSignal;
+}
+
+export interface TokenLogprob {
+  readonly tokenId: number;
+  readonly logprob: number;
+}
+
+export interface GeneratedToken extends TokenLogprob {
+  /** The best alternatives at this position, highest first (when logprobs were asked for). */
+  readonly top?: readonly TokenLogprob[];
+}
+
+/** `stop`: an end-of-sequence or stop token, a matched stop string or a finished grammar; `length`: max tokens or the context; `abort`: cancelled. */
+export type FinishReason = 'stop' | 'length' | 'abort';
+
+/** What one step produced for one request: the new tokens and, on the last chunk, why it ended. */
+export interface GenerationChunk {
+  readonly tokens: readonly GeneratedToken[];
+  /** Prompt token logprobs, on the first chunk only, when `promptLogprobs` was asked for (the first prompt token has none). */
+  readonly promptLogprobs?: readonly (GeneratedToken | undefined)[];
+  readonly finishReason?: FinishReason;
+  /** The stop token that ended the sequence (vLLM's `stop_reason`), when one did. */
+  readonly stopTokenId?: number;
+}
+
+/** A running generation: its chunks in order; the iterator ends after the chunk carrying `finishReason`. */
+export interface Generation extends AsyncIterable<GenerationChunk> {
+  /** Ends the sequence at the next step with finish reason `stop`: the protocol matched a stop string. */
+  stop(): void;
+}
+
+/** A served generative model, whatever runs it (an ONNX decoder export, a GGUF file, a class's step hook). */
+export interface TextGenerator {
+  readonly name: string;
+  /** The context length: `max_position_embeddings`, or `--max-model-len`. */
+  readonly maxModelLen: number;
+  readonly vocabSize: number;
+  /** Every end-of-sequence id (`generation_config.json`'s `eos_token_id`, a list for Qwen3). */
+  readonly eosTokenIds: readonly number[];
+  /** `generation_config.json`'s sampling defaults, applied where a request sets nothing (vLLM's `--generation-config auto`). */
+  readonly defaults: Partial<SamplingParams>;
+  /** True once the model can serve (`/health` answers 200). */
+  ready(): boolean;
+  /** Throws a ServeFnError for a request the model cannot take (too long for the context). */
+  generate(request: GenerationRequest): Generation;
+}
+
+/** The tokenizer a generator's protocols use: the folder's tokenizer.json, or the one a GGUF file embeds. */
+export interface PromptTokenizer {
+  /** Special tokens written in the text are parsed as Hugging Face tokenizers parse them. */
+  encode(text: string, addSpecialTokens: boolean): Promise<number[]>;
+  decode(ids: readonly number[], skipSpecialTokens: boolean): Promise<string>;
+  /** The vocabulary entry of one id (logprobs' `token` fields). */
+  tokenText(id: number): string | undefined;
+}
+
+/** The chat template a folder ships: tokenizer_config.json's `chat_template` (or a GGUF's `tokenizer.chat_template`) and the special tokens it refers to. */
+export interface ChatTemplateSource {
+  readonly template: string;
+  readonly bosToken?: string;
+  readonly eosToken?: string;
+}
+
+/** One generative model as the server serves it: what the protocol routes receive. */
+export interface ServedGenerator {
+  readonly generator: TextGenerator;
+  readonly tokenizer: PromptTokenizer;
+  readonly chatTemplate?: ChatTemplateSource;
+}
