@@ -110,9 +110,25 @@ export interface ChatTemplateSource {
   readonly eosToken?: string;
 }
 
+/**
+ * A structured output a request asks for (OpenAI's `response_format`, vLLM's `structured_outputs`
+ * and its older `guided_*` fields): a JSON schema (`true` = any JSON object), a regular
+ * expression, one of several strings, or an EBNF grammar.
+ */
+export type StructuredOutput =
+  | { readonly kind: 'json'; readonly schema: object | true }
+  | { readonly kind: 'regex'; readonly pattern: string }
+  | { readonly kind: 'choice'; readonly choices: readonly string[] }
+  | { readonly kind: 'grammar'; readonly ebnf: string };
+
+/** Compiles a structured output into a fresh constraint for one sequence (a grammar engine over the model's vocabulary); throws a ServeFnError for an invalid schema or pattern. */
+export type ConstraintCompiler = (output: StructuredOutput) => Promise<TokenConstraint>;
+
 /** One generative model as the server serves it: what the protocol routes receive. */
 export interface ServedGenerator {
   readonly generator: TextGenerator;
   readonly tokenizer: PromptTokenizer;
   readonly chatTemplate?: ChatTemplateSource;
+  /** Absent when no grammar engine can serve this model's vocabulary: structured outputs are then refused with a 400. */
+  readonly structuredOutputs?: ConstraintCompiler;
 }
