@@ -40,3 +40,14 @@ export function setTextAnswerHeaders(reply: FastifyReply, answer: TextAnswer<unk
     'x-inference-time': String(Math.round(timings.inferenceMs)),
   });
 }
+
+/**
+ * A pooled row as a plain list of numbers for a JSON answer. A counted loop, not `Array.from`:
+ * V8's Array.from walks a typed array through the iterator protocol, which for a 32 × 1024 answer
+ * cost 2–7 ms of HTTP-thread time against 0.1–0.3 ms for the loop (measured on a 2-vCPU machine).
+ */
+export function numberList(vector: Float32Array): number[] {
+  const list = new Array<number>(vector.length);
+  for (let i = 0; i < vector.length; i++) list[i] = vector[i];
+  return list;
+}

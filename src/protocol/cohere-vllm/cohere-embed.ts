@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EmbedOptions, TextAnswer, TextEngine } from '../../text/text-engine.js';
 import { float32Base64 } from '../openai/openai-embeddings.js';
+import { numberList } from '../text-routes.js';
 import { FieldError, optionalInteger, optionalString, type Body } from '../openai/openai-fields.js';
 
 /**
@@ -78,7 +79,7 @@ function packBits(vector: Float32Array, signed: boolean): number[] {
 }
 
 const ENCODERS: Readonly<Record<EmbeddingType, (vector: Float32Array) => number[] | string>> = {
-  float: (vector) => Array.from(vector),
+  float: numberList,
   binary: (vector) => packBits(vector, true),
   ubinary: (vector) => packBits(vector, false),
   base64: float32Base64,

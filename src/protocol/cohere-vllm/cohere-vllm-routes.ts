@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import { disconnectSignal } from '../../server/disconnect-signal.js';
+import { sendJsonInSlices } from '../../server/sliced-json.js';
 import { requestTrace } from '../../tracing/request-tracing.js';
 import { setTextAnswerHeaders, textPayloadLimit, type TextRoutesOptions } from '../text-routes.js';
 import { errorResponses, installOpenAiErrorHandling } from '../openai/openai-errors.js';
@@ -60,7 +61,8 @@ function doc(summary: string, body: object): FastifySchema {
 export async function cohereVllmRoutes(app: FastifyInstance, opts: TextRoutesOptions): Promise<void> {
   const { models } = opts;
   app.setValidatorCompiler(() => () => true);
-  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  // Embedding answers run to megabytes of JSON: written in slices, so the HTTP thread stays free.
+  sendJsonInSlices(app);
   const bodyLimit = textPayloadLimit(opts);
   installOpenAiErrorHandling(app, { flavour: 'vllm', exposeErrors: opts.exposeErrors ?? false, bodyLimit });
 

@@ -1,5 +1,6 @@
 import { parseTextInputs, type TextInput } from '../../text/text-inputs.js';
 import type { TextAnswer } from '../../text/text-engine.js';
+import { numberList } from '../text-routes.js';
 import { aboutField, FieldError, optionalInteger, optionalString, type Body } from './openai-fields.js';
 
 /** OpenAI's embeddings request (API reference, "Create embeddings"), as read from the body. */
@@ -50,7 +51,7 @@ export function embeddingsResponse(answer: TextAnswer<Float32Array>, model: stri
     object: 'list' as const,
     data: answer.values.map((vector, index) => ({
       object: 'embedding' as const,
-      embedding: format === 'base64' ? float32Base64(vector) : Array.from(vector),
+      embedding: format === 'base64' ? float32Base64(vector) : numberList(vector),
       index,
     })),
     model,

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import { disconnectSignal } from '../../server/disconnect-signal.js';
+import { sendJsonInSlices } from '../../server/sliced-json.js';
 import { requestTrace } from '../../tracing/request-tracing.js';
 import type { TextEngine } from '../../text/text-engine.js';
 import { setTextAnswerHeaders, textPayloadLimit, type TextRoutesOptions } from '../text-routes.js';
@@ -71,7 +72,8 @@ export async function openAiRoutes(app: FastifyInstance, opts: TextRoutesOptions
   // The schemas document; bodies are read by hand so errors keep OpenAI's shape, and answers are
   // written as they are built (a response schema would drop fields it does not list).
   app.setValidatorCompiler(() => () => true);
-  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  // Embedding answers run to megabytes of JSON: written in slices, so the HTTP thread stays free.
+  sendJsonInSlices(app);
   const bodyLimit = textPayloadLimit(opts);
   installOpenAiErrorHandling(app, { flavour: 'openai', exposeErrors: opts.exposeErrors ?? false, bodyLimit });
 

@@ -1,12 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifySchema } from 'fastify';
 import { disconnectSignal } from '../../server/disconnect-signal.js';
+import { sendJsonInSlices } from '../../server/sliced-json.js';
 import { requestTrace } from '../../tracing/request-tracing.js';
 import { createError } from '../../errors/index.js';
 import type { TextTask } from '../../text/model-folder.js';
 import { parseTextInputs, type TextInput } from '../../text/text-inputs.js';
 import type { TextEngine } from '../../text/text-engine.js';
 import type { TextModelSet, TextNeed } from '../../text/text-model-set.js';
-import { setTextAnswerHeaders, textPayloadLimit, type TextRoutesOptions } from '../text-routes.js';
+import { numberList, setTextAnswerHeaders, textPayloadLimit, type TextRoutesOptions } from '../text-routes.js';
 import { installTeiErrorHandling } from './tei-errors.js';
 import {
   booleanOr,
@@ -44,14 +45,14 @@ const embed: Handler = async (body, model, reply) => {
     promptName: optionalString(body, 'prompt_name'),
   });
   setTextAnswerHeaders(reply, answer, model.info.computeType);
-  return answer.values.map((vector) => Array.from(vector));
+  return answer.values.map(numberList);
 };
 
 const embedAll: Handler = async (body, model, reply) => {
   const inputs = teiInputs(body);
   const answer = await model.embedAll(inputs, { ...truncation(body), signal: disconnectSignal(reply), trace: requestTrace(reply.request), promptName: optionalString(body, 'prompt_name') });
   setTextAnswerHeaders(reply, answer, model.info.computeType);
-  return answer.values.map((tokens) => tokens.map((vector) => Array.from(vector)));
+  return answer.values.map((tokens) => tokens.map(numberList));
 };
 
 const embedSparse: Handler = async (body, model, reply) => {
@@ -123,7 +124,8 @@ export async function teiRoutes(app: FastifyInstance, opts: TeiRoutesOptions): P
   const bodyLimit = textPayloadLimit(opts);
   // Bodies are read by tei-fields.ts; the schemas are the routes' documentation.
   app.setValidatorCompiler(() => () => true);
-  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  // Embedding answers run to megabytes of JSON: written in slices, so the HTTP thread stays free.
+  sendJsonInSlices(app);
   installTeiErrorHandling(app, { exposeErrors: opts.exposeErrors ?? false });
   // TEI's bodies are JSON (axum's Json extractor answers anything else 415), where fastify would
   // hand a text/plain body over as a string.
