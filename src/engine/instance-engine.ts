@@ -11,6 +11,7 @@ import type { RestartPolicy } from '../spec/restart-policy.js';
 import type { InstanceFactory, ModelInstance } from './model-instance.js';
 import type { Attributes } from '@opentelemetry/api';
 import type { RequestTrace, RunningSpan } from '../tracing/request-tracing.js';
+import { tracedRequest, tracedSequences } from '../tracing/engine-spans.js';
 import { batchStartMs, executionTimings, requestQueued, requestSettled, toUs, type RequestClock } from './request-accounting.js';
 import { now } from '../wire/epoch-time.js';
 import type { SocketLink } from '../wire/socket-session.js';
@@ -202,7 +203,7 @@ export class InstanceEngine {
       pending = Promise.reject(err);
     }
     const settled = requestSettled(recorder, name, version, queued, pending);
-    return options.trace ? traced(settled, options.trace, queued, this.spanAttributes()) : settled;
+    return options.trace ? tracedRequest(settled, options.trace, queued, this.spanAttributes()) : settled;
   }
 
   /**
@@ -220,7 +221,7 @@ export class InstanceEngine {
     }
     const pending = this.pool.available ? batcher.submitAll(queued, options) : queued.map(() => Promise.reject(this.pool.unavailableError()));
     const settled = pending.map((p, i) => requestSettled(recorder, name, version, queued[i]!, p));
-    if (options.trace) void tracedAll(settled, options.trace, queued, this.spanAttributes());
+    if (options.trace) void tracedSequences(settled, options.trace, queued, this.spanAttributes());
     return settled;
   }
 
@@ -420,61 +421,6 @@ export class InstanceEngine {
 const CANCEL_GRACE_MS = 1000;
 
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref());
-
-/**
- * Records a settled request's spans under its trace from the times the engine keeps: `queue` from
- * submission to dispatch, then `compute` (its batch's run on an instance, which includes crossing
- * to a worker and back) with `compute_infer`, the model's own run as the instance stamped it.
- * The split follows Triton's trace timestamps (QUEUE_START, COMPUTE_START, COMPUTE_INPUT_END...; docs/tracing.md).
- */
-async function traced<R>(settled: Promise<R>, trace: RequestTrace, queued: RequestClock, attributes: Attributes): Promise<R> {
-  let failed = false;
-  try {
-    return await settled;
-  } catch (err) {
-    failed = true;
-    throw err;
-  } finally {
-    const end = now();
-    const dispatched = queued.dispatchedMs;
-    trace.child('queue', queued.submittedMs, dispatched ?? end, attributes);
-    const compute = queued.compute;
-    if (dispatched !== undefined && compute) {
-      const t = queued.timings;
-      if (t) {
-        const inferStart = dispatched + t.computeInputUs / 1000;
-        compute.trace.child('compute_infer', inferStart, inferStart + t.computeInferUs / 1000, attributes);
-      }
-      compute.end(end, failed);
-    }
-  }
-}
-
-/**
- * Records the spans of a request queued as several sequences (submitAll) once all have settled: one
- * `queue` span from its queueing to its first sequence's dispatch, and one `compute` span from there
- * to its last answer, linked to each batch its sequences ran in, with a `compute_infer` per batch.
- */
-async function tracedAll(settled: readonly Promise<unknown>[], trace: RequestTrace, queued: readonly RequestClock[], attributes: Attributes): Promise<void> {
-  const outcomes = await Promise.allSettled(settled);
-  const end = now();
-  const submitted = Math.min(...queued.map((q) => q.submittedMs));
-  const dispatched = queued.filter((q) => q.dispatchedMs !== undefined);
-  const firstDispatch = dispatched.length > 0 ? Math.min(...dispatched.map((q) => q.dispatchedMs!)) : undefined;
-  trace.child('queue', submitted, firstDispatch ?? end, attributes);
-  if (firstDispatch === undefined) return;
-  // The sequences of one batch share its run, so the batch's first one stands for it.
-  const perBatch = new Map<RequestTrace, RequestClock>();
-  for (const q of dispatched) if (q.batch && !perBatch.has(q.batch)) perBatch.set(q.batch, q);
-  const compute = trace.start('compute', firstDispatch, attributes, [...perBatch.keys()]);
-  for (const q of perBatch.values()) {
-    const t = q.timings;
-    if (!t) continue;
-    const inferStart = q.dispatchedMs! + t.computeInputUs / 1000;
-    compute.trace.child('compute_infer', inferStart, inferStart + t.computeInferUs / 1000, attributes);
-  }
-  compute.end(end, outcomes.some((o) => o.status === 'rejected'));
-}
 
 /** The traceparents of a call's requests' compute spans (see CallTraces); none when no request is traced. */
 export function traceparentsOf(batch: readonly RequestClock[]): CallTraces | undefined {
