@@ -6,6 +6,7 @@ import { systemClock, type Clock } from './clock.js';
 import { LinkedQueue, type Link } from './linked-queue.js';
 import type { RequestTrace } from '../tracing/request-tracing.js';
 import { PriorityQueues, type QueuedItem } from './priority-queues.js';
+import { BatchFormation, type BatchFormationHooks } from './batch-formation.js';
 
 /** One request as the model sees it inside a batch. */
 export interface BatchEntry<T> {
@@ -15,7 +16,7 @@ export interface BatchEntry<T> {
   readonly priority: number;
 }
 
-export interface BatcherHooks<T, R> {
+export interface BatcherHooks<T, R> extends BatchFormationHooks<T> {
   /** how many instances can take a batch right now */
   idleInstances(): number;
   /**
@@ -30,38 +31,6 @@ export interface BatcherHooks<T, R> {
    * ignored), for entries run one after another.
    */
   execute(batch: readonly BatchEntry<T>[], answer: (index: number, result: R | Error) => void): Promise<ReadonlyArray<R | Error>>;
-  /**
-   * A padded budget per batch beside maxBatchSize, as TEI's `--max-batch-tokens`: a batch of n
-   * requests costs n × its largest request's cost (every row is padded to the longest), and closes
-   * before the request that would take it over `limit`. A request over the budget on its own still
-   * runs, alone. With `minFill`, a batch is the oldest request and the queued ones nearest its
-   * cost, for as long as at least that share of its padded cost is real (texts of about one length
-   * together, so padding wastes little); the oldest always goes, so none waits for ever. For
-   * batchers without priority levels, `rows` or `joins`.
-   */
-  readonly budget?: { readonly limit: number; readonly minFill?: number; cost(payload: T): number };
-  /**
-   * How many rows a request adds to its batch (Triton's `request->BatchSize()`): maxBatchSize then
-   * counts rows, not requests. Without it every request is one row. A request of more rows than
-   * maxBatchSize still runs, alone (the caller refuses such requests before they are queued).
-   */
-  rows?(payload: T): number;
-  /**
-   * Whether `next` may join the batch `first` opened (Triton's `enforce_equal_shape_tensors` and
-   * `CustomBatchIncl`). As in Triton, the batch closes before the first request that does not
-   * join, and goes at once: waiting cannot grow it. Requests never overtake one another, so
-   * interleaved kinds (A, B, A) make batches of one kind each (A | B | A).
-   */
-  joins?(first: T, next: T): boolean;
-}
-
-/** The batch the queue's head forms now: how many requests, and whether waiting could grow it. */
-interface NextBatch {
-  size: number;
-  /** It holds maxBatchSize rows, or the next request does not fit (rows, joins, budget). */
-  full: boolean;
-  /** The most of its requests that make a preferred batch size in rows; 0 for none. */
-  preferred: number;
 }
 
 export interface SubmitOptions {
@@ -101,11 +70,6 @@ interface Request<T, R> extends QueuedItem<Request<T, R>> {
   readonly reject: (error: unknown) => void;
 }
 
-function largestPreferred(sizes: readonly number[], fits: number): number {
-  for (let i = sizes.length - 1; i >= 0; i--) if (sizes[i] <= fits) return sizes[i];
-  return 0;
-}
-
 /**
  * Triton's dynamic batcher (Triton's user_guide/batcher.md): priority levels with per-level queue policies,
  * preferred batch sizes, a maximum queue delay, preserved ordering and draining. With
@@ -125,7 +89,7 @@ export class DynamicBatcher<T, R> implements Scheduler {
   private draining: Promise<void> | undefined;
   private onDrained: (() => void) | undefined;
   /** nextBatch's answer, rewritten in place: it is asked on every submit, and an object each time showed in bench/overhead. */
-  private readonly next: NextBatch = { size: 0, full: false, preferred: 0 };
+  private readonly formation: BatchFormation<T, Request<T, R>>;
 
   constructor(
     readonly owner: string,
@@ -134,6 +98,7 @@ export class DynamicBatcher<T, R> implements Scheduler {
     private readonly clock: Clock = systemClock,
   ) {
     this.queues = new PriorityQueues(policy);
+    this.formation = new BatchFormation(policy, hooks, this.queues);
     this.timeoutsPossible = this.queues.levels.some((l) => l.policy.defaultTimeoutUs > 0 || l.policy.allowTimeoutOverride);
   }
 
@@ -277,66 +242,14 @@ export class DynamicBatcher<T, R> implements Scheduler {
 
   /** The size of the next batch when waiting cannot grow it, else 0. */
   private fullBatchSize(): number {
-    const next = this.nextBatch();
+    const next = this.formation.next();
     return next.full ? next.size : 0;
-  }
-
-  /**
-   * Triton's GetDynamicBatch admission: the requests at the head of the queue, in batch order, up
-   * to the first that does not fit: over maxBatchSize rows, not joining the first, or over the
-   * budget. The first request always goes, so a request that fits no batch still runs, alone.
-   */
-  private nextBatch(): NextBatch {
-    const { rows, joins, budget } = this.hooks;
-    if (rows !== undefined || joins !== undefined || budget !== undefined) return this.walkNextBatch();
-    const { maxBatchSize, preferredBatchSizes } = this.policy;
-    const next = this.next;
-    next.size = Math.min(this.queues.size, maxBatchSize);
-    next.full = this.queues.size >= maxBatchSize;
-    next.preferred = largestPreferred(preferredBatchSizes, next.size);
-    return next;
-  }
-
-  /** nextBatch with hooks that look at each request; apart, so that a batcher without them allocates no closure. */
-  private walkNextBatch(): NextBatch {
-    const { maxBatchSize, preferredBatchSizes } = this.policy;
-    const { rows, joins, budget } = this.hooks;
-    const next = this.next;
-    let size = 0;
-    let batchRows = 0;
-    let widest = 0;
-    let preferred = 0;
-    let first: T | undefined;
-    let full = false;
-    this.queues.visitInBatchOrder((request) => {
-      const payload = request.entry.payload;
-      const added = rows?.(payload) ?? 1;
-      const cost = budget === undefined ? 0 : Math.max(widest, budget.cost(payload));
-      if (first !== undefined) {
-        const fits = batchRows + added <= maxBatchSize && (joins?.(first, payload) ?? true) && (budget === undefined || cost * (size + 1) <= budget.limit);
-        if (!fits) {
-          full = true;
-          return false;
-        }
-      }
-      first ??= payload;
-      size++;
-      batchRows += added;
-      widest = cost;
-      if (preferredBatchSizes.includes(batchRows)) preferred = size;
-      full = batchRows >= maxBatchSize;
-      return !full;
-    });
-    next.size = size;
-    next.full = full;
-    next.preferred = preferred;
-    return next;
   }
 
   /** Triton's GetDynamicBatch rules; 0 means wait, with the timer armed for the queue delay. */
   private readyBatchSize(now: number): number {
     const { maxQueueDelayUs } = this.policy;
-    const next = this.nextBatch();
+    const next = this.formation.next();
     if (next.preferred > 0) return next.preferred;
     if (next.full || maxQueueDelayUs === 0 || this.draining) return next.size;
     const dueAtUs = this.queues.oldestEnqueuedAtUs() + maxQueueDelayUs;
@@ -354,10 +267,7 @@ export class DynamicBatcher<T, R> implements Scheduler {
   }
 
   private take(size: number): Request<T, R>[] {
-    const budget = this.hooks.budget;
-    const batch = budget?.minFill !== undefined
-      ? this.queues.takeNearest(this.policy.maxBatchSize, budget.limit, budget.minFill, (request) => budget.cost(request.entry.payload))
-      : this.queues.take(size);
+    const batch = this.formation.take(size);
     for (const request of batch) this.stopWaiting(request);
     this.inflight += batch.length;
     return batch;
