@@ -7,7 +7,7 @@ import type { ModelLogger } from '../instance/instance-logger.js';
 import type { ModelInstance } from './model-instance.js';
 import { SocketLink, type SocketSession } from '../wire/socket-session.js';
 import { StreamChannel } from '../wire/stream-channel.js';
-import type { ExecuteCall, ExecuteOutcome, OnResult, SocketCall } from '../wire/wire-format.js';
+import type { ExecuteCall, ExecuteOutcome, OnResult, SocketCall, StreamCall } from '../wire/wire-format.js';
 
 /**
  * A model instance on the HTTP thread, for `@Instances(n, { inline: true })` models that only do
@@ -38,7 +38,7 @@ export class InlineInstance implements ModelInstance {
     return this.host.execute(structuredClone(call), onResult);
   }
 
-  openStream(call: ExecuteCall, credit: number): StreamChannel {
+  openStream(call: StreamCall, credit: number): StreamChannel {
     if (!this.host) throw new Error(`instance ${this.index} of ${this.definition.name} is not started`);
     const channel = new StreamChannel({ grant: (units) => pump.grant(units), cancel: () => pump.cancel() });
     const pump = this.host.openStream(structuredClone(call), credit, (event) => channel.push(event));

@@ -16,7 +16,7 @@ import { batchStartMs, executionTimings, requestQueued, requestSettled, toUs, ty
 import { now } from '../wire/epoch-time.js';
 import type { SocketLink } from '../wire/socket-session.js';
 import { DEFAULT_STREAM_CREDIT, type StreamChannel } from '../wire/stream-channel.js';
-import { tensorCall, type CallTraces, type ExecuteCall, type ExecuteOutcome } from '../wire/wire-format.js';
+import { tensorCall, type CallTraces, type ExecuteCall, type ExecuteOutcome, type StreamCall } from '../wire/wire-format.js';
 
 /** A tensor request checked against its model (inference/request-validation.ts), as the engine queues it. */
 export interface ValidatedRequest {
@@ -127,7 +127,7 @@ export class InstanceEngine {
    * the error that came before its first chunk. Nothing queues behind a stream, which holds its
    * instance until it ends. With `countRun`, a stream's whole run counts as one execution.
    */
-  streamBatcher<Q extends RequestClock>(owner: string, policy: BatchPolicy, call: (queued: Q) => ExecuteCall, options: { readonly countRun: boolean }): DynamicBatcher<Q, StreamChannel> {
+  streamBatcher<Q extends RequestClock>(owner: string, policy: BatchPolicy, call: (queued: Q) => StreamCall, options: { readonly countRun: boolean }): DynamicBatcher<Q, StreamChannel> {
     const single: BatchPolicy = { ...policy, maxBatchSize: 1, preferredBatchSizes: [], maxQueueDelayUs: 0 };
     return this.batcher<Q, StreamChannel>(owner, single, async ([entry]) => {
       try {
@@ -309,7 +309,7 @@ export class InstanceEngine {
    * run counts as one execution, as Triton counts a decoupled model's request. Resolves once the
    * first chunk (or the end) has arrived, so an error before it is an ordinary failed request.
    */
-  async openStream(queued: RequestClock, call: ExecuteCall, credit: number, options: { readonly countRun: boolean }): Promise<StreamChannel> {
+  async openStream(queued: RequestClock, call: StreamCall, credit: number, options: { readonly countRun: boolean }): Promise<StreamChannel> {
     const { name, version, recorder } = this.options;
     const instance = this.pool.acquire();
     const sent = now();
@@ -317,7 +317,7 @@ export class InstanceEngine {
     recorder.pendingChanged(name, version, -1);
     // A stream's run is one span from dispatch to its end, after the request's answer began.
     const span = queued.trace?.start('stream', sent, this.spanAttributes());
-    const channel = instance.openStream(span && call.kind !== 'text-forward' ? { ...call, traceparents: [span.trace.traceparent] } : call, credit);
+    const channel = instance.openStream(span ? { ...call, traceparents: [span.trace.traceparent] } : call, credit);
     this.openStreams.add(channel);
     void channel.finished.then(() => {
       span?.end(now(), channel.failed);

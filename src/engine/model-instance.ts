@@ -1,6 +1,6 @@
 import type { StreamChannel } from '../wire/stream-channel.js';
 import type { SocketLink } from '../wire/socket-session.js';
-import type { ExecuteCall, ExecuteOutcome, OnResult, SocketCall } from '../wire/wire-format.js';
+import type { ExecuteCall, ExecuteOutcome, OnResult, SocketCall, StreamCall } from '../wire/wire-format.js';
 
 /** One running copy of a model: a worker thread, or the HTTP thread for inline models. */
 export interface ModelInstance {
@@ -12,7 +12,7 @@ export interface ModelInstance {
   /** Runs one call; an unbatched call also reports each request's outcome to `onResult` as it ends. */
   execute(call: ExecuteCall, onResult?: OnResult): Promise<ExecuteOutcome>;
   /** Runs a streaming endpoint's method for the one request in `call`. */
-  openStream(call: ExecuteCall, credit: number): StreamChannel;
+  openStream(call: StreamCall, credit: number): StreamChannel;
   /** Starts a @WebSocketEndpoint method's session for one connection. */
   openSocket(call: SocketCall, credit: number): SocketLink;
   /** Runs `finalize` and releases the thread. */

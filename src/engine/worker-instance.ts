@@ -12,7 +12,7 @@ import { StreamChannel, type StreamControl } from '../wire/stream-channel.js';
 import { instanceNiceness } from '../instance/thread-priority.js';
 import { relayWorkerLog, silentLogger, type ModelLogger } from '../instance/instance-logger.js';
 import type { FromWorker, ToWorker, WorkerBootData } from '../wire/worker-messages.js';
-import { answersOneByOne, callTransferables, collectTransferables, reviveBuffers, type ExecuteCall, type ExecuteOutcome, type OnResult, type SocketCall, type WireResult } from '../wire/wire-format.js';
+import { answersOneByOne, callTransferables, collectTransferables, reviveBuffers, type ExecuteCall, type ExecuteOutcome, type OnResult, type SocketCall, type StreamCall, type WireResult } from '../wire/wire-format.js';
 
 const BOOTSTRAP_URL = new URL('../../loader/worker-bootstrap.mjs', import.meta.url);
 const WORKER_ENTRY_URL = new URL(`../instance/worker-entry${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
@@ -105,7 +105,7 @@ export class WorkerInstance implements ModelInstance {
     });
   }
 
-  openStream(call: ExecuteCall, credit: number): StreamChannel {
+  openStream(call: StreamCall, credit: number): StreamChannel {
     const id = this.nextId++;
     const channel = new StreamChannel(this.flowControl(id));
     this.openChannel(id, channel, { type: 'stream-open', id, call, credit }, callTransferables(call));

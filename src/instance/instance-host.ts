@@ -1,7 +1,7 @@
 import { now } from '../wire/epoch-time.js';
 import type { SocketSession } from '../wire/socket-session.js';
 import type { StreamEvent, StreamPump } from '../wire/stream-channel.js';
-import type { ExecuteCall, ExecuteOutcome, OnResult, SocketCall, WireResult } from '../wire/wire-format.js';
+import type { ExecuteCall, ExecuteOutcome, OnResult, SocketCall, StreamCall, WireResult } from '../wire/wire-format.js';
 
 /**
  * What serves an instance's calls inside its thread, as python_backend's `pb_stub` process serves
@@ -16,7 +16,7 @@ export interface InstanceHost {
    */
   execute(call: ExecuteCall, onResult?: OnResult): Promise<ExecuteOutcome>;
   /** Opens one request's stream; the caller starts the returned pump with `run()`. */
-  openStream(call: ExecuteCall, credit: number, emit: (event: StreamEvent) => void): StreamPump;
+  openStream(call: StreamCall, credit: number, emit: (event: StreamEvent) => void): StreamPump;
   /** Opens one WebSocket connection's session; a host whose models have no WebSocket endpoints has none. */
   openSocket?(call: SocketCall, credit: number, emit: (event: StreamEvent) => void, onTaken: () => void): SocketSession;
   finalize(): Promise<void>;

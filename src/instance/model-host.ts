@@ -10,7 +10,7 @@ import { EXECUTE_METHOD } from '../definition/tensor-interface-builder.js';
 import { timedExecution, type InstanceHost } from './instance-host.js';
 import { ModuleExecutor } from './module-executor.js';
 import type { TensorModel } from './tensor-model-api.js';
-import { type ExecuteCall, type ExecuteOutcome, type OnResult, type SocketCall, type SocketInput, type TensorCall, type TextForwardCall, type WireRequestInfo, type WireResult, reviveBuffers } from '../wire/wire-format.js';
+import { type ExecuteCall, type ExecuteOutcome, type OnResult, type SocketCall, type SocketInput, type StreamCall, type TensorCall, type TextForwardCall, type WireRequestInfo, type WireResult, reviveBuffers } from '../wire/wire-format.js';
 import { REFUSED_MESSAGE, SocketInbox, SocketSession } from '../wire/socket-session.js';
 import { firstTrace, runTraced } from './caller-trace.js';
 import { describeValue, oneResultPerRequest } from '../wire/batch-results.js';
@@ -126,7 +126,7 @@ export class ModelHost implements InstanceHost {
    * Calls a streaming endpoint's method for one request; the returned pump (started by the caller
    * with `run()`) pulls the method's async iterable as credit allows and emits each item.
    */
-  openStream(call: ExecuteCall, credit: number, emit: (event: StreamEvent) => void): StreamPump {
+  openStream(call: StreamCall, credit: number, emit: (event: StreamEvent) => void): StreamPump {
     const methodName = call.kind === 'endpoint' ? call.methodName : EXECUTE_METHOD;
     const endpoint = call.kind === 'endpoint' ? this.endpoints.get(methodName) : undefined;
     const open = async (): Promise<AsyncIterator<unknown>> => {

@@ -2,7 +2,7 @@ import type { ModelContext } from '../definition/model-context.js';
 import { createError } from '../errors/index.js';
 import { type StreamEvent, StreamPump } from '../wire/stream-channel.js';
 import { firstTrace, runTraced } from './caller-trace.js';
-import type { ExecuteCall, ExecuteOutcome } from '../wire/wire-format.js';
+import type { ExecuteCall, ExecuteOutcome, StreamCall } from '../wire/wire-format.js';
 import { BackendExecutor, type TensorExecutor } from './backend-executor.js';
 import { timedExecution, type InstanceHost } from './instance-host.js';
 import { ModuleExecutor } from './module-executor.js';
@@ -33,9 +33,9 @@ export class TensorModelHost implements InstanceHost {
    * Runs the call's one request on a decoupled model; the returned pump (started by the caller with
    * `run()`) pulls the model's responses as credit allows and emits each as a StreamedResult chunk.
    */
-  openStream(call: ExecuteCall, credit: number, emit: (event: StreamEvent) => void): StreamPump {
+  openStream(call: StreamCall, credit: number, emit: (event: StreamEvent) => void): StreamPump {
     const open = async (): Promise<AsyncIterator<unknown>> => {
-      if (call.kind !== 'tensor') throw this.noEndpoints(call.kind === 'endpoint' ? call.methodName : call.kind);
+      if (call.kind !== 'tensor') throw this.noEndpoints(call.methodName);
       const executor = this.executor;
       if (!(executor instanceof ModuleExecutor) || !executor.decoupled) {
         throw createError('SF_ERR_EXECUTION_FAILED', this.modelName, 'execute', 'only a decoupled model.ts / model.js model streams its responses');

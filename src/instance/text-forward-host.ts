@@ -2,7 +2,7 @@ import type { BackendSession } from '../backends/backend.js';
 import type { ModelContext } from '../definition/model-context.js';
 import { createError } from '../errors/index.js';
 import { StreamPump, type StreamEvent } from '../wire/stream-channel.js';
-import type { ExecuteCall, ExecuteOutcome } from '../wire/wire-format.js';
+import type { ExecuteCall, ExecuteOutcome, StreamCall } from '../wire/wire-format.js';
 import type { TextForwardPlan } from '../wire/tensor-model-plan.js';
 import { timedExecution, type InstanceHost } from './instance-host.js';
 import { runTextForward } from './text-forward-pass.js';
@@ -32,7 +32,7 @@ export class TextForwardHost implements InstanceHost {
     }));
   }
 
-  openStream(call: ExecuteCall, credit: number, emit: (event: StreamEvent) => void): StreamPump {
+  openStream(call: StreamCall, credit: number, emit: (event: StreamEvent) => void): StreamPump {
     return new StreamPump(() => Promise.reject(this.textOnly(call.kind === 'endpoint' ? call.methodName : call.kind)), credit, emit);
   }
 

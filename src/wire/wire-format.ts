@@ -75,6 +75,13 @@ export interface TextForwardCall {
 
 export type ExecuteCall = EndpointCall | TensorCall | TextForwardCall;
 
+/**
+ * The calls an instance can run as a stream, holding the instance until the stream ends (a decorated
+ * streamed endpoint, a decoupled repository model's request): one request each, traced by its
+ * traceparents. A text forward batch never streams.
+ */
+export type StreamCall = EndpointCall | TensorCall;
+
 export function tensorCall(requests: readonly TensorWireRequest[], traceparents?: CallTraces): TensorCall {
   return traceparents ? { kind: 'tensor', requests, traceparents } : { kind: 'tensor', requests };
 }

@@ -4,7 +4,7 @@ import type { TensorModelPlan } from './tensor-model-plan.js';
 import type { TextForwardPlan } from './tensor-model-plan.js';
 import type { Bundle } from './message-outbox.js';
 import type { StreamEvent } from './stream-channel.js';
-import type { ExecuteCall, ExecuteOutcome, SocketCall, SocketInput } from './wire-format.js';
+import type { ExecuteCall, ExecuteOutcome, SocketCall, SocketInput, StreamCall } from './wire-format.js';
 
 /** The messages between an instance's worker thread and the HTTP thread. */
 
@@ -28,7 +28,7 @@ export type ToWorker =
   | { readonly type: 'execute'; readonly id: number; readonly call: ExecuteCall }
   | { readonly type: 'infer-result'; readonly id: number; readonly value?: unknown; readonly error?: SerializedError }
   /** Starts a streaming endpoint call that may send `credit` chunks before it is granted more. */
-  | { readonly type: 'stream-open'; readonly id: number; readonly call: ExecuteCall; readonly credit: number }
+  | { readonly type: 'stream-open'; readonly id: number; readonly call: StreamCall; readonly credit: number }
   | { readonly type: 'stream-credit'; readonly id: number; readonly units: number }
   | { readonly type: 'stream-cancel'; readonly id: number }
   /** Starts a WebSocket connection's session; its output uses the stream messages with the same id. */
