@@ -1,12 +1,9 @@
-import fastify, { type FastifyInstance, type InjectOptions } from 'fastify';
-import { afterEach, describe, expect, it } from 'vitest';
-import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
-import { kserveProtocol } from '../../src/protocol/kserve-protocol.js';
+import type { FastifyInstance, InjectOptions } from 'fastify';
+import { describe, expect, it } from 'vitest';
 import { SystemSharedMemoryRegistry } from '../../src/protocol/system-shared-memory/registry.js';
-import { installErrorHandling } from '../../src/server/error-handler.js';
 import { DEV_CLIENT_HEADER, parseApiRestriction } from '../../src/server/restricted-apis.js';
-import { securityPlugin, type SecurityOptions } from '../../src/server/security-plugin.js';
-import { FakeRepository, simpleModel } from '../protocol/fake-repository.js';
+import type { SecurityOptions } from '../../src/server/security-plugin.js';
+import { answer, securedKserveApps } from '../helpers/secured-kserve-app.js';
 
 const SECRET = 's3cret-0123456789';
 const KEY = 'sk-0123456789abcdef';
@@ -17,33 +14,8 @@ const LOCAL_ONLY = (group: string) => ({
 });
 const RESTRICTED = { error: "This API is restricted, expecting header 'admin-key'", code: 'SF_ERR_API_RESTRICTED' };
 
-const apps: FastifyInstance[] = [];
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((a) => a.close()));
-});
-
-/** ServeFnServer's order: error handling, the security hooks, then the /v2 protocol. */
-async function serve(security: SecurityOptions = {}, sharedMemory = new SystemSharedMemoryRegistry()): Promise<FastifyInstance> {
-  const app = fastify({ logger: false });
-  apps.push(app);
-  installErrorHandling(app, { bodyLimit: 1024 * 1024, exposeErrors: false });
-  await securityPlugin(app, security);
-  await app.register(kserveProtocol, {
-    repository: new FakeRepository([simpleModel()]),
-    recorder: new InferenceRecorder({ collectProcessMetrics: false }),
-    serverName: 'serve-fn',
-    serverVersion: '0.1.0',
-    ready: () => true,
-    sharedMemory,
-  });
-  await app.ready();
-  return app;
-}
-
-async function answer(app: FastifyInstance, options: InjectOptions): Promise<{ status: number; body: unknown }> {
-  const res = await app.inject(options);
-  return { status: res.statusCode, body: res.body === '' ? undefined : res.json() };
-}
+const securedApp = securedKserveApps();
+const serve = (security: SecurityOptions = {}, sharedMemory = new SystemSharedMemoryRegistry()): Promise<FastifyInstance> => securedApp(security, { sharedMemory });
 
 const shmStatus = (remoteAddress: string, headers: Record<string, string> = {}): InjectOptions => ({ method: 'GET', url: '/v2/systemsharedmemory/status', remoteAddress, headers });
 const repositoryIndex = (remoteAddress: string, headers: Record<string, string> = {}): InjectOptions => ({ method: 'POST', url: '/v2/repository/index', remoteAddress, headers });

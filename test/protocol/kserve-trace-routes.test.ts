@@ -1,40 +1,12 @@
-import fastify, { type FastifyInstance, type InjectOptions } from 'fastify';
-import { afterEach, describe, expect, it } from 'vitest';
-import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
-import { kserveProtocol } from '../../src/protocol/kserve-protocol.js';
-import { installErrorHandling } from '../../src/server/error-handler.js';
+import type { FastifyInstance } from 'fastify';
+import { describe, expect, it } from 'vitest';
 import { parseApiRestriction } from '../../src/server/restricted-apis.js';
-import { securityPlugin, type SecurityOptions } from '../../src/server/security-plugin.js';
+import type { SecurityOptions } from '../../src/server/security-plugin.js';
 import { TraceSettings } from '../../src/tracing/trace-settings.js';
-import { FakeRepository, simpleModel } from './fake-repository.js';
+import { answer, securedKserveApps } from '../helpers/secured-kserve-app.js';
 
-const apps: FastifyInstance[] = [];
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((a) => a.close()));
-});
-
-/** ServeFnServer's order: error handling, the security hooks, then the /v2 protocol. */
-async function serve(traceSettings: TraceSettings, security: SecurityOptions = {}): Promise<FastifyInstance> {
-  const app = fastify({ logger: false });
-  apps.push(app);
-  installErrorHandling(app, { bodyLimit: 1024 * 1024, exposeErrors: false });
-  await securityPlugin(app, security);
-  await app.register(kserveProtocol, {
-    repository: new FakeRepository([simpleModel()]),
-    recorder: new InferenceRecorder({ collectProcessMetrics: false }),
-    serverName: 'serve-fn',
-    serverVersion: '0.1.0',
-    ready: () => true,
-    traceSettings,
-  });
-  await app.ready();
-  return app;
-}
-
-async function answer(app: FastifyInstance, options: InjectOptions): Promise<{ status: number; body: unknown }> {
-  const res = await app.inject(options);
-  return { status: res.statusCode, body: res.json() };
-}
+const securedApp = securedKserveApps();
+const serve = (traceSettings: TraceSettings, security: SecurityOptions = {}): Promise<FastifyInstance> => securedApp(security, { traceSettings });
 
 const DEFAULTS = { trace_level: ['TIMESTAMPS'], trace_rate: '1', trace_count: '-1', log_frequency: '0', trace_file: '', trace_mode: 'opentelemetry' };
 
