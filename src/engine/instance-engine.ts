@@ -316,7 +316,7 @@ export class InstanceEngine {
     recorder.pendingChanged(name, version, -1);
     // A stream's run is one span from dispatch to its end, after the request's answer began.
     const span = queued.trace?.start('stream', sent, this.spanAttributes());
-    const channel = instance.openStream(span && call.kind !== 'text-forward' ? { ...call, traceparents: [span.trace.traceparent] } : call, credit);
+    const channel = instance.openStream(span && call.kind !== 'text-forward' && call.kind !== 'decoder-step' ? { ...call, traceparents: [span.trace.traceparent] } : call, credit);
     this.openStreams.add(channel);
     void channel.finished.then(() => {
       span?.end(now(), channel.failed);

@@ -16,6 +16,6 @@ export function runTraced<R>(traceparent: string | undefined, run: () => R): R {
 }
 
 /** The traceparent of a call's requests run together (a batch in one method call): its first traced one's. */
-export function firstTrace(call: { readonly traceparents?: readonly (string | undefined)[] } | { readonly kind: 'text-forward' }): string | undefined {
+export function firstTrace(call: { readonly traceparents?: readonly (string | undefined)[] } | { readonly kind: 'text-forward' | 'decoder-step' }): string | undefined {
   return 'traceparents' in call ? call.traceparents?.find((t) => t !== undefined) : undefined;
 }
