@@ -1,0 +1,131 @@
+import { describe, expect, it } from 'vitest';
+import { systemClock } from '../../src/engine/clock.js';
+import { InThreadTarget } from '../../src/generation/in-thread-target.js';
+import { IterationScheduler, type IterationLimits } from '../../src/generation/iteration-scheduler.js';
+import type { GenerationSequence } from '../../src/generation/generation-stream.js';
+import type { FinishReason, GenerationChunk } from '../../src/generation/text-generator.js';
+import { seededRandom } from '../fixtures/text/text-model-weights.js';
+import { FAKE_EOS, FakeDecoder, fakeAlone, greedy } from '../helpers/fake-decoder.js';
+
+function setup(limits: IterationLimits, maxModelLen = 4096) {
+  const runtime = new FakeDecoder();
+  const target = new InThreadTarget(runtime, true);
+  const scheduler = new IterationScheduler('fake', limits, { eosTokenIds: [FAKE_EOS], maxModelLen }, target, systemClock);
+  const start = (prompt: number[], maxTokens: number, signal?: AbortSignal): { sequence: GenerationSequence; chunks: Promise<GenerationChunk[]> } => {
+    const sequence = scheduler.sequence({ requestId: String(prompt), promptTokenIds: prompt, sampling: greedy(maxTokens), signal });
+    void scheduler.submit({ sequence }, {});
+    const chunks = (async () => {
+      const out: GenerationChunk[] = [];
+      for await (const chunk of sequence) out.push(chunk);
+      return out;
+    })();
+    return { sequence, chunks };
+  };
+  return { runtime, target, scheduler, start };
+}
+
+const tokensOf = (chunks: readonly GenerationChunk[]): number[] => chunks.flatMap((c) => c.tokens.map((t) => t.tokenId));
+const finishOf = (chunks: readonly GenerationChunk[]): FinishReason | undefined => chunks.at(-1)?.finishReason;
+
+function workload(seed: number, count: number): { prompt: number[]; maxTokens: number }[] {
+  const random = seededRandom(seed);
+  return Array.from({ length: count }, (_, i) => ({
+    prompt: Array.from({ length: 1 + Math.floor(random() * 40) }, () => 2 + Math.floor(random() * 60)).concat([i + 2]),
+    maxTokens: 1 + Math.floor(random() * 20),
+  }));
+}
+
+describe('IterationScheduler (fake decoder)', () => {
+  for (const [name, limits] of [
+    ['roomy', { maxNumSeqs: 4, maxNumBatchedTokens: 32, kvBlocks: 64 }],
+    ['tiny KV pool', { maxNumSeqs: 6, maxNumBatchedTokens: 24, kvBlocks: 5 }],
+  ] as const) {
+    it(`${name}: every request completes with what it generates alone, within max_num_seqs and the token budget, decodes never starved`, async () => {
+      for (const seed of [1, 2, 3]) {
+        const { scheduler, target, runtime, start } = setup(limits);
+        const jobs = workload(seed, 12).filter((j) => j.prompt.length + j.maxTokens <= limits.kvBlocks * 16);
+        const started = jobs.map((j) => start(j.prompt, j.maxTokens));
+        const results = await Promise.all(started.map((s) => s.chunks));
+        results.forEach((chunks, i) => {
+          expect(tokensOf(chunks)).toEqual(fakeAlone(jobs[i]!.prompt, jobs[i]!.maxTokens));
+          expect(finishOf(chunks)).toBe('length');
+        });
+        const decoding = new Set<number>();
+        for (const call of target.calls) {
+          expect(call.rows.length).toBeLessThanOrEqual(limits.maxNumSeqs);
+          expect(call.rows.reduce((sum, r) => sum + r.tokenIds.length, 0)).toBeLessThanOrEqual(limits.maxNumBatchedTokens);
+          // A sequence that sampled last step runs again this step, unless it left (finished or preempted).
+          const here = new Set(call.rows.map((r) => r.sequenceId));
+          for (const id of decoding) if (!call.release.includes(id)) expect(here.has(id)).toBe(true);
+          decoding.clear();
+          for (const row of call.rows) if (row.sample) decoding.add(row.sequenceId);
+        }
+        await scheduler.drain();
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        expect(scheduler.kvUsage).toBe(0);
+        expect(runtime.caches.size).toBe(0);
+        if (name === 'tiny KV pool') expect(scheduler.preemptions).toBeGreaterThan(0);
+        else expect(scheduler.preemptions).toBe(0);
+      }
+    });
+  }
+
+  it('admits waiting requests first come, first served', async () => {
+    const { target, start } = setup({ maxNumSeqs: 2, maxNumBatchedTokens: 8, kvBlocks: 64 });
+    const jobs = Array.from({ length: 6 }, (_, i) => start([10 + i, 20, 30], 3));
+    await Promise.all(jobs.map((j) => j.chunks));
+    const firstSeen: number[] = [];
+    for (const call of target.calls) for (const row of call.rows) if (!firstSeen.includes(row.sequenceId)) firstSeen.push(row.sequenceId);
+    expect(firstSeen).toEqual(jobs.map((j) => j.sequence.id));
+  });
+
+  it('a client abort ends the sequence with abort and frees its blocks and cache; stop() ends it with stop', async () => {
+    const { scheduler, runtime, start } = setup({ maxNumSeqs: 4, maxNumBatchedTokens: 16, kvBlocks: 16 });
+    const controller = new AbortController();
+    const aborted = start([5, 6, 7], 1000, controller.signal);
+    const stopped = start([8, 9], 1000);
+    const other = start([3, 4], 5);
+    const seen: GenerationChunk[] = [];
+    for await (const chunk of stopped.sequence) {
+      seen.push(chunk);
+      if (seen.length === 3) {
+        controller.abort();
+        stopped.sequence.stop();
+      }
+    }
+    expect(finishOf(seen)).toBe('stop');
+    expect(finishOf(await aborted.chunks)).toBe('abort');
+    expect(tokensOf(await other.chunks)).toEqual(fakeAlone([3, 4], 5));
+    await scheduler.drain();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(scheduler.kvUsage).toBe(0);
+    expect(runtime.caches.has(aborted.sequence.id)).toBe(false);
+  });
+
+  it('an end-of-sequence token stops with its id; ignore_eos and min_tokens keep going', async () => {
+    const runtime = new FakeDecoder();
+    const target = new InThreadTarget(runtime);
+    // The fake's first token after [2] is the model's only eos here.
+    const eos = fakeAlone([2], 1)[0]!;
+    const scheduler = new IterationScheduler('fake', { maxNumSeqs: 2, maxNumBatchedTokens: 8, kvBlocks: 8 }, { eosTokenIds: [eos], maxModelLen: 64 }, target, systemClock);
+    const run = async (sampling: ReturnType<typeof greedy>): Promise<GenerationChunk[]> => {
+      const sequence = scheduler.sequence({ requestId: 'r', promptTokenIds: [2], sampling });
+      void scheduler.submit({ sequence }, {});
+      const out: GenerationChunk[] = [];
+      for await (const chunk of sequence) out.push(chunk);
+      return out;
+    };
+    const stopped = await run(greedy(5));
+    expect(tokensOf(stopped)).toEqual([eos]);
+    expect(stopped.at(-1)).toMatchObject({ finishReason: 'stop', stopTokenId: eos });
+    expect(tokensOf(await run(greedy(3, { ignoreEos: true })))).toHaveLength(3);
+  });
+
+  it('stops at the context length with length', async () => {
+    const { start } = setup({ maxNumSeqs: 2, maxNumBatchedTokens: 8, kvBlocks: 8 }, 6);
+    const { chunks } = start([2, 3, 4], 100);
+    const out = await chunks;
+    expect(tokensOf(out)).toHaveLength(3);
+    expect(finishOf(out)).toBe('length');
+  });
+});
