@@ -24,6 +24,7 @@ export class GenerationSequence implements Generation, RequestClock {
   readonly arrivalUs: number;
   firstScheduledUs?: number;
   lastTokenUs?: number;
+  finishedUs?: number;
   private readonly chunks: GenerationChunk[] = [];
   private failure?: Error;
   private wake?: () => void;

@@ -46,10 +46,6 @@ export interface IterationEvents {
   failed?(sequence: GenerationSequence, error: Error): void;
 }
 
-export interface GenerationQueued {
-  readonly sequence: GenerationSequence;
-}
-
 /** One instance's running set and KV blocks. */
 class InstanceLoop {
   readonly running: GenerationSequence[] = [];
@@ -111,8 +107,7 @@ export class IterationScheduler implements Scheduler {
     return new GenerationSequence(this.nextId++, request, this.clock.now(), (s) => this.ending(s));
   }
 
-  submit(queued: GenerationQueued, _options: SubmitOptions): Promise<FinishReason> {
-    const { sequence } = queued;
+  submit(sequence: GenerationSequence, _options: SubmitOptions): Promise<FinishReason> {
     if (this.draining) throw createError('SF_ERR_DRAINING');
     if (sequence.ending) this.finish(sequence, sequence.ending);
     else {
@@ -322,6 +317,7 @@ export class IterationScheduler implements Scheduler {
 
   private finish(sequence: GenerationSequence, reason: FinishReason, chunk: { tokens: readonly GeneratedToken[] } = { tokens: [] }, stopTokenId?: number): void {
     if (sequence.finished) return;
+    sequence.finishedUs = this.clock.now();
     this.leave(sequence);
     sequence.push({ ...chunk, finishReason: reason, ...(stopTokenId === undefined ? {} : { stopTokenId }) });
     this.events.finished?.(sequence, reason);

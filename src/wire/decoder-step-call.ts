@@ -1,6 +1,16 @@
 import type { SamplingParams } from '../generation/text-generator.js';
 import type { DecoderStepRow } from '../spec/decoder-step.js';
 
+/** What a generative model folder's instance boots from: its decoder export and the backend's session options. */
+export interface DecoderPlan {
+  readonly kind: 'decoder';
+  /** Absolute path of the folder's model.onnx. */
+  readonly file: string;
+  readonly sessionOptions: Readonly<Record<string, unknown>>;
+  /** config.json's vocab_size, for an export whose logits' last dimension is symbolic. */
+  readonly vocabSize?: number;
+}
+
 /**
  * One iteration of a generator's scheduler as it crosses to the instance that holds the decoder's
  * caches: the rows to run, the sequences to drop first, and for each row that ends its prompt or

@@ -13,7 +13,7 @@ function setup(limits: IterationLimits, maxModelLen = 4096) {
   const scheduler = new IterationScheduler('fake', limits, { eosTokenIds: [FAKE_EOS], maxModelLen }, target, systemClock);
   const start = (prompt: number[], maxTokens: number, signal?: AbortSignal): { sequence: GenerationSequence; chunks: Promise<GenerationChunk[]> } => {
     const sequence = scheduler.sequence({ requestId: String(prompt), promptTokenIds: prompt, sampling: greedy(maxTokens), signal });
-    void scheduler.submit({ sequence }, {});
+    void scheduler.submit(sequence, {});
     const chunks = (async () => {
       const out: GenerationChunk[] = [];
       for await (const chunk of sequence) out.push(chunk);
@@ -110,7 +110,7 @@ describe('IterationScheduler (fake decoder)', () => {
     const scheduler = new IterationScheduler('fake', { maxNumSeqs: 2, maxNumBatchedTokens: 8, kvBlocks: 8 }, { eosTokenIds: [eos], maxModelLen: 64 }, target, systemClock);
     const run = async (sampling: ReturnType<typeof greedy>): Promise<GenerationChunk[]> => {
       const sequence = scheduler.sequence({ requestId: 'r', promptTokenIds: [2], sampling });
-      void scheduler.submit({ sequence }, {});
+      void scheduler.submit(sequence, {});
       const out: GenerationChunk[] = [];
       for await (const chunk of sequence) out.push(chunk);
       return out;
