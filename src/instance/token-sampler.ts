@@ -1,4 +1,4 @@
-import type { SamplingParams, TokenLogprob } from '../generation/text-generator.js';
+import type { SamplingParams, TokenLogprob } from '../spec/sampling-params.js';
 
 /**
  * Picks one sequence's next token from its logits, in the instance, so the HTTP thread never

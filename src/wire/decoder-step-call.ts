@@ -1,4 +1,4 @@
-import type { SamplingParams } from '../generation/text-generator.js';
+import type { SamplingParams } from '../spec/sampling-params.js';
 import type { DecoderStepRow } from '../spec/decoder-step.js';
 
 /** What a generative model folder's instance boots from: its decoder export and the backend's session options. */
