@@ -6,8 +6,8 @@
  *   2. TTFT and inter-token latency p50/p99 at 1, 4 and 16 concurrent;
  *   3. single-stream decode tokens/s against the memory-bandwidth bound (weight bytes ÷ bandwidth).
  * The served path (OpenAI routes over HTTP, from a second process) is measured once the protocol
- * routes are merged: `servedRun` below is the hook (TODO at merge: drive /v1/completions with the
- * same workload and compare with `inThreadRun`).
+ * routes are merged: the hook is `workload` and `inThreadRun` below — drive /v1/completions of a
+ * `serve-fn start` on the same folder with the same jobs and compare the tokens/s.
  *
  * Size knobs: BENCH_GEN_LAYERS, BENCH_GEN_HIDDEN, BENCH_GEN_VOCAB (default: ~58 M parameters).
  */

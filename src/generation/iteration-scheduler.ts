@@ -132,6 +132,19 @@ export class IterationScheduler implements Scheduler {
     }
   }
 
+  /** The instance died: its caches are gone, so its running sequences go back to the front of the queue to recompute. */
+  instanceDown(index: number): void {
+    const loop = this.loops[index];
+    if (loop && !loop.stepping) this.resetLoop(loop);
+  }
+
+  private resetLoop(loop: InstanceLoop): void {
+    for (const sequence of [...loop.running].reverse()) {
+      this.preempt(loop, sequence, false);
+    }
+    loop.release = [];
+  }
+
   rejectQueued(error: Error): void {
     for (const sequence of this.waiting.splice(0)) this.fail(sequence, error);
     this.checkDrained();
@@ -170,8 +183,10 @@ export class IterationScheduler implements Scheduler {
     try {
       results = await this.target.run(acquired, { kind: 'decoder-step', release, rows: planned.map((p) => p.row) }, admitted);
     } catch (err) {
+      // The sequences of the failed step fail (Triton fails a crashed batch's requests); the others recompute.
       const error = createError('SF_ERR_DECODER_STEP_FAILED', this.owner, { cause: err });
       for (const { sequence } of planned) this.fail(sequence, error);
+      this.resetLoop(loop);
       return;
     }
     const now = this.clock.now();
@@ -240,7 +255,7 @@ export class IterationScheduler implements Scheduler {
     return this.makeRoom(loop, sequence, sequence.computed + 1, inStep) ? this.fit(loop, sequence, wanted, inStep) : 0;
   }
 
-  private preempt(loop: InstanceLoop, sequence: GenerationSequence): void {
+  private preempt(loop: InstanceLoop, sequence: GenerationSequence, counted = true): void {
     loop.running.splice(loop.running.indexOf(sequence), 1);
     this.homes.delete(sequence);
     loop.blocks.release(sequence.id);
@@ -248,6 +263,7 @@ export class IterationScheduler implements Scheduler {
     sequence.computed = 0;
     sequence.started = false;
     this.waiting.unshift(sequence);
+    if (!counted) return;
     this.preemptions++;
     this.events.preempted?.(sequence);
   }

@@ -129,3 +129,38 @@ describe('IterationScheduler (fake decoder)', () => {
     expect(finishOf(out)).toBe('length');
   });
 });
+
+describe('IterationScheduler when a step fails', () => {
+  it("fails the failed step's sequences; what waited runs on the restarted instance", async () => {
+    const runtime = new FakeDecoder();
+    const target = new InThreadTarget(runtime);
+    const scheduler = new IterationScheduler('fake', { maxNumSeqs: 4, maxNumBatchedTokens: 4, kvBlocks: 16 }, { eosTokenIds: [FAKE_EOS], maxModelLen: 512 }, target, systemClock);
+    const step = runtime.step.bind(runtime);
+    let calls = 0;
+    runtime.step = async (rows) => {
+      // The first step crashes and loses every cache, as a restarted instance has none.
+      if (++calls === 1) {
+        runtime.caches.clear();
+        throw new Error('instance crashed');
+      }
+      return step(rows);
+    };
+    const start = (prompt: number[]): Promise<GenerationChunk[] | Error> => {
+      const sequence = scheduler.sequence({ requestId: 'r', promptTokenIds: prompt, sampling: greedy(6) });
+      void scheduler.submit(sequence, {}).catch(() => undefined);
+      return (async () => {
+        const out: GenerationChunk[] = [];
+        try {
+          for await (const chunk of sequence) out.push(chunk);
+        } catch (err) {
+          return err as Error;
+        }
+        return out;
+      })();
+    };
+    // A 6-token prompt fills the first step's budget alone; the second request waits, then runs after the crash.
+    const results = await Promise.all([start([2, 3, 4, 5, 6, 7]), start([8, 9])]);
+    expect(results[0]).toMatchObject({ code: 'SF_ERR_DECODER_STEP_FAILED' });
+    expect(tokensOf(results[1] as GenerationChunk[])).toEqual(fakeAlone([8, 9], 6));
+  });
+});
