@@ -94,6 +94,8 @@ export async function loadGeneratorFolder(dir: string, options: GeneratorServeOp
     maxNumSeqs: options.maxNumSeqs ?? DEFAULT_GENERATOR_LIMITS.maxNumSeqs,
     maxNumBatchedTokens: options.maxNumBatchedTokens ?? DEFAULT_GENERATOR_LIMITS.maxNumBatchedTokens,
     kvBlocks,
+    // The ONNX runtime copies a cached prefix's KV into the new sequence (OnnxDecoderRuntime.copyPrefix).
+    prefixCaching: true,
   };
   if (options.maxModelLen !== undefined && options.maxModelLen > folder.maxPositionEmbeddings) {
     throw createError('SF_ERR_GENERATIVE_FOLDER_INVALID', folder.dir, `--max-model-len ${options.maxModelLen} is past config.json's max_position_embeddings ${folder.maxPositionEmbeddings}`);

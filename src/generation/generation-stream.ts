@@ -12,6 +12,8 @@ export class GenerationSequence implements Generation, RequestClock {
   readonly output: GeneratedToken[] = [];
   /** Tokens of prompt + output the runtime's cache holds (0 after a preemption). */
   computed = 0;
+  /** The cached prefix this sequence's next row copies (a prefix-cache hit), until that row ran. */
+  copyFrom?: number;
   /** Whether the instance knows the sequence (its SequenceStart was sent since it was admitted). */
   started = false;
   /** Prompt logprobs were asked for and not yet returned. */

@@ -5,6 +5,7 @@ import type { SubmitOptions } from '../engine/dynamic-batcher.js';
 import type { DecoderCallRow, DecoderRowResult, DecoderStepCall } from '../wire/decoder-step-call.js';
 import { GenerationSequence } from './generation-stream.js';
 import { KvBlocks } from './kv-blocks.js';
+import { blockHashes, PrefixCache } from './prefix-cache.js';
 import type { FinishReason, GeneratedToken, GenerationRequest } from './text-generator.js';
 
 /**
@@ -26,6 +27,8 @@ export interface IterationLimits {
   readonly maxNumBatchedTokens: number;
   /** KV blocks of BLOCK_SIZE tokens per instance. */
   readonly kvBlocks: number;
+  /** Reuse cached prefixes (prefix-cache.ts); only for a runtime with `copyPrefix`. */
+  readonly prefixCaching?: boolean;
 }
 
 /** Where steps run: an engine's instances (generator-engine.ts) or, in tests, a runtime in this thread. */
@@ -53,6 +56,9 @@ class InstanceLoop {
   /** Sequences whose caches the instance drops at the start of its next step. */
   release: number[] = [];
   stepping = false;
+  readonly prefix = new PrefixCache();
+  /** Donors this step copies from: not evicted before the step runs. */
+  readonly copying = new Set<number>();
 
   constructor(
     readonly index: number,
@@ -97,9 +103,13 @@ export class IterationScheduler implements Scheduler {
     return this.loops.reduce((sum, loop) => sum + loop.running.length, 0);
   }
 
-  /** Blocks in use over all instances, 0..1. */
+  /** Blocks in use over all instances, 0..1; a cached prefix's blocks count as free, as vLLM counts them. */
   get kvUsage(): number {
-    return this.loops.reduce((sum, loop) => sum + loop.blocks.usage, 0) / this.loops.length;
+    return this.loops.reduce((sum, loop) => {
+      let cached = 0;
+      for (const donor of loop.prefix.donorIds) cached += loop.blocks.blocksOf(donor);
+      return sum + loop.blocks.usage - cached / loop.blocks.total;
+    }, 0) / this.loops.length;
   }
 
   /** A new sequence for `request`; queue it with `submit` (through InstanceEngine.submit, which counts it). */
@@ -141,6 +151,10 @@ export class IterationScheduler implements Scheduler {
   private resetLoop(loop: InstanceLoop): void {
     for (const sequence of [...loop.running].reverse()) {
       this.preempt(loop, sequence, false);
+    }
+    for (const donor of [...loop.prefix.donorIds]) {
+      loop.prefix.remove(donor);
+      loop.blocks.release(donor);
     }
     loop.release = [];
   }
@@ -197,6 +211,7 @@ export class IterationScheduler implements Scheduler {
   private plan(loop: InstanceLoop): PlannedRow[] {
     const { maxNumSeqs, maxNumBatchedTokens } = this.limits;
     let budget = maxNumBatchedTokens;
+    loop.copying.clear();
     const rows: PlannedRow[] = [];
     const inStep = new Set<GenerationSequence>();
     const add = (sequence: GenerationSequence, count: number): void => {
@@ -218,12 +233,18 @@ export class IterationScheduler implements Scheduler {
     }
     while (budget > 0 && this.waiting.length > 0 && loop.running.length < maxNumSeqs) {
       const sequence = this.waiting[0]!;
-      const count = Math.min(sequence.length, budget, loop.blocks.freeBlocks * loop.blocks.blockSize);
-      if (count === 0) break;
+      this.prefixHit(loop, sequence);
+      const room = (): number => loop.blocks.freeBlocks * loop.blocks.blockSize - sequence.computed;
+      while (room() < 1 && this.evictDonor(loop));
+      const count = Math.min(sequence.length - sequence.computed, budget, room());
+      if (count <= 0) {
+        this.undoHit(loop, sequence);
+        break;
+      }
       this.waiting.shift();
       loop.running.push(sequence);
       this.homes.set(sequence, loop);
-      loop.blocks.grow(sequence.id, count);
+      loop.blocks.grow(sequence.id, sequence.computed + count);
       if (sequence.firstScheduledUs === undefined) {
         sequence.firstScheduledUs = this.clock.now();
         this.events.scheduled?.(sequence, (sequence.firstScheduledUs - sequence.arrivalUs) / 1e6);
@@ -233,9 +254,37 @@ export class IterationScheduler implements Scheduler {
     return rows;
   }
 
+  /** A waiting sequence's longest cached prefix (never its last token, which must run to be sampled from). */
+  private prefixHit(loop: InstanceLoop, sequence: GenerationSequence): void {
+    if (!this.limits.prefixCaching || sequence.computed > 0 || sequence.promptLogprobsPending) return;
+    const hit = loop.prefix.lookup(blockHashes((i) => sequence.tokenAt(i), sequence.length - 1, loop.blocks.blockSize));
+    if (!hit) return;
+    sequence.computed = hit.blocks * loop.blocks.blockSize;
+    sequence.copyFrom = hit.donor;
+    loop.copying.add(hit.donor);
+  }
+
+  private undoHit(loop: InstanceLoop, sequence: GenerationSequence): void {
+    if (sequence.copyFrom === undefined) return;
+    loop.copying.delete(sequence.copyFrom);
+    sequence.copyFrom = undefined;
+    sequence.computed = 0;
+  }
+
+  /** Frees the least recently used cached prefix not copied this step; false when there is none. */
+  private evictDonor(loop: InstanceLoop): boolean {
+    const donor = loop.prefix.oldest(loop.copying);
+    if (donor === undefined) return false;
+    loop.prefix.remove(donor);
+    loop.blocks.release(donor);
+    loop.release.push(donor);
+    return true;
+  }
+
   /** Makes the blocks for `sequence` to hold `tokens`, preempting the newest running sequences not in this step; false when it preempted `sequence` itself. */
   private makeRoom(loop: InstanceLoop, sequence: GenerationSequence, tokens: number, inStep: ReadonlySet<GenerationSequence>): boolean {
     while (!loop.blocks.grow(sequence.id, tokens)) {
+      if (this.evictDonor(loop)) continue;
       const victim = [...loop.running].reverse().find((s) => !inStep.has(s));
       if (!victim) return false;
       this.preempt(loop, victim);
@@ -252,6 +301,7 @@ export class IterationScheduler implements Scheduler {
       loop.blocks.grow(sequence.id, sequence.computed + count);
       return count;
     }
+    if (this.evictDonor(loop)) return this.fit(loop, sequence, wanted, inStep);
     return this.makeRoom(loop, sequence, sequence.computed + 1, inStep) ? this.fit(loop, sequence, wanted, inStep) : 0;
   }
 
@@ -262,6 +312,7 @@ export class IterationScheduler implements Scheduler {
     loop.release.push(sequence.id);
     sequence.computed = 0;
     sequence.started = false;
+    sequence.copyFrom = undefined;
     this.waiting.unshift(sequence);
     if (!counted) return;
     this.preemptions++;
@@ -283,12 +334,14 @@ export class IterationScheduler implements Scheduler {
       logits,
       sample,
       ...(sequence.started ? {} : { start: { sampling, promptLength: request.promptTokenIds.length, stopTokenIds } }),
+      ...(sequence.copyFrom === undefined ? {} : { copyFrom: sequence.copyFrom }),
       ...(sample && request.constraint ? { allowed: request.constraint.nextTokenBitmask() } : {}),
     };
   }
 
   private apply(sequence: GenerationSequence, row: DecoderCallRow, result: DecoderRowResult, nowUs: number): void {
     sequence.started = true;
+    sequence.copyFrom = undefined;
     sequence.computed += row.tokenIds.length;
     if (result.promptLogprobs && sequence.promptLogprobsPending) {
       sequence.promptLogprobs.push(...result.promptLogprobs.slice(0, sequence.request.promptTokenIds.length - sequence.promptLogprobs.length));
@@ -322,11 +375,17 @@ export class IterationScheduler implements Scheduler {
     return undefined;
   }
 
-  private leave(sequence: GenerationSequence): void {
+  /** Takes a sequence out of its running set; with `cache`, its full blocks stay as a cached prefix. */
+  private leave(sequence: GenerationSequence, cache = false): void {
     const loop = this.homes.get(sequence);
     if (!loop) return;
     this.homes.delete(sequence);
     loop.running.splice(loop.running.indexOf(sequence), 1);
+    const hashes = cache && this.limits.prefixCaching ? blockHashes((i) => sequence.tokenAt(i), sequence.computed, loop.blocks.blockSize) : [];
+    if (hashes.length > 0) {
+      loop.prefix.add(sequence.id, hashes);
+      return;
+    }
     loop.blocks.release(sequence.id);
     loop.release.push(sequence.id);
   }
@@ -334,7 +393,7 @@ export class IterationScheduler implements Scheduler {
   private finish(sequence: GenerationSequence, reason: FinishReason, chunk: { tokens: readonly GeneratedToken[] } = { tokens: [] }, stopTokenId?: number): void {
     if (sequence.finished) return;
     sequence.finishedUs = this.clock.now();
-    this.leave(sequence);
+    this.leave(sequence, true);
     sequence.push({ ...chunk, finishReason: reason, ...(stopTokenId === undefined ? {} : { stopTokenId }) });
     this.events.finished?.(sequence, reason);
     this.checkDrained();

@@ -33,6 +33,10 @@ export class DecoderSteps {
         state = { start: row.start, history: [] };
         this.sequences.set(row.sequenceId, state);
       }
+      if (row.copyFrom !== undefined) {
+        this.runtime.copyPrefix!(row.copyFrom, row.sequenceId, row.cachedLength);
+        state?.history.push(...(this.sequences.get(row.copyFrom)?.history.slice(0, row.cachedLength) ?? []));
+      }
       if (!state) throw new Error(`sequence ${row.sequenceId} has no start`);
       return state;
     });

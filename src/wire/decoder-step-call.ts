@@ -36,6 +36,8 @@ export interface DecoderCallRow extends DecoderStepRow {
   readonly start?: SequenceStart;
   /** Sample the next token from this row's last position (a decode, or the chunk that ends the prompt). */
   readonly sample: boolean;
+  /** A prefix-cache hit: the runtime copies the first `cachedLength` tokens of this sequence's cache first. */
+  readonly copyFrom?: number;
   /** The grammar's allowed next tokens (TokenConstraint.nextTokenBitmask, computed on the HTTP thread). */
   readonly allowed?: Int32Array;
 }

@@ -51,6 +51,12 @@ export class FakeDecoder implements DecoderRuntime {
   release(sequenceIds: readonly number[]): void {
     for (const id of sequenceIds) this.caches.delete(id);
   }
+
+  copyPrefix(from: number, to: number, length: number): void {
+    const source = this.caches.get(from);
+    if (!source || source.length < length) throw new Error(`sequence ${from} holds ${source?.length ?? 0} tokens, not ${length}`);
+    this.caches.set(to, source.slice(0, length));
+  }
 }
 
 export function greedy(maxTokens: number, extra: Partial<SamplingParams> = {}): SamplingParams {

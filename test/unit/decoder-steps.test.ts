@@ -64,4 +64,21 @@ describe('DecoderSteps over the ONNX runtime', () => {
     expect(squeezed.preemptions).toBeGreaterThan(0);
     expect(squeezed.tokens).toEqual(roomy.tokens);
   });
+
+  it('a prefix-cache hit (KV copied from a finished request) gives the reference greedy continuation', async () => {
+    const target = new InThreadTarget(runtime, true);
+    const scheduler = new IterationScheduler('tiny', { maxNumSeqs: 4, maxNumBatchedTokens: 64, kvBlocks: 16, prefixCaching: true }, { eosTokenIds: [], maxModelLen: 256 }, target, systemClock);
+    const shared = Array.from({ length: 36 }, (_, i) => (i * 13 + 5) % 280);
+    const run = async (prompt: number[]): Promise<number[]> => {
+      const sequence = scheduler.sequence({ requestId: 'p', promptTokenIds: prompt, sampling: greedy(6, { ignoreEos: true }) });
+      void scheduler.submit(sequence, {});
+      const out: GenerationChunk[] = [];
+      for await (const chunk of sequence) out.push(chunk);
+      return out.flatMap((c) => c.tokens.map((t) => t.tokenId));
+    };
+    await run(shared);
+    const later = [...shared.slice(0, 33), 7, 8, 9];
+    expect(await run(later)).toEqual(referenceGreedy(folder.weights, later, 6));
+    expect(target.calls.flatMap((c) => c.rows).some((r) => r.copyFrom !== undefined && r.cachedLength === 32)).toBe(true);
+  });
 });

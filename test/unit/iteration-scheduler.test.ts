@@ -164,3 +164,34 @@ describe('IterationScheduler when a step fails', () => {
     expect(tokensOf(results[1] as GenerationChunk[])).toEqual(fakeAlone([8, 9], 6));
   });
 });
+
+describe('IterationScheduler prefix caching', () => {
+  it('a request sharing full blocks with a finished one copies them, and generates what it would alone, under a tight pool too', async () => {
+    for (const kvBlocks of [64, 8]) {
+      const runtime = new FakeDecoder();
+      const target = new InThreadTarget(runtime, true);
+      const scheduler = new IterationScheduler('fake', { maxNumSeqs: 3, maxNumBatchedTokens: 24, kvBlocks, prefixCaching: true }, { eosTokenIds: [FAKE_EOS], maxModelLen: 512 }, target, systemClock);
+      const shared = Array.from({ length: 40 }, (_, i) => 2 + ((i * 7) % 50));
+      const run = async (prompt: number[]): Promise<number[]> => {
+        const sequence = scheduler.sequence({ requestId: 'r', promptTokenIds: prompt, sampling: greedy(5) });
+        void scheduler.submit(sequence, {});
+        const out: GenerationChunk[] = [];
+        for await (const chunk of sequence) out.push(chunk);
+        return tokensOf(out);
+      };
+      expect(await run(shared)).toEqual(fakeAlone(shared, 5));
+      const later = [...shared.slice(0, 35), 60, 61];
+      const calls = target.calls.length;
+      expect(await run(later)).toEqual(fakeAlone(later, 5));
+      // Its first row starts past the two full blocks both prompts share, copied from the first request's cache.
+      const first = target.calls.slice(calls).flatMap((c) => c.rows).find((r) => r.start)!;
+      expect(first).toMatchObject({ cachedLength: 32, copyFrom: expect.any(Number) });
+      // Many different prompts then push the cached prefixes out (LRU) rather than fail or preempt needlessly.
+      const others = Array.from({ length: 6 }, (_, k) => Array.from({ length: 30 }, (_, i) => 2 + ((i * 3 + k * 11) % 60)));
+      const outputs = await Promise.all(others.map(run));
+      outputs.forEach((tokens, k) => expect(tokens).toEqual(fakeAlone(others[k]!, 5)));
+      await scheduler.drain();
+      expect(scheduler.kvUsage).toBe(0);
+    }
+  });
+});
