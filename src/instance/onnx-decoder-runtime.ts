@@ -2,6 +2,7 @@ import { createError } from '../errors/index.js';
 import type { DecoderRuntime, DecoderStepResult, DecoderStepRow } from '../spec/decoder-step.js';
 import type { Tensor, TensorSpec } from '../spec/tensor.js';
 import { createTensor } from '../tensor/tensor-factory.js';
+import { fp16BitsToNumber } from '../tensor/half-float.js';
 
 /**
  * A DecoderRuntime over an ONNX decoder as Hugging Face optimum exports it (exporters/onnx
@@ -199,12 +200,15 @@ export class OnnxDecoderRuntime implements DecoderRuntime {
       }
       cache.length += count;
     });
-    const logits = produced.logits!.data as Float32Array;
+    const logits = produced.logits!;
     return rows.map((row, b) => {
       if (row.logits === 'none') return undefined;
       const count = row.logits === 'all' ? row.tokenIds.length : 1;
       const from = ((b + 1) * fresh - count) * vocabSize;
-      return logits.slice(from, from + count * vocabSize);
+      // A half-precision export's logits are FP16 bit patterns; the sampler reads float32.
+      return logits.datatype === 'FP16'
+        ? Float32Array.from((logits.data as Uint16Array).subarray(from, from + count * vocabSize), fp16BitsToNumber)
+        : (logits.data as Float32Array).slice(from, from + count * vocabSize);
     });
   }
 }

@@ -111,6 +111,16 @@ for (const family of ['qwen3', 'qwen2'] as const) {
   });
 }
 
+describe('OnnxDecoderRuntime with FP16 logits', () => {
+  it('reads a half-precision export\'s logits as float32', async () => {
+    const { runtime, folder } = await decoderRuntime({ family: 'qwen3', halfLogits: true });
+    const tokens = prompt(5, 3);
+    const { rows } = await runtime.step([{ sequenceId: 1, cachedLength: 0, tokenIds: tokens, logits: 'last' }]);
+    expect(rows[0]).toBeInstanceOf(Float32Array);
+    expect(maxDifference(rows[0]!, referenceLogits(folder.weights, tokens).at(-1)!)).toBeLessThan(2e-2);
+  });
+});
+
 describe('decoderLayout', () => {
   it('refuses a model without a KV cache, naming what is missing', () => {
     const ids = { name: 'input_ids', datatype: 'INT64' as const, shape: [-1, -1] };
