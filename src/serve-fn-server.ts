@@ -30,6 +30,9 @@ import { ModelRuntime } from './inference/model-runtime.js';
 import { WorkerInstance } from './engine/worker-instance.js';
 import type { TextServeOptions } from './text/text-model-loader.js';
 import { ServerTextModels } from './text/server-text-models.js';
+import { ServerGenerators } from './generation/server-generators.js';
+import type { GeneratorServeOptions } from './generation/folder-generator.js';
+import type { ServedGenerator } from './generation/text-generator.js';
 import type { VersionBuilderContext } from './model-repository/model-version-builder.js';
 import type { TextEngine } from './text/text-engine.js';
 import { openAiRoutes } from './protocol/openai/openai-routes.js';
@@ -92,6 +95,10 @@ export interface ServeOptions {
   readonly textFolders?: readonly string[];
   /** TEI's flags for every text model: limits, task, pooling, dtype, prompt and served name. */
   readonly text?: TextServeOptions;
+  /** Generative model folders (optimum decoder exports) served with no code. */
+  readonly generativeFolders?: readonly string[];
+  /** vLLM's flags for every generative model: --max-num-seqs, --max-num-batched-tokens, --max-model-len, served name. */
+  readonly generation?: GeneratorServeOptions;
   /** Caps on the clients' system shared-memory regions (default DEFAULT_SHARED_MEMORY_LIMITS). */
   readonly sharedMemoryLimits?: SharedMemoryLimits;
 }
@@ -120,6 +127,8 @@ export class ServeFnServer {
   private runtimes: ModelRuntime[] = [];
   /** Every text model (from folders and @TextModel classes); built by prepare(). */
   private textModels = ServerTextModels.none;
+  /** Every generative model (from folders); built by prepare(). */
+  private generatorModels = ServerGenerators.none;
   private readonly bodyLimit: number;
   private readonly jsonBodyLimit: number;
   private grpc?: GrpcServerHandle;
@@ -167,6 +176,10 @@ export class ServeFnServer {
       folders: this.options.textFolders ?? [], options: this.options.text ?? {}, decorated, modelDir: this.modelDir,
       builder: this.repositoryContext(), registry: this.recorder.registry, log: (message, err) => this.app.log.error({ err }, message),
     });
+    this.generatorModels = await ServerGenerators.load({
+      folders: this.options.generativeFolders ?? [], options: this.options.generation ?? {}, builder: this.repositoryContext(), registry: this.recorder.registry,
+      takenNames: new Set([...decorated.map((m) => m.info.name), ...this.textModels.views.map((v) => v.info.name)]),
+    });
     // A @TextModel class is served to /v2 as its texts-in interface, in place of its token tensors.
     const own = decorated.filter((m) => !this.textModels.classNames.has(m.info.name));
     this.catalogue = new ModelCatalogue([...own, ...this.textModels.views], this.repository ?? new EmptyModelRepository(this.options.modelControlMode));
@@ -186,10 +199,10 @@ export class ServeFnServer {
 
   private async startInstances(): Promise<void> {
     await this.prepare();
-    const started = await Promise.allSettled([...this.runtimes.map((r) => r.engine.start()), this.textModels.start(), this.repository?.start()]);
+    const started = await Promise.allSettled([...this.runtimes.map((r) => r.engine.start()), this.textModels.start(), this.generatorModels.start(), this.repository?.start()]);
     const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failed) {
-      await Promise.allSettled([...this.runtimes.map((r) => r.engine.stop()), this.textModels.stop(), this.repository?.close()]);
+      await Promise.allSettled([...this.runtimes.map((r) => r.engine.stop()), this.textModels.stop(), this.generatorModels.stop(), this.repository?.close()]);
       throw failed.reason;
     }
     // close() during the start has already moved the phase on; the server must not turn ready.
@@ -223,6 +236,11 @@ export class ServeFnServer {
       });
     }
     return address;
+  }
+
+  /** The generative models served (from folders), what the OpenAI / vLLM routes serve; built by prepare(). */
+  get generators(): readonly ServedGenerator[] {
+    return this.generatorModels.served;
   }
 
   /** The text models served (from folders and @TextModel classes); built by prepare(). */
@@ -264,7 +282,7 @@ export class ServeFnServer {
     // Decorated and text engines (a text model's forward batches are a scheduler on its forward model's engine), then
     // the repository's, whose models their in-flight requests may still call, within what is left of the one
     // stream timeout, so the whole drain stays within the grace period it was given; then the transports.
-    await Promise.all([...this.runtimes.map((r) => r.engine.drain(streamTimeoutMs)), this.textModels.stop()]);
+    await Promise.all([...this.runtimes.map((r) => r.engine.drain(streamTimeoutMs)), this.textModels.stop(), this.generatorModels.stop()]);
     await this.repository?.close({ streamTimeoutMs: streamTimeoutMs === undefined ? undefined : Math.max(0, drainStartMs + streamTimeoutMs - Date.now()) });
     await Promise.all([this.app.close(), this.grpc?.close()]);
     this.sharedMemory.unregister();
@@ -391,7 +409,7 @@ export class ServeFnServer {
    */
   private unavailableModel(): string | undefined {
     const lost = this.runtimes.find((r) => !r.engine.available);
-    const text = this.textModels.notReady();
+    const text = this.textModels.notReady() ?? this.generatorModels.notReady();
     if (text) return text;
     if (lost) return `model '${lost.definition.name}' version ${lost.definition.version} has no running instance`;
     const down = this.repository?.models().find((m) => !m.ready());

@@ -5,7 +5,7 @@ import { relative, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { watch } from 'chokidar';
-import { findEntry, findRepository, findTextModelFolders } from './entry-discovery.js';
+import { findEntry, findRepository, findGenerativeFolders, findTextModelFolders } from './entry-discovery.js';
 import { SERVER_READY, type ServerReady } from './dev-messages.js';
 import { devProxy, DevUpstream } from './dev-proxy.js';
 import { assertPortFree } from './port-in-use.js';
@@ -37,7 +37,7 @@ interface RunningServer {
  */
 export async function devCommand(entryPath: string | undefined, options: DevOptions): Promise<void> {
   // A folder served as it is (a Triton repository, text model folders) is both what start serves and what is watched.
-  const folder = findRepository(entryPath) ?? (findTextModelFolders(entryPath) && resolve(entryPath ?? '.'));
+  const folder = findRepository(entryPath) ?? ((findTextModelFolders(entryPath) ?? findGenerativeFolders(entryPath)) && resolve(entryPath ?? '.'));
   const entry = folder ? { file: folder, root: folder } : findEntry(entryPath);
   let serving: RunningServer | undefined;
   let loading: RunningServer | undefined;

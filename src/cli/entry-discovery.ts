@@ -6,6 +6,7 @@ import type { ModelClass } from '../definition/model-definition.js';
 import { createError } from '../errors/index.js';
 import { isModelRepository } from '../model-repository/repository-scan.js';
 import { isTextModelFolder } from '../text/model-folder.js';
+import { isGenerativeFolder } from '../generation/generative-folder.js';
 import type { RepositoryServeOptions, ServeOptions } from '../serve-fn-server.js';
 
 export const FOLDER_ENTRIES = ['serve-fn.config.ts', 'serve-fn.config.js', 'index.ts', 'index.js'];
@@ -52,8 +53,20 @@ export async function loadModels(entry: DiscoveredEntry): Promise<ModelClass[]> 
 export function findTextModelFolders(path = '.'): string[] | undefined {
   const target = resolve(path);
   if (!existsSync(target) || !statSync(target).isDirectory() || FOLDER_ENTRIES.some((name) => existsSync(join(target, name)))) return undefined;
-  if (isTextModelFolder(target)) return [target];
-  const children = readdirSync(target, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => join(target, d.name)).filter(isTextModelFolder).sort();
+  // A decoder export also has config.json + tokenizer.json + model.onnx: it is a generative folder, not a text one.
+  const isText = (dir: string): boolean => isTextModelFolder(dir) && !isGenerativeFolder(dir);
+  if (isGenerativeFolder(target)) return undefined;
+  if (isText(target)) return [target];
+  const children = readdirSync(target, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => join(target, d.name)).filter(isText).sort();
+  return children.length > 0 ? children : undefined;
+}
+
+/** Generative model folders to serve at `path` (decoder exports, generation/generative-folder.ts): the folder itself, or its subfolders that are; undefined otherwise. */
+export function findGenerativeFolders(path = '.'): string[] | undefined {
+  const target = resolve(path);
+  if (!existsSync(target) || !statSync(target).isDirectory() || FOLDER_ENTRIES.some((name) => existsSync(join(target, name)))) return undefined;
+  if (isGenerativeFolder(target)) return [target];
+  const children = readdirSync(target, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => join(target, d.name)).filter(isGenerativeFolder).sort();
   return children.length > 0 ? children : undefined;
 }
 
@@ -62,14 +75,18 @@ export function findTextModelFolders(path = '.'): string[] | undefined {
  * folders of them), a Triton model repository folder, or an entry module's models. Only text
  * folders come several at a time.
  */
-export async function modelsToServe(paths: string | readonly string[] | undefined, repository: Omit<RepositoryServeOptions, 'root'> = {}): Promise<Pick<ServeOptions, 'models' | 'moduleUrl' | 'repository' | 'textFolders' | 'modelControlMode'>> {
+export async function modelsToServe(paths: string | readonly string[] | undefined, repository: Omit<RepositoryServeOptions, 'root'> = {}): Promise<Pick<ServeOptions, 'models' | 'moduleUrl' | 'repository' | 'textFolders' | 'generativeFolders' | 'modelControlMode'>> {
   const all = paths === undefined ? ['.'] : typeof paths === 'string' ? [paths] : paths.length === 0 ? ['.'] : paths;
   // Without a repository folder, the control mode still says how load and unload requests are answered.
   const modelControlMode = repository.controlMode;
   const textFolders = all.map((p) => findTextModelFolders(p));
-  if (textFolders.every((found) => found !== undefined)) return { models: [], textFolders: textFolders.flat(), modelControlMode };
+  const generativeFolders = all.map((p) => findGenerativeFolders(p));
+  if (all.every((_, i) => textFolders[i] !== undefined || generativeFolders[i] !== undefined)) {
+    const generative = generativeFolders.flatMap((found) => found ?? []);
+    return { models: [], textFolders: textFolders.flatMap((found) => found ?? []), ...(generative.length > 0 ? { generativeFolders: generative } : {}), modelControlMode };
+  }
   if (all.length > 1) {
-    const other = all.find((_, i) => textFolders[i] === undefined)!;
+    const other = all.find((_, i) => textFolders[i] === undefined && generativeFolders[i] === undefined)!;
     throw createError('SF_ERR_ENTRY_NOT_FOUND', `${other} (several paths are served only when each is a text model folder, or a folder of them)`);
   }
   const path = all[0];

@@ -9,6 +9,7 @@ import { batchGears, convertCommand, existingFile, flagConflict, irOption } from
 import { DEFAULT_SERVE_FN_SPEC, TEMPLATE_NAMES, newCommand } from './new-command.js';
 import { optionDescription, withNotes } from './option-help.js';
 import { bool, textFlagArgs, textFlagOptions, textServeOptions, type TextFlags } from './text-flags.js';
+import { generationFlagArgs, generationFlagOptions, generationServeOptions, type GenerationFlags } from './generation-flags.js';
 
 // Commands import their modules when they run: the server's (fastify, gRPC, ONNX Runtime) take
 // seconds to load, and `--version`, `--help` and `new` need none of them (docs/install.md).
@@ -59,7 +60,7 @@ interface BodyLimitFlags {
   jsonBodyLimit?: number;
 }
 
-interface StartFlags extends BodyLimitFlags, TextFlags {
+interface StartFlags extends BodyLimitFlags, TextFlags, GenerationFlags {
   host: string;
   port: number;
   gracePeriod: number;
@@ -111,14 +112,14 @@ export function buildProgram(): Command {
     .showHelpAfterError()
     .configureHelp({ optionDescription });
 
-  textFlagOptions(bodyLimitOptions(
+  generationFlagOptions(textFlagOptions(bodyLimitOptions(
     program
       .command('dev')
       .description('serve with reload on file change, pretty logs, on 127.0.0.1')
       .argument('[entry]', 'model file, folder with serve-fn.config.ts / index.ts, Triton model repository, or text model folder', '.')
       .option('--host <host>', 'address to bind', '127.0.0.1')
       .addOption(new Option('--port <port>', 'port to listen on').argParser(port).default(8000).env('SERVE_FN_PORT')),
-  )).action((entry: string, opts: { host: string; port: number } & BodyLimitFlags & TextFlags) => import('./dev-command.js').then(({ devCommand }) => devCommand(entry, { ...opts, textArgs: textFlagArgs(opts) })));
+  ))).action((entry: string, opts: { host: string; port: number } & BodyLimitFlags & TextFlags & GenerationFlags) => import('./dev-command.js').then(({ devCommand }) => devCommand(entry, { ...opts, textArgs: [...textFlagArgs(opts), ...generationFlagArgs(opts)] })));
 
   const start = program
     .command('start')
@@ -174,7 +175,7 @@ export function buildProgram(): Command {
       }),
     )
     .addOption(new Option('--metrics-summary-latencies [bool]', "add Triton's nv_inference_*_summary_us latency summaries to /metrics, as Triton's --metrics-config summary_latencies=true").argParser(bool).env('SERVE_FN_METRICS_SUMMARY_LATENCIES'));
-  textFlagOptions(start).action(async (entries: string[], opts: StartFlags) => {
+  generationFlagOptions(textFlagOptions(start)).action(async (entries: string[], opts: StartFlags) => {
       await withTypeScriptLoader();
       const { startCommand } = await import('./start-command.js');
       await startCommand(entries, {
@@ -194,6 +195,7 @@ export function buildProgram(): Command {
         repository: { controlMode: opts.modelControlMode, startupModels: opts.loadModel, pollIntervalMs: opts.repositoryPollSecs * 1000, maxInstances: opts.maxInstances },
         restartPolicy: opts.restartLimit,
         text: textServeOptions(opts),
+        generation: generationServeOptions(opts, opts.servedModelName),
         metricsSummaryLatencies: opts.metricsSummaryLatencies,
         sharedMemoryLimits: { ...(opts.shmMaxRegions === undefined ? {} : { maxRegions: opts.shmMaxRegions }), ...(opts.shmMaxBytes === undefined ? {} : { maxBytes: opts.shmMaxBytes }) },
       });

@@ -11,6 +11,7 @@ import type { RestartPolicy } from '../spec/restart-policy.js';
 import { parseRestartLimit, RESTART_LIMIT_FORM } from '../definition/restart-limit.js';
 import { START_INSTANCE_NICENESS } from '../instance/thread-priority.js';
 import type { TextServeOptions } from '../text/text-model-loader.js';
+import type { GeneratorServeOptions } from '../generation/folder-generator.js';
 import { SERVER_READY, type ServerReady } from './dev-messages.js';
 import { modelsToServe } from './entry-discovery.js';
 import { assertPortFree } from './port-in-use.js';
@@ -47,6 +48,8 @@ export interface StartOptions {
   readonly restartPolicy?: RestartPolicy;
   /** TEI's flags, for text model folders and @TextModel classes. */
   readonly text?: TextServeOptions;
+  /** vLLM's flags, for generative model folders. */
+  readonly generation?: GeneratorServeOptions;
   /** Caps on system shared-memory regions (--shm-max-regions, --shm-max-bytes); each cap the flags leave out keeps its default. */
   readonly sharedMemoryLimits?: Partial<SharedMemoryLimits>;
   /** Triton's latency summaries in /metrics (--metrics-summary-latencies). */
@@ -87,7 +90,7 @@ async function serverFor(entryPaths: string | readonly string[] | undefined, opt
   const repository = { ...options.repository, maxInstances: options.repository?.maxInstances ?? maxInstancesFrom(process.env.SERVE_FN_MAX_INSTANCES) };
   const restartPolicy = options.restartPolicy ?? restartPolicyFrom(process.env.SERVE_FN_RESTART_LIMIT);
   const tracing = tracingRequested(process.env) ? await startTracing(process.env, SERVER_IDENTITY.serverVersion) : undefined;
-  return new ServeFnServer({ ...(await modelsToServe(entryPaths, repository)), restartPolicy, text: options.text, logger, bodyLimit: options.bodyLimit, jsonBodyLimit: options.jsonBodyLimit, sharedMemoryLimits: { ...DEFAULT_SHARED_MEMORY_LIMITS, ...options.sharedMemoryLimits }, exposeErrors: options.dev, grpc: options.grpc, security, tls, summaryLatencies: options.metricsSummaryLatencies, tracing, docs: options.docs });
+  return new ServeFnServer({ ...(await modelsToServe(entryPaths, repository)), restartPolicy, text: options.text, generation: options.generation, logger, bodyLimit: options.bodyLimit, jsonBodyLimit: options.jsonBodyLimit, sharedMemoryLimits: { ...DEFAULT_SHARED_MEMORY_LIMITS, ...options.sharedMemoryLimits }, exposeErrors: options.dev, grpc: options.grpc, security, tls, summaryLatencies: options.metricsSummaryLatencies, tracing, docs: options.docs });
 }
 
 /** `serve-fn start` (and the child process of `serve-fn dev`): initialise, listen, drain on signals. */
@@ -132,6 +135,7 @@ function announce(server: ServeFnServer, address: string, dev: boolean): void {
     const routes = [...TEXT_ROUTES[info.task], `/v2/models/${info.name}/infer`].map((path) => `${base}${path}`);
     lines.push(`  text model  ${info.name} (${info.task}, max ${info.maxInputLength} tokens): POST ${routes.join(', ')}`);
   }
+  for (const { generator } of server.generators) lines.push(`  generator   ${generator.name} (context ${generator.maxModelLen} tokens)`);
   if (dev) process.stdout.write(`${lines.join('\n')}\n`);
   else {
     const endpoints = server.definitions.flatMap((d) => [...d.endpoints.map((e) => `${e.httpMethod} ${e.path}`), ...d.sockets.map((s) => `WebSocket ${s.path}`)]);

@@ -51,7 +51,7 @@ const TEXT_OPTIONS: readonly (readonly [Option, keyof TextFlags])[] = [
   [new Option('--dtype <dtype>', 'text folders: float16 serves onnx/model_fp16.onnx').choices(['float32', 'float16']).env('DTYPE'), 'dtype'],
   [new Option('--default-prompt-name <name>', 'text models: the prompt (config_sentence_transformers.json) for requests that name none').env('DEFAULT_PROMPT_NAME'), 'defaultPromptName'],
   [new Option('--prompt-name <name>', 'the same as --default-prompt-name'), 'promptName'],
-  [new Option('--served-model-name <name>', 'text folders: the model name clients use; one folder only').env('SERVED_MODEL_NAME'), 'servedModelName'],
+  [new Option('--served-model-name <name>', 'text and generative folders: the model name clients use; one folder only').env('SERVED_MODEL_NAME'), 'servedModelName'],
   [withNotes(new Option('--payload-limit <bytes>', 'text routes: largest request body, compressed or inflated').argParser(count).env('PAYLOAD_LIMIT'), { default: '2000000' }), 'payloadLimit'],
 ];
 

@@ -5,6 +5,7 @@ import type { InferCall } from '../instance/context-services.js';
 import { createError, deserializeError, serializeError } from '../errors/index.js';
 import type { TensorModelPlan } from '../wire/tensor-model-plan.js';
 import type { TextForwardPlan } from '../wire/tensor-model-plan.js';
+import type { DecoderPlan } from '../wire/decoder-step-call.js';
 import type { InstanceEvents, ModelInstance } from './model-instance.js';
 import { forEachMessage, MessageOutbox, type Bundle } from '../wire/message-outbox.js';
 import { SocketLink } from '../wire/socket-session.js';
@@ -49,7 +50,7 @@ export class WorkerInstance implements ModelInstance {
     private readonly events: InstanceEvents,
     private readonly infer: InferCall,
     /** A repository model or a text model folder to host instead of the decorated class in `moduleUrl`. */
-    private readonly hosted?: TensorModelPlan | TextForwardPlan,
+    private readonly hosted?: TensorModelPlan | TextForwardPlan | DecoderPlan,
     /** The server's logger, which writes the lines of the worker's ctx.logger. */
     private readonly logger: ModelLogger = silentLogger(),
   ) {}
@@ -63,7 +64,7 @@ export class WorkerInstance implements ModelInstance {
       workerEntry: WORKER_ENTRY_URL.href,
       moduleUrl: this.moduleUrl,
       context: this.context,
-      ...(this.hosted?.kind === 'text-forward' ? { textForward: this.hosted } : { tensorModel: this.hosted }),
+      ...(this.hosted?.kind === 'text-forward' ? { textForward: this.hosted } : this.hosted?.kind === 'decoder' ? { decoder: this.hosted } : { tensorModel: this.hosted }),
       niceness: instanceNiceness(),
       logLevel: this.logger.level,
     };

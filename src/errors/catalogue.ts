@@ -156,6 +156,12 @@ export const ERROR_CATALOGUE = {
   SF_ERR_TOKENIZATION_FAILED: spec(422, 'Tokenizer error: %s'),
   SF_ERR_TEXT_MODEL_FOLDER_INVALID: spec(500, "Text model folder '%s' is invalid: %s"),
   SF_ERR_TEXT_MODEL_INVALID: spec(500, '%s: @TextModel %s.'),
+
+  // Generative models (src/generation): decoder exports, the iteration-level scheduler.
+  SF_ERR_GENERATIVE_FOLDER_INVALID: spec(500, "Generative model folder '%s' is invalid: %s"),
+  SF_ERR_DECODER_INVALID: spec(500, "Model '%s' cannot run as a decoder with a KV cache: %s"),
+  SF_ERR_GENERATION_TOO_LONG: spec(400, "You passed %s input tokens and requested %s output tokens. However, the model's context length is only %s tokens. Please reduce the length of the input prompt or the number of requested output tokens."),
+  SF_ERR_DECODER_STEP_FAILED: spec(500, "Model '%s' failed to run a decoder step; the server log has the error."),
 } as const satisfies Record<string, ErrorSpec>;
 
 export type SfErrorCode = keyof typeof ERROR_CATALOGUE;

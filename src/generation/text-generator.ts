@@ -4,31 +4,8 @@
  * follow vLLM's `SamplingParams` (https://docs.vllm.ai/en/latest/api/vllm/sampling_params.html).
  */
 
-/** One request's sampling: what the scheduler's sampler applies to that sequence's logits. */
-export interface SamplingParams {
-  /** 0 = greedy. */
-  readonly temperature: number;
-  readonly topP: number;
-  /** 0 or -1 = off. */
-  readonly topK: number;
-  readonly minP: number;
-  /** A per-request generator, so a seeded result does not depend on what else is in the batch. */
-  readonly seed?: number;
-  readonly presencePenalty: number;
-  readonly frequencyPenalty: number;
-  readonly repetitionPenalty: number;
-  /** Token id → bias added to its logit. */
-  readonly logitBias?: ReadonlyMap<number, number>;
-  /** Top alternatives returned per generated token (0 = the chosen token's logprob only); undefined = none. */
-  readonly logprobs?: number;
-  /** Top alternatives returned per prompt token (`echo` with logprobs, vLLM's `prompt_logprobs`); undefined = none. */
-  readonly promptLogprobs?: number;
-  readonly maxTokens: number;
-  readonly minTokens: number;
-  /** Stop tokens beside the model's end-of-sequence ids (which apply unless `ignoreEos`). */
-  readonly stopTokenIds: readonly number[];
-  readonly ignoreEos: boolean;
-}
+export type { SamplingParams, TokenLogprob } from '../spec/sampling-params.js';
+import type { SamplingParams, TokenLogprob } from '../spec/sampling-params.js';
 
 /** A grammar over the tokens generated so far (structured outputs): the sampler masks what it forbids. */
 export interface TokenConstraint {
@@ -47,11 +24,6 @@ export interface GenerationRequest {
   readonly constraint?: TokenConstraint;
   /** Aborted when the client goes away: the sequence leaves the running set at the next step and its KV blocks are freed. */
   readonly signal?: AbortSignal;
-}
-
-export interface TokenLogprob {
-  readonly tokenId: number;
-  readonly logprob: number;
 }
 
 export interface GeneratedToken extends TokenLogprob {

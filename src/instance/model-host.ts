@@ -75,6 +75,7 @@ export class ModelHost implements InstanceHost {
   async execute(call: ExecuteCall, onResult?: OnResult): Promise<ExecuteOutcome> {
     if (call.kind === 'tensor') return this.executeTensors(call);
     if (call.kind === 'text-forward') return this.executeTextForward(call);
+    if (call.kind === 'decoder-step') throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, 'decoder-step', 'the class is not a generator');
     const endpoint = this.endpoints.get(call.methodName);
     if (!endpoint) throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, call.methodName, 'no such endpoint method');
     const method = this.instance[call.methodName] as (...args: unknown[]) => unknown;

@@ -5,6 +5,7 @@ import type { ModelDefinition } from '../definition/model-definition.js';
 import { createError, deserializeError, serializeError } from '../errors/index.js';
 import { TensorModelHost } from './tensor-model-host.js';
 import { TextForwardHost } from './text-forward-host.js';
+import { DecoderHost } from './decoder-host.js';
 import { ContextServices } from './context-services.js';
 import { firstTrace, runTraced } from './caller-trace.js';
 import { forEachMessage, MessageOutbox, type Bundle } from '../wire/message-outbox.js';
@@ -168,6 +169,10 @@ port.on('message', (message: ToWorker) => forEachMessage(message, receive));
   lowerThisThreadPriority(data.niceness);
   if (data.textForward) {
     host = await TextForwardHost.start(data.textForward, services.context);
+    return;
+  }
+  if (data.decoder) {
+    host = await DecoderHost.start(data.decoder, services.context);
     return;
   }
   if (data.tensorModel) {

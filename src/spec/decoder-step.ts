@@ -33,4 +33,9 @@ export interface DecoderRuntime {
   step(rows: readonly DecoderStepRow[]): Promise<DecoderStepResult>;
   /** Drops the caches of finished, cancelled or preempted sequences. */
   release(sequenceIds: readonly number[]): void;
+  /**
+   * Copies the first `length` cached tokens of sequence `from` (which it still holds) into a new
+   * sequence `to`: a prefix-cache hit. Absent when the runtime cannot; the scheduler then caches no prefix.
+   */
+  copyPrefix?(from: number, to: number, length: number): void;
 }

@@ -3,6 +3,7 @@ import type { RequestInfo, SocketContext } from '../definition/model-context.js'
 import type { SerializedError } from '../errors/index.js';
 import type { TensorWireRequest } from './tensor-model-plan.js';
 import type { PoolingModeName } from '../metadata/records.js';
+import type { DecoderStepCall } from './decoder-step-call.js';
 
 /** What crosses between the HTTP thread and an instance, in both directions. */
 
@@ -73,7 +74,7 @@ export interface TextForwardCall {
   readonly padId: number;
 }
 
-export type ExecuteCall = EndpointCall | TensorCall | TextForwardCall;
+export type ExecuteCall = EndpointCall | TensorCall | TextForwardCall | DecoderStepCall;
 
 /**
  * The calls an instance can run as a stream, holding the instance until the stream ends (a decorated
@@ -134,7 +135,8 @@ export type OnResult = (index: number, outcome: ExecuteOutcome) => void;
  */
 export function callTransferables(call: ExecuteCall): ArrayBuffer[] {
   // A forward batch's token ids are a few KB, and the tokenizer's arrays are not the call's to detach.
-  if (call.kind === 'text-forward') return [];
+  // A decoder step's token ids and grammar masks are a few KB too.
+  if (call.kind === 'text-forward' || call.kind === 'decoder-step') return [];
   if (call.kind !== 'endpoint') return collectTransferables(call.requests);
   const out: ArrayBuffer[] = [];
   for (const request of call.requests) collectTransferables(request.payload, out, 2);

@@ -3,6 +3,7 @@ import type { SerializedError } from '../errors/index.js';
 import type { TensorModelPlan } from './tensor-model-plan.js';
 import type { TextForwardPlan } from './tensor-model-plan.js';
 import type { Bundle } from './message-outbox.js';
+import type { DecoderPlan } from './decoder-step-call.js';
 import type { StreamEvent } from './stream-channel.js';
 import type { ExecuteCall, ExecuteOutcome, SocketCall, SocketInput, StreamCall } from './wire-format.js';
 
@@ -18,6 +19,8 @@ export interface WorkerBootData {
   readonly tensorModel?: TensorModelPlan;
   /** Present for a text model folder: the worker hosts its forward pass with TextForwardHost. */
   readonly textForward?: TextForwardPlan;
+  /** Present for a generative model folder: the worker hosts its decoder with DecoderHost. */
+  readonly decoder?: DecoderPlan;
   /** OS niceness the worker gives its own thread before loading the model (see thread-priority.ts). */
   readonly niceness: number;
   /** The server logger's level, so the worker builds only the lines the server writes. */

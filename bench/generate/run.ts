@@ -1,0 +1,135 @@
+/**
+ * bench:generate — continuous batching of a Qwen3-shaped decoder (random weights, written here,
+ * never committed) on ONNX Runtime in this process:
+ *   1. aggregate tokens/s of 16 concurrent requests of mixed prompt and output lengths through the
+ *      iteration-level scheduler, against the same requests one at a time (max_num_seqs 1);
+ *   2. TTFT and inter-token latency p50/p99 at 1, 4 and 16 concurrent;
+ *   3. single-stream decode tokens/s against the memory-bandwidth bound (weight bytes ÷ bandwidth).
+ * The served path (OpenAI routes over HTTP, from a second process) is measured once the protocol
+ * routes are merged: the hook is `workload` and `inThreadRun` below — drive /v1/completions of a
+ * `serve-fn start` on the same folder with the same jobs and compare the tokens/s.
+ *
+ * Size knobs: BENCH_GEN_LAYERS, BENCH_GEN_HIDDEN, BENCH_GEN_VOCAB (default: ~58 M parameters).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { OnnxBackend } from '../../src/backends/onnx/onnx-backend.js';
+import { systemClock } from '../../src/engine/clock.js';
+import { InThreadTarget } from '../../src/generation/in-thread-target.js';
+import { IterationScheduler } from '../../src/generation/iteration-scheduler.js';
+import type { SamplingParams } from '../../src/generation/text-generator.js';
+import { decoderLayout, OnnxDecoderRuntime } from '../../src/instance/onnx-decoder-runtime.js';
+import { writeDecoderFolder } from '../../test/fixtures/generation/decoder-folders.js';
+import { parameterCount } from '../../test/fixtures/generation/decoder-weights.js';
+import { seededRandom } from '../../test/fixtures/text/text-model-weights.js';
+
+const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
+const hidden = env('BENCH_GEN_HIDDEN', 512);
+const shape = {
+  hidden, layers: env('BENCH_GEN_LAYERS', 12), heads: 8, kvHeads: 4, headDim: 96, intermediate: 3 * hidden, vocab: env('BENCH_GEN_VOCAB', 32000), maxPositions: 4096,
+};
+
+interface Job { prompt: number[]; maxTokens: number }
+interface Timings { tokens: number; seconds: number; ttft: number[]; itl: number[] }
+
+function workload(count: number, seed: number): Job[] {
+  const random = seededRandom(seed);
+  return Array.from({ length: count }, () => ({
+    prompt: Array.from({ length: 16 + Math.floor(random() * 112) }, () => 3 + Math.floor(random() * 250)),
+    maxTokens: 16 + Math.floor(random() * 48),
+  }));
+}
+
+const sampling = (maxTokens: number): SamplingParams => ({ temperature: 0, topP: 1, topK: 0, minP: 0, presencePenalty: 0, frequencyPenalty: 0, repetitionPenalty: 1, maxTokens, minTokens: 0, stopTokenIds: [], ignoreEos: true });
+
+async function inThreadRun(runtime: OnnxDecoderRuntime, jobs: readonly Job[], maxNumSeqs: number): Promise<Timings> {
+  const scheduler = new IterationScheduler('bench', { maxNumSeqs, maxNumBatchedTokens: Math.max(512, maxNumSeqs), kvBlocks: 4096 }, { eosTokenIds: [], maxModelLen: 4096 }, new InThreadTarget(runtime), systemClock);
+  const ttft: number[] = [];
+  const itl: number[] = [];
+  let tokens = 0;
+  const started = performance.now();
+  await Promise.all(jobs.map(async (job) => {
+    const sequence = scheduler.sequence({ requestId: '', promptTokenIds: job.prompt, sampling: sampling(job.maxTokens) });
+    void scheduler.submit(sequence, {});
+    let last = performance.now();
+    let first = true;
+    for await (const chunk of sequence) {
+      const now = performance.now();
+      if (chunk.tokens.length === 0) continue;
+      (first ? ttft : itl).push((now - last) / 1000);
+      first = false;
+      last = now;
+      tokens += chunk.tokens.length;
+    }
+  }));
+  return { tokens, seconds: (performance.now() - started) / 1000, ttft, itl };
+}
+
+/** One request after another, each alone on the runtime: what a server without continuous batching does. */
+async function oneAtATime(runtime: OnnxDecoderRuntime, jobs: readonly Job[]): Promise<Timings> {
+  const all: Timings = { tokens: 0, seconds: 0, ttft: [], itl: [] };
+  for (const job of jobs) {
+    const t = await inThreadRun(runtime, [job], 1);
+    all.tokens += t.tokens;
+    all.seconds += t.seconds;
+  }
+  return all;
+}
+
+const percentile = (values: readonly number[], p: number): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+};
+const ms = (seconds: number): string => `${(seconds * 1000).toFixed(0)} ms`;
+
+/** Single-thread read bandwidth: summing a 256 MiB Float32Array (an indicative lower bound of what ORT's threads reach). */
+function measuredBandwidth(): number {
+  const data = new Float32Array(64 * 2 ** 20).fill(1);
+  let best = 0;
+  for (let round = 0; round < 3; round++) {
+    const start = performance.now();
+    let sum = 0;
+    for (let i = 0; i < data.length; i++) sum += data[i]!;
+    const seconds = (performance.now() - start) / 1000;
+    if (sum !== data.length) throw new Error('bandwidth loop optimised away');
+    best = Math.max(best, data.byteLength / seconds);
+  }
+  return best;
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'serve-fn-bench-generate-'));
+  try {
+    const folder = writeDecoderFolder(join(dir, 'qwen3-bench'), { shape, merges: 64 });
+    const params = parameterCount(folder.weights.shape);
+    const session = await new OnnxBackend().load(join(folder.dir, 'onnx/model.onnx'), { options: { intraOpNumThreads: availableParallelism() } });
+    const { inputs, outputs } = session.metadata();
+    const runtime = new OnnxDecoderRuntime(decoderLayout('bench', inputs, outputs), (feeds, names) => session.run(feeds, names));
+    console.log(`model: Qwen3-shaped, ${(params / 1e6).toFixed(1)} M parameters (${JSON.stringify(shape)}), fp32; ${availableParallelism()} cores`);
+    await inThreadRun(runtime, workload(2, 99), 2);
+
+    const jobs = workload(16, 1);
+    const batched = await inThreadRun(runtime, jobs, 16);
+    const serial = await oneAtATime(runtime, jobs);
+    const batchedRate = batched.tokens / batched.seconds;
+    const serialRate = serial.tokens / serial.seconds;
+    console.log(`16 mixed requests: continuous batching ${batchedRate.toFixed(1)} tok/s, one at a time ${serialRate.toFixed(1)} tok/s: ${(batchedRate / serialRate).toFixed(2)}×`);
+
+    for (const concurrency of [1, 4, 16]) {
+      const t = await inThreadRun(runtime, workload(concurrency, 7), concurrency);
+      console.log(`concurrency ${concurrency}: ${(t.tokens / t.seconds).toFixed(1)} tok/s, TTFT p50 ${ms(percentile(t.ttft, 50))} p99 ${ms(percentile(t.ttft, 99))}, ITL p50 ${ms(percentile(t.itl, 50))} p99 ${ms(percentile(t.itl, 99))}`);
+    }
+
+    const single = await inThreadRun(runtime, [{ prompt: [5, 6, 7, 8], maxTokens: 64 }], 1);
+    const decodeRate = 1 / percentile(single.itl, 50);
+    const bandwidth = measuredBandwidth();
+    const bound = bandwidth / (params * 4);
+    console.log(`single-stream decode ${decodeRate.toFixed(1)} tok/s; bound ${bound.toFixed(1)} tok/s (${(bandwidth / 1e9).toFixed(1)} GB/s single-thread read ÷ ${(params * 4 / 1e6).toFixed(0)} MB of weights): ${(decodeRate / bound * 100).toFixed(0)}% of it`);
+    await session.dispose();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -1,0 +1,137 @@
+import { availableParallelism } from 'node:os';
+import { pathToFileURL } from 'node:url';
+import type { ModelContextData } from '../definition/model-context.js';
+import { createError } from '../errors/index.js';
+import { InstanceEngine } from '../engine/instance-engine.js';
+import { WorkerInstance } from '../engine/worker-instance.js';
+import { decoderLayout } from '../instance/onnx-decoder-runtime.js';
+import { readModelFileMetadata, type VersionBuilderContext } from '../model-repository/model-version-builder.js';
+import { TextTokenizer } from '../tokenizer/tokenizer.js';
+import type { DecoderPlan } from '../wire/decoder-step-call.js';
+import { EngineStepTarget } from './engine-step-target.js';
+import type { GenerationMetrics } from './generation-metrics.js';
+import { readGenerativeFolder } from './generative-folder.js';
+import { IterationScheduler, type IterationLimits } from './iteration-scheduler.js';
+import { BLOCK_SIZE } from './kv-blocks.js';
+import type { Generation, GenerationRequest, PromptTokenizer, SamplingParams, ServedGenerator, TextGenerator } from './text-generator.js';
+
+/** The server-wide generation flags, named as vLLM's (`serve-fn start <folder> --max-num-seqs 16 ...`). */
+export interface GeneratorServeOptions {
+  /** --served-model-name: the name clients use; only with one folder. */
+  readonly servedModelName?: string;
+  readonly maxNumSeqs?: number;
+  readonly maxNumBatchedTokens?: number;
+  /** --max-model-len: the context, at most max_position_embeddings. */
+  readonly maxModelLen?: number;
+  /** --kv-cache-space: GiB of KV cache per instance (vLLM's VLLM_CPU_KVCACHE_SPACE). */
+  readonly kvCacheSpaceGiB?: number;
+}
+
+/**
+ * Defaults for a CPU server (measured in bench/generate, docs/BENCHMARKS.md): vLLM's GPU defaults
+ * (256 sequences, 2048 tokens) are for accelerators; on a few CPU cores aggregate throughput stops
+ * growing well before 16 sequences, and a 512-token budget keeps a decode step's latency in check.
+ */
+export const DEFAULT_GENERATOR_LIMITS = { maxNumSeqs: 16, maxNumBatchedTokens: 512, kvCacheSpaceGiB: 4 } as const;
+
+/** The tokenizer the protocols use, over the folder's tokenizer.json (special tokens in text parsed as HF tokenizers parse them). */
+export class FolderPromptTokenizer implements PromptTokenizer {
+  constructor(private readonly tokenizer: TextTokenizer) {}
+
+  async encode(text: string, addSpecialTokens: boolean): Promise<number[]> {
+    return Array.from((await this.tokenizer.encode(text, { addSpecialTokens })).ids);
+  }
+
+  decode(ids: readonly number[], skipSpecialTokens: boolean): Promise<string> {
+    return this.tokenizer.decode(ids, skipSpecialTokens);
+  }
+
+  tokenText(id: number): string | undefined {
+    return this.tokenizer.idToToken(id);
+  }
+}
+
+/** A TextGenerator whose requests an IterationScheduler runs on an engine's instances. */
+export class ScheduledGenerator implements TextGenerator {
+  constructor(
+    readonly name: string,
+    readonly maxModelLen: number,
+    readonly vocabSize: number,
+    readonly eosTokenIds: readonly number[],
+    readonly defaults: Partial<SamplingParams>,
+    readonly engine: InstanceEngine,
+    readonly scheduler: IterationScheduler,
+    readonly ready: () => boolean,
+  ) {}
+
+  generate(request: GenerationRequest): Generation {
+    const prompt = request.promptTokenIds.length;
+    if (prompt === 0) throw createError('SF_ERR_TEXT_EMPTY', 'the prompt');
+    if (prompt + request.sampling.maxTokens > this.maxModelLen) throw createError('SF_ERR_GENERATION_TOO_LONG', prompt, request.sampling.maxTokens, this.maxModelLen);
+    const sequence = this.scheduler.sequence(request);
+    // Counted as one request in the nv_* statistics; the protocol reads its end from the Generation.
+    this.engine.submit(this.scheduler, sequence, {}).catch(() => undefined);
+    return sequence;
+  }
+}
+
+export interface LoadedGenerator {
+  readonly served: ServedGenerator;
+  readonly generator: ScheduledGenerator;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** A no-code generator: a decoder export folder, its tokenizer loaded here and its decoder on an instance of its own. */
+export async function loadGeneratorFolder(dir: string, options: GeneratorServeOptions, builder: VersionBuilderContext, metrics: GenerationMetrics): Promise<LoadedGenerator> {
+  const folder = readGenerativeFolder(dir);
+  const name = options.servedModelName ?? folder.name;
+  const { inputs, outputs } = await readModelFileMetadata(folder.modelFile, { kind: 'cpu', id: 0 }, true);
+  const layout = decoderLayout(name, inputs, outputs, folder.vocabSize);
+  const kvBytes = (options.kvCacheSpaceGiB ?? DEFAULT_GENERATOR_LIMITS.kvCacheSpaceGiB) * 2 ** 30;
+  const kvBlocks = Math.floor(kvBytes / (BLOCK_SIZE * layout.layers * 2 * layout.kvHeads * layout.headDim * (layout.kvType === 'FP32' ? 4 : 2)));
+  const limits: IterationLimits = {
+    maxNumSeqs: options.maxNumSeqs ?? DEFAULT_GENERATOR_LIMITS.maxNumSeqs,
+    maxNumBatchedTokens: options.maxNumBatchedTokens ?? DEFAULT_GENERATOR_LIMITS.maxNumBatchedTokens,
+    kvBlocks,
+    // The ONNX runtime copies a cached prefix's KV into the new sequence (OnnxDecoderRuntime.copyPrefix).
+    prefixCaching: true,
+  };
+  if (options.maxModelLen !== undefined && options.maxModelLen > folder.maxPositionEmbeddings) {
+    throw createError('SF_ERR_GENERATIVE_FOLDER_INVALID', folder.dir, `--max-model-len ${options.maxModelLen} is past config.json's max_position_embeddings ${folder.maxPositionEmbeddings}`);
+  }
+  // As vLLM refuses a context its KV cache cannot hold for one sequence; the default context shrinks to it instead.
+  const maxModelLen = Math.min(options.maxModelLen ?? folder.maxPositionEmbeddings, kvBlocks * BLOCK_SIZE);
+  if (options.maxModelLen !== undefined && maxModelLen < options.maxModelLen) {
+    throw createError('SF_ERR_GENERATIVE_FOLDER_INVALID', folder.dir, `--max-model-len ${options.maxModelLen} needs more KV cache than --kv-cache-space gives (${maxModelLen} tokens)`);
+  }
+  if (maxModelLen < 1) throw createError('SF_ERR_GENERATIVE_FOLDER_INVALID', folder.dir, '--kv-cache-space holds no KV block');
+  const plan: DecoderPlan = { kind: 'decoder', file: folder.modelFile, sessionOptions: { intraOpNumThreads: availableParallelism() }, vocabSize: folder.vocabSize };
+  const context: ModelContextData = {
+    modelName: name, modelVersion: '1', instanceName: `${name}_0`, instanceIndex: 0, instanceCount: 1, deviceKind: 'cpu', deviceId: 0, modelDir: folder.dir, config: { name },
+  };
+  const engine = new InstanceEngine({
+    name, version: '1', instanceCount: 1, recorder: builder.recorder, log: builder.log, restartPolicy: builder.restartPolicy,
+    factory: (index, events) => new WorkerInstance(index, pathToFileURL(folder.modelFile).href, context, events, builder.infer, plan, builder.logger),
+  });
+  let started = false;
+  const model = { eosTokenIds: folder.eosTokenIds, maxModelLen };
+  let scheduler!: IterationScheduler;
+  const gauges = { get pendingCount() { return scheduler.pendingCount; }, get inflightCount() { return scheduler.inflightCount; }, get kvUsage() { return scheduler.kvUsage; } };
+  scheduler = engine.register(new IterationScheduler(name, limits, model, new EngineStepTarget(engine), engine.clock, metrics.eventsFor(name, gauges)));
+  const generator = new ScheduledGenerator(name, maxModelLen, layout.vocabSize, folder.eosTokenIds, folder.defaults, engine, scheduler, () => started && engine.available);
+  const tokenizer = new FolderPromptTokenizer(await TextTokenizer.fromFile(folder.tokenizerFile));
+  return {
+    served: { generator, tokenizer, ...(folder.chatTemplate ? { chatTemplate: folder.chatTemplate } : {}) },
+    generator,
+    async start() {
+      await engine.start();
+      started = true;
+    },
+    async stop() {
+      started = false;
+      await engine.drain();
+      await engine.stop();
+    },
+  };
+}

@@ -1,0 +1,66 @@
+import type { Registry } from 'prom-client';
+import { createError } from '../errors/index.js';
+import type { VersionBuilderContext } from '../model-repository/model-version-builder.js';
+import { loadGeneratorFolder, type GeneratorServeOptions, type LoadedGenerator } from './folder-generator.js';
+import { GenerationMetrics } from './generation-metrics.js';
+import type { ServedGenerator } from './text-generator.js';
+
+export interface ServerGeneratorsOptions {
+  /** Generative model folders (decoder exports) served with no code. */
+  readonly folders: readonly string[];
+  readonly options: GeneratorServeOptions;
+  /** How the folders' decoders are built and served, as repository models are. */
+  readonly builder: VersionBuilderContext;
+  readonly registry: Registry;
+  /** Names the server already serves (other models): a generator may not take one. */
+  readonly takenNames: ReadonlySet<string>;
+}
+
+/**
+ * The generative models one server serves, one per folder: what the OpenAI / vLLM and KServe
+ * generate routes pick from (`served`), their vLLM metrics, and their decoders' engines, which
+ * start and stop with the server.
+ */
+export class ServerGenerators {
+  private constructor(private readonly loaded: readonly LoadedGenerator[]) {}
+
+  static readonly none = new ServerGenerators([]);
+
+  /** Throws SF_ERR_GENERATIVE_FOLDER_INVALID for a folder that is not a decoder export, or for two models that would share a name. */
+  static async load(opts: ServerGeneratorsOptions): Promise<ServerGenerators> {
+    const { folders, options } = opts;
+    if (folders.length === 0) return ServerGenerators.none;
+    if (options.servedModelName !== undefined && folders.length > 1) throw createError('SF_ERR_GENERATIVE_FOLDER_INVALID', folders.join(', '), '--served-model-name names one model; several folders are served under their own names');
+    const metrics = new GenerationMetrics(opts.registry);
+    const loaded: LoadedGenerator[] = [];
+    const names = new Set(opts.takenNames);
+    for (const dir of folders) {
+      const generator = await loadGeneratorFolder(dir, options, opts.builder, metrics);
+      const name = generator.generator.name;
+      if (names.has(name)) throw createError('SF_ERR_GENERATIVE_FOLDER_INVALID', dir, `two models would be served as '${name}': rename a folder (or give --served-model-name)`);
+      names.add(name);
+      loaded.push(generator);
+    }
+    return new ServerGenerators(loaded);
+  }
+
+  get served(): readonly ServedGenerator[] {
+    return this.loaded.map((l) => l.served);
+  }
+
+  /** Starts every decoder's instance. */
+  async start(): Promise<void> {
+    await Promise.all(this.loaded.map((l) => l.start()));
+  }
+
+  /** Stops the decoders once their queued and running generations are done. */
+  async stop(): Promise<void> {
+    await Promise.allSettled(this.loaded.map((l) => l.stop()));
+  }
+
+  /** Why a generator cannot serve now, or undefined. */
+  notReady(): string | undefined {
+    const down = this.loaded.find((l) => !l.generator.ready());
+    return down && `generative model '${down.generator.name}' is not ready`;
+  }
+}

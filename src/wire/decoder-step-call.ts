@@ -1,0 +1,50 @@
+import type { SamplingParams } from '../spec/sampling-params.js';
+import type { DecoderStepRow } from '../spec/decoder-step.js';
+
+/** What a generative model folder's instance boots from: its decoder export and the backend's session options. */
+export interface DecoderPlan {
+  readonly kind: 'decoder';
+  /** Absolute path of the folder's model.onnx. */
+  readonly file: string;
+  readonly sessionOptions: Readonly<Record<string, unknown>>;
+  /** config.json's vocab_size, for an export whose logits' last dimension is symbolic. */
+  readonly vocabSize?: number;
+}
+
+/**
+ * One iteration of a generator's scheduler as it crosses to the instance that holds the decoder's
+ * caches: the rows to run, the sequences to drop first, and for each row that ends its prompt or
+ * decodes, what the sampler needs. Only sampled token ids (and logprobs when asked for) come back,
+ * never a vocabulary-wide row.
+ */
+export interface DecoderStepCall {
+  readonly kind: 'decoder-step';
+  /** Sequences that finished, were cancelled or preempted since the last step: their caches go first. */
+  readonly release: readonly number[];
+  readonly rows: readonly DecoderCallRow[];
+}
+
+/** How a sequence samples, sent on its first row (and again when it is recomputed after a preemption). */
+export interface SequenceStart {
+  readonly sampling: SamplingParams;
+  readonly promptLength: number;
+  /** Stop tokens min_tokens holds back: the end-of-sequence ids (unless ignore_eos) and stop_token_ids. */
+  readonly stopTokenIds: readonly number[];
+}
+
+export interface DecoderCallRow extends DecoderStepRow {
+  readonly start?: SequenceStart;
+  /** Sample the next token from this row's last position (a decode, or the chunk that ends the prompt). */
+  readonly sample: boolean;
+  /** A prefix-cache hit: the runtime copies the first `cachedLength` tokens of this sequence's cache first. */
+  readonly copyFrom?: number;
+  /** The grammar's allowed next tokens (TokenConstraint.nextTokenBitmask, computed on the HTTP thread). */
+  readonly allowed?: Int32Array;
+}
+
+export interface DecoderRowResult {
+  /** The sampled token, when the row asked for one. */
+  readonly token?: { readonly tokenId: number; readonly logprob: number; readonly top?: readonly { readonly tokenId: number; readonly logprob: number }[] };
+  /** Logprobs of this chunk's prompt tokens (vLLM's prompt_logprobs), undefined for the sequence's first token. */
+  readonly promptLogprobs?: readonly ({ readonly tokenId: number; readonly logprob: number; readonly top?: readonly { readonly tokenId: number; readonly logprob: number }[] } | undefined)[];
+}
