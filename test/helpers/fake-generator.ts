@@ -11,6 +11,9 @@ import type {
   ServedGenerator,
   TextGenerator,
   SamplingParams,
+  ConstraintCompiler,
+  StructuredOutput,
+  TokenConstraint,
 } from '../../src/generation/text-generator.js';
 import { TextTokenizer } from '../../src/tokenizer/tokenizer.js';
 
@@ -108,8 +111,28 @@ function token(tokenId: number, logprobs: number | undefined): GeneratedToken {
   return { tokenId, logprob: -0.5, top: top.slice(0, Math.max(logprobs, 0)) };
 }
 
-/** A served fake: Qwen3's tokenizer and chat template over a scripted generator. */
-export async function fakeServedGenerator(script: Script, options: { name?: string; maxModelLen?: number; defaults?: Partial<SamplingParams> } = {}): Promise<ServedGenerator & { generator: FakeGenerator }> {
-  const [tokenizer, chatTemplate] = await Promise.all([qwen3Tokenizer(), qwen3ChatTemplate()]);
-  return { generator: new FakeGenerator(script, options.name, options.maxModelLen, options.defaults), tokenizer, chatTemplate };
+let qwen3: Promise<[PromptTokenizer, ChatTemplateSource]> | undefined;
+
+/** A served fake: Qwen3's tokenizer and chat template (loaded once per test file) over a scripted generator. */
+export async function fakeServedGenerator(
+  script: Script,
+  options: { name?: string; maxModelLen?: number; defaults?: Partial<SamplingParams>; structuredOutputs?: ConstraintCompiler } = {},
+): Promise<ServedGenerator & { generator: FakeGenerator }> {
+  const [tokenizer, chatTemplate] = await (qwen3 ??= Promise.all([qwen3Tokenizer(), qwen3ChatTemplate()]));
+  return {
+    generator: new FakeGenerator(script, options.name, options.maxModelLen, options.defaults),
+    tokenizer,
+    chatTemplate,
+    ...(options.structuredOutputs ? { structuredOutputs: options.structuredOutputs } : {}),
+  };
+}
+
+/** A ConstraintCompiler that allows everything and records what it compiled. */
+export function recordingCompiler(): ConstraintCompiler & { compiled: StructuredOutput[] } {
+  const compiled: StructuredOutput[] = [];
+  const compile = async (output: StructuredOutput): Promise<TokenConstraint> => {
+    compiled.push(output);
+    return { nextTokenBitmask: () => new Int32Array(0), acceptToken: () => true, isTerminated: () => false };
+  };
+  return Object.assign(compile, { compiled });
 }
