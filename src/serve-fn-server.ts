@@ -36,6 +36,8 @@ import { openAiRoutes } from './protocol/openai/openai-routes.js';
 import { teiRoutes } from './protocol/tei/tei-routes.js';
 import { DEFAULT_TEXT_PAYLOAD_LIMIT } from './protocol/text-routes.js';
 import { cohereVllmRoutes } from './protocol/cohere-vllm/cohere-vllm-routes.js';
+import { registerGenerationRoutes } from './protocol/openai/generation-routes.js';
+import type { ServedGenerator } from './generation/text-generator.js';
 import { endpointRoutes } from './server/endpoint-routes.js';
 import { installErrorHandling } from './server/error-handler.js';
 import { healthRoutes } from './server/health-routes.js';
@@ -92,6 +94,8 @@ export interface ServeOptions {
   readonly textFolders?: readonly string[];
   /** TEI's flags for every text model: limits, task, pooling, dtype, prompt and served name. */
   readonly text?: TextServeOptions;
+  /** Generative models (OpenAI / vLLM chat and completions routes, src/protocol/openai/generation-routes.ts). */
+  readonly generators?: readonly ServedGenerator[];
   /** Caps on the clients' system shared-memory regions (default DEFAULT_SHARED_MEMORY_LIMITS). */
   readonly sharedMemoryLimits?: SharedMemoryLimits;
 }
@@ -355,7 +359,10 @@ export class ServeFnServer {
     await app.register(endpointRoutes, { runtimes: this.runtimes, state: this.state, schemas, jsonBodyLimit: this.jsonBodyLimit, bodyLimit: this.bodyLimit, exposeErrors, traceSettings: this.traceSettings });
     // On the root app, not as an encapsulated plugin, so @fastify/websocket's injectWS is on `app`.
     await socketRoutes(app, { runtimes: this.runtimes, state: this.state, schemas, maxPayload: this.bodyLimit, traceSettings: this.traceSettings });
-    if (this.textModels.set.all().length > 0) await this.textRoutes(exposeErrors);
+    const textRoutes = this.textModels.set.all().length > 0;
+    if (textRoutes) await this.textRoutes(exposeErrors);
+    const generators = this.options.generators ?? [];
+    if (generators.length > 0) await registerGenerationRoutes(app, generators, { serverVersion: SERVER_IDENTITY.serverVersion, exposeErrors, bodyLimit: this.jsonBodyLimit, textRoutes });
     await app.register(kserveProtocol, {
       ...SERVER_IDENTITY,
       repository: this.catalogue,
@@ -373,8 +380,9 @@ export class ServeFnServer {
   private async textRoutes(exposeErrors: boolean): Promise<void> {
     const text = { models: this.textModels.set, exposeErrors, payloadLimit: Math.min(this.options.text?.payloadLimit ?? DEFAULT_TEXT_PAYLOAD_LIMIT, this.bodyLimit) };
     try {
-      await this.app.register(teiRoutes, { ...text, serverVersion: SERVER_IDENTITY.serverVersion });
-      await this.app.register(openAiRoutes, text);
+      const generators = this.options.generators ?? [];
+      await this.app.register(teiRoutes, { ...text, serverVersion: SERVER_IDENTITY.serverVersion, othersReady: () => generators.every((g) => g.generator.ready()) });
+      await this.app.register(openAiRoutes, { ...text, generators });
       await this.app.register(cohereVllmRoutes, text);
     } catch (err) {
       const taken = (err as { code?: string }).code === 'FST_ERR_DUPLICATED_ROUTE' ? /'(\w+)'.*'([^']+)'/.exec((err as Error).message) : null;
@@ -393,6 +401,8 @@ export class ServeFnServer {
     const lost = this.runtimes.find((r) => !r.engine.available);
     const text = this.textModels.notReady();
     if (text) return text;
+    const generator = this.options.generators?.find((g) => !g.generator.ready());
+    if (generator) return `model '${generator.generator.name}' is not ready`;
     if (lost) return `model '${lost.definition.name}' version ${lost.definition.version} has no running instance`;
     const down = this.repository?.models().find((m) => !m.ready());
     return down && `model '${down.info.name}' version ${down.info.version} is not ready`;
