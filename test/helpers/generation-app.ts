@@ -3,8 +3,9 @@ import type { ServedGenerator } from '../../src/generation/text-generator.js';
 import { registerGenerationRoutes } from '../../src/protocol/openai/generation-routes.js';
 
 /** The generation routes alone over the given generators, on a bare fastify app. */
-export async function generationApp(generators: readonly ServedGenerator[]): Promise<FastifyInstance> {
+export async function generationApp(generators: readonly ServedGenerator[], setup?: (app: FastifyInstance) => void): Promise<FastifyInstance> {
   const app = Fastify();
+  setup?.(app);
   await registerGenerationRoutes(app, generators, { serverVersion: '9.9.9', bodyLimit: 1_000_000 });
   await app.ready();
   return app;
