@@ -37,6 +37,7 @@ import { teiRoutes } from './protocol/tei/tei-routes.js';
 import { DEFAULT_TEXT_PAYLOAD_LIMIT } from './protocol/text-routes.js';
 import { cohereVllmRoutes } from './protocol/cohere-vllm/cohere-vllm-routes.js';
 import { registerGenerationRoutes } from './protocol/openai/generation-routes.js';
+import { GeneratorInferenceModel } from './protocol/kserve-generator-model.js';
 import type { ServedGenerator } from './generation/text-generator.js';
 import { endpointRoutes } from './server/endpoint-routes.js';
 import { installErrorHandling } from './server/error-handler.js';
@@ -173,7 +174,9 @@ export class ServeFnServer {
     });
     // A @TextModel class is served to /v2 as its texts-in interface, in place of its token tensors.
     const own = decorated.filter((m) => !this.textModels.classNames.has(m.info.name));
-    this.catalogue = new ModelCatalogue([...own, ...this.textModels.views], this.repository ?? new EmptyModelRepository(this.options.modelControlMode));
+    // Each generator is a v2 model too, for Triton's generate extension and ModelStreamInfer.
+    const generatorViews = (this.options.generators ?? []).map((served) => new GeneratorInferenceModel(served));
+    this.catalogue = new ModelCatalogue([...own, ...this.textModels.views, ...generatorViews], this.repository ?? new EmptyModelRepository(this.options.modelControlMode));
     await this.buildRoutes();
   }
 
