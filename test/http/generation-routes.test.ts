@@ -152,6 +152,29 @@ describe('streaming (SSE)', () => {
   });
 });
 
+describe('a failure after the stream began', () => {
+  it('is sent as a data: {"error"} event, then [DONE]', async () => {
+    const served = await fakeServedGenerator(() => []);
+    served.generator.generate = () => {
+      async function* failing() {
+        yield { tokens: [{ tokenId: 9, logprob: -1 }] };
+        throw new Error('the runtime fell over');
+      }
+      const chunks = failing();
+      return { [Symbol.asyncIterator]: () => chunks, stop: () => undefined };
+    };
+    const app = await generationApp([served]);
+    apps.push(app);
+    const res = await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { messages: USER, stream: true } });
+    expect(res.statusCode).toBe(200);
+    const events = sseData(res.body);
+    expect(events.at(-1)).toBe('[DONE]');
+    // A fault's message stays in the log; the body says only that the server failed.
+    expect(events.at(-2)).toMatchObject({ error: { code: 500, type: 'Internal Server Error' } });
+    expect(JSON.stringify(events.at(-2))).not.toContain('fell over');
+  });
+});
+
 describe('POST /v1/completions', () => {
   it('defaults max_tokens to 16 and answers text_completion', async () => {
     const { post, fake } = await serve(' sat on the mat');
@@ -245,6 +268,8 @@ describe('errors: vLLM’s statuses in {"error": {message, type, param, code}}',
     ['a request chat template', '/v1/chat/completions', { messages: USER, chat_template: '{{ 1 }}' }, 'chat_template', /does not accept templates/],
     ['both continue_final_message and add_generation_prompt', '/v1/chat/completions', { messages: USER, continue_final_message: true }, 'continue_final_message', /Cannot set both/],
     ['an out-of-vocabulary logit_bias', '/v1/chat/completions', { messages: USER, logit_bias: { '999999999': 1 } }, 'logit_bias', /out-of-vocab/],
+    ['chat max_tokens 0', '/v1/chat/completions', { messages: USER, max_tokens: 0 }, 'max_tokens', /at least 1/],
+    ['completions max_tokens 0 without echo', '/v1/completions', { prompt: 'x', max_tokens: 0 }, 'max_tokens', /at least 1/],
     ['min_tokens over max_tokens', '/v1/completions', { prompt: 'x', max_tokens: 2, min_tokens: 3 }, 'min_tokens', /less than or equal to max_tokens/],
   ];
   for (const [name, url, payload, param, message] of cases) {

@@ -49,6 +49,7 @@ export async function chatCompletion(request: FastifyRequest, reply: FastifyRepl
   if (forced && asked) throw new FieldError('tool_choice', 'Cannot use structured outputs together with a `required` or named `tool_choice`.');
   const structured = forced ? jsonOutput(forced, 'tool_choice') : asked;
   const samplingFields = readSamplingFields(fields, generator, { logprobs: chat.logprobs });
+  if (samplingFields.maxTokens === 0) throw new FieldError(fields.has('max_completion_tokens') ? 'max_completion_tokens' : 'max_tokens', 'max_tokens must be at least 1, got 0.');
 
   const template = templateOf(served);
   const prompt = template.render({ ...chat, kwargs: chat.kwargs });
