@@ -118,7 +118,7 @@ class ChatAnswer {
   }
 
   async whole(choices: readonly AsyncIterable<TextPiece>[]): Promise<object> {
-    const collected = await Promise.all(choices.map((pieces) => this.collect(pieces)));
+    const collected = await this.collect(choices);
     return {
       id: this.id,
       object: 'chat.completion',
@@ -142,20 +142,22 @@ class ChatAnswer {
     };
   }
 
-  private async collect(pieces: AsyncIterable<TextPiece>): Promise<Collected> {
-    const choice = new ChatChoice(this.options);
-    const out: Collected = { reasoning: '', content: '', calls: [], logprobs: [], finish: 'stop', stopReason: null };
-    for await (const piece of pieces) {
+  /** Every choice's output; through interleave, so that one failing choice ends the others' sequences too. */
+  private async collect(choices: readonly AsyncIterable<TextPiece>[]): Promise<Collected[]> {
+    const parsers = choices.map(() => new ChatChoice(this.options));
+    const out: Collected[] = choices.map(() => ({ reasoning: '', content: '', calls: [], logprobs: [], finish: 'stop', stopReason: null }));
+    for await (const { index, piece } of interleave(choices)) {
       this.completionTokens += piece.tokens.length;
-      const delta = choice.push(piece);
-      out.reasoning += delta.reasoning;
-      out.content += delta.content;
-      out.calls.push(...delta.toolCalls);
+      const delta = parsers[index].push(piece);
+      const into = out[index];
+      into.reasoning += delta.reasoning;
+      into.content += delta.content;
+      into.calls.push(...delta.toolCalls);
       const logprobs = await this.logprobsOf(piece);
-      if (logprobs) out.logprobs.push(...logprobs);
+      if (logprobs) into.logprobs.push(...logprobs);
       if (piece.finishReason) {
-        out.finish = choice.finishReason(piece.finishReason);
-        out.stopReason = piece.stopReason ?? null;
+        into.finish = parsers[index].finishReason(piece.finishReason);
+        into.stopReason = piece.stopReason ?? null;
       }
     }
     return out;

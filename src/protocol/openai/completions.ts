@@ -107,18 +107,14 @@ class CompletionAnswer {
   }
 
   async whole(choices: readonly AsyncIterable<TextPiece>[]): Promise<object> {
-    const collected = await Promise.all(
-      choices.map(async (pieces, index) => {
-        const state = this.choiceState(index);
-        let finish = 'stop';
-        let stopReason: string | number | null = null;
-        for await (const piece of pieces) {
-          await this.add(state, piece, index);
-          if (piece.finishReason) [finish, stopReason] = [piece.finishReason, piece.stopReason ?? null];
-        }
-        return { index, text: state.text, logprobs: state.logprobs ?? null, finish_reason: finish, stop_reason: stopReason };
-      }),
-    );
+    // Through interleave, so that one failing choice ends the others' sequences too.
+    const states = choices.map((_, index) => ({ ...this.choiceState(index), finish: 'stop', stopReason: null as string | number | null }));
+    for await (const { index, piece } of interleave(choices)) {
+      const state = states[index];
+      await this.add(state, piece, index);
+      if (piece.finishReason) [state.finish, state.stopReason] = [piece.finishReason, piece.stopReason ?? null];
+    }
+    const collected = states.map((state, index) => ({ index, text: state.text, logprobs: state.logprobs ?? null, finish_reason: state.finish, stop_reason: state.stopReason }));
     return { id: this.id, object: 'text_completion', created: this.created, model: this.served.generator.name, choices: collected, usage: usage(this.promptTokens, this.completionTokens), system_fingerprint: null };
   }
 
