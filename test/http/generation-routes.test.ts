@@ -123,6 +123,24 @@ describe('streaming (SSE)', () => {
     expect(chunks.slice(0, -2).every((c) => c.choices[0].finish_reason === null)).toBe(true);
   });
 
+  it('continuous_usage_stats puts usage on every chunk; ignored fields are named on a stream too', async () => {
+    const { post } = await serve('a b c');
+    const res = await post('/v1/chat/completions', { messages: USER, stream: true, stream_options: { continuous_usage_stats: true }, service_tier: 'auto' });
+    expect(res.headers['x-serve-fn-ignored-fields']).toBe('service_tier');
+    const chunks = sseData(res.body).slice(0, -1) as { usage?: { completion_tokens: number } }[];
+    expect(chunks.every((c) => c.usage !== undefined)).toBe(true);
+    const counts = chunks.map((c) => c.usage!.completion_tokens);
+    expect(counts).toEqual([...counts].sort((x, y) => x - y));
+    expect(counts.at(-1)).toBe((await ids('a b c')).length + 1);
+  });
+
+  it('include_reasoning false drops the reasoning', async () => {
+    const { post } = await serve('<think>\nhm\n</think>\n\nok');
+    const message = (await post('/v1/chat/completions', { messages: USER, include_reasoning: false })).json().choices[0].message;
+    expect(message.content).toBe('ok');
+    expect(message).not.toHaveProperty('reasoning_content');
+  });
+
   it('chat: stop strings are held back, never sent and taken back', async () => {
     const { post } = await serve('alpha beta gamma END delta');
     const events = sseData((await post('/v1/chat/completions', { messages: USER, stream: true, stop: ['END'], chat_template_kwargs: { enable_thinking: false } })).body);
