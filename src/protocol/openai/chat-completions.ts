@@ -64,20 +64,21 @@ export async function chatCompletion(request: FastifyRequest, reply: FastifyRepl
     ...(forced ? { forcedTools: chat.toolChoice } : {}),
   };
   const disconnect = disconnectSignal(reply);
-  const choices = await startChoices(served, {
-    requestId: request.id,
-    promptTokenIds,
-    sampling: { ...samplingFields.sampling, maxTokens },
-    fields: samplingFields,
-    ...(structured ? { structured } : {}),
-    signal: disconnect.signal,
-  });
-  const answer = new ChatAnswer(served, chat, choiceOptions, promptTokenIds.length, choices.length);
-  if (streaming.stream) return sendOpenAiStream(request, reply, answer.chunks(choices, streaming), ctx.errors);
   try {
+    const choices = await startChoices(served, {
+      requestId: request.id,
+      promptTokenIds,
+      sampling: { ...samplingFields.sampling, maxTokens },
+      fields: samplingFields,
+      ...(structured ? { structured } : {}),
+      signal: disconnect.signal,
+    });
+    const answer = new ChatAnswer(served, chat, choiceOptions, promptTokenIds.length, choices.length);
+    // A stream keeps watching the connection for as long as it is written.
+    if (streaming.stream) return sendOpenAiStream(request, reply, answer.chunks(choices, streaming), ctx.errors);
     return await answer.whole(choices);
   } finally {
-    disconnect.release();
+    if (!streaming.stream) disconnect.release();
   }
 }
 

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { TextPiece } from '../../generation/generation-text.js';
 import type { PromptTokenizer, ServedGenerator } from '../../generation/text-generator.js';
 import { disconnectSignal } from '../../server/disconnect-signal.js';
-import { checkContext, interleave, pickGenerator, startChoices } from './generation-choices.js';
+import { checkContext, interleave, pickGenerator, startChoices, type ChoicesRequest } from './generation-choices.js';
 import { nowSeconds, readStreamOptions, reportIgnoredFields, responseId, usage, type GenerationContext } from './generation-context.js';
 import { FieldError } from './openai-fields.js';
 import { sendOpenAiStream } from './openai-sse.js';
@@ -51,30 +51,26 @@ export async function completion(request: FastifyRequest, reply: FastifyReply, c
 
   const answer = new CompletionAnswer(served, prompts, samplingFields.n, logprobs, echo);
   const disconnect = disconnectSignal(reply);
-  // vLLM's echo with max_tokens 0 answers the prompt alone, without generating.
-  const choices =
-    maxTokens === 0
-      ? prompts.flatMap(() => Array.from({ length: samplingFields.n }, () => echoOnly()))
-      : (
-          await Promise.all(
-            prompts.map((prompt, p) =>
-              startChoices(served, {
-                requestId: prompts.length === 1 ? request.id : `${request.id}-p${p}`,
-                promptTokenIds: prompt.tokenIds,
-                sampling: { ...samplingFields.sampling, maxTokens },
-                fields: samplingFields,
-                ...(structured ? { structured } : {}),
-                signal: disconnect.signal,
-              }),
-            ),
-          )
-        ).flat();
-  if (streaming.stream) return sendOpenAiStream(request, reply, answer.chunks(choices, streaming), ctx.errors);
   try {
+    // vLLM's echo with max_tokens 0 answers the prompt alone, without generating.
+    const choices =
+      maxTokens === 0
+        ? prompts.flatMap(() => Array.from({ length: samplingFields.n }, () => echoOnly()))
+        : await startEveryPrompt(served, prompts, { requestId: request.id, sampling: { ...samplingFields.sampling, maxTokens }, fields: samplingFields, ...(structured ? { structured } : {}), signal: disconnect.signal });
+    // A stream keeps watching the connection for as long as it is written.
+    if (streaming.stream) return sendOpenAiStream(request, reply, answer.chunks(choices, streaming), ctx.errors);
     return await answer.whole(choices);
   } finally {
-    disconnect.release();
+    if (!streaming.stream) disconnect.release();
   }
+}
+
+/** Each prompt's n choices, in vLLM's order (prompt by prompt). */
+async function startEveryPrompt(served: ServedGenerator, prompts: readonly Prompt[], request: Omit<ChoicesRequest, 'promptTokenIds'>): Promise<AsyncIterable<TextPiece>[]> {
+  const perPrompt = await Promise.all(
+    prompts.map((prompt, p) => startChoices(served, { ...request, requestId: prompts.length === 1 ? request.requestId : `${request.requestId}-p${p}`, promptTokenIds: prompt.tokenIds })),
+  );
+  return perPrompt.flat();
 }
 
 async function* echoOnly(): AsyncGenerator<TextPiece> {
