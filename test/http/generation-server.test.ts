@@ -17,6 +17,8 @@ describe('ServeFnServer with generators', () => {
     expect(chat.statusCode).toBe(200);
     expect(chat.json().choices[0].message.content).toBe('Bonjour');
     expect((await server.app.inject('/v1/models')).json().data).toEqual([expect.objectContaining({ id: 'fake-qwen3', max_model_len: 4096 })]);
+    const paths = Object.keys(((await server.openapi()) as { paths: Record<string, unknown> }).paths);
+    expect(paths).toEqual(expect.arrayContaining(['/v1/chat/completions', '/v1/completions', '/tokenize', '/detokenize', '/version', '/v1/models']));
     served.generator.isReady = false;
     expect((await server.app.inject('/health')).statusCode).toBe(503);
     expect((await server.app.inject('/health/ready')).statusCode).toBe(503);
