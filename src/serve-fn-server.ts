@@ -32,13 +32,15 @@ import type { TextServeOptions } from './text/text-model-loader.js';
 import { ServerTextModels } from './text/server-text-models.js';
 import { ServerGenerators } from './generation/server-generators.js';
 import type { GeneratorServeOptions } from './generation/folder-generator.js';
-import type { ServedGenerator } from './generation/text-generator.js';
 import type { VersionBuilderContext } from './model-repository/model-version-builder.js';
 import type { TextEngine } from './text/text-engine.js';
 import { openAiRoutes } from './protocol/openai/openai-routes.js';
 import { teiRoutes } from './protocol/tei/tei-routes.js';
 import { DEFAULT_TEXT_PAYLOAD_LIMIT } from './protocol/text-routes.js';
 import { cohereVllmRoutes } from './protocol/cohere-vllm/cohere-vllm-routes.js';
+import { registerGenerationRoutes } from './protocol/openai/generation-routes.js';
+import { GeneratorInferenceModel } from './protocol/kserve-generator-model.js';
+import type { ServedGenerator } from './generation/text-generator.js';
 import { endpointRoutes } from './server/endpoint-routes.js';
 import { installErrorHandling } from './server/error-handler.js';
 import { healthRoutes } from './server/health-routes.js';
@@ -99,6 +101,8 @@ export interface ServeOptions {
   readonly generativeFolders?: readonly string[];
   /** vLLM's flags for every generative model: --max-num-seqs, --max-num-batched-tokens, --max-model-len, served name. */
   readonly generation?: GeneratorServeOptions;
+  /** Generative models served beside the folders (a runtime of the caller's own); the OpenAI / vLLM routes and /v2 serve both. */
+  readonly generators?: readonly ServedGenerator[];
   /** Caps on the clients' system shared-memory regions (default DEFAULT_SHARED_MEMORY_LIMITS). */
   readonly sharedMemoryLimits?: SharedMemoryLimits;
 }
@@ -182,7 +186,9 @@ export class ServeFnServer {
     });
     // A @TextModel class is served to /v2 as its texts-in interface, in place of its token tensors.
     const own = decorated.filter((m) => !this.textModels.classNames.has(m.info.name));
-    this.catalogue = new ModelCatalogue([...own, ...this.textModels.views], this.repository ?? new EmptyModelRepository(this.options.modelControlMode));
+    // Each generator is a v2 model too, for Triton's generate extension and ModelStreamInfer.
+    const generatorViews = this.generators.map((served) => new GeneratorInferenceModel(served));
+    this.catalogue = new ModelCatalogue([...own, ...this.textModels.views, ...generatorViews], this.repository ?? new EmptyModelRepository(this.options.modelControlMode));
     await this.buildRoutes();
   }
 
@@ -240,7 +246,7 @@ export class ServeFnServer {
 
   /** The generative models served (from folders), what the OpenAI / vLLM routes serve; built by prepare(). */
   get generators(): readonly ServedGenerator[] {
-    return this.generatorModels.served;
+    return [...(this.options.generators ?? []), ...this.generatorModels.served];
   }
 
   /** The text models served (from folders and @TextModel classes); built by prepare(). */
@@ -373,7 +379,10 @@ export class ServeFnServer {
     await app.register(endpointRoutes, { runtimes: this.runtimes, state: this.state, schemas, jsonBodyLimit: this.jsonBodyLimit, bodyLimit: this.bodyLimit, exposeErrors, traceSettings: this.traceSettings });
     // On the root app, not as an encapsulated plugin, so @fastify/websocket's injectWS is on `app`.
     await socketRoutes(app, { runtimes: this.runtimes, state: this.state, schemas, maxPayload: this.bodyLimit, traceSettings: this.traceSettings });
-    if (this.textModels.set.all().length > 0) await this.textRoutes(exposeErrors);
+    const textRoutes = this.textModels.set.all().length > 0;
+    if (textRoutes) await this.textRoutes(exposeErrors);
+    const generators = this.generators;
+    if (generators.length > 0) await registerGenerationRoutes(app, generators, { serverVersion: SERVER_IDENTITY.serverVersion, exposeErrors, bodyLimit: this.jsonBodyLimit, textRoutes });
     await app.register(kserveProtocol, {
       ...SERVER_IDENTITY,
       repository: this.catalogue,
@@ -391,8 +400,9 @@ export class ServeFnServer {
   private async textRoutes(exposeErrors: boolean): Promise<void> {
     const text = { models: this.textModels.set, exposeErrors, payloadLimit: Math.min(this.options.text?.payloadLimit ?? DEFAULT_TEXT_PAYLOAD_LIMIT, this.bodyLimit) };
     try {
-      await this.app.register(teiRoutes, { ...text, serverVersion: SERVER_IDENTITY.serverVersion });
-      await this.app.register(openAiRoutes, text);
+      const generators = this.generators;
+      await this.app.register(teiRoutes, { ...text, serverVersion: SERVER_IDENTITY.serverVersion, othersReady: () => generators.every((g) => g.generator.ready()) });
+      await this.app.register(openAiRoutes, { ...text, generators });
       await this.app.register(cohereVllmRoutes, text);
     } catch (err) {
       const taken = (err as { code?: string }).code === 'FST_ERR_DUPLICATED_ROUTE' ? /'(\w+)'.*'([^']+)'/.exec((err as Error).message) : null;
@@ -411,6 +421,8 @@ export class ServeFnServer {
     const lost = this.runtimes.find((r) => !r.engine.available);
     const text = this.textModels.notReady() ?? this.generatorModels.notReady();
     if (text) return text;
+    const generator = this.options.generators?.find((g) => !g.generator.ready());
+    if (generator) return `model '${generator.generator.name}' is not ready`;
     if (lost) return `model '${lost.definition.name}' version ${lost.definition.version} has no running instance`;
     const down = this.repository?.models().find((m) => !m.ready());
     return down && `model '${down.info.name}' version ${down.info.version} is not ready`;

@@ -160,8 +160,14 @@ export const ERROR_CATALOGUE = {
   // Generative models (src/generation): decoder exports, the iteration-level scheduler.
   SF_ERR_GENERATIVE_FOLDER_INVALID: spec(500, "Generative model folder '%s' is invalid: %s"),
   SF_ERR_DECODER_INVALID: spec(500, "Model '%s' cannot run as a decoder with a KV cache: %s"),
-  SF_ERR_GENERATION_TOO_LONG: spec(400, "You passed %s input tokens and requested %s output tokens. However, the model's context length is only %s tokens. Please reduce the length of the input prompt or the number of requested output tokens."),
   SF_ERR_DECODER_STEP_FAILED: spec(500, "Model '%s' failed to run a decoder step; the server log has the error."),
+  // Generative text: the OpenAI / vLLM chat and completions routes and Triton's generate extension (src/protocol/openai, src/generation).
+  SF_ERR_GENERATION_MODEL_UNKNOWN: spec(404, "The model `%s` does not exist."),
+  SF_ERR_GENERATION_CONTEXT_EXCEEDED: spec(400, "This model's maximum context length is %s tokens. However, you requested %s output tokens and your prompt contains %s input tokens, for a total of %s tokens. Please reduce the length of the input prompt or the number of requested output tokens."),
+  SF_ERR_CHAT_TEMPLATE_INVALID: spec(500, "The chat template could not be parsed: %s"),
+  SF_ERR_CHAT_TEMPLATE_MISSING: spec(400, "Model '%s' has no chat template (tokenizer_config.json's `chat_template`): use /v1/completions, or pass `chat_template`."),
+  SF_ERR_CHAT_TEMPLATE_FAILED: spec(400, "The chat template could not be applied to these messages: %s"),
+  SF_ERR_STRUCTURED_OUTPUT_UNSUPPORTED: spec(400, "Model '%s' has no grammar engine for its vocabulary, so `%s` cannot be enforced."),
 } as const satisfies Record<string, ErrorSpec>;
 
 export type SfErrorCode = keyof typeof ERROR_CATALOGUE;

@@ -67,7 +67,7 @@ export class ScheduledGenerator implements TextGenerator {
   generate(request: GenerationRequest): Generation {
     const prompt = request.promptTokenIds.length;
     if (prompt === 0) throw createError('SF_ERR_TEXT_EMPTY', 'the prompt');
-    if (prompt + request.sampling.maxTokens > this.maxModelLen) throw createError('SF_ERR_GENERATION_TOO_LONG', prompt, request.sampling.maxTokens, this.maxModelLen);
+    if (prompt + request.sampling.maxTokens > this.maxModelLen) throw createError('SF_ERR_GENERATION_CONTEXT_EXCEEDED', this.maxModelLen, request.sampling.maxTokens, prompt, prompt + request.sampling.maxTokens);
     const sequence = this.scheduler.sequence(request);
     // Counted as one request in the nv_* statistics; the protocol reads its end from the Generation.
     this.engine.submit(this.scheduler, sequence, {}).catch(() => undefined);

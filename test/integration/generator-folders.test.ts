@@ -74,7 +74,7 @@ describe('generative model folders', () => {
 
   it('refuses a prompt whose max_tokens runs past the context with a 400', () => {
     const err = thrown(() => served('qwen3-tiny').generator.generate({ requestId: 'x', promptTokenIds: Array(250).fill(3), sampling: greedy(10) }));
-    expect(err).toMatchObject({ code: 'SF_ERR_GENERATION_TOO_LONG', statusCode: 400 });
+    expect(err).toMatchObject({ code: 'SF_ERR_GENERATION_CONTEXT_EXCEEDED', statusCode: 400 });
   });
 
   it("counts vLLM's metrics under their names, agreeing with what was generated", async () => {

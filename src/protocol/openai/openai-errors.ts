@@ -15,7 +15,7 @@ import { logFailure, toHttpError, type ErrorAnswerOptions, type HttpError } from
 export type ErrorFlavour = 'openai' | 'vllm';
 
 export interface OpenAiErrorBody {
-  readonly error: { readonly message: string; readonly type: string; readonly param: string | null; readonly code: string | number };
+  readonly error: { readonly message: string; readonly type: string; readonly param: string | null; readonly code: string | number; readonly [extra: string]: unknown };
 }
 
 /**
@@ -49,12 +49,21 @@ export function toOpenAiError(err: unknown, flavour: ErrorFlavour, options: Erro
   const served = toHttpError(err, options);
   const { error: message, code } = 'code' in served.body ? served.body : { error: JSON.stringify(served.body.detail), code: 'SF_ERR_BAD_REQUEST' as const };
   const status = statusFor(code, served.status);
-  const param = (err as { param?: unknown })?.param;
+  const { param, errorFields } = (err ?? {}) as { param?: unknown; errorFields?: unknown };
+  // A request error may carry machine-readable fields beside the message (the generation routes'
+  // context overflow carries llama.cpp's `n_prompt_tokens` and `n_ctx`).
+  const extra = status < 500 && typeof errorFields === 'object' && errorFields !== null ? errorFields : {};
   return {
     status,
     served,
-    body: { error: { message, type: typeFor(flavour, status), param: typeof param === 'string' ? param : null, code: flavour === 'vllm' ? status : code } },
+    body: { error: { message, type: typeFor(flavour, status), param: typeof param === 'string' ? param : null, code: flavour === 'vllm' ? status : code, ...withoutEnvelopeKeys(extra) } },
   };
+}
+
+/** Extra error fields never replace the envelope's own. */
+function withoutEnvelopeKeys(extra: object): Record<string, unknown> {
+  const { message: _m, type: _t, param: _p, code: _c, ...rest } = extra as Record<string, unknown>;
+  return rest;
 }
 
 export interface ErrorHandlingOptions {

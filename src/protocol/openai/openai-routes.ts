@@ -7,6 +7,8 @@ import { setTextAnswerHeaders, textPayloadLimit, type TextRoutesOptions } from '
 import { embeddingsResponse, readEmbeddingsRequest } from './openai-embeddings.js';
 import { errorResponses, installOpenAiErrorHandling } from './openai-errors.js';
 import { requestBody } from './openai-fields.js';
+import { registerModelRoutes } from './openai-models.js';
+import type { ServedGenerator } from '../../generation/text-generator.js';
 
 const OPENAI_TAG = 'OpenAI-compatible embeddings';
 
@@ -47,28 +49,18 @@ const EMBEDDINGS_RESPONSE = {
   },
 };
 
-const MODEL_SCHEMA = {
-  type: 'object',
-  properties: { id: { type: 'string' }, object: { type: 'string' }, created: { type: 'integer' }, owned_by: { type: 'string' } },
-};
-
 function doc(summary: string, parts: { body?: object; response: object }): FastifySchema {
   return { summary, tags: [OPENAI_TAG], ...(parts.body ? { body: parts.body } : {}), response: { 200: { description: 'Successful Response', ...parts.response }, ...errorResponses('openai') } };
-}
-
-/** OpenAI's Model object; serve-fn knows no creation date for a model, so `created` is when the routes started. */
-function modelObject(model: TextEngine, created: number) {
-  return { id: model.info.name, object: 'model' as const, created, owned_by: 'serve-fn' };
 }
 
 /**
  * The OpenAI embeddings API (platform.openai.com/docs/api-reference/embeddings and /models) over the
  * served text models: POST /v1/embeddings (and /embeddings, which TEI also serves for clients whose
- * base URL has no /v1), GET /v1/models and /v1/models/{model}.
+ * base URL has no /v1), GET /v1/models and /v1/models/{model} (listing the generators too, when
+ * the server has both kinds).
  */
-export async function openAiRoutes(app: FastifyInstance, opts: TextRoutesOptions): Promise<void> {
+export async function openAiRoutes(app: FastifyInstance, opts: TextRoutesOptions & { readonly generators?: readonly ServedGenerator[] }): Promise<void> {
   const { models } = opts;
-  const created = Math.floor(Date.now() / 1000);
   // The schemas document; bodies are read by hand so errors keep OpenAI's shape, and answers are
   // written as they are built (a response schema would drop fields it does not list).
   app.setValidatorCompiler(() => () => true);
@@ -89,11 +81,5 @@ export async function openAiRoutes(app: FastifyInstance, opts: TextRoutesOptions
     });
   }
 
-  app.get('/v1/models', { schema: doc('List models (OpenAI)', { response: { type: 'object', properties: { object: { type: 'string' }, data: { type: 'array', items: MODEL_SCHEMA } } } }) }, async () => ({
-    object: 'list' as const,
-    data: models.all().map((model) => modelObject(model, created)),
-  }));
-  app.get<{ Params: { model: string } }>('/v1/models/:model', { schema: doc('Retrieve a model (OpenAI)', { response: MODEL_SCHEMA }) }, async (request) =>
-    modelObject(models.pick('any', request.params.model), created),
-  );
+  registerModelRoutes(app, { text: () => models.all(), pickText: (name) => models.pick('any', name), generators: opts.generators ?? [] }, OPENAI_TAG);
 }

@@ -31,6 +31,8 @@ import { TEI_SCHEMAS } from './tei-openapi.js';
 export interface TeiRoutesOptions extends TextRoutesOptions {
   /** What /info answers as `version` (TEI's own router version there): serve-fn's version. */
   readonly serverVersion: string;
+  /** Whether the server's other models (its generators, whose vLLM /health this path also is) are ready too; default true. */
+  readonly othersReady?: () => boolean;
 }
 
 type Handler = (body: TeiBody, model: TextEngine, reply: FastifyReply) => Promise<unknown>;
@@ -166,7 +168,7 @@ export async function teiRoutes(app: FastifyInstance, opts: TeiRoutesOptions): P
   // TEI answers its health check on /health, on GET / and, for SageMaker, on /ping.
   for (const url of ['/health', '/', '/ping']) {
     app.get(url, { schema: TEI_SCHEMAS.health }, async (_request, reply) => {
-      if (models.all().every((model) => model.ready())) return reply.code(200).send();
+      if (models.all().every((model) => model.ready()) && (opts.othersReady?.() ?? true)) return reply.code(200).send();
       return reply.code(503).type('application/json').send(JSON.stringify({ error: 'unhealthy', error_type: 'Unhealthy' }));
     });
   }

@@ -1,0 +1,98 @@
+import { FieldError, requestBody } from './openai-fields.js';
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : JSON.stringify(value);
+}
+
+/**
+ * A generation request's JSON body, read field by field: each reader checks the field's type and
+ * range (a 400 naming it, OpenAI's `param`) and records that it was read, so that the fields no
+ * reader took are known and can be named in the answer (`x-serve-fn-ignored-fields`) rather than
+ * silently dropped, which vLLM does (its models accept and ignore unknown fields; vllm-project/vllm#53975).
+ * `null` counts as absent, as for vLLM's optional fields.
+ */
+export class RequestFields {
+  readonly body: Readonly<Record<string, unknown>>;
+  private readonly read = new Set<string>();
+
+  constructor(raw: unknown) {
+    this.body = requestBody(raw);
+  }
+
+  /** The value of a field, marked as read; undefined when absent or null. */
+  take(field: string): unknown {
+    this.read.add(field);
+    const value = this.body[field];
+    return value === null ? undefined : value;
+  }
+
+  has(field: string): boolean {
+    return this.body[field] !== undefined && this.body[field] !== null;
+  }
+
+  /** The fields present in the body that nothing read, in body order. */
+  unread(): string[] {
+    return Object.keys(this.body).filter((field) => !this.read.has(field));
+  }
+
+  string(field: string): string | undefined {
+    const value = this.take(field);
+    if (value === undefined || typeof value === 'string') return value;
+    throw new FieldError(field, `\`${field}\` must be a string, got ${describe(value)}`);
+  }
+
+  boolean(field: string): boolean | undefined {
+    const value = this.take(field);
+    if (value === undefined || typeof value === 'boolean') return value;
+    throw new FieldError(field, `\`${field}\` must be true or false, got ${describe(value)}`);
+  }
+
+  /** A number within [min, max]; `rule` words the range as vLLM's SamplingParams checks do. */
+  number(field: string, check?: { ok: (value: number) => boolean; rule: string }): number | undefined {
+    const value = this.take(field);
+    if (value === undefined) return undefined;
+    if (typeof value !== 'number' || !Number.isFinite(value)) throw new FieldError(field, `\`${field}\` must be a number, got ${describe(value)}`);
+    if (check && !check.ok(value)) throw new FieldError(field, `${field} must be ${check.rule}, got ${value}.`);
+    return value;
+  }
+
+  integer(field: string, check?: { ok: (value: number) => boolean; rule: string }): number | undefined {
+    const value = this.number(field, check);
+    if (value !== undefined && !Number.isSafeInteger(value)) throw new FieldError(field, `\`${field}\` must be an integer, got ${value}`);
+    return value;
+  }
+
+  object(field: string): Readonly<Record<string, unknown>> | undefined {
+    const value = this.take(field);
+    if (value === undefined) return undefined;
+    if (typeof value !== 'object' || Array.isArray(value)) throw new FieldError(field, `\`${field}\` must be an object, got ${describe(value)}`);
+    return value as Record<string, unknown>;
+  }
+
+  array(field: string): readonly unknown[] | undefined {
+    const value = this.take(field);
+    if (value === undefined || Array.isArray(value)) return value;
+    throw new FieldError(field, `\`${field}\` must be an array, got ${describe(value)}`);
+  }
+
+  /** A string or a list of strings (`stop`). */
+  strings(field: string): string[] | undefined {
+    const value = this.take(field);
+    if (value === undefined) return undefined;
+    if (typeof value === 'string') return [value];
+    if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return value as string[];
+    throw new FieldError(field, `\`${field}\` must be a string or a list of strings`);
+  }
+
+  integers(field: string): number[] | undefined {
+    const value = this.take(field);
+    if (value === undefined) return undefined;
+    if (Array.isArray(value) && value.every((v) => Number.isSafeInteger(v) && (v as number) >= 0)) return value as number[];
+    throw new FieldError(field, `\`${field}\` must be a list of token ids (non-negative integers)`);
+  }
+}
+
+/** Sets the header naming what a request carried and serve-fn did not use; a proxy or client can log it. */
+export const IGNORED_FIELDS_HEADER = 'x-serve-fn-ignored-fields';
