@@ -156,6 +156,11 @@ export const ERROR_CATALOGUE = {
   SF_ERR_TOKENIZATION_FAILED: spec(422, 'Tokenizer error: %s'),
   SF_ERR_TEXT_MODEL_FOLDER_INVALID: spec(500, "Text model folder '%s' is invalid: %s"),
   SF_ERR_TEXT_MODEL_INVALID: spec(500, '%s: @TextModel %s.'),
+
+  // Generative text: GGUF files (node-llama-cpp) and structured outputs (xgrammar).
+  SF_ERR_GGUF_RUNTIME_MISSING: spec(500, "Serving the GGUF file '%s' needs node-llama-cpp, an optional peer dependency of serve-fn: run `npm i node-llama-cpp@%s` in your project (%s)"),
+  SF_ERR_GGUF_INVALID: spec(500, "GGUF file '%s' cannot be served: %s"),
+  SF_ERR_STRUCTURED_OUTPUT_INVALID: spec(400, 'Invalid structured output (%s): %s'),
 } as const satisfies Record<string, ErrorSpec>;
 
 export type SfErrorCode = keyof typeof ERROR_CATALOGUE;
