@@ -2,6 +2,7 @@ import { basename } from 'node:path';
 import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp';
 import { createError } from '../../errors/index.js';
 import type { DecoderRuntime, DecoderStepResult, DecoderStepRow } from '../../spec/decoder-step.js';
+import { vocabularyFromGguf, type ConstraintVocabulary } from '../structured-outputs/constraint-vocabulary.js';
 import type { ChatTemplateSource, PromptTokenizer } from '../text-generator.js';
 import { importNodeLlamaCpp, sharedLlama } from './node-llama-cpp-loader.js';
 
@@ -64,6 +65,12 @@ export class GgufRuntime implements DecoderRuntime {
     await Promise.all(rows.map((row, i) => this.truncate(sequences[i]!, row)));
     const outputs = await Promise.all(rows.map((row, i) => this.evaluate(sequences[i]!, row)));
     return { rows: outputs };
+  }
+
+  /** The GGUF's token list for the structured-output grammar engine (XGrammarConstraintCompiler.create). */
+  constraintVocabulary(): ConstraintVocabulary {
+    const ggml = (this.model.fileInfo.metadata as { tokenizer?: { ggml?: { tokens?: readonly string[]; model?: string } } }).tokenizer?.ggml;
+    return vocabularyFromGguf(ggml?.tokens ?? [], ggml?.model ?? '', this.vocabSize, this.metadata.eosTokenIds);
   }
 
   release(sequenceIds: readonly number[]): void {
