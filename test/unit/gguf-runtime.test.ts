@@ -6,6 +6,7 @@ import { ServeFnError } from '../../src/errors/index.js';
 import { createGgufRuntime, type GgufRuntime } from '../../src/generation/gguf/gguf-runtime.js';
 import { isGgufFile } from '../../src/generation/gguf/gguf-file.js';
 import { importNodeLlamaCpp } from '../../src/generation/gguf/node-llama-cpp-loader.js';
+import { XGrammarConstraintCompiler } from '../../src/generation/structured-outputs/xgrammar-compiler.js';
 import type { DecoderStepRow } from '../../src/spec/decoder-step.js';
 import {
   logSoftmax, referenceLogits, TINY_CHAT_TEMPLATE, TINY_LLAMA, TINY_QWEN3, tinyWeights, writeTinyGguf,
@@ -132,6 +133,30 @@ describe.each([
     await expect(runtime.step([{ sequenceId: id, cachedLength: 4, tokenIds: [1], logits: 'last' }])).rejects.toThrow(/cachedLength 4 but the cache holds 0/);
     await expect(runtime.step([{ sequenceId: id, cachedLength: 0, tokenIds: new Array(513).fill(1), logits: 'last' }])).rejects.toThrow(/past max_model_len 512/);
     runtime.release([id]);
+  });
+
+  it("serves structured outputs from the GGUF's own vocabulary: greedy JSON under the schema, whatever the weights say", async () => {
+    const compiler = await XGrammarConstraintCompiler.create(runtime.constraintVocabulary());
+    const schema = { type: 'object', properties: { ok: { type: 'boolean' }, n: { type: 'integer', minimum: 0, maximum: 99 } }, required: ['ok', 'n'] };
+    const constraint = await compiler.compile({ kind: 'json', schema });
+    const id = nextId++;
+    const prompt = await runtime.tokenizer.encode('<|im_start|>user\nJSON please<|im_end|>\n<|im_start|>assistant\n', false);
+    const generated: number[] = [];
+    let row: DecoderStepRow = { sequenceId: id, cachedLength: 0, tokenIds: prompt, logits: 'last' };
+    for (let i = 0; i < 40 && !constraint.isTerminated(); i++) {
+      const logits = (await runtime.step([row])).rows[0]!;
+      const mask = constraint.nextTokenBitmask();
+      for (let t = 0; t < logits.length; t++) if (((mask[t >> 5]! >>> (t & 31)) & 1) === 0) logits[t] = -Infinity;
+      const next = argmax(logits);
+      expect(constraint.acceptToken(next)).toBe(true);
+      if (!runtime.metadata.eosTokenIds.includes(next)) generated.push(next);
+      row = { sequenceId: id, cachedLength: row.cachedLength + row.tokenIds.length, tokenIds: [next], logits: 'last' };
+    }
+    runtime.release([id]);
+    expect(constraint.isTerminated()).toBe(true);
+    const value = JSON.parse(await runtime.tokenizer.decode(generated, true)) as { ok: unknown; n: unknown };
+    expect(typeof value.ok).toBe('boolean');
+    expect(Number.isInteger(value.n) && (value.n as number) >= 0 && (value.n as number) <= 99).toBe(true);
   });
 
   it("tokenizes with the GGUF's own tokenizer, parsing special tokens written in the text", async () => {
