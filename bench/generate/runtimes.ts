@@ -41,18 +41,22 @@ function argmax(v: Float32Array, from: number, V: number): number {
   return best - from;
 }
 
-/** Prefills `concurrency` prompts in one step, then decodes DECODE greedy tokens for each, one step per token for all. */
-async function decodeRate(runtime: GgufRuntime, concurrency: number, firstId: number): Promise<{ tokensPerSecond: number; stepMs: number; prefillMs: number }> {
+/**
+ * Prefills `concurrency` prompts in one step, then decodes DECODE tokens for each, one step per
+ * token for all: greedy on the returned distribution (`last`), or fixed tokens with no distribution
+ * returned (`none`), which separates llama.cpp's forward pass from copying the distribution out.
+ */
+async function decodeRate(runtime: GgufRuntime, concurrency: number, firstId: number, logits: 'last' | 'none'): Promise<{ tokensPerSecond: number; stepMs: number; prefillMs: number }> {
   const V = runtime.vocabSize;
   const ids = Array.from({ length: concurrency }, (_, i) => firstId + i);
   const prompts = ids.map((id) => Array.from({ length: PROMPT }, (_, j) => (id * 31 + j * 7) % 30_000));
   let t = performance.now();
-  let out = await runtime.step(ids.map((id, i) => ({ sequenceId: id, cachedLength: 0, tokenIds: prompts[i]!, logits: 'last' })));
+  let out = await runtime.step(ids.map((id, i) => ({ sequenceId: id, cachedLength: 0, tokenIds: prompts[i]!, logits })));
   const prefillMs = performance.now() - t;
   const lengths = prompts.map((p) => p.length);
   t = performance.now();
   for (let step = 0; step < DECODE; step++) {
-    const rows: DecoderStepRow[] = ids.map((id, i) => ({ sequenceId: id, cachedLength: lengths[i]!, tokenIds: [argmax(out.rows[i]!, 0, V)], logits: 'last' }));
+    const rows: DecoderStepRow[] = ids.map((id, i) => ({ sequenceId: id, cachedLength: lengths[i]!, tokenIds: [logits === 'last' ? argmax(out.rows[i]!, 0, V) : (id * 7 + step) % 30_000], logits }));
     out = await runtime.step(rows);
     lengths.forEach((_, i) => lengths[i]!++);
   }
@@ -100,10 +104,13 @@ async function main(): Promise<void> {
     const runtime = await createGgufRuntime(file, { maxNumSeqs: 16, maxModelLen: 512, maxNumBatchedTokens: 512, threads });
     const bytes = statSync(file).size;
     console.log(`model: qwen3-shaped, ${(parameters(SHAPE, weights.vocabSize) / 1e6).toFixed(1)} M parameters, ${(bytes / 2 ** 20).toFixed(0)} MiB F32 GGUF written in ${writeMs.toFixed(0)} ms; llama.cpp threads ${threads}`);
-    await decodeRate(runtime, 1, 1000); // warm-up
-    for (const concurrency of [1, 16]) {
-      const r = await decodeRate(runtime, concurrency, concurrency * 100);
-      console.log(`node-llama-cpp  concurrency ${String(concurrency).padStart(2)}: decode ${r.tokensPerSecond.toFixed(1)} tokens/s aggregate, ${r.stepMs.toFixed(1)} ms/step; prefill of ${concurrency}×${PROMPT} tokens ${r.prefillMs.toFixed(0)} ms`);
+    await decodeRate(runtime, 1, 1000, 'last'); // warm-up
+    for (const logits of ['last', 'none'] as const) {
+      for (const concurrency of [1, 16]) {
+        const r = await decodeRate(runtime, concurrency, concurrency * 100, logits);
+        const what = logits === 'last' ? 'with the distribution' : 'forward pass only    ';
+        console.log(`node-llama-cpp ${what}, concurrency ${String(concurrency).padStart(2)}: decode ${r.tokensPerSecond.toFixed(1)} tokens/s aggregate, ${r.stepMs.toFixed(1)} ms/step; prefill of ${concurrency}×${PROMPT} tokens ${r.prefillMs.toFixed(0)} ms`);
+      }
     }
     await runtime.dispose();
     const g = await grammarMaskCost();
