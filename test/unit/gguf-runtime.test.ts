@@ -118,6 +118,31 @@ describe.each([
     expect(maxAbsDiff(third.subarray(0, V), await fresh(prompts[2]!.slice(0, 1)))).toBeLessThan(SELF_TOLERANCE);
   });
 
+  it('puts every row of a step into one llama_decode', async () => {
+    // node-llama-cpp's native context (internal: `_ctx.decodeBatch` is its call of llama_decode), seen through a counting proxy.
+    const context = (runtime as unknown as { context: { _ctx: object } }).context;
+    const native = context._ctx;
+    let decodes = 0;
+    context._ctx = new Proxy(native, {
+      get(target, key) {
+        const value = Reflect.get(target, key) as unknown;
+        if (typeof value !== 'function') return value;
+        if (key === 'decodeBatch') decodes++;
+        return value.bind(target);
+      },
+    });
+    try {
+      const ids = [nextId++, nextId++, nextId++];
+      await runtime.step(ids.map((id, i) => ({ sequenceId: id, cachedLength: 0, tokenIds: [1, 2, 3].slice(i), logits: 'last' })));
+      expect(decodes).toBe(1);
+      await runtime.step(ids.map((id, i) => ({ sequenceId: id, cachedLength: 3 - i, tokenIds: [7], logits: 'last' })));
+      expect(decodes).toBe(2);
+      runtime.release(ids);
+    } finally {
+      context._ctx = native;
+    }
+  });
+
   it('truncates the cache to cachedLength and recomputes from there (preemption, a prefix hit), as a fresh sequence does', async () => {
     const id = nextId++;
     await runtime.step([{ sequenceId: id, cachedLength: 0, tokenIds: [5, 6, 7, 8, 9, 10, 11, 12], logits: 'none' }]);
