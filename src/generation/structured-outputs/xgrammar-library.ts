@@ -20,7 +20,16 @@ type ModuleClass = (new (id: string) => CommonJsModule) & { _nodeModulePaths(fro
  * abort (xgrammar's way of rejecting an invalid schema) that instance is unusable, and a new one is
  * the only way back (measured: the next compile on an aborted instance hangs).
  */
-export async function loadXGrammar(): Promise<XGrammarInstance> {
+export function loadXGrammar(): Promise<XGrammarInstance> {
+  // One at a time: each swaps console.error while it initialises, and overlapping swaps would restore out of order.
+  const next = loading.then(loadInstance, loadInstance);
+  loading = next;
+  return next;
+}
+
+let loading: Promise<unknown> = Promise.resolve();
+
+async function loadInstance(): Promise<XGrammarInstance> {
   const file = createRequire(import.meta.url).resolve('@mlc-ai/web-xgrammar');
   const ModuleCtor = Module as unknown as ModuleClass;
   const mod = new ModuleCtor(file);
