@@ -5,7 +5,6 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { ServeFnError } from '../../src/errors/index.js';
 import { vocabularyFromGguf, vocabularyFromTokenizerJson } from '../../src/generation/structured-outputs/constraint-vocabulary.js';
 import { XGrammarConstraintCompiler } from '../../src/generation/structured-outputs/xgrammar-compiler.js';
-import { loadXGrammar } from '../../src/generation/structured-outputs/xgrammar-library.js';
 import type { StructuredOutput, TokenConstraint } from '../../src/generation/text-generator.js';
 import { byteLevelAlphabet, seededRandom, tinyVocab } from '../helpers/tiny-decoder.js';
 
@@ -127,15 +126,6 @@ describe('structured outputs with xgrammar over a byte-level vocabulary', () => 
     expect((err as Error).message).toMatch(message);
     const text = await sampleConstrained(await compiler.compile({ kind: 'choice', choices: ['fine'] }), 1);
     expect(text).toBe('fine');
-  });
-});
-
-describe('loading xgrammar', () => {
-  it('leaves console.error as it was, however many instances load at once', async () => {
-    const original = console.error;
-    const vocabulary = vocabularyFromGguf(vocab.tokens, 'gpt2', V, stopIds);
-    await Promise.all([XGrammarConstraintCompiler.create(vocabulary), XGrammarConstraintCompiler.create(vocabulary), loadXGrammar()]);
-    expect(console.error).toBe(original);
   });
 });
 
