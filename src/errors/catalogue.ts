@@ -168,6 +168,10 @@ export const ERROR_CATALOGUE = {
   SF_ERR_CHAT_TEMPLATE_MISSING: spec(400, "Model '%s' has no chat template (tokenizer_config.json's `chat_template`): use /v1/completions, or pass `chat_template`."),
   SF_ERR_CHAT_TEMPLATE_FAILED: spec(400, "The chat template could not be applied to these messages: %s"),
   SF_ERR_STRUCTURED_OUTPUT_UNSUPPORTED: spec(400, "Model '%s' has no grammar engine for its vocabulary, so `%s` cannot be enforced."),
+  // Generative text: GGUF files (node-llama-cpp) and structured outputs (xgrammar).
+  SF_ERR_GGUF_RUNTIME_MISSING: spec(500, "Serving the GGUF file '%s' needs node-llama-cpp, an optional peer dependency of serve-fn: run `npm i node-llama-cpp@%s` in your project (%s)"),
+  SF_ERR_GGUF_INVALID: spec(500, "GGUF file '%s' cannot be served: %s"),
+  SF_ERR_STRUCTURED_OUTPUT_INVALID: spec(400, 'Invalid structured output (%s): %s'),
 } as const satisfies Record<string, ErrorSpec>;
 
 export type SfErrorCode = keyof typeof ERROR_CATALOGUE;
