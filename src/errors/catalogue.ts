@@ -156,6 +156,12 @@ export const ERROR_CATALOGUE = {
   SF_ERR_TOKENIZATION_FAILED: spec(422, 'Tokenizer error: %s'),
   SF_ERR_TEXT_MODEL_FOLDER_INVALID: spec(500, "Text model folder '%s' is invalid: %s"),
   SF_ERR_TEXT_MODEL_INVALID: spec(500, '%s: @TextModel %s.'),
+
+  // Speech models: FunASR export folders (src/speech) and the audio routes.
+  SF_ERR_SPEECH_FOLDER_INVALID: spec(500, "Speech model folder '%s' is invalid: %s"),
+  SF_ERR_AUDIO_INVALID: spec(400, 'Audio could not be used: %s'),
+  SF_ERR_AUDIO_TOO_LONG: spec(413, 'Audio is %s s long, over the limit of %s s; split it into shorter files'),
+  SF_ERR_SPEECH_MODEL_UNKNOWN: spec(404, "Speech model '%s' is not served here (served: %s)"),
 } as const satisfies Record<string, ErrorSpec>;
 
 export type SfErrorCode = keyof typeof ERROR_CATALOGUE;
