@@ -29,3 +29,29 @@ export function amMvnText(shift: ArrayLike<number>, scale: ArrayLike<number>): s
     '',
   ].join('\n');
 }
+
+const MODELS_SCRIPT = new URL('../fixtures/speech/funasr-models.py', import.meta.url).pathname;
+
+/** Writes SenseVoiceSmall-tiny and Paraformer-tiny (funasr-models.py) under `dir`; returns their paths. */
+export function makeTinyFunAsrModels(dir: string): { senseVoice: string; paraformer: string } {
+  execFileSync(SPEECH_PYTHON, [MODELS_SCRIPT, 'make', dir]);
+  return { senseVoice: `${dir}/SenseVoiceSmall-tiny`, paraformer: `${dir}/Paraformer-tiny` };
+}
+
+/** The independent numpy reference's transcription of `wav` by the tiny model in `folder`. */
+export function referenceTranscript(folder: string, wav: string, language = 'auto', itn: 'withitn' | 'woitn' = 'withitn'): { text: string; tags?: string[]; frames: number } {
+  return JSON.parse(execFileSync(SPEECH_PYTHON, [MODELS_SCRIPT, 'reference', folder, wav, language, itn], { encoding: 'utf8' })) as { text: string; tags?: string[]; frames: number };
+}
+
+/** Real 16 kHz recordings from Debian's pocketsphinx-testdata. */
+export const TEST_WAVS_DIR = '/usr/share/pocketsphinx/test/data';
+export const SPEECH_WAVS = [
+  `${TEST_WAVS_DIR}/librivox/sense_and_sensibility_01_austen_64kb-0880.wav`,
+  `${TEST_WAVS_DIR}/librivox/sense_and_sensibility_01_austen_64kb-0870.wav`,
+  `${TEST_WAVS_DIR}/cards/001.wav`,
+  `${TEST_WAVS_DIR}/cards/002.wav`,
+  `${TEST_WAVS_DIR}/cards/003.wav`,
+  `${TEST_WAVS_DIR}/cards/004.wav`,
+  `${TEST_WAVS_DIR}/cards/005.wav`,
+  `${TEST_WAVS_DIR}/librivox/sense_and_sensibility_01_austen_64kb-0890.wav`,
+];
