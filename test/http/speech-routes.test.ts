@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import wavefile from 'wavefile';
+import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServeFnServer } from '../../src/serve-fn-server.js';
 import { makeTinyFunAsrModels, missingPython, referenceTranscript, SPEECH_WAVS } from '../helpers/speech-python.js';
@@ -132,6 +133,59 @@ describe.skipIf(missing)(`speech folders served with no code${missing ? ` (skipp
     // The C++ runtime's join: tags, a space, then each ▁-piece with a space of its own.
     expect(answer.text.replace(/ +/g, ' ')).toBe(`<|en|><|NEUTRAL|><|Speech|> ${expected.text}`);
     expect(expected.tags).toEqual(['<|en|>', '<|NEUTRAL|>', '<|Speech|>', '<|woitn|>']);
+  });
+
+  /** Runs one FunASR WebSocket utterance: config frame, PCM in 100 ms frames, end frame; the replies until is_final, or the error. */
+  async function funAsrUtterance(config: Record<string, unknown>, pcm: Uint8Array, query = ''): Promise<{ replies: any[]; close?: number }> {
+    const socket = new WebSocket(`${base.replace('http', 'ws')}/${query}`);
+    const replies: any[] = [];
+    return new Promise((resolve, reject) => {
+      socket.on('error', reject);
+      socket.on('message', (data) => {
+        const reply = JSON.parse(String(data));
+        replies.push(reply);
+        if (reply.is_final === true) {
+          socket.close();
+          resolve({ replies });
+        }
+      });
+      socket.on('close', (code) => resolve({ replies, close: code }));
+      socket.on('open', () => {
+        socket.send(JSON.stringify(config));
+        for (let at = 0; at < pcm.length; at += 3200) socket.send(pcm.subarray(at, at + 3200));
+        socket.send(JSON.stringify({ is_speaking: false }));
+      });
+    });
+  }
+
+  /** The WAV file's 16-bit samples, as FunASR's client sends them. */
+  function pcmOf(file: string): Uint8Array {
+    const samples = new wavefile.WaveFile(readFileSync(file)).getSamples(false, Int16Array) as unknown as Int16Array;
+    return new Uint8Array(samples.buffer, samples.byteOffset, samples.byteLength);
+  }
+
+  it("speaks FunASR's WebSocket protocol at /: offline and 2pass give the whole utterance's text, is_final on the last reply (the C++ server's rule)", async () => {
+    const expected = referenceTranscript(models.paraformer, SPEECH_WAVS[2]).text;
+    const offline = await funAsrUtterance({ mode: 'offline', wav_name: 'card1', wav_format: 'pcm', audio_fs: 16000, is_speaking: true, hotwords: '', itn: true }, pcmOf(SPEECH_WAVS[2]), '?model=Paraformer-tiny');
+    expect(offline.replies).toEqual([{ mode: 'offline', text: expected, wav_name: 'card1', is_final: true }]);
+    const twoPass = await funAsrUtterance({ mode: '2pass', wav_name: 'card1', chunk_size: [5, 10, 5], is_speaking: true }, pcmOf(SPEECH_WAVS[2]), '?model=Paraformer-tiny');
+    expect(twoPass.replies).toEqual([{ mode: '2pass-offline', text: expected, wav_name: 'card1', is_final: true }]);
+  });
+
+  it('passes svs_lang and svs_itn to SenseVoice over the WebSocket', async () => {
+    const expected = referenceTranscript(models.senseVoice, SPEECH_WAVS[0], 'zh', 'woitn');
+    const { replies } = await funAsrUtterance({ mode: 'offline', wav_name: 'w', svs_lang: 'zh', svs_itn: false }, pcmOf(SPEECH_WAVS[0]));
+    expect(replies).toHaveLength(1);
+    expect(replies[0].text.replace(/ +/g, ' ')).toBe(`<|zh|><|NEUTRAL|><|Speech|> ${expected.text}`);
+  });
+
+  it.each([
+    ['online mode', { mode: 'online' }, /needs a streaming model/],
+    ['hotwords', { mode: 'offline', hotwords: '{"serve-fn": 20}' }, /hotwords need a contextual Paraformer/],
+  ])('refuses %s with an error message and close code 1008', async (_, config, message) => {
+    const { replies, close } = await funAsrUtterance(config, new Uint8Array(3200));
+    expect(close).toBe(1008);
+    expect(replies).toEqual([{ error: expect.stringMatching(message), code: 'SF_ERR_BAD_REQUEST' }]);
   });
 
   it('is a KServe v2 model: metadata, and AUDIO bytes in, TRANSCRIPT out', async () => {
