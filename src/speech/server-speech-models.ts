@@ -7,7 +7,7 @@ import type { ModelSource } from '../model-repository/model-source.js';
 import { DEFAULT_AUDIO_LIMITS } from './audio-input.js';
 import { readSpeechFolder } from './speech-folder.js';
 import { SpeechModel } from './speech-model.js';
-import { speechModelConfig } from './speech-tensors.js';
+import { SPEECH_MAX_BATCH, speechModelConfig } from './speech-tensors.js';
 
 /** The speech flags of `serve-fn start <folder>`. */
 export interface SpeechServeOptions {
@@ -17,6 +17,8 @@ export interface SpeechServeOptions {
   readonly maxAudioSeconds?: number;
   /** Instances per model (1 unless set); each runs ONNX Runtime on its share of the cores. */
   readonly instances?: number;
+  /** Most utterances per forward pass (SPEECH_MAX_BATCH unless set; 1: each alone). */
+  readonly maxBatchSize?: number;
 }
 
 /** The instance module: this folder's .ts under the TypeScript loader (tests), its .js in dist. */
@@ -39,7 +41,7 @@ export class ServerSpeechModels {
     for (const dir of folders) {
       const folder = readSpeechFolder(dir, { quantize: options.quantize });
       if (models.some((m) => m.info.name === folder.name)) throw createError('SF_ERR_SPEECH_FOLDER_INVALID', dir, `another speech folder is also named '${folder.name}'; rename one`);
-      const text = speechModelConfig(folder.name, { maxAudioSeconds: options.maxAudioSeconds ?? DEFAULT_AUDIO_LIMITS.maxSeconds, quantize: options.quantize === true, instances: options.instances ?? 1 });
+      const text = speechModelConfig(folder.name, { maxAudioSeconds: options.maxAudioSeconds ?? DEFAULT_AUDIO_LIMITS.maxSeconds, quantize: options.quantize === true, instances: options.instances ?? 1, maxBatchSize: options.maxBatchSize ?? SPEECH_MAX_BATCH });
       const { config } = parseModelConfig(text, `${dir} (generated config.pbtxt)`, folder.name);
       const source: ModelSource = { name: folder.name, dir, config, kind: 'module', versions: [{ version: '1', file: INSTANCE_MODULE }], warnings: [] };
       const [version] = await buildModelVersions(source, builder);

@@ -16,12 +16,12 @@ export const SPEECH_OUTPUTS = { transcript: 'TRANSCRIPT', result: 'RESULT' } as 
 export const SPEECH_MAX_BATCH = 8;
 
 /** config.pbtxt text of a speech model, for the repository's parser and /v2/models/{m}/config. */
-export function speechModelConfig(name: string, options: { readonly maxAudioSeconds: number; readonly quantize: boolean; readonly instances: number }): string {
+export function speechModelConfig(name: string, options: { readonly maxAudioSeconds: number; readonly quantize: boolean; readonly instances: number; readonly maxBatchSize: number }): string {
   const input = (n: string, type: string, optional: boolean): string => `input { name: "${n}" data_type: ${type} dims: [ 1 ]${optional ? ' optional: true' : ''} }`;
   return [
     `name: "${name}"`,
     'backend: "serve-fn"',
-    `max_batch_size: ${SPEECH_MAX_BATCH}`,
+    `max_batch_size: ${options.maxBatchSize}`,
     input(SPEECH_INPUTS.audio, 'TYPE_STRING', false),
     input(SPEECH_INPUTS.sampleRate, 'TYPE_INT32', true),
     input(SPEECH_INPUTS.language, 'TYPE_STRING', true),
