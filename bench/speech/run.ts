@@ -14,7 +14,7 @@ import { makeTinyFunAsrModels, SPEECH_PYTHON, SPEECH_WAVS } from '../../test/hel
 /**
  * Issue 27's speech benchmark, in one run on one machine, on the tiny SenseVoice-shaped export the
  * tests build (a linear layer per frame: the front end, not the model, sets the cost, so this
- * measures serve-fn's own work) and eight real recordings (pocketsphinx-testdata, 1.5–5.6 s):
+ * measures serve-fn's own work) and eight real recordings (pocketsphinx-testdata, 1.1–7.1 s):
  * (1) the front end (Kaldi fbank, LFR, CMVN): seconds of audio per CPU-second, in TypeScript in this
  *     process and through torchaudio + numpy in Python on one thread;
  * (2) served transcription (POST /v1/audio/transcriptions) real-time factor with 1 and 8 concurrent

@@ -28,7 +28,7 @@ describe.skipIf(missing)(`serve-fn start <FunASR export folders>${missing ? ` (s
       const ok = await transcribe(SPEECH_WAVS[2]);
       expect(ok.status).toBe(200);
       expect(ok.json.text).toBe(referenceTranscript(models.paraformer, SPEECH_WAVS[2]).text);
-      // The 5.6 s recording is over the 4 s the flag allows.
+      // The 5.3 s recording is over the 4 s the flag allows.
       const long = await transcribe(SPEECH_WAVS[7]);
       expect(long.status).toBe(400);
       expect(long.json.error.message).toMatch(/over the limit of 4 s/);
