@@ -2,7 +2,10 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
+import { Client, credentials } from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
+import { call } from '../protocol/grpc-raw.js';
+import { parse, pb, rawBytes } from '../protocol/protobuf-wire.js';
 import { makeTinyFunAsrModels, missingPython, referenceTranscript, SPEECH_WAVS } from '../helpers/speech-python.js';
 import { startCli } from './cli-harness.js';
 
@@ -15,7 +18,7 @@ describe.skipIf(missing)(`serve-fn start <FunASR export folders>${missing ? ` (s
     const models = makeTinyFunAsrModels(root);
     const cli = await startCli(['start', root, '--host', '127.0.0.1', '--max-audio-seconds', '4']);
     try {
-      await cli.waitForOutput(/serve-fn ready|listening/i, 90_000);
+      const grpcPort = Number((await cli.waitForOutput(/"grpcPort":(\d+)/, 90_000))[1]);
       const listed = (await (await fetch(`${cli.base}/v2/repository/index`, { method: 'POST' })).json()) as { name: string; state: string }[];
       expect(listed.map((m) => [m.name, m.state])).toEqual([['Paraformer-tiny', 'READY'], ['SenseVoiceSmall-tiny', 'READY']]);
       const transcribe = async (wav: string): Promise<{ status: number; json: any }> => {
@@ -28,6 +31,17 @@ describe.skipIf(missing)(`serve-fn start <FunASR export folders>${missing ? ` (s
       const ok = await transcribe(SPEECH_WAVS[2]);
       expect(ok.status).toBe(200);
       expect(ok.json.text).toBe(referenceTranscript(models.paraformer, SPEECH_WAVS[2]).text);
+      // KServe v2 over gRPC: AUDIO's raw contents are the WAV file as one BYTES element (4-byte length, then the bytes).
+      const wav = readFileSync(SPEECH_WAVS[2]);
+      const raw = Buffer.concat([Buffer.from(new Uint32Array([wav.byteLength]).buffer), wav]);
+      const request = Buffer.concat([pb.string(1, 'Paraformer-tiny'), pb.message(5, pb.string(1, 'AUDIO'), pb.string(2, 'BYTES'), pb.packedVarints(3, [1, 1])), pb.message(6, pb.string(1, 'TRANSCRIPT')), pb.bytes(7, raw)]);
+      const client = new Client(`127.0.0.1:${grpcPort}`, credentials.createInsecure());
+      try {
+        const [transcript] = rawBytes(parse(await call(client, 'ModelInfer', request)), 6);
+        expect(transcript.subarray(4).toString('utf8')).toBe(ok.json.text);
+      } finally {
+        client.close();
+      }
       // The 5.3 s recording is over the 4 s the flag allows.
       const long = await transcribe(SPEECH_WAVS[7]);
       expect(long.status).toBe(400);
