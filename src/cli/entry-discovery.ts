@@ -7,6 +7,7 @@ import { createError } from '../errors/index.js';
 import { isModelRepository } from '../model-repository/repository-scan.js';
 import { isTextModelFolder } from '../text/model-folder.js';
 import { isGenerativeFolder } from '../generation/generative-folder.js';
+import { isSpeechFolder } from '../speech/speech-folder.js';
 import type { RepositoryServeOptions, ServeOptions } from '../serve-fn-server.js';
 
 export const FOLDER_ENTRIES = ['serve-fn.config.ts', 'serve-fn.config.js', 'index.ts', 'index.js'];
@@ -71,22 +72,37 @@ export function findGenerativeFolders(path = '.'): string[] | undefined {
 }
 
 /**
+ * FunASR export folders to serve at `path` (config.yaml naming a FunASR model): the folder itself,
+ * or its subfolders that are (a folder of folders, as FunASR's 2pass server is given its models);
+ * undefined otherwise.
+ */
+export function findSpeechFolders(path = '.'): string[] | undefined {
+  const target = resolve(path);
+  if (!existsSync(target) || !statSync(target).isDirectory() || FOLDER_ENTRIES.some((name) => existsSync(join(target, name)))) return undefined;
+  if (isSpeechFolder(target)) return [target];
+  const children = readdirSync(target, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => join(target, d.name)).filter(isSpeechFolder).sort();
+  return children.length > 0 ? children : undefined;
+}
+
+/**
  * What `start`, `dev` and `openapi` serve at `paths`: text model folders (one or several, or parent
  * folders of them), a Triton model repository folder, or an entry module's models. Only text
  * folders come several at a time.
  */
-export async function modelsToServe(paths: string | readonly string[] | undefined, repository: Omit<RepositoryServeOptions, 'root'> = {}): Promise<Pick<ServeOptions, 'models' | 'moduleUrl' | 'repository' | 'textFolders' | 'generativeFolders' | 'modelControlMode'>> {
+export async function modelsToServe(paths: string | readonly string[] | undefined, repository: Omit<RepositoryServeOptions, 'root'> = {}): Promise<Pick<ServeOptions, 'models' | 'moduleUrl' | 'repository' | 'textFolders' | 'generativeFolders' | 'speechFolders' | 'modelControlMode'>> {
   const all = paths === undefined ? ['.'] : typeof paths === 'string' ? [paths] : paths.length === 0 ? ['.'] : paths;
   // Without a repository folder, the control mode still says how load and unload requests are answered.
   const modelControlMode = repository.controlMode;
+  const speechFolders = all.map((p) => findSpeechFolders(p));
   const textFolders = all.map((p) => findTextModelFolders(p));
   const generativeFolders = all.map((p) => findGenerativeFolders(p));
-  if (all.every((_, i) => textFolders[i] !== undefined || generativeFolders[i] !== undefined)) {
+  if (all.every((_, i) => textFolders[i] !== undefined || generativeFolders[i] !== undefined || speechFolders[i] !== undefined)) {
     const generative = generativeFolders.flatMap((found) => found ?? []);
-    return { models: [], textFolders: textFolders.flatMap((found) => found ?? []), ...(generative.length > 0 ? { generativeFolders: generative } : {}), modelControlMode };
+    const speech = speechFolders.flatMap((found) => found ?? []);
+    return { models: [], textFolders: textFolders.flatMap((found) => found ?? []), ...(generative.length > 0 ? { generativeFolders: generative } : {}), ...(speech.length > 0 ? { speechFolders: speech } : {}), modelControlMode };
   }
   if (all.length > 1) {
-    const other = all.find((_, i) => textFolders[i] === undefined && generativeFolders[i] === undefined)!;
+    const other = all.find((_, i) => textFolders[i] === undefined && generativeFolders[i] === undefined && speechFolders[i] === undefined)!;
     throw createError('SF_ERR_ENTRY_NOT_FOUND', `${other} (several paths are served only when each is a text model folder, or a folder of them)`);
   }
   const path = all[0];

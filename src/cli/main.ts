@@ -62,6 +62,8 @@ interface BodyLimitFlags {
 
 interface StartFlags extends BodyLimitFlags, TextFlags, GenerationFlags {
   host: string;
+  quantize?: boolean;
+  maxAudioSeconds?: number;
   port: number;
   gracePeriod: number;
   shutdownDelay?: number;
@@ -174,7 +176,10 @@ export function buildProgram(): Command {
         env: 'SERVE_FN_RESTART_LIMIT',
       }),
     )
-    .addOption(new Option('--metrics-summary-latencies [bool]', "add Triton's nv_inference_*_summary_us latency summaries to /metrics, as Triton's --metrics-config summary_latencies=true").argParser(bool).env('SERVE_FN_METRICS_SUMMARY_LATENCIES'));
+    .addOption(new Option('--metrics-summary-latencies [bool]', "add Triton's nv_inference_*_summary_us latency summaries to /metrics, as Triton's --metrics-config summary_latencies=true").argParser(bool).env('SERVE_FN_METRICS_SUMMARY_LATENCIES'))
+    .optionsGroup('Speech models (FunASR export folders, docs/speech.md):')
+    .addOption(new Option('--quantize [bool]', "serve model_quant.onnx, as FunASR's runtime's --quantize").argParser(bool).default(false))
+    .addOption(new Option('--max-audio-seconds <seconds>', 'longest audio a speech model takes').argParser(positiveInt).default(600));
   generationFlagOptions(textFlagOptions(start)).action(async (entries: string[], opts: StartFlags) => {
       await withTypeScriptLoader();
       const { startCommand } = await import('./start-command.js');
@@ -196,6 +201,7 @@ export function buildProgram(): Command {
         restartPolicy: opts.restartLimit,
         text: textServeOptions(opts),
         generation: generationServeOptions(opts, opts.servedModelName),
+        speech: { quantize: opts.quantize === true, maxAudioSeconds: opts.maxAudioSeconds },
         metricsSummaryLatencies: opts.metricsSummaryLatencies,
         sharedMemoryLimits: { ...(opts.shmMaxRegions === undefined ? {} : { maxRegions: opts.shmMaxRegions }), ...(opts.shmMaxBytes === undefined ? {} : { maxBytes: opts.shmMaxBytes }) },
       });

@@ -1,4 +1,5 @@
 import type { FastifyServerOptions } from 'fastify';
+import type { SpeechServeOptions } from '../speech/server-speech-models.js';
 import { pino } from 'pino';
 import pretty from 'pino-pretty';
 import { createError } from '../errors/index.js';
@@ -18,6 +19,8 @@ import { assertPortFree } from './port-in-use.js';
 
 export interface StartOptions {
   readonly host: string;
+  /** --quantize and --max-audio-seconds, for FunASR export folders. */
+  readonly speech?: SpeechServeOptions;
   /** pino's level (--log-level); it wins over SERVE_FN_LOG_LEVEL. */
   readonly logLevel?: string;
   /** The API key (--api-key); it wins over SERVE_FN_API_KEY and is checked as the variable is. */
@@ -90,7 +93,7 @@ async function serverFor(entryPaths: string | readonly string[] | undefined, opt
   const repository = { ...options.repository, maxInstances: options.repository?.maxInstances ?? maxInstancesFrom(process.env.SERVE_FN_MAX_INSTANCES) };
   const restartPolicy = options.restartPolicy ?? restartPolicyFrom(process.env.SERVE_FN_RESTART_LIMIT);
   const tracing = tracingRequested(process.env) ? await startTracing(process.env, SERVER_IDENTITY.serverVersion) : undefined;
-  return new ServeFnServer({ ...(await modelsToServe(entryPaths, repository)), restartPolicy, text: options.text, generation: options.generation, logger, bodyLimit: options.bodyLimit, jsonBodyLimit: options.jsonBodyLimit, sharedMemoryLimits: { ...DEFAULT_SHARED_MEMORY_LIMITS, ...options.sharedMemoryLimits }, exposeErrors: options.dev, grpc: options.grpc, security, tls, summaryLatencies: options.metricsSummaryLatencies, tracing, docs: options.docs });
+  return new ServeFnServer({ ...(await modelsToServe(entryPaths, repository)), restartPolicy, text: options.text, generation: options.generation, speech: options.speech, logger, bodyLimit: options.bodyLimit, jsonBodyLimit: options.jsonBodyLimit, sharedMemoryLimits: { ...DEFAULT_SHARED_MEMORY_LIMITS, ...options.sharedMemoryLimits }, exposeErrors: options.dev, grpc: options.grpc, security, tls, summaryLatencies: options.metricsSummaryLatencies, tracing, docs: options.docs });
 }
 
 /** `serve-fn start` (and the child process of `serve-fn dev`): initialise, listen, drain on signals. */

@@ -172,6 +172,11 @@ export const ERROR_CATALOGUE = {
   SF_ERR_GGUF_RUNTIME_MISSING: spec(500, "Serving the GGUF file '%s' needs node-llama-cpp, an optional peer dependency of serve-fn: run `npm i node-llama-cpp@%s` in your project (%s)"),
   SF_ERR_GGUF_INVALID: spec(500, "GGUF file '%s' cannot be served: %s"),
   SF_ERR_STRUCTURED_OUTPUT_INVALID: spec(400, 'Invalid structured output (%s): %s'),
+  // Speech models: FunASR export folders (src/speech) and the audio routes.
+  SF_ERR_SPEECH_FOLDER_INVALID: spec(500, "Speech model folder '%s' is invalid: %s"),
+  SF_ERR_AUDIO_INVALID: spec(400, 'Audio could not be used: %s'),
+  SF_ERR_AUDIO_TOO_LONG: spec(413, 'Audio is %s s long, over the limit of %s s; split it into shorter files'),
+  SF_ERR_SPEECH_MODEL_UNKNOWN: spec(404, "Speech model '%s' is not served here (served: %s)"),
 } as const satisfies Record<string, ErrorSpec>;
 
 export type SfErrorCode = keyof typeof ERROR_CATALOGUE;

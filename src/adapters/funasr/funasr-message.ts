@@ -16,8 +16,7 @@ function isChunkSize(value: unknown): boolean {
 /**
  * A text frame of FunASR's WebSocket protocol (runtime/docs/websocket_protocol.md). Every field is
  * optional: the first frame configures the utterance, and `{"is_speaking": false}` ends it.
- * Fields FunASR's clients send that this adapter has no use for (svs_lang, svs_itn) are declared
- * so that validation keeps accepting those clients' frames.
+ * svs_lang and svs_itn (FunASR's C++ server's SenseVoice options) reach the recognizer.
  */
 export class FunAsrMessage {
   @IsOptional()

@@ -29,6 +29,9 @@ export interface RecognizeOptions {
   /** The client's `[look-back, chunk, look-ahead]`, in 60 ms units. */
   readonly chunkSize: readonly [number, number, number];
   readonly wavName: string;
+  /** SenseVoice's language (`auto`, `zh`, `en`, ...) and text normalisation, from the config frame's svs_lang / svs_itn (FunASR's C++ server). */
+  readonly svsLang?: string;
+  readonly svsItn?: boolean;
 }
 
 export interface RecognitionResult {

@@ -13,7 +13,7 @@ export interface FunAsrSessionOptions {
 /** FunASR's servers' defaults for fields the configuration frame leaves out. */
 const DEFAULT_CONFIG: UtteranceConfig = { mode: '2pass', wavName: 'microphone', chunkSize: [5, 10, 5], hotwords: [], itn: true };
 /** The fields that configure an utterance; once it runs, a text frame may only carry is_speaking / is_end. */
-const CONFIG_FIELDS = ['mode', 'chunk_size', 'chunk_interval', 'wav_name', 'wav_format', 'audio_fs', 'hotwords', 'itn'] as const;
+const CONFIG_FIELDS = ['mode', 'chunk_size', 'chunk_interval', 'wav_name', 'wav_format', 'audio_fs', 'hotwords', 'itn', 'svs_lang', 'svs_itn'] as const;
 
 /**
  * The server side of FunASR's WebSocket protocol over any transport: text frames (already parsed
@@ -52,6 +52,8 @@ function utteranceConfig(message: FunAsrMessage): UtteranceConfig {
     chunkSize: message.chunk_size === undefined ? DEFAULT_CONFIG.chunkSize : chunkSize(message.chunk_size),
     hotwords: message.hotwords ? parseHotwords(message.hotwords) : DEFAULT_CONFIG.hotwords,
     itn: message.itn ?? DEFAULT_CONFIG.itn,
+    ...(message.svs_lang === undefined ? {} : { svsLang: message.svs_lang }),
+    ...(message.svs_itn === undefined ? {} : { svsItn: message.svs_itn }),
   };
 }
 

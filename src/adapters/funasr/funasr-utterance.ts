@@ -10,6 +10,8 @@ export interface UtteranceConfig {
   readonly chunkSize: readonly [number, number, number];
   readonly hotwords: readonly Hotword[];
   readonly itn: boolean;
+  readonly svsLang?: string;
+  readonly svsItn?: boolean;
 }
 
 /** FunASR's chunk_size unit: [5, 10, 5] means 600 ms chunks. */
@@ -106,8 +108,8 @@ export class Utterance {
 
   #recognize(pass: RecognitionPass, segment: OpenSegment, from: number, to: number, final: boolean): Promise<RecognitionResult> {
     const audio = this.#audio.slice(from - this.#base, Math.max(from, to) - this.#base);
-    const { hotwords, itn, chunkSize, wavName } = this.#config;
-    return this.#recognizer.recognize(audio, { pass, final, segment: segment.index, startMs: toMs(from), hotwords, itn, chunkSize, wavName });
+    const { hotwords, itn, chunkSize, wavName, svsLang, svsItn } = this.#config;
+    return this.#recognizer.recognize(audio, { pass, final, segment: segment.index, startMs: toMs(from), hotwords, itn, chunkSize, wavName, svsLang, svsItn });
   }
 
   #push(replies: FunAsrReply[], reply: FunAsrReply): void {

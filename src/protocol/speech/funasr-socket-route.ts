@@ -1,0 +1,86 @@
+import websocket from '@fastify/websocket';
+import type { FastifyInstance } from 'fastify';
+import type { RawData, WebSocket } from 'ws';
+import { FunAsrMessage, funAsrSession } from '../../adapters/funasr/index.js';
+import { parseHotwords } from '../../adapters/funasr/funasr-session.js';
+import { createError, statusOf } from '../../errors/index.js';
+import { CLOSE, closeReason } from '../../server/socket-connection.js';
+import type { ServerSpeechModels } from '../../speech/server-speech-models.js';
+import { SpeechModelRecognizer } from '../../speech/speech-model-recognizer.js';
+import { WholeUtteranceVad } from '../../speech/whole-utterance-vad.js';
+import { validateDto } from '../../validation/dto-validator.js';
+import { SocketInbox } from '../../wire/socket-session.js';
+
+/**
+ * FunASR's WebSocket protocol at `/` (where FunASR's clients connect: `ws://host:port`), over the
+ * served speech models: `?model=` picks one, else the first. The session bookkeeping (modes,
+ * chunks, is_final) is the FunASR adapter's (src/adapters/funasr), which follows FunASR's C++
+ * server: `is_final` is true only on the reply to `{"is_speaking": false}`. Without a VAD model the
+ * utterance is one segment. Mode `online` needs a streaming model and hotwords a contextual one;
+ * neither is served yet, so both are refused with an error message and close code 1008.
+ */
+export async function funAsrSocketRoute(scope: FastifyInstance, models: ServerSpeechModels, maxPayload: number): Promise<void> {
+  if (!scope.hasDecorator('websocketServer')) await scope.register(websocket, { options: { maxPayload } });
+  scope.get('/', { websocket: true }, (socket: WebSocket, request) => {
+    const inbox = new SocketInbox<FunAsrMessage | Uint8Array>(() => undefined);
+    let failed = false;
+    const fail = (err: unknown): void => {
+      if (failed) return;
+      failed = true;
+      inbox.end();
+      const status = statusOf(err);
+      if (status >= 500) request.log.error({ err }, 'FunASR WebSocket session failed');
+      const message = status >= 500 ? 'the recognizer failed; the server log has the error' : (err as Error).message;
+      if (socket.readyState === socket.OPEN) {
+        socket.send(JSON.stringify({ error: message, code: (err as { code?: string }).code ?? 'SF_ERR_INTERNAL' }));
+        socket.close(status >= 500 ? CLOSE.internalError : CLOSE.policyViolation, closeReason(message));
+      }
+    };
+    let model;
+    try {
+      model = models.find((request.query as { model?: string }).model);
+    } catch (err) {
+      fail(err);
+      return;
+    }
+    let chain = Promise.resolve();
+    socket.on('message', (data: RawData, isBinary: boolean) => {
+      // Parsed in arrival order; a text frame's validation is asynchronous.
+      chain = chain.then(async () => {
+        if (failed) return;
+        try {
+          inbox.push(isBinary ? toBytes(data) : await configFrame(toBytes(data)));
+        } catch (err) {
+          fail(err);
+        }
+      });
+    });
+    socket.on('close', () => void chain.then(() => inbox.end()));
+    const session = funAsrSession(inbox, { recognizer: new SpeechModelRecognizer(model), createVad: () => new WholeUtteranceVad() });
+    void (async () => {
+      try {
+        for await (const reply of session) if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(reply));
+      } catch (err) {
+        fail(err);
+      }
+    })();
+  });
+}
+
+async function configFrame(bytes: Uint8Array): Promise<FunAsrMessage> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(new TextDecoder().decode(bytes));
+  } catch {
+    throw createError('SF_ERR_BAD_REQUEST', 'FunASR protocol: a text frame is not JSON.');
+  }
+  const message = await validateDto<FunAsrMessage>(FunAsrMessage, parsed, 'message');
+  if (message.mode === 'online') throw createError('SF_ERR_BAD_REQUEST', "FunASR protocol: mode 'online' needs a streaming model, and the served model decodes whole utterances; use mode 'offline' or '2pass'.");
+  if (message.hotwords !== undefined && parseHotwords(message.hotwords).length > 0) throw createError('SF_ERR_BAD_REQUEST', 'FunASR protocol: hotwords need a contextual Paraformer (model_eb.onnx), which is not served; send no hotwords.');
+  return message;
+}
+
+function toBytes(data: RawData): Uint8Array {
+  if (Array.isArray(data)) return new Uint8Array(Buffer.concat(data));
+  return data instanceof ArrayBuffer ? new Uint8Array(data) : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+}

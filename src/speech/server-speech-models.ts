@@ -1,0 +1,74 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { createError } from '../errors/index.js';
+import { buildModelVersions, type VersionBuilderContext } from '../model-repository/model-version-builder.js';
+import { parseModelConfig } from '../model-repository/model-config.js';
+import type { ModelSource } from '../model-repository/model-source.js';
+import { DEFAULT_AUDIO_LIMITS } from './audio-input.js';
+import { readSpeechFolder } from './speech-folder.js';
+import { SpeechModel } from './speech-model.js';
+import { SPEECH_MAX_BATCH, speechModelConfig } from './speech-tensors.js';
+
+/** The speech flags of `serve-fn start <folder>`. */
+export interface SpeechServeOptions {
+  /** --quantize: serve model_quant.onnx, as FunASR's runtime's --quantize does. */
+  readonly quantize?: boolean;
+  /** --max-audio-seconds: the longest audio taken (600 unless set). */
+  readonly maxAudioSeconds?: number;
+  /** Instances per model (1 unless set); each runs ONNX Runtime on its share of the cores. */
+  readonly instances?: number;
+  /** Most utterances per forward pass (SPEECH_MAX_BATCH unless set; 1: each alone). */
+  readonly maxBatchSize?: number;
+}
+
+/** The instance module: this folder's .ts under the TypeScript loader (tests), its .js in dist. */
+const INSTANCE_MODULE = fileURLToPath(new URL(`./speech-instance-model${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url));
+
+/**
+ * The speech models one server serves, one per FunASR export folder: each a repository-style model
+ * version (its instances host speech-instance-model.ts, batched by Triton's dynamic batcher from
+ * its generated config), which the catalogue serves on /v2 and the speech routes transcribe with.
+ */
+export class ServerSpeechModels {
+  private constructor(readonly models: readonly SpeechModel[]) {}
+
+  static readonly none = new ServerSpeechModels([]);
+
+  static async load(folders: readonly string[], options: SpeechServeOptions, builder: VersionBuilderContext): Promise<ServerSpeechModels> {
+    if (folders.length === 0) return ServerSpeechModels.none;
+    if (!existsSync(INSTANCE_MODULE)) throw new Error(`serve-fn's speech instance module is missing (${INSTANCE_MODULE}); rebuild serve-fn`);
+    const models: SpeechModel[] = [];
+    for (const dir of folders) {
+      const folder = readSpeechFolder(dir, { quantize: options.quantize });
+      if (models.some((m) => m.info.name === folder.name)) throw createError('SF_ERR_SPEECH_FOLDER_INVALID', dir, `another speech folder is also named '${folder.name}'; rename one`);
+      const text = speechModelConfig(folder.name, { maxAudioSeconds: options.maxAudioSeconds ?? DEFAULT_AUDIO_LIMITS.maxSeconds, quantize: options.quantize === true, instances: options.instances ?? 1, maxBatchSize: options.maxBatchSize ?? SPEECH_MAX_BATCH });
+      const { config } = parseModelConfig(text, `${dir} (generated config.pbtxt)`, folder.name);
+      const source: ModelSource = { name: folder.name, dir, config, kind: 'module', versions: [{ version: '1', file: INSTANCE_MODULE }], warnings: [] };
+      const [version] = await buildModelVersions(source, builder);
+      models.push(new SpeechModel(folder, version));
+    }
+    return new ServerSpeechModels(models);
+  }
+
+  /** Starts every model's instances. */
+  async start(): Promise<void> {
+    await Promise.all(this.models.map((m) => m.version.load()));
+  }
+
+  /** Finishes queued and running requests, then stops the instances. */
+  async stop(streamTimeoutMs?: number): Promise<void> {
+    await Promise.allSettled(this.models.map((m) => m.version.unload({ streamTimeoutMs })));
+  }
+
+  notReady(): string | undefined {
+    const down = this.models.find((m) => !m.ready());
+    return down && `speech model '${down.info.name}' is not ready`;
+  }
+
+  /** The model a request names; with no name, the only one (or the first when several are served). */
+  find(name: string | undefined): SpeechModel {
+    const found = name === undefined || name === '' ? this.models[0] : this.models.find((m) => m.info.name === name);
+    if (!found) throw createError('SF_ERR_SPEECH_MODEL_UNKNOWN', name ?? '', this.models.map((m) => m.info.name).join(', '));
+    return found;
+  }
+}

@@ -1,0 +1,115 @@
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { parse } from 'yaml';
+import { createError } from '../errors/index.js';
+import { parseAmMvn, type Cmvn } from './cmvn.js';
+import { DEFAULT_FRONT_END, type FrontEndConfig } from './speech-front-end.js';
+
+/**
+ * The kinds of FunASR export folder, named by config.yaml's `model:` as FunASR's AutoModel names
+ * them (funasr/models/*): not by the folder's name, which FunASR's C++ runtime looks at.
+ */
+export const SPEECH_KINDS = ['SenseVoiceSmall', 'Paraformer', 'BiCifParaformer', 'ParaformerStreaming', 'FsmnVADStreaming', 'CTTransformer'] as const;
+export type SpeechKind = (typeof SPEECH_KINDS)[number];
+/** The kinds that transcribe a whole utterance, which serve-fn serves today. */
+export const OFFLINE_ASR_KINDS: readonly SpeechKind[] = ['SenseVoiceSmall', 'Paraformer', 'BiCifParaformer'];
+
+/** File names FunASR's runtimes look for (runtime/onnxruntime/include/com-define.h). */
+export const SPEECH_FILES = { model: 'model.onnx', quantModel: 'model_quant.onnx', config: 'config.yaml', cmvn: 'am.mvn', tokens: 'tokens.json', segDict: 'seg_dict', decoder: 'decoder.onnx' } as const;
+
+export interface SpeechFolder {
+  readonly dir: string;
+  /** The served name: the folder's name. */
+  readonly name: string;
+  readonly kind: SpeechKind;
+  /** model.onnx, or model_quant.onnx with --quantize (FunASR's runtime's choice). */
+  readonly modelFile: string;
+  readonly frontEnd: FrontEndConfig;
+  readonly cmvn: Cmvn;
+  /** tokens.json: piece per id. */
+  readonly tokens: readonly string[];
+  /** Paraformer's `model_conf.predictor_bias` (1 in FunASR's template). */
+  readonly predictorBias: number;
+}
+
+export interface SpeechFolderOptions {
+  /** --quantize: serve model_quant.onnx. */
+  readonly quantize?: boolean;
+}
+
+/** A FunASR export folder: config.yaml whose `model:` names a FunASR model. What else it needs is checked when it is read. */
+export function isSpeechFolder(dir: string): boolean {
+  const config = join(dir, SPEECH_FILES.config);
+  if (!existsSync(config) || !statSync(config).isFile()) return false;
+  try {
+    const model = (parse(readFileSync(config, 'utf8')) as { model?: unknown } | null)?.model;
+    return typeof model === 'string' && model !== '';
+  } catch {
+    return false;
+  }
+}
+
+/** Reads and checks a FunASR export folder; SF_ERR_SPEECH_FOLDER_INVALID names what is missing or wrong. */
+export function readSpeechFolder(dir: string, options: SpeechFolderOptions = {}): SpeechFolder {
+  const fail = (why: string, cause?: unknown): Error => createError('SF_ERR_SPEECH_FOLDER_INVALID', dir, why, ...(cause === undefined ? [] : [{ cause }]));
+  let config: Record<string, unknown>;
+  try {
+    config = (parse(readFileSync(join(dir, SPEECH_FILES.config), 'utf8')) ?? {}) as Record<string, unknown>;
+  } catch (err) {
+    throw fail(`its config.yaml could not be read (${(err as Error).message})`, err);
+  }
+  const declared = String(config.model ?? '');
+  const kind = streamingParaformer(declared, dir) ? 'ParaformerStreaming' : SPEECH_KINDS.find((k) => k === declared);
+  if (!kind) throw fail(`config.yaml's model '${declared}' is not a FunASR model serve-fn knows (${SPEECH_KINDS.join(', ')})`);
+  if (!OFFLINE_ASR_KINDS.includes(kind)) {
+    throw fail(`it is a ${kind} export; serve-fn serves SenseVoiceSmall, Paraformer and BiCifParaformer folders so far (docs/speech.md lists what is not done)`);
+  }
+  const modelName = options.quantize ? SPEECH_FILES.quantModel : SPEECH_FILES.model;
+  const missing = [modelName, SPEECH_FILES.cmvn, SPEECH_FILES.tokens].filter((f) => !existsSync(join(dir, f)));
+  if (missing.length > 0) {
+    const bpe = missing.includes(SPEECH_FILES.tokens) && kind === 'SenseVoiceSmall' ? ' (FunASR\'s C++ runtime reads tokens.json; a SentencePiece .bpe.model alone is not read: write its pieces, in id order, as a JSON array)' : '';
+    const export_ = missing.includes(modelName) ? ` (export it with funasr-export or funasr.AutoModel(...).export(type="onnx"${options.quantize ? ', quantize=True' : ''}))` : '';
+    throw fail(`it has no ${missing.join(', ')}${export_}${bpe}`);
+  }
+  let cmvn: Cmvn;
+  try {
+    cmvn = parseAmMvn(readFileSync(join(dir, SPEECH_FILES.cmvn), 'utf8'));
+  } catch (err) {
+    throw fail(`its am.mvn: ${(err as Error).message}`, err);
+  }
+  let tokens: unknown;
+  try {
+    tokens = JSON.parse(readFileSync(join(dir, SPEECH_FILES.tokens), 'utf8'));
+  } catch (err) {
+    throw fail(`its tokens.json is not JSON (${(err as Error).message})`, err);
+  }
+  if (!Array.isArray(tokens) || !tokens.every((t) => typeof t === 'string')) throw fail('its tokens.json is not a JSON array of strings (the piece of each id)');
+  const frontEnd = frontEndConfig(config.frontend_conf, fail);
+  if (cmvn.shift.length !== frontEnd.numMelBins * frontEnd.lfrM) throw fail(`its am.mvn has ${cmvn.shift.length} values per frame, where frontend_conf's n_mels × lfr_m is ${frontEnd.numMelBins * frontEnd.lfrM}`);
+  const modelConf = (config.model_conf ?? {}) as Record<string, unknown>;
+  const predictorBias = typeof modelConf.predictor_bias === 'number' ? modelConf.predictor_bias : kind === 'SenseVoiceSmall' ? 0 : 1;
+  return { dir, name: basename(dir), kind, modelFile: join(dir, modelName), frontEnd, cmvn, tokens, predictorBias };
+}
+
+function streamingParaformer(declared: string, dir: string): boolean {
+  return declared.startsWith('Paraformer') && declared !== 'Paraformer' && existsSync(join(dir, SPEECH_FILES.decoder));
+}
+
+/** frontend_conf, as FunASR's WavFrontend reads it (fs, window, n_mels, frame_length, frame_shift, lfr_m, lfr_n). */
+function frontEndConfig(raw: unknown, fail: (why: string) => Error): FrontEndConfig {
+  const conf = (raw ?? {}) as Record<string, unknown>;
+  if (conf.fs !== undefined && conf.fs !== 16000) throw fail(`frontend_conf.fs is ${String(conf.fs)}; FunASR's front end runs at 16000 Hz`);
+  if (conf.window !== undefined && conf.window !== 'hamming') throw fail(`frontend_conf.window is ${String(conf.window)}; FunASR's runtimes use hamming`);
+  const int = (key: string, fallback: number): number => {
+    const value = conf[key] ?? fallback;
+    if (!Number.isInteger(value) || (value as number) < 1) throw fail(`frontend_conf.${key} must be a positive integer (got ${String(value)})`);
+    return value as number;
+  };
+  return {
+    numMelBins: int('n_mels', DEFAULT_FRONT_END.numMelBins),
+    frameLengthMs: int('frame_length', DEFAULT_FRONT_END.frameLengthMs),
+    frameShiftMs: int('frame_shift', DEFAULT_FRONT_END.frameShiftMs),
+    lfrM: int('lfr_m', DEFAULT_FRONT_END.lfrM),
+    lfrN: int('lfr_n', DEFAULT_FRONT_END.lfrN),
+  };
+}

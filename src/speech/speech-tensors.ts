@@ -1,0 +1,37 @@
+/**
+ * The KServe v2 face of every speech model (one per folder), as a Triton config.pbtxt would declare
+ * it. Shaped after FunASR's own Triton SenseVoice ensemble (runtime/triton_gpu/
+ * model_repo_sense_voice_small: WAV in, TRANSCRIPTS out), but taking the audio file's bytes rather
+ * than padded float samples, so requests of any length share a batch:
+ * - AUDIO (BYTES [1]): a WAV file; or, with a SAMPLE_RATE above 0, raw 16-bit little-endian PCM at that rate
+ *   (what FunASR's WebSocket clients send);
+ * - SAMPLE_RATE (INT32 [1], optional), LANGUAGE (BYTES [1], optional: SenseVoice's `auto`, `zh`,
+ *   `en`, ...; FunASR's svs_lang), ITN (BOOL [1], optional, default true; FunASR's svs_itn);
+ * - TRANSCRIPT (BYTES [1]): the text; RESULT (BYTES [1]): the whole Transcription as JSON.
+ */
+export const SPEECH_INPUTS = { audio: 'AUDIO', sampleRate: 'SAMPLE_RATE', language: 'LANGUAGE', itn: 'ITN' } as const;
+export const SPEECH_OUTPUTS = { transcript: 'TRANSCRIPT', result: 'RESULT' } as const;
+
+/** Most utterances in one forward pass (Triton's max_batch_size; FunASR's Triton ensemble takes 16). */
+export const SPEECH_MAX_BATCH = 8;
+
+/** config.pbtxt text of a speech model, for the repository's parser and /v2/models/{m}/config. */
+export function speechModelConfig(name: string, options: { readonly maxAudioSeconds: number; readonly quantize: boolean; readonly instances: number; readonly maxBatchSize: number }): string {
+  const input = (n: string, type: string, optional: boolean): string => `input { name: "${n}" data_type: ${type} dims: [ 1 ]${optional ? ' optional: true' : ''} }`;
+  return [
+    `name: "${name}"`,
+    'backend: "serve-fn"',
+    `max_batch_size: ${options.maxBatchSize}`,
+    input(SPEECH_INPUTS.audio, 'TYPE_STRING', false),
+    input(SPEECH_INPUTS.sampleRate, 'TYPE_INT32', true),
+    input(SPEECH_INPUTS.language, 'TYPE_STRING', true),
+    input(SPEECH_INPUTS.itn, 'TYPE_BOOL', true),
+    `output { name: "${SPEECH_OUTPUTS.transcript}" data_type: TYPE_STRING dims: [ 1 ] }`,
+    `output { name: "${SPEECH_OUTPUTS.result}" data_type: TYPE_STRING dims: [ 1 ] }`,
+    // Whole utterances arrive one by one; a short wait lets concurrent ones share a forward pass.
+    'dynamic_batching { max_queue_delay_microseconds: 2000 }',
+    `instance_group { count: ${options.instances} kind: KIND_CPU }`,
+    `parameters { key: "max_audio_seconds" value: { string_value: "${options.maxAudioSeconds}" } }`,
+    `parameters { key: "quantize" value: { string_value: "${options.quantize}" } }`,
+  ].join('\n');
+}
