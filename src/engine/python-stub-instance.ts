@@ -75,6 +75,7 @@ interface PendingCall {
 export class PythonStubInstance implements ModelInstance {
   readonly canQueueBehind = true;
   private child?: ChildProcess;
+  private closed?: Promise<void>;
   private channel?: StubChannel;
   private readonly calls = new Map<number, PendingCall>();
   private readonly streams = new Map<number, { channel: StreamChannel; request: TensorWireRequest }>();
@@ -126,6 +127,7 @@ export class PythonStubInstance implements ModelInstance {
         (why) => (started ? this.onDeath(why) : fail(why)),
       );
       this.child = stub.child;
+      this.closed = stub.closed;
       this.channel = stub.channel;
       stub.channel.send(() => ({ type: 'init', file: this.plan.file, args }));
     });
@@ -170,7 +172,7 @@ export class PythonStubInstance implements ModelInstance {
     const child = this.child;
     if (!child || this.stopping) return;
     this.stopping = true;
-    const exited = new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
+    const exited = this.closed ?? Promise.resolve();
     const finalized = new Promise<StubError | undefined>((resolve) => {
       this.finalized = resolve;
       void exited.then(() => resolve(undefined));

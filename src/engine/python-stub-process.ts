@@ -26,6 +26,8 @@ export interface StubLaunch {
 export interface StubProcess {
   readonly child: ChildProcess;
   readonly channel: StubChannel;
+  /** Resolves once the process has exited and its output has been logged. */
+  readonly closed: Promise<void>;
 }
 
 /**
@@ -52,6 +54,7 @@ export function startStubProcess(launch: StubLaunch, onFrame: (frame: ReceivedFr
     launch.logger.warn({ ...launch.logFields, stream: 'stderr' }, line);
   });
   let reported = false;
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
   const ended = (why: string): void => {
     if (reported) return;
     reported = true;
@@ -63,7 +66,7 @@ export function startStubProcess(launch: StubLaunch, onFrame: (frame: ReceivedFr
     : err.message));
   // 'close' comes after the pipes are drained, so the traceback of a failed import is in stderrTail.
   child.on('close', (code, signal) => ended(`the stub process exited (${signal ?? `code ${code}`})${stderrTail ? `: ${stderrTail.trim()}` : ''}`));
-  return { child, channel };
+  return { child, channel, closed };
 }
 
 function relayLines(stream: Readable, write: (line: string) => void): void {

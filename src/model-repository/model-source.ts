@@ -37,7 +37,8 @@ const DEFAULT_FILES: Readonly<Record<Exclude<ModelKind, 'ensemble'>, readonly st
   module: ['model.ts', 'model.js'],
   python: ['model.py'],
 };
-const KIND_BY_EXTENSION: Readonly<Record<string, Exclude<ModelKind, 'ensemble'>>> = { '.onnx': 'onnx', '.om': 'npu_om', '.ts': 'module', '.js': 'module' };
+// A model.py without a config naming its backend is a Python backend model, as Triton's auto-complete takes it.
+const KIND_BY_EXTENSION: Readonly<Record<string, Exclude<ModelKind, 'ensemble'>>> = { '.onnx': 'onnx', '.om': 'npu_om', '.ts': 'module', '.js': 'module', '.py': 'python' };
 /** Triton's platform and backend names for each kind; model.ts models report backend 'serve-fn'. */
 const NAMES: Readonly<Record<ModelKind, { platform: string; backend: string }>> = {
   onnx: { platform: 'onnxruntime_onnx', backend: 'onnxruntime' },
