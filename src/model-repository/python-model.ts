@@ -46,7 +46,7 @@ export async function buildPythonModel(source: ModelSource, version: string, fil
     version,
     instanceCount: placements.length,
     factory: (index: number, events: InstanceEvents) => new PythonStubInstance(index, {
-      file, launch: launch(placements[index].name), maxBatchSize: config.max_batch_size, outputs: tensors.outputs, decoupled: info.decoupled === true,
+      file, launch: launch(placements[index].name), outputs: tensors.outputs,
     }, contextData(info, source.dir, placements, index), events, services),
     recorder: ctx.recorder,
     log: ctx.log,

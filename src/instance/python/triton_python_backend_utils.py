@@ -181,7 +181,8 @@ class InferenceRequest:
     def __init__(self, model_name=None, inputs=None, requested_output_names=None, request_id="",
                  correlation_id=0, flags=0, timeout=0, model_version=-1, parameters=None,
                  _call_id=None, _index=0, **_ignored):
-        self._model_name = model_name
+        # Models often take the name from a BYTES input (numpy bytes); the C++ binding accepts it too.
+        self._model_name = model_name.decode("utf-8") if isinstance(model_name, bytes) else (None if model_name is None else str(model_name))
         self._inputs = list(inputs or [])
         self._requested = list(requested_output_names or [])
         self._request_id = request_id
