@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
+import { EXECUTE_METHOD } from '../definition/tensor-interface-builder.js';
 import { createError } from '../errors/index.js';
 import { InstanceEngine } from '../engine/instance-engine.js';
 import type { InstanceEvents } from '../engine/model-instance.js';
@@ -95,8 +96,9 @@ function stubServices(ctx: VersionBuilderContext): PythonStubServices {
   });
   const blsResponse = (response: InferResponse, final?: boolean): BlsResponse => ({ outputs: response.outputs, ...(response.parameters ? { parameters: response.parameters } : {}), ...(final ? { final } : {}) });
   return {
-    // As ctx.infer: the one catalogue, so repository, decorated and text models are all reachable.
-    infer: async (model, version, request) => blsResponse((await ctx.infer(model, inferRequest(request), version ? { version } : {})) as InferResponse),
+    // As ctx.infer: the one catalogue, so repository, decorated and text models are all reachable;
+    // a decorated class is reached through its tensor interface (`execute`), as BLS sends tensors.
+    infer: async (model, version, request) => blsResponse((await ctx.infer(model, inferRequest(request), { method: EXECUTE_METHOD, ...(version ? { version } : {}) })) as InferResponse),
     async inferStream(model, version, request) {
       const target = ctx.resolve(model, version);
       if (!canStream(target)) return [blsResponse(await target.infer(inferRequest(request)), true)];
