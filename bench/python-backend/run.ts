@@ -2,6 +2,10 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildAddSubModel } from '../../src/backends/onnx/onnx-model-builder.js';
+import { PythonStubInstance } from '../../src/engine/python-stub-instance.js';
+import { silentLogger } from '../../src/instance/instance-logger.js';
+import { createTensor } from '../../src/tensor/tensor-factory.js';
+import { tensorCall } from '../../src/wire/wire-format.js';
 import { load, startServer, stopServer } from '../lib/load.js';
 
 /**
@@ -95,6 +99,31 @@ async function sequentialUs(model: string, calls: number): Promise<number> {
   return ((performance.now() - start) * 1000) / calls;
 }
 
+/**
+ * The process crossing alone: one add_sub execute through a stub process and back (frame out,
+ * numpy, frame back), measured on PythonStubInstance directly, without HTTP or queueing.
+ */
+async function stubRoundTripUs(calls: number): Promise<number> {
+  const stub = new PythonStubInstance(0, {
+    file: join(REPO, 'py_add_sub/1/model.py'),
+    launch: { interpreter: 'python3', env: {}, cwd: join(REPO, 'py_add_sub'), logger: silentLogger(), logFields: {} },
+    outputs: [{ name: 'OUTPUT0', datatype: 'INT32', dims: [16], optional: false }, { name: 'OUTPUT1', datatype: 'INT32', dims: [16], optional: false }],
+  }, { modelName: 'py_add_sub', modelVersion: '1', instanceName: 'bench', instanceIndex: 0, instanceCount: 1, deviceKind: 'cpu', deviceId: 0, modelDir: join(REPO, 'py_add_sub'), config: {} }, { onCrash: () => undefined }, {
+    infer: () => Promise.reject(new Error('no BLS here')), inferStream: () => Promise.reject(new Error('no BLS here')), metric: () => undefined,
+  });
+  await stub.start();
+  const input = (name: string) => createTensor(name, 'INT32', [1, 16], new Int32Array(16).fill(2));
+  const call = tensorCall([{ inputs: [input('INPUT0'), input('INPUT1')], outputs: ['OUTPUT0', 'OUTPUT1'], parameters: {} }]);
+  try {
+    for (let i = 0; i < 200; i++) await stub.execute(call);
+    const start = performance.now();
+    for (let i = 0; i < calls; i++) await stub.execute(call);
+    return ((performance.now() - start) * 1000) / calls;
+  } finally {
+    await stub.stop();
+  }
+}
+
 /** MiB/s of a 64 MiB FP32 tensor sent in binary and answered in binary, `calls` times. */
 async function bigTensorMiBps(model: string, calls: number): Promise<number> {
   const elements = (64 * 1024 * 1024) / 4;
@@ -126,7 +155,8 @@ try {
     latency[model] = await sequentialUs(model, 500);
     console.log(`| ${label} | ${loaded.rps.toFixed(0)} | ${loaded.p50Ms} | ${latency[model].toFixed(0)} |`);
   }
-  console.log(`\nProcess crossing (1 client, Python backend − model.ts): ${(latency.py_add_sub - latency.ts_add_sub).toFixed(0)} µs per request\n`);
+  console.log(`\nOne client, Python backend − model.ts: ${(latency.py_add_sub - latency.ts_add_sub).toFixed(0)} µs per request`);
+  console.log(`The process crossing alone (add_sub execute on a stub and back, no HTTP): ${(await stubRoundTripUs(3000)).toFixed(0)} µs per call\n`);
   const py = await bigTensorMiBps('py_identity', 5);
   const ts = await bigTensorMiBps('ts_identity', 5);
   console.log('| 64 MiB FP32 tensor round trip (binary HTTP) | MiB/s |');

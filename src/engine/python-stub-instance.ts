@@ -242,7 +242,12 @@ export class PythonStubInstance implements ModelInstance {
         return;
       case 'metric':
       case 'metric-family':
-        this.services.metric(message);
+        try {
+          this.services.metric(message);
+        } catch (err) {
+          // A metric call that does not fit its family is the model's bug: logged, never a crash of the server.
+          this.plan.launch.logger.warn(this.plan.launch.logFields, `custom metric '${message.type === 'metric' ? message.family : message.name}': ${(err as Error).message}`);
+        }
         return;
       case 'finalized':
         this.finalized?.(message.error);
