@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { isAbsolute, join, resolve } from 'node:path';
+import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { EXECUTE_METHOD } from '../definition/tensor-interface-builder.js';
 import { createError } from '../errors/index.js';
 import { InstanceEngine } from '../engine/instance-engine.js';
@@ -81,7 +81,7 @@ export function stubEnvironment(config: ModelConfig, modelDir: string): Pick<Stu
   }
   const python = join(envPath, 'bin', 'python3');
   if (!existsSync(python)) throw createError('SF_ERR_CONFIG_INVALID', config.name, `EXECUTION_ENV_PATH '${envPath}' has no bin/python3`);
-  return { interpreter: python, env: { PATH: `${join(envPath, 'bin')}:${process.env.PATH ?? ''}` } };
+  return { interpreter: python, env: { PATH: [join(envPath, 'bin'), process.env.PATH].filter(Boolean).join(delimiter) } };
 }
 
 /** BLS, custom metrics and logs of a model's stubs, through the server's catalogue and registry. */

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, credentials, Metadata, status } from '@grpc/grpc-js';
@@ -159,6 +159,15 @@ describe.skipIf(!usable)(`the Python backend${usable ? '' : ' (skipped: python3 
     expect(entry('pb_init_fails')?.reason).toContain('ValueError: the weights file is missing');
     expect(entry('pb_import_fails')?.reason).toContain("ModuleNotFoundError: No module named 'serve_fn_no_such_module'");
     expect(entry('pb_utils_all')?.state).toBe('READY');
+  });
+
+  it('a model whose interpreter is missing fails its load, naming what to install', async () => {
+    cpSync(join(root, 'pb_crash'), join(root, 'pb_no_python'), { recursive: true });
+    writeFileSync(join(root, 'pb_no_python', 'config.pbtxt'), readFileSync(join(root, 'pb_crash', 'config.pbtxt'), 'utf8').replace('pb_crash', 'pb_no_python') +
+      'parameters { key: "PYTHON_INTERPRETER" value { string_value: "/nonexistent/python3" } }\n');
+    expect((await post('/v2/repository/models/pb_no_python/load', {})).statusCode).toBe(500);
+    const index = (await post('/v2/repository/index', {})).json() as { name: string; reason?: string }[];
+    expect(index.find((e) => e.name === 'pb_no_python')?.reason).toContain("the Python interpreter '/nonexistent/python3' was not found: install python3 with numpy");
   });
 
   it('streams a decoupled model\'s responses on gRPC ModelStreamInfer, and is_cancelled() turns true when the client cancels', async () => {
