@@ -100,6 +100,7 @@ run_client() { # run_client <label> <client.py>
   fi
 }
 run_client add_sub "$E/add_sub/client.py"
+run_client add_sub_grpc "$ROOT/bench/python-backend/add_sub_grpc_client.py"
 run_client pytorch "$E/pytorch/client.py"
 run_client auto_complete "$E/auto_complete/client.py"
 run_client bls_sync "$E/bls/sync_client.py"
