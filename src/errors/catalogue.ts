@@ -83,6 +83,8 @@ export const ERROR_CATALOGUE = {
   SF_ERR_EXECUTION_FAILED: spec(500, "Model '%s' failed in %s: %s"),
   SF_ERR_BATCH_RESULT_LENGTH: spec(500, '%s returned %s results for a batch of %s requests: a batched method (@Batch, or execute(requests)) must return one result (or Error) per request, in order.'),
   SF_ERR_BATCH_RESULT_NOT_ARRAY: spec(500, '%s must return an array for its batch, got %s.'),
+  /** A Python backend model's TritonError; its status follows the error's code (python-stub-instance.ts). */
+  SF_ERR_PYTHON_MODEL_ERROR: spec(500, "Model '%s' answered with an error: %s"),
   SF_ERR_INSTANCE_CRASHED: spec(500, "Model '%s' instance %s stopped while running this request (%s); the instance is being restarted."),
   SF_ERR_INSTANCE_RESTART_LIMIT: spec(503, "Model '%s' instance %s crashed %s times in %s ms; it is not restarted until the window passes."),
   SF_ERR_MODEL_UNAVAILABLE: spec(503, "Model '%s' has no running instance: every instance crashed past its restart limit. The next restart is in %s ms."),

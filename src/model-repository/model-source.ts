@@ -8,7 +8,8 @@ import { buildModelConfig, parseModelConfig, type ModelConfig } from './model-co
 import { listVersions, pathInside } from './repository-scan.js';
 import { selectVersions } from './version-policy.js';
 
-export type ModelKind = TensorModelKind | 'ensemble';
+/** `python`: a Triton Python backend model.py, run in stub processes (python-model.ts). */
+export type ModelKind = TensorModelKind | 'python' | 'ensemble';
 
 export interface ModelVersionSource {
   readonly version: string;
@@ -34,14 +35,17 @@ const DEFAULT_FILES: Readonly<Record<Exclude<ModelKind, 'ensemble'>, readonly st
   npu_om: ['model.om'],
   npu_ge: ['model.onnx'],
   module: ['model.ts', 'model.js'],
+  python: ['model.py'],
 };
-const KIND_BY_EXTENSION: Readonly<Record<string, Exclude<ModelKind, 'ensemble'>>> = { '.onnx': 'onnx', '.om': 'npu_om', '.ts': 'module', '.js': 'module' };
+// A model.py without a config naming its backend is a Python backend model, as Triton's auto-complete takes it.
+const KIND_BY_EXTENSION: Readonly<Record<string, Exclude<ModelKind, 'ensemble'>>> = { '.onnx': 'onnx', '.om': 'npu_om', '.ts': 'module', '.js': 'module', '.py': 'python' };
 /** Triton's platform and backend names for each kind; model.ts models report backend 'serve-fn'. */
 const NAMES: Readonly<Record<ModelKind, { platform: string; backend: string }>> = {
   onnx: { platform: 'onnxruntime_onnx', backend: 'onnxruntime' },
   npu_om: { platform: '', backend: 'npu_om' },
   npu_ge: { platform: '', backend: 'npu_ge' },
   module: { platform: '', backend: 'serve-fn' },
+  python: { platform: '', backend: 'python' },
   ensemble: { platform: 'ensemble', backend: '' },
 };
 
@@ -66,8 +70,8 @@ export function readModelSource(root: string, name: string, dir: string, configJ
 
   const available = listVersions(dir);
   const kind = kindOf(config, dir, available);
-  if (config.model_transaction_policy?.decoupled && (kind !== 'module' || config.sequence_batching)) {
-    throw createError('SF_ERR_CONFIG_INVALID', name, 'only a model.ts / model.js model without sequence_batching can be decoupled (model_transaction_policy { decoupled: true })');
+  if (config.model_transaction_policy?.decoupled && ((kind !== 'module' && kind !== 'python') || config.sequence_batching)) {
+    throw createError('SF_ERR_CONFIG_INVALID', name, 'only a model.py, model.ts or model.js model without sequence_batching can be decoupled (model_transaction_policy { decoupled: true })');
   }
   if (kind === 'ensemble') {
     if (!config.ensemble_scheduling) throw createError('SF_ERR_ENSEMBLE_INVALID', name, 'platform "ensemble" needs ensemble_scheduling { step [ ... ] }');
@@ -94,11 +98,11 @@ function kindOf(config: ModelConfig, dir: string, versions: readonly number[]): 
   if (backend === 'serve-fn') return 'module';
   if (backend === 'python') {
     const newest = versions.length > 0 ? join(dir, String(versions[versions.length - 1])) : dir;
-    if (DEFAULT_FILES.module.some((file) => existsSync(join(newest, file)))) return 'module';
-    throw createError('SF_ERR_BACKEND_UNSUPPORTED', 'python', `model '${config.name}': serve-fn runs a model.ts or model.js class in place of Triton's model.py (see src/instance/tensor-model-api.ts)`);
+    // A model.ts / model.js beside (or instead of) model.py is serve-fn's own port of the model.
+    return DEFAULT_FILES.module.some((file) => existsSync(join(newest, file))) ? 'module' : 'python';
   }
   if (backend !== '' || platform !== '') {
-    throw createError('SF_ERR_BACKEND_UNSUPPORTED', backend || platform, `model '${config.name}': serve-fn serves onnxruntime, npu_om, npu_ge, serve-fn (model.ts) and ensemble models`);
+    throw createError('SF_ERR_BACKEND_UNSUPPORTED', backend || platform, `model '${config.name}': serve-fn serves onnxruntime, npu_om, npu_ge, python (model.py), serve-fn (model.ts) and ensemble models`);
   }
   return detectKind(config, dir, versions);
 }

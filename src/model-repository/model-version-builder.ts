@@ -21,6 +21,7 @@ import { schedulerFor } from './configured-scheduler.js';
 import { configTensors, type ConfigTensors } from './config-tensors.js';
 import { toTensorSpec } from '../spec/config-tensor.js';
 import { planEnsemble } from './ensemble-validation.js';
+import { buildPythonModel } from './python-model.js';
 import { geLoadOptions } from './ge-parameters.js';
 import { instancePlacements, restartPolicyFromParameters, sessionOptionsFromParameters, type InstancePlacement } from './instance-placement.js';
 import { modelConfigToJson, type ModelConfig } from './model-config.js';
@@ -56,6 +57,7 @@ export async function buildModelVersions(source: ModelSource, ctx: VersionBuilde
   const versions: ServedModel[] = [];
   for (const { version, file } of source.versions) {
     if (source.kind === 'ensemble' || file === undefined) versions.push(buildEnsemble(source, version, ctx));
+    else if (source.kind === 'python') versions.push(await buildPythonModel(source, version, file, ctx));
     else versions.push(await buildTensorModel(source, source.kind, version, file, ctx));
   }
   return versions;
@@ -116,7 +118,7 @@ function withoutControlInputs(metadata: BackendMetadata, config: ModelConfig): B
 }
 
 /** `config` as readModelSource fills it in: the platform, or for kinds Triton names by backend only (npu_om, npu_ge, serve-fn), the backend. */
-function infoFor(config: ModelConfig, version: string, tensors: ConfigTensors = configTensors(config)): InferenceModelInfo {
+export function infoFor(config: ModelConfig, version: string, tensors: ConfigTensors = configTensors(config)): InferenceModelInfo {
   return {
     name: config.name,
     version,
@@ -152,7 +154,7 @@ export async function readModelFileMetadata(file: string, device: DeviceSpec, on
   }
 }
 
-function contextData(info: InferenceModelInfo, modelDir: string, placements: readonly InstancePlacement[], index: number): ModelContextData {
+export function contextData(info: InferenceModelInfo, modelDir: string, placements: readonly InstancePlacement[], index: number): ModelContextData {
   const placement = placements[index];
   return {
     modelName: info.name,

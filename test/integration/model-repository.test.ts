@@ -190,7 +190,7 @@ describe('a Triton model repository served by ServeFnServer (worker-thread insta
     // npu_ge reads the ONNX file itself (GE parses it); an .om beside it is not what it serves.
     expect(await refusal('ge')).toBe(`${pollFailed('ge')} Model repository '${root}' is invalid: model file ${join(root, 'ge', '1', 'model.onnx')} does not exist`);
     expect(await refusal('trt')).toBe(
-      "SF_ERR_BACKEND_UNSUPPORTED: Backend 'tensorrt' is not supported yet: model 'trt': serve-fn serves onnxruntime, npu_om, npu_ge, serve-fn (model.ts) and ensemble models",
+      "SF_ERR_BACKEND_UNSUPPORTED: Backend 'tensorrt' is not supported yet: model 'trt': serve-fn serves onnxruntime, npu_om, npu_ge, python (model.py), serve-fn (model.ts) and ensemble models",
     );
     expect(await refusal('noversion')).toBe(`${pollFailed('noversion')} Model repository '${root}' is invalid: model 'noversion' has no version folder: put its model.onnx in ${join(root, 'noversion', '1')}`);
     expect(await refusal('badconfig')).toBe(

@@ -217,11 +217,11 @@ describe('DecoupledModelVersion', () => {
     expect((await collect(await model.inferStream(request(1)))).map(summary)).toEqual([[[1], 'tick 1', false]]);
   });
 
-  it('only model.ts models without sequence_batching can be decoupled', () => {
+  it('only model.py, model.ts and model.js models without sequence_batching can be decoupled', () => {
     const root = scratchFolder('decoupled-onnx');
     writeFiles(root, { 'm/config.pbtxt': 'platform: "onnxruntime_onnx"\nmodel_transaction_policy { decoupled: true }\n', 'm/1/model.onnx': '' });
     expect(() => readModelSource(root, 'm', join(root, 'm'))).toThrow(
-      "Model configuration for 'm' is invalid: only a model.ts / model.js model without sequence_batching can be decoupled (model_transaction_policy { decoupled: true })",
+      "Model configuration for 'm' is invalid: only a model.py, model.ts or model.js model without sequence_batching can be decoupled (model_transaction_policy { decoupled: true })",
     );
   });
 });

@@ -40,6 +40,12 @@ describe('readModelSource', () => {
     expect(source('py', { 'config.pbtxt': 'backend: "python"', '1/model.ts': '' }).kind).toBe('module');
   });
 
+  it('runs a model.py alone with the Python backend', () => {
+    const read = source('pyonly', { 'config.pbtxt': 'backend: "python"', '1/model.py': '' });
+    expect(read.kind).toBe('python');
+    expect(read.versions[0].file?.endsWith('/1/model.py')).toBe(true);
+  });
+
   it('reads npu_ge models: model.onnx, or the default_model_filename, run by GE', () => {
     const ge = source('ge_onnx', { 'config.pbtxt': 'backend: "npu_ge"', '1/model.onnx': '' });
     expect(ge.kind).toBe('npu_ge');
@@ -88,8 +94,7 @@ describe('readModelSource', () => {
     ['ge', { 'config.pbtxt': 'backend: "npu_ge"', '1/model.om': '' }, 'SF_ERR_REPOSITORY_INVALID', `Model repository '${root}' is invalid: model file ${join(root, 'ge', '1', 'model.onnx')} does not exist`],
     ['gestatic', { 'config.pbtxt': 'backend: "npu_ge" dynamic_batching { } parameters { key: "static_model" value { string_value: "1" } }', '1/model.onnx': '' }, 'SF_ERR_CONFIG_INVALID', "Model configuration for 'gestatic' is invalid: parameter static_model \"1\" compiles a fixed-shape graph and cannot be combined with dynamic_batching; remove one of them"],
     ['gedevices', { 'config.pbtxt': 'backend: "npu_ge" parameters { key: "device_ids" value { string_value: "0,x" } }', '1/model.onnx': '' }, 'SF_ERR_CONFIG_INVALID', "Model configuration for 'gedevices' is invalid: parameter device_ids must list NPU ids such as \"0\" or \"0,1\", got '0,x'"],
-    ['trt', { 'config.pbtxt': 'platform: "tensorrt_plan"', '1/model.plan': '' }, 'SF_ERR_BACKEND_UNSUPPORTED', "Backend 'tensorrt_plan' is not supported yet: model 'trt': serve-fn serves onnxruntime, npu_om, npu_ge, serve-fn (model.ts) and ensemble models"],
-    ['pyonly', { 'config.pbtxt': 'backend: "python"', '1/model.py': '' }, 'SF_ERR_BACKEND_UNSUPPORTED', "Backend 'python' is not supported yet: model 'pyonly': serve-fn runs a model.ts or model.js class in place of Triton's model.py (see src/instance/tensor-model-api.ts)"],
+    ['trt', { 'config.pbtxt': 'platform: "tensorrt_plan"', '1/model.plan': '' }, 'SF_ERR_BACKEND_UNSUPPORTED', "Backend 'tensorrt_plan' is not supported yet: model 'trt': serve-fn serves onnxruntime, npu_om, npu_ge, python (model.py), serve-fn (model.ts) and ensemble models"],
     ['misnamed', { 'config.pbtxt': 'name: "other"', '1/model.onnx': '' }, 'SF_ERR_CONFIG_INVALID', "Model configuration for 'misnamed' is invalid: CONFIG names the model 'other', but its folder is 'misnamed'; they must match"],
     ['bad', { 'config.pbtxt': 'max_batch_size: "x"' }, 'SF_ERR_CONFIG_PARSE', 'CONFIG:1:17: field \'max_batch_size\' expects an integer (int32), found string "x"'],
   ])('refuses %s', (name, files, code, message) => {
