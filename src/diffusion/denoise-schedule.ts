@@ -26,7 +26,7 @@ export const SUPPORTED_SCHEDULERS = ['FlowMatchEulerDiscreteScheduler', 'DDIMSch
 /** The scheduler of `scheduler_config.json` (`_class_name` and fields), defaults filled in as diffusers' __init__ does; undefined for another class. */
 export function schedulerFromConfig(json: Readonly<Record<string, unknown>>): SchedulerKind | undefined {
   const pick = <T extends object>(defaults: T): T => {
-    const out: Record<string, unknown> = { ...defaults };
+    const out: Record<string, unknown> = { ...(defaults as Record<string, unknown>) };
     for (const key of Object.keys(defaults)) if (json[key] !== undefined && json[key] !== null) out[key] = json[key];
     return out as T;
   };
