@@ -156,6 +156,9 @@ export const ERROR_CATALOGUE = {
   SF_ERR_TOKENIZATION_FAILED: spec(422, 'Tokenizer error: %s'),
   SF_ERR_TEXT_MODEL_FOLDER_INVALID: spec(500, "Text model folder '%s' is invalid: %s"),
   SF_ERR_TEXT_MODEL_INVALID: spec(500, '%s: @TextModel %s.'),
+  SF_ERR_DIFFUSION_FOLDER_INVALID: spec(500, "Diffusion pipeline folder '%s' cannot be served: %s"),
+  SF_ERR_DIFFUSION_MODEL_UNKNOWN: spec(404, "The model '%s' does not exist (served image models: %s)"),
+  SF_ERR_DIFFUSION_JOB_UNKNOWN: spec(404, "No image job '%s' (jobs are kept for %s s after they end)"),
 } as const satisfies Record<string, ErrorSpec>;
 
 export type SfErrorCode = keyof typeof ERROR_CATALOGUE;

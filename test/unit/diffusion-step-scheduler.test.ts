@@ -114,7 +114,7 @@ describe('StepScheduler (step-level batching of the denoiser)', () => {
   it('admits by deficit round robin across keys: a lone request of another resolution is not stuck behind a long queue', async () => {
     const { denoiser, engine, scheduler } = await setUp({ maxRunning: 1 });
     const order: string[] = [];
-    const submit = (w: StepWork) => engine.submit(scheduler, w, {}).then(() => order.push(w.key + ':' + (w as { id: string }).id));
+    const submit = (w: ReturnType<typeof work>) => engine.submit(scheduler, w, {}).then(() => order.push(w.key + ':' + w.id));
     const all = [...Array.from({ length: 4 }, (_, i) => submit(work(`a${i}`, '64x64', 1))), submit(work('b0', '32x32', 1))];
     await settle();
     await denoiser.runAll();
