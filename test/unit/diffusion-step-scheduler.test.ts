@@ -46,7 +46,7 @@ class ManualDenoiser {
 }
 
 /** A request of `steps` steps; `done` counts the steps it advanced. */
-function work(id: string, key: string, steps: number, rows = 1): StepWork & { done: number } {
+function work(id: string, key: string, steps: number, rows = 1): StepWork & { id: string; done: number } {
   const w = {
     id, key, rows, submittedMs: now(), done: 0,
     stepInputs: (): TensorWireRequest => ({ id, inputs: [{ name: 'x', datatype: 'FP32', shape: [rows], data: new Float32Array(rows) }], outputs: [], parameters: {} }),
