@@ -30,6 +30,9 @@ import { ModelRuntime } from './inference/model-runtime.js';
 import { WorkerInstance } from './engine/worker-instance.js';
 import type { TextServeOptions } from './text/text-model-loader.js';
 import { ServerTextModels } from './text/server-text-models.js';
+import { ServerDiffusionModels } from './diffusion/server-diffusion-models.js';
+import type { StepLimits } from './diffusion/step-scheduler.js';
+import { openAiImageRoutes } from './protocol/openai/openai-image-routes.js';
 import type { VersionBuilderContext } from './model-repository/model-version-builder.js';
 import type { TextEngine } from './text/text-engine.js';
 import { openAiRoutes } from './protocol/openai/openai-routes.js';
@@ -92,6 +95,10 @@ export interface ServeOptions {
   readonly textFolders?: readonly string[];
   /** TEI's flags for every text model: limits, task, pooling, dtype, prompt and served name. */
   readonly text?: TextServeOptions;
+  /** Diffusers pipeline folders (ONNX exports) served with no code, on the OpenAI Images routes (docs/diffusion.md). */
+  readonly diffusionFolders?: readonly string[];
+  /** The denoisers' step-level batching limits (`--max-num-seqs`, `--diffusion-admission-wait-ms`). */
+  readonly diffusion?: Partial<StepLimits>;
   /** Caps on the clients' system shared-memory regions (default DEFAULT_SHARED_MEMORY_LIMITS). */
   readonly sharedMemoryLimits?: SharedMemoryLimits;
 }
@@ -120,6 +127,8 @@ export class ServeFnServer {
   private runtimes: ModelRuntime[] = [];
   /** Every text model (from folders and @TextModel classes); built by prepare(). */
   private textModels = ServerTextModels.none;
+  /** Every diffusion pipeline (from folders); built by prepare(). */
+  private diffusionModels = ServerDiffusionModels.none;
   private readonly bodyLimit: number;
   private readonly jsonBodyLimit: number;
   private grpc?: GrpcServerHandle;
@@ -169,7 +178,11 @@ export class ServeFnServer {
     });
     // A @TextModel class is served to /v2 as its texts-in interface, in place of its token tensors.
     const own = decorated.filter((m) => !this.textModels.classNames.has(m.info.name));
-    this.catalogue = new ModelCatalogue([...own, ...this.textModels.views], this.repository ?? new EmptyModelRepository(this.options.modelControlMode));
+    this.diffusionModels = await ServerDiffusionModels.load({
+      folders: this.options.diffusionFolders ?? [], limits: this.options.diffusion, builder: this.repositoryContext(), registry: this.recorder.registry,
+      takenNames: new Set([...own, ...this.textModels.views].map((m) => m.info.name)),
+    });
+    this.catalogue = new ModelCatalogue([...own, ...this.textModels.views, ...this.diffusionModels.views()], this.repository ?? new EmptyModelRepository(this.options.modelControlMode));
     await this.buildRoutes();
   }
 
@@ -186,10 +199,10 @@ export class ServeFnServer {
 
   private async startInstances(): Promise<void> {
     await this.prepare();
-    const started = await Promise.allSettled([...this.runtimes.map((r) => r.engine.start()), this.textModels.start(), this.repository?.start()]);
+    const started = await Promise.allSettled([...this.runtimes.map((r) => r.engine.start()), this.textModels.start(), this.diffusionModels.start(), this.repository?.start()]);
     const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failed) {
-      await Promise.allSettled([...this.runtimes.map((r) => r.engine.stop()), this.textModels.stop(), this.repository?.close()]);
+      await Promise.allSettled([...this.runtimes.map((r) => r.engine.stop()), this.textModels.stop(), this.diffusionModels.stop(), this.repository?.close()]);
       throw failed.reason;
     }
     // close() during the start has already moved the phase on; the server must not turn ready.
@@ -264,7 +277,7 @@ export class ServeFnServer {
     // Decorated and text engines (a text model's forward batches are a scheduler on its forward model's engine), then
     // the repository's, whose models their in-flight requests may still call, within what is left of the one
     // stream timeout, so the whole drain stays within the grace period it was given; then the transports.
-    await Promise.all([...this.runtimes.map((r) => r.engine.drain(streamTimeoutMs)), this.textModels.stop()]);
+    await Promise.all([...this.runtimes.map((r) => r.engine.drain(streamTimeoutMs)), this.textModels.stop(), this.diffusionModels.stop()]);
     await this.repository?.close({ streamTimeoutMs: streamTimeoutMs === undefined ? undefined : Math.max(0, drainStartMs + streamTimeoutMs - Date.now()) });
     await Promise.all([this.app.close(), this.grpc?.close()]);
     this.sharedMemory.unregister();
@@ -356,6 +369,7 @@ export class ServeFnServer {
     // On the root app, not as an encapsulated plugin, so @fastify/websocket's injectWS is on `app`.
     await socketRoutes(app, { runtimes: this.runtimes, state: this.state, schemas, maxPayload: this.bodyLimit, traceSettings: this.traceSettings });
     if (this.textModels.set.all().length > 0) await this.textRoutes(exposeErrors);
+    if (this.diffusionModels.pipelines.length > 0) await app.register(openAiImageRoutes, { pipelines: this.diffusionModels.pipelines, exposeErrors, bodyLimit: this.jsonBodyLimit });
     await app.register(kserveProtocol, {
       ...SERVER_IDENTITY,
       repository: this.catalogue,
@@ -391,7 +405,7 @@ export class ServeFnServer {
    */
   private unavailableModel(): string | undefined {
     const lost = this.runtimes.find((r) => !r.engine.available);
-    const text = this.textModels.notReady();
+    const text = this.textModels.notReady() ?? this.diffusionModels.notReady();
     if (text) return text;
     if (lost) return `model '${lost.definition.name}' version ${lost.definition.version} has no running instance`;
     const down = this.repository?.models().find((m) => !m.ready());

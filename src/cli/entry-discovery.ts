@@ -6,6 +6,7 @@ import type { ModelClass } from '../definition/model-definition.js';
 import { createError } from '../errors/index.js';
 import { isModelRepository } from '../model-repository/repository-scan.js';
 import { isTextModelFolder } from '../text/model-folder.js';
+import { isDiffusionFolder } from '../diffusion/pipeline-folder.js';
 import type { RepositoryServeOptions, ServeOptions } from '../serve-fn-server.js';
 
 export const FOLDER_ENTRIES = ['serve-fn.config.ts', 'serve-fn.config.js', 'index.ts', 'index.js'];
@@ -58,16 +59,32 @@ export function findTextModelFolders(path = '.'): string[] | undefined {
 }
 
 /**
+ * Diffusers pipeline folders to serve at `path` (model_index.json): the folder itself, or its
+ * subfolders that are; undefined otherwise. Looked for before text folders.
+ */
+export function findDiffusionFolders(path = '.'): string[] | undefined {
+  const target = resolve(path);
+  if (!existsSync(target) || !statSync(target).isDirectory() || FOLDER_ENTRIES.some((name) => existsSync(join(target, name)))) return undefined;
+  if (isDiffusionFolder(target)) return [target];
+  const children = readdirSync(target, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => join(target, d.name)).filter(isDiffusionFolder).sort();
+  return children.length > 0 ? children : undefined;
+}
+
+/**
  * What `start`, `dev` and `openapi` serve at `paths`: text model folders (one or several, or parent
  * folders of them), a Triton model repository folder, or an entry module's models. Only text
  * folders come several at a time.
  */
-export async function modelsToServe(paths: string | readonly string[] | undefined, repository: Omit<RepositoryServeOptions, 'root'> = {}): Promise<Pick<ServeOptions, 'models' | 'moduleUrl' | 'repository' | 'textFolders' | 'modelControlMode'>> {
+export async function modelsToServe(paths: string | readonly string[] | undefined, repository: Omit<RepositoryServeOptions, 'root'> = {}): Promise<Pick<ServeOptions, 'models' | 'moduleUrl' | 'repository' | 'textFolders' | 'diffusionFolders' | 'modelControlMode'>> {
   const all = paths === undefined ? ['.'] : typeof paths === 'string' ? [paths] : paths.length === 0 ? ['.'] : paths;
   // Without a repository folder, the control mode still says how load and unload requests are answered.
   const modelControlMode = repository.controlMode;
-  const textFolders = all.map((p) => findTextModelFolders(p));
-  if (textFolders.every((found) => found !== undefined)) return { models: [], textFolders: textFolders.flat(), modelControlMode };
+  const diffusionFolders = all.map((p) => findDiffusionFolders(p));
+  const textFolders = all.map((p, i) => (diffusionFolders[i] ? [] : findTextModelFolders(p)));
+  if (textFolders.every((found) => found !== undefined)) {
+    const diffusion = diffusionFolders.flatMap((found) => found ?? []);
+    return { models: [], textFolders: textFolders.flat() as string[], ...(diffusion.length > 0 ? { diffusionFolders: diffusion } : {}), modelControlMode };
+  }
   if (all.length > 1) {
     const other = all.find((_, i) => textFolders[i] === undefined)!;
     throw createError('SF_ERR_ENTRY_NOT_FOUND', `${other} (several paths are served only when each is a text model folder, or a folder of them)`);

@@ -28,6 +28,8 @@ export interface DenoiseStart {
   /** Steps after which a preview (the clean-latent estimate) is handed to `onPreview`. */
   readonly previewAfter: ReadonlySet<number>;
   readonly onPreview?: (latents: Float32Array, step: number) => void;
+  /** After each step, with the steps done. */
+  readonly onStep?: (done: number) => void;
 }
 
 /**
@@ -93,6 +95,7 @@ export class DenoiseWork implements StepWork {
     schedule.step(i, prediction, latents);
     this.stepIndex++;
     if (preview) this.start.onPreview!(preview, this.stepIndex);
+    this.start.onStep?.(this.stepIndex);
     return this.stepIndex === schedule.steps;
   }
 }

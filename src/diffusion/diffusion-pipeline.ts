@@ -30,6 +30,8 @@ export interface ImageRequest {
   /** How many partial images to decode on the way (OpenAI's partial_images, 0–3). */
   readonly partialImages?: number;
   readonly onPartial?: (image: DecodedImage, index: number) => void;
+  /** After each denoising step, with the steps done. */
+  readonly onStep?: (done: number) => void;
 }
 
 /** An image as 8-bit RGB rows (height × width × 3). */
@@ -103,7 +105,7 @@ export class DiffusionPipeline {
     const decodingPartials: Promise<void>[] = [];
     const work = new DenoiseWork(
       {
-        schedule, latents, latentShape, text, textShape, negativeText, guidanceScale: request.guidanceScale, previewAfter,
+        schedule, latents, latentShape, text, textShape, negativeText, guidanceScale: request.guidanceScale, previewAfter, onStep: request.onStep,
         onPreview: request.onPartial && ((preview) => {
           const index = partialIndex++;
           decodingPartials.push(this.decode(preview, latentShape).then((image) => request.onPartial!(image, index)));

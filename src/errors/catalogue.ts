@@ -158,6 +158,7 @@ export const ERROR_CATALOGUE = {
   SF_ERR_TEXT_MODEL_INVALID: spec(500, '%s: @TextModel %s.'),
   SF_ERR_DIFFUSION_FOLDER_INVALID: spec(500, "Diffusion pipeline folder '%s' cannot be served: %s"),
   SF_ERR_DIFFUSION_MODEL_UNKNOWN: spec(404, "The model '%s' does not exist (served image models: %s)"),
+  SF_ERR_IMAGE_ENCODER_MISSING: spec(500, 'Encoding %s images needs the optional dependency sharp, which could not be loaded (%s): run `npm install sharp@%s`'),
   SF_ERR_DIFFUSION_JOB_UNKNOWN: spec(404, "No image job '%s' (jobs are kept for %s s after they end)"),
 } as const satisfies Record<string, ErrorSpec>;
 
