@@ -23,6 +23,12 @@ export interface StepLimits {
   readonly maxRunning: number;
   /** How long a first request waits before the first step of an idle scheduler, so a burst starts together. */
   readonly admissionWaitUs: number;
+  /**
+   * Request-level batching instead (vLLM-Omni's REQUEST_BATCH mode): requests join only while
+   * nothing runs, so a wave of requests that started together runs to its end before the next.
+   * For comparison (bench/diffusion); off by default.
+   */
+  readonly wavesOnly?: boolean;
 }
 
 export const DEFAULT_STEP_LIMITS: StepLimits = { maxRunning: 8, admissionWaitUs: 2_000 };
@@ -130,6 +136,7 @@ export class StepScheduler implements Scheduler {
 
   /** Deficit round robin over the waiting keys until the running set is full. */
   private admit(): void {
+    if (this.limits.wavesOnly && this.runningCount > 0) return;
     while (this.runningCount < this.limits.maxRunning && this.waitingCount > 0) {
       const keys = [...this.waiting.keys()];
       const key = keys[this.nextWaitingKey++ % keys.length];

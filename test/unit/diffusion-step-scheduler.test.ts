@@ -155,6 +155,16 @@ describe('StepScheduler (step-level batching of the denoiser)', () => {
     await Promise.all(all);
   });
 
+  it('with wavesOnly (request-level batching), a request arriving mid-wave waits for the wave to end', async () => {
+    const { denoiser, engine, scheduler } = await setUp({ wavesOnly: true });
+    const a = engine.submit(scheduler, work('a', 'k', 3), {});
+    await settle();
+    const b = engine.submit(scheduler, work('b', 'k', 1), {});
+    await denoiser.runAll();
+    await Promise.all([a, b]);
+    expect(denoiser.calls.map((c) => c.ids)).toEqual([['a'], ['a'], ['a'], ['b']]);
+  });
+
   it('drain waits for running and waiting requests, then refuses new ones', async () => {
     const { denoiser, engine, scheduler } = await setUp({ maxRunning: 1 });
     const done = [engine.submit(scheduler, work('a', 'k', 2), {}), engine.submit(scheduler, work('b', 'k', 2), {})];
