@@ -3,6 +3,7 @@ import { createError } from '../errors/index.js';
 import type { ServerModel } from '../inference/model-catalogue.js';
 import type { VersionBuilderContext } from '../model-repository/model-version-builder.js';
 import { DiffusionMetrics } from './diffusion-metrics.js';
+import { DiffusionInferenceModel } from './diffusion-inference-model.js';
 import { DiffusionPipeline } from './diffusion-pipeline.js';
 import { readDiffusionFolder } from './pipeline-folder.js';
 import { DEFAULT_STEP_LIMITS, type StepLimits } from './step-scheduler.js';
@@ -42,9 +43,9 @@ export class ServerDiffusionModels {
     return new ServerDiffusionModels(pipelines);
   }
 
-  /** Every pipeline's stages, as the server's own /v2 models. */
+  /** Every pipeline (prompt in, image out) and its stages, as the server's own /v2 models. */
   views(): ServerModel[] {
-    return this.pipelines.flatMap((p) => p.stageModels());
+    return this.pipelines.flatMap((p) => [new DiffusionInferenceModel(p), ...p.stageModels()]);
   }
 
   async start(): Promise<void> {

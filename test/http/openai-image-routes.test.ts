@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServeFnServer } from '../../src/serve-fn-server.js';
 import { scratchFolder } from '../fixtures/repository/repository-files.js';
-import { writeDiffusionFolder } from '../helpers/diffusion-fixture.js';
+import { oraclePixel, writeDiffusionFolder } from '../helpers/diffusion-fixture.js';
 
 const root = scratchFolder('image-routes');
 let server: ServeFnServer;
@@ -83,6 +83,20 @@ describe('image jobs (modelled on /v1/videos)', () => {
     }
     expect(metrics).toMatch(/serve_fn_diffusion_aborted_total\{model="tiny-dit"\} 1/);
     expect(metrics).toMatch(/serve_fn_diffusion_requests_running\{model="tiny-dit"\} 0/);
+  });
+
+  it('the pipeline is a KServe v2 model: a BYTES prompt and parameters in, the oracle\'s image out as UINT8 [H, W, 3]', async () => {
+    const response = await post('/v2/models/tiny-dit/infer', {
+      inputs: [{ name: 'prompt', datatype: 'BYTES', shape: [1], data: ['blue sky'] }],
+      parameters: { num_inference_steps: 5, guidance_scale: 1, width: 16, height: 32, seed: 9 },
+    });
+    expect(response.statusCode).toBe(200);
+    const [image] = response.json<{ outputs: { name: string; datatype: string; shape: number[]; data: number[] }[] }>().outputs;
+    expect(image).toMatchObject({ name: 'image', datatype: 'UINT8', shape: [32, 16, 3] });
+    const pixel = await oraclePixel('blue sky');
+    expect(new Set(image.data.map((v, i) => (v === pixel[i % 3] ? 'ok' : `${i}:${v}`)))).toEqual(new Set(['ok']));
+    const bad = await post('/v2/models/tiny-dit/infer', { inputs: [{ name: 'prompt', datatype: 'BYTES', shape: [1], data: ['x'] }], parameters: { width: 20 } });
+    expect(bad.statusCode).toBe(400);
   });
 
   it('the stages are /v2 models with their own statistics', async () => {
