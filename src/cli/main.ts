@@ -82,6 +82,8 @@ interface StartFlags extends BodyLimitFlags, TextFlags {
   docs: 'protected' | 'public' | 'off';
   docsKserve: 'true' | 'false';
   metricsSummaryLatencies?: boolean;
+  maxNumSeqs?: number;
+  diffusionAdmissionWaitMs?: number;
 }
 
 interface ConvertFlags {
@@ -173,6 +175,8 @@ export function buildProgram(): Command {
         env: 'SERVE_FN_RESTART_LIMIT',
       }),
     )
+    .addOption(withNotes(new Option('--max-num-seqs <n>', "diffusion folders: requests in each denoiser's running set, batched step by step (vLLM-Omni's flag)").argParser(positiveInt).env('SERVE_FN_MAX_NUM_SEQS'), { default: '8' }))
+    .addOption(withNotes(new Option('--diffusion-admission-wait-ms <ms>', "diffusion folders: an idle denoiser's first step waits this long so a burst starts together").argParser(nonNegativeInt).env('SERVE_FN_DIFFUSION_ADMISSION_WAIT_MS'), { default: '2' }))
     .addOption(new Option('--metrics-summary-latencies [bool]', "add Triton's nv_inference_*_summary_us latency summaries to /metrics, as Triton's --metrics-config summary_latencies=true").argParser(bool).env('SERVE_FN_METRICS_SUMMARY_LATENCIES'));
   textFlagOptions(start).action(async (entries: string[], opts: StartFlags) => {
       await withTypeScriptLoader();
@@ -195,6 +199,10 @@ export function buildProgram(): Command {
         restartPolicy: opts.restartLimit,
         text: textServeOptions(opts),
         metricsSummaryLatencies: opts.metricsSummaryLatencies,
+        diffusion: {
+          ...(opts.maxNumSeqs === undefined ? {} : { maxRunning: opts.maxNumSeqs }),
+          ...(opts.diffusionAdmissionWaitMs === undefined ? {} : { admissionWaitUs: opts.diffusionAdmissionWaitMs * 1000 }),
+        },
         sharedMemoryLimits: { ...(opts.shmMaxRegions === undefined ? {} : { maxRegions: opts.shmMaxRegions }), ...(opts.shmMaxBytes === undefined ? {} : { maxBytes: opts.shmMaxBytes }) },
       });
     });
