@@ -73,6 +73,26 @@ describe('openai SDK images.generate against a diffusers-style folder', () => {
     expect(await colours(Buffer.from(last.b64_json, 'base64'))).toEqual([(await oraclePixel('blue sky')).join(',')]);
   });
 
+  it('a client that disconnects stops its request at the next step boundary', async () => {
+    const controller = new AbortController();
+    const pending = fetch(`${base}/v1/images/generations`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, signal: controller.signal,
+      body: JSON.stringify({ model: 'tiny-dit', prompt: 'sky', num_inference_steps: 1000, guidance_scale: 1 }),
+    }).catch((err: unknown) => err);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    controller.abort();
+    await pending;
+    let metrics = '';
+    for (let i = 0; i < 200 && !/serve_fn_diffusion_aborted_total\{model="tiny-dit"\} 1/.test(metrics); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      metrics = await (await fetch(`${base}/metrics`)).text();
+    }
+    expect(metrics).toMatch(/serve_fn_diffusion_aborted_total\{model="tiny-dit"\} 1/);
+    expect(metrics).toMatch(/serve_fn_diffusion_requests_running\{model="tiny-dit"\} 0/);
+    const steps = Number(/serve_fn_diffusion_steps_total\{model="tiny-dit"\} (\d+)/.exec(metrics)![1]);
+    expect(steps).toBeLessThan(29 + 4 + 6 + 1000);
+  });
+
   it('errors in OpenAI\'s shape: unknown model 404 even with one model served, bad size 400', async () => {
     await expect(client.images.generate({ model: 'dall-e-3', prompt: 'x' })).rejects.toBeInstanceOf(NotFoundError);
     const bad = await client.images.generate({ model: 'tiny-dit', prompt: 'x', size: '30x30' as '256x256' }).catch((err: unknown) => err);
