@@ -74,8 +74,10 @@ export class DiffusionPipeline {
     await Promise.all([this.stages.textEncoder.load(), this.stages.denoiser.load(), this.stages.vaeDecoder.load()]);
   }
 
-  /** Waits for running requests (the denoiser's drain covers its step scheduler), then stops the stages. */
+  /** Refuses new images, waits for those being generated, then stops the stages. */
   async stop(): Promise<void> {
+    this.stopping = true;
+    await Promise.all([...this.inFlight]);
     await Promise.allSettled([this.stages.textEncoder.unload(), this.stages.denoiser.unload(), this.stages.vaeDecoder.unload()]);
   }
 
@@ -88,7 +90,20 @@ export class DiffusionPipeline {
     return this.folder.vaeScaleFactor * 2;
   }
 
-  async generate(request: ImageRequest): Promise<DecodedImage> {
+  /** Images being generated: stop() lets them finish (their decode needs the VAE) before unloading the stages. */
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private stopping = false;
+
+  generate(request: ImageRequest): Promise<DecodedImage> {
+    if (this.stopping) return Promise.reject(createError('SF_ERR_DRAINING'));
+    const running = this.run(request);
+    const settled = running.catch(() => undefined);
+    this.inFlight.add(settled);
+    void settled.then(() => this.inFlight.delete(settled));
+    return running;
+  }
+
+  private async run(request: ImageRequest): Promise<DecodedImage> {
     if (!this.ready()) throw createError('SF_ERR_MODEL_NOT_READY', this.name, '1');
     const started = now();
     const guided = request.guidanceScale > 1;
@@ -108,13 +123,21 @@ export class DiffusionPipeline {
         schedule, latents, latentShape, text, textShape, negativeText, guidanceScale: request.guidanceScale, previewAfter, onStep: request.onStep,
         onPreview: request.onPartial && ((preview) => {
           const index = partialIndex++;
-          decodingPartials.push(this.decode(preview, latentShape).then((image) => request.onPartial!(image, index)));
+          const decoding = this.decode(preview, latentShape).then((image) => request.onPartial!(image, index));
+          // Handled now, so a failed preview never rejects unhandled while denoising goes on; awaited below.
+          decoding.catch(() => undefined);
+          decodingPartials.push(decoding);
         }),
       },
       this.stages.names.denoiser,
       { submittedMs: now() },
     );
-    await this.stages.denoiser.engine.submit(this.steps, work, { signal: request.signal });
+    try {
+      await this.stages.denoiser.engine.submit(this.steps, work, { signal: request.signal });
+    } finally {
+      // A preview still decoding when the request fails is waited for, so its failure is never unhandled.
+      await Promise.allSettled(decodingPartials);
+    }
     await Promise.all(decodingPartials);
     const image = await this.decode(latents, latentShape);
     this.metrics.finished(this.name, (now() - started) / 1000);

@@ -109,6 +109,15 @@ describe('a diffusers-style ONNX pipeline folder (tiny oracle stages on ONNX Run
     }
   });
 
+  it('stop lets images being generated finish (their decode needs the VAE), then refuses new ones', async () => {
+    const { p } = await pipeline('stopping', { denoiser: 'flow' });
+    const running = p.generate({ prompt: 'sky', width: 16, height: 16, steps: 30, guidanceScale: 1, seed: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await p.stop();
+    expectUniform(await running, await oraclePixel('sky'));
+    await expect(p.generate({ prompt: 'sky', width: 16, height: 16, steps: 1, guidanceScale: 1 })).rejects.toMatchObject({ code: 'SF_ERR_DRAINING' });
+  });
+
   it('refuses a folder naming what is missing or unsupported', () => {
     const dir = join(root, 'broken');
     mkdirSync(join(dir, 'scheduler'), { recursive: true });

@@ -113,8 +113,11 @@ async function streamImages(request: FastifyRequest, reply: FastifyReply, body: 
     try {
       const pending: Promise<unknown>[] = [];
       const images = await generateAll(body, signal, undefined, (image, index) => {
-        pending.push(encodeImage(image, body.outputFormat, body.outputCompression).then((bytes) => send('image_generation.partial_image', { b64_json: bytes.toString('base64'), partial_image_index: index })));
-      });
+        const sending = encodeImage(image, body.outputFormat, body.outputCompression).then((bytes) => send('image_generation.partial_image', { b64_json: bytes.toString('base64'), partial_image_index: index }));
+        // Handled now, so a failed preview never rejects unhandled while generation goes on; awaited below.
+        sending.catch(() => undefined);
+        pending.push(sending);
+      }).finally(() => Promise.allSettled(pending));
       await Promise.all(pending);
       for (const image of images) {
         const datum = await imageDatum(request, body, image, files);
