@@ -9,15 +9,15 @@ type SharpModule = (typeof import('sharp'))['default'];
 let loaded: Promise<SharpModule> | undefined;
 
 /**
- * sharp (libvips) is an optional dependency loaded on first use, as onnxruntime-node is: most
- * servers encode no images, and its native library is large. Missing, an image request fails with
+ * sharp (libvips) is an optional peer dependency loaded on first use, as onnxruntime-node is
+ * (docs/install.md): most servers encode no images, and its native library is large. Missing, an image request fails with
  * SF_ERR_IMAGE_ENCODER_MISSING naming the install step.
  */
 function loadSharp(format: ImageFormat): Promise<SharpModule> {
   loaded ??= import('sharp').then((m) => m.default);
   return loaded.catch((cause: unknown) => {
     loaded = undefined;
-    const version = (createRequire(import.meta.url)('../../package.json') as { optionalDependencies: Record<string, string> }).optionalDependencies.sharp;
+    const version = (createRequire(import.meta.url)('../../package.json') as { peerDependencies: Record<string, string> }).peerDependencies.sharp;
     throw createError('SF_ERR_IMAGE_ENCODER_MISSING', format, (cause as Error).message, version, { cause });
   });
 }
