@@ -33,6 +33,7 @@ import { ServerTextModels } from './text/server-text-models.js';
 import { ServerDiffusionModels } from './diffusion/server-diffusion-models.js';
 import type { StepLimits } from './diffusion/step-scheduler.js';
 import { openAiImageRoutes } from './protocol/openai/openai-image-routes.js';
+import { isSpeechModel, openAiSpeechRoutes } from './protocol/openai/openai-speech-routes.js';
 import type { VersionBuilderContext } from './model-repository/model-version-builder.js';
 import type { TextEngine } from './text/text-engine.js';
 import { openAiRoutes } from './protocol/openai/openai-routes.js';
@@ -370,6 +371,8 @@ export class ServeFnServer {
     await socketRoutes(app, { runtimes: this.runtimes, state: this.state, schemas, maxPayload: this.bodyLimit, traceSettings: this.traceSettings });
     if (this.textModels.set.all().length > 0) await this.textRoutes(exposeErrors);
     if (this.diffusionModels.pipelines.length > 0) await app.register(openAiImageRoutes, { pipelines: this.diffusionModels.pipelines, exposeErrors, bodyLimit: this.jsonBodyLimit });
+    // Only where a model served from the start can speak, so the route never takes an @Endpoint's path for nothing.
+    if (this.catalogue.models().some(isSpeechModel)) await app.register(openAiSpeechRoutes, { models: () => this.catalogue.models(), exposeErrors, bodyLimit: this.jsonBodyLimit });
     await app.register(kserveProtocol, {
       ...SERVER_IDENTITY,
       repository: this.catalogue,
