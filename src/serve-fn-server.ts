@@ -34,6 +34,10 @@ import { ServerGenerators } from './generation/server-generators.js';
 import type { GeneratorServeOptions } from './generation/folder-generator.js';
 import { ServerSpeechModels, type SpeechServeOptions } from './speech/server-speech-models.js';
 import { speechRoutes } from './protocol/speech/speech-routes.js';
+import { ServerDiffusionModels } from './diffusion/server-diffusion-models.js';
+import type { StepLimits } from './diffusion/step-scheduler.js';
+import { openAiImageRoutes } from './protocol/openai/openai-image-routes.js';
+import { isSpeechModel, openAiSpeechRoutes } from './protocol/openai/openai-speech-routes.js';
 import type { VersionBuilderContext } from './model-repository/model-version-builder.js';
 import type { TextEngine } from './text/text-engine.js';
 import { openAiRoutes } from './protocol/openai/openai-routes.js';
@@ -108,6 +112,10 @@ export interface ServeOptions {
   /** FunASR export folders (SenseVoiceSmall, Paraformer, BiCifParaformer) served with no code (docs/speech.md). */
   readonly speechFolders?: readonly string[];
   readonly speech?: SpeechServeOptions;
+  /** Diffusers pipeline folders (ONNX exports) served with no code, on the OpenAI Images routes (docs/diffusion.md). */
+  readonly diffusionFolders?: readonly string[];
+  /** The denoisers' step-level batching limits (`--max-num-seqs`, `--diffusion-admission-wait-ms`). */
+  readonly diffusion?: Partial<StepLimits>;
   /** Caps on the clients' system shared-memory regions (default DEFAULT_SHARED_MEMORY_LIMITS). */
   readonly sharedMemoryLimits?: SharedMemoryLimits;
 }
@@ -140,6 +148,8 @@ export class ServeFnServer {
   private generatorModels = ServerGenerators.none;
   /** Every speech model (FunASR export folders); built by prepare(). */
   private speechModels = ServerSpeechModels.none;
+  /** Every diffusion pipeline (from folders); built by prepare(). */
+  private diffusionModels = ServerDiffusionModels.none;
   private readonly bodyLimit: number;
   private readonly jsonBodyLimit: number;
   private grpc?: GrpcServerHandle;
@@ -196,7 +206,11 @@ export class ServeFnServer {
     this.speechModels = await ServerSpeechModels.load(this.options.speechFolders ?? [], this.options.speech ?? {}, this.repositoryContext());
     // Each generator is a v2 model too, for Triton's generate extension and ModelStreamInfer.
     const generatorViews = this.generators.map((served) => new GeneratorInferenceModel(served));
-    this.catalogue = new ModelCatalogue([...own, ...this.textModels.views, ...generatorViews, ...this.speechModels.models], this.repository ?? new EmptyModelRepository(this.options.modelControlMode));
+    this.diffusionModels = await ServerDiffusionModels.load({
+      folders: this.options.diffusionFolders ?? [], limits: this.options.diffusion, builder: this.repositoryContext(), registry: this.recorder.registry,
+      takenNames: new Set([...own, ...this.textModels.views, ...generatorViews, ...this.speechModels.models].map((m) => m.info.name)),
+    });
+    this.catalogue = new ModelCatalogue([...own, ...this.textModels.views, ...generatorViews, ...this.speechModels.models, ...this.diffusionModels.views()], this.repository ?? new EmptyModelRepository(this.options.modelControlMode));
     await this.buildRoutes();
   }
 
@@ -213,10 +227,10 @@ export class ServeFnServer {
 
   private async startInstances(): Promise<void> {
     await this.prepare();
-    const started = await Promise.allSettled([...this.runtimes.map((r) => r.engine.start()), this.textModels.start(), this.generatorModels.start(), this.speechModels.start(), this.repository?.start()]);
+    const started = await Promise.allSettled([...this.runtimes.map((r) => r.engine.start()), this.textModels.start(), this.generatorModels.start(), this.speechModels.start(), this.diffusionModels.start(), this.repository?.start()]);
     const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failed) {
-      await Promise.allSettled([...this.runtimes.map((r) => r.engine.stop()), this.textModels.stop(), this.generatorModels.stop(), this.speechModels.stop(), this.repository?.close()]);
+      await Promise.allSettled([...this.runtimes.map((r) => r.engine.stop()), this.textModels.stop(), this.generatorModels.stop(), this.speechModels.stop(), this.diffusionModels.stop(), this.repository?.close()]);
       throw failed.reason;
     }
     // close() during the start has already moved the phase on; the server must not turn ready.
@@ -296,7 +310,7 @@ export class ServeFnServer {
     // Decorated and text engines (a text model's forward batches are a scheduler on its forward model's engine), then
     // the repository's, whose models their in-flight requests may still call, within what is left of the one
     // stream timeout, so the whole drain stays within the grace period it was given; then the transports.
-    await Promise.all([...this.runtimes.map((r) => r.engine.drain(streamTimeoutMs)), this.textModels.stop(), this.generatorModels.stop(), this.speechModels.stop(streamTimeoutMs)]);
+    await Promise.all([...this.runtimes.map((r) => r.engine.drain(streamTimeoutMs)), this.textModels.stop(), this.generatorModels.stop(), this.speechModels.stop(streamTimeoutMs), this.diffusionModels.stop()]);
     await this.repository?.close({ streamTimeoutMs: streamTimeoutMs === undefined ? undefined : Math.max(0, drainStartMs + streamTimeoutMs - Date.now()) });
     await Promise.all([this.app.close(), this.grpc?.close()]);
     this.sharedMemory.unregister();
@@ -392,6 +406,9 @@ export class ServeFnServer {
     const generators = this.generators;
     if (generators.length > 0) await registerGenerationRoutes(app, generators, { serverVersion: SERVER_IDENTITY.serverVersion, exposeErrors, bodyLimit: this.jsonBodyLimit, textRoutes });
     if (this.speechModels.models.length > 0) await app.register(speechRoutes, { models: this.speechModels, exposeErrors, bodyLimit: this.bodyLimit });
+    if (this.diffusionModels.pipelines.length > 0) await app.register(openAiImageRoutes, { pipelines: this.diffusionModels.pipelines, exposeErrors, bodyLimit: this.jsonBodyLimit });
+    // Only where a model served from the start can speak, so the route never takes an @Endpoint's path for nothing.
+    if (this.catalogue.models().some(isSpeechModel)) await app.register(openAiSpeechRoutes, { models: () => this.catalogue.models(), exposeErrors, bodyLimit: this.jsonBodyLimit });
     await app.register(kserveProtocol, {
       ...SERVER_IDENTITY,
       repository: this.catalogue,
@@ -428,7 +445,7 @@ export class ServeFnServer {
    */
   private unavailableModel(): string | undefined {
     const lost = this.runtimes.find((r) => !r.engine.available);
-    const text = this.textModels.notReady() ?? this.generatorModels.notReady() ?? this.speechModels.notReady();
+    const text = this.textModels.notReady() ?? this.generatorModels.notReady() ?? this.speechModels.notReady() ?? this.diffusionModels.notReady();
     if (text) return text;
     const generator = this.options.generators?.find((g) => !g.generator.ready());
     if (generator) return `model '${generator.generator.name}' is not ready`;

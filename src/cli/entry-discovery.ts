@@ -8,6 +8,7 @@ import { isModelRepository } from '../model-repository/repository-scan.js';
 import { isTextModelFolder } from '../text/model-folder.js';
 import { isGenerativeFolder } from '../generation/generative-folder.js';
 import { isSpeechFolder } from '../speech/speech-folder.js';
+import { isDiffusionFolder } from '../diffusion/pipeline-folder.js';
 import type { RepositoryServeOptions, ServeOptions } from '../serve-fn-server.js';
 
 export const FOLDER_ENTRIES = ['serve-fn.config.ts', 'serve-fn.config.js', 'index.ts', 'index.js'];
@@ -85,24 +86,42 @@ export function findSpeechFolders(path = '.'): string[] | undefined {
 }
 
 /**
+ * Diffusers pipeline folders to serve at `path` (model_index.json): the folder itself, or its
+ * subfolders that are; undefined otherwise. Looked for before text folders.
+ */
+export function findDiffusionFolders(path = '.'): string[] | undefined {
+  const target = resolve(path);
+  if (!existsSync(target) || !statSync(target).isDirectory() || FOLDER_ENTRIES.some((name) => existsSync(join(target, name)))) return undefined;
+  if (isDiffusionFolder(target)) return [target];
+  const children = readdirSync(target, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => join(target, d.name)).filter(isDiffusionFolder).sort();
+  return children.length > 0 ? children : undefined;
+}
+
+/**
  * What `start`, `dev` and `openapi` serve at `paths`: text model folders (one or several, or parent
  * folders of them), a Triton model repository folder, or an entry module's models. Only text
  * folders come several at a time.
  */
-export async function modelsToServe(paths: string | readonly string[] | undefined, repository: Omit<RepositoryServeOptions, 'root'> = {}): Promise<Pick<ServeOptions, 'models' | 'moduleUrl' | 'repository' | 'textFolders' | 'generativeFolders' | 'speechFolders' | 'modelControlMode'>> {
+export async function modelsToServe(paths: string | readonly string[] | undefined, repository: Omit<RepositoryServeOptions, 'root'> = {}): Promise<Pick<ServeOptions, 'models' | 'moduleUrl' | 'repository' | 'textFolders' | 'generativeFolders' | 'speechFolders' | 'diffusionFolders' | 'modelControlMode'>> {
   const all = paths === undefined ? ['.'] : typeof paths === 'string' ? [paths] : paths.length === 0 ? ['.'] : paths;
   // Without a repository folder, the control mode still says how load and unload requests are answered.
   const modelControlMode = repository.controlMode;
   const speechFolders = all.map((p) => findSpeechFolders(p));
-  const textFolders = all.map((p) => findTextModelFolders(p));
+  const diffusionFolders = all.map((p) => findDiffusionFolders(p));
+  // A diffusers pipeline folder holds tokenizer and model files a text folder check could take for its own.
+  const textFolders = all.map((p, i) => (diffusionFolders[i] ? undefined : findTextModelFolders(p)));
   const generativeFolders = all.map((p) => findGenerativeFolders(p));
-  if (all.every((_, i) => textFolders[i] !== undefined || generativeFolders[i] !== undefined || speechFolders[i] !== undefined)) {
+  if (all.every((_, i) => textFolders[i] !== undefined || generativeFolders[i] !== undefined || speechFolders[i] !== undefined || diffusionFolders[i] !== undefined)) {
     const generative = generativeFolders.flatMap((found) => found ?? []);
     const speech = speechFolders.flatMap((found) => found ?? []);
-    return { models: [], textFolders: textFolders.flatMap((found) => found ?? []), ...(generative.length > 0 ? { generativeFolders: generative } : {}), ...(speech.length > 0 ? { speechFolders: speech } : {}), modelControlMode };
+    const diffusion = diffusionFolders.flatMap((found) => found ?? []);
+    return {
+      models: [], textFolders: textFolders.flatMap((found) => found ?? []), modelControlMode,
+      ...(generative.length > 0 ? { generativeFolders: generative } : {}), ...(speech.length > 0 ? { speechFolders: speech } : {}), ...(diffusion.length > 0 ? { diffusionFolders: diffusion } : {}),
+    };
   }
   if (all.length > 1) {
-    const other = all.find((_, i) => textFolders[i] === undefined && generativeFolders[i] === undefined && speechFolders[i] === undefined)!;
+    const other = all.find((_, i) => textFolders[i] === undefined && generativeFolders[i] === undefined && speechFolders[i] === undefined && diffusionFolders[i] === undefined)!;
     throw createError('SF_ERR_ENTRY_NOT_FOUND', `${other} (several paths are served only when each is a text model folder, or a folder of them)`);
   }
   const path = all[0];

@@ -85,6 +85,8 @@ interface StartFlags extends BodyLimitFlags, TextFlags, GenerationFlags {
   docs: 'protected' | 'public' | 'off';
   docsKserve: 'true' | 'false';
   metricsSummaryLatencies?: boolean;
+  maxNumSeqs?: number;
+  diffusionAdmissionWaitMs?: number;
 }
 
 interface ConvertFlags {
@@ -176,6 +178,7 @@ export function buildProgram(): Command {
         env: 'SERVE_FN_RESTART_LIMIT',
       }),
     )
+    .addOption(withNotes(new Option('--diffusion-admission-wait-ms <ms>', "diffusion folders: an idle denoiser's first step waits this long so a burst starts together").argParser(nonNegativeInt).env('SERVE_FN_DIFFUSION_ADMISSION_WAIT_MS'), { default: '2' }))
     .addOption(new Option('--metrics-summary-latencies [bool]', "add Triton's nv_inference_*_summary_us latency summaries to /metrics, as Triton's --metrics-config summary_latencies=true").argParser(bool).env('SERVE_FN_METRICS_SUMMARY_LATENCIES'))
     .optionsGroup('Speech models (FunASR export folders, docs/speech.md):')
     .addOption(new Option('--quantize [bool]', "serve model_quant.onnx, as FunASR's runtime's --quantize").argParser(bool).default(false))
@@ -203,6 +206,10 @@ export function buildProgram(): Command {
         generation: generationServeOptions(opts, opts.servedModelName),
         speech: { quantize: opts.quantize === true, maxAudioSeconds: opts.maxAudioSeconds },
         metricsSummaryLatencies: opts.metricsSummaryLatencies,
+        diffusion: {
+          ...(opts.maxNumSeqs === undefined ? {} : { maxRunning: opts.maxNumSeqs }),
+          ...(opts.diffusionAdmissionWaitMs === undefined ? {} : { admissionWaitUs: opts.diffusionAdmissionWaitMs * 1000 }),
+        },
         sharedMemoryLimits: { ...(opts.shmMaxRegions === undefined ? {} : { maxRegions: opts.shmMaxRegions }), ...(opts.shmMaxBytes === undefined ? {} : { maxBytes: opts.shmMaxBytes }) },
       });
     });

@@ -57,6 +57,8 @@ export interface StartOptions {
   readonly sharedMemoryLimits?: Partial<SharedMemoryLimits>;
   /** Triton's latency summaries in /metrics (--metrics-summary-latencies). */
   readonly metricsSummaryLatencies?: boolean;
+  /** --max-num-seqs and --diffusion-admission-wait-ms for diffusion folders. */
+  readonly diffusion?: ServeOptions['diffusion'];
 }
 
 /**
@@ -93,7 +95,7 @@ async function serverFor(entryPaths: string | readonly string[] | undefined, opt
   const repository = { ...options.repository, maxInstances: options.repository?.maxInstances ?? maxInstancesFrom(process.env.SERVE_FN_MAX_INSTANCES) };
   const restartPolicy = options.restartPolicy ?? restartPolicyFrom(process.env.SERVE_FN_RESTART_LIMIT);
   const tracing = tracingRequested(process.env) ? await startTracing(process.env, SERVER_IDENTITY.serverVersion) : undefined;
-  return new ServeFnServer({ ...(await modelsToServe(entryPaths, repository)), restartPolicy, text: options.text, generation: options.generation, speech: options.speech, logger, bodyLimit: options.bodyLimit, jsonBodyLimit: options.jsonBodyLimit, sharedMemoryLimits: { ...DEFAULT_SHARED_MEMORY_LIMITS, ...options.sharedMemoryLimits }, exposeErrors: options.dev, grpc: options.grpc, security, tls, summaryLatencies: options.metricsSummaryLatencies, tracing, docs: options.docs });
+  return new ServeFnServer({ ...(await modelsToServe(entryPaths, repository)), restartPolicy, text: options.text, generation: options.generation, speech: options.speech, diffusion: options.diffusion, logger, bodyLimit: options.bodyLimit, jsonBodyLimit: options.jsonBodyLimit, sharedMemoryLimits: { ...DEFAULT_SHARED_MEMORY_LIMITS, ...options.sharedMemoryLimits }, exposeErrors: options.dev, grpc: options.grpc, security, tls, summaryLatencies: options.metricsSummaryLatencies, tracing, docs: options.docs });
 }
 
 /** `serve-fn start` (and the child process of `serve-fn dev`): initialise, listen, drain on signals. */

@@ -179,6 +179,10 @@ export const ERROR_CATALOGUE = {
   SF_ERR_AUDIO_INVALID: spec(400, 'Audio could not be used: %s'),
   SF_ERR_AUDIO_TOO_LONG: spec(413, 'Audio is %s s long, over the limit of %s s; split it into shorter files'),
   SF_ERR_SPEECH_MODEL_UNKNOWN: spec(404, "Speech model '%s' is not served here (served: %s)"),
+  SF_ERR_DIFFUSION_FOLDER_INVALID: spec(500, "Diffusion pipeline folder '%s' cannot be served: %s"),
+  SF_ERR_DIFFUSION_MODEL_UNKNOWN: spec(404, "The model '%s' does not exist (served image models: %s)"),
+  SF_ERR_IMAGE_ENCODER_MISSING: spec(500, 'Encoding %s images needs the optional dependency sharp, which could not be loaded (%s): run `npm install sharp@%s`'),
+  SF_ERR_DIFFUSION_JOB_UNKNOWN: spec(404, "No image job '%s' (jobs are kept for %s s after they end)"),
 } as const satisfies Record<string, ErrorSpec>;
 
 export type SfErrorCode = keyof typeof ERROR_CATALOGUE;

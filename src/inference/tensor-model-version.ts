@@ -28,7 +28,8 @@ export class TensorModelVersion implements ServedModel {
 
   constructor(
     readonly info: InferenceModelInfo,
-    private readonly engine: InstanceEngine,
+    /** Its instances; a pipeline registers its denoiser's step scheduler here beside the version's own. */
+    readonly engine: InstanceEngine,
     private readonly requests: TensorRequests,
     private readonly warmups: readonly WarmupRun[],
   ) {}

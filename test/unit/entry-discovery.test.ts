@@ -95,3 +95,19 @@ describe('modelsToServe', () => {
     expect(served.modelControlMode).toBe('explicit');
   });
 });
+
+describe('modelsToServe: diffusers pipeline folders', () => {
+  it('serves a folder with model_index.json (or a folder of them) as diffusion pipelines, looked for before text folders', async () => {
+    const parent = mkdtempSync(join(tmpdir(), 'serve-fn-diffusion-discovery-'));
+    try {
+      for (const name of ['b-dit', 'a-dit']) {
+        mkdirSync(join(parent, name), { recursive: true });
+        writeFileSync(join(parent, name, 'model_index.json'), '{"_class_name":"StableDiffusion3Pipeline"}');
+      }
+      expect(await modelsToServe(join(parent, 'a-dit'))).toMatchObject({ models: [], textFolders: [], diffusionFolders: [join(parent, 'a-dit')] });
+      expect(await modelsToServe(parent)).toMatchObject({ diffusionFolders: [join(parent, 'a-dit'), join(parent, 'b-dit')] });
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,215 @@
+import { randomInt } from 'node:crypto';
+import { createError } from '../errors/index.js';
+import type { CancelSignal } from '../engine/dynamic-batcher.js';
+import type { RepositoryIndexEntry } from '../inference/inference-model.js';
+import type { ServerModel } from '../inference/model-catalogue.js';
+import type { TensorModelVersion } from '../inference/tensor-model-version.js';
+import type { VersionBuilderContext } from '../model-repository/model-version-builder.js';
+import { TextTokenizer } from '../tokenizer/tokenizer.js';
+import { now } from '../wire/epoch-time.js';
+import { scheduleFor } from './denoise-schedule.js';
+import { DenoiseWork } from './denoise-work.js';
+import type { DiffusionMetrics } from './diffusion-metrics.js';
+import type { DiffusionFolder } from './pipeline-folder.js';
+import { buildPipelineStages, type PipelineStages } from './pipeline-stages.js';
+import { seededNormal } from './seeded-noise.js';
+import { StepScheduler, type StepLimits } from './step-scheduler.js';
+
+/** One image to generate, its fields checked by the protocol. */
+export interface ImageRequest {
+  readonly prompt: string;
+  /** The unconditional branch of classifier-free guidance; '' when absent, as diffusers encodes it. */
+  readonly negativePrompt?: string;
+  readonly width: number;
+  readonly height: number;
+  readonly steps: number;
+  readonly guidanceScale: number;
+  /** Seeds the initial noise (seeded-noise.ts); a random seed when absent. */
+  readonly seed?: number;
+  readonly signal?: CancelSignal;
+  /** How many partial images to decode on the way (OpenAI's partial_images, 0–3). */
+  readonly partialImages?: number;
+  readonly onPartial?: (image: DecodedImage, index: number) => void;
+  /** After each denoising step, with the steps done. */
+  readonly onStep?: (done: number) => void;
+}
+
+/** An image as 8-bit RGB rows (height × width × 3). */
+export interface DecodedImage {
+  readonly width: number;
+  readonly height: number;
+  readonly rgb: Uint8Array;
+}
+
+/**
+ * A diffusers pipeline folder served with no code: its tokenizer here, its three stages as models
+ * on the engine (pipeline-stages.ts), the denoiser's steps batched across requests by a
+ * StepScheduler on the denoiser's engine. `generate` runs one image: encode, denoise, decode, as
+ * diffusers' pipelines do (pipeline_stable_diffusion_3.py `__call__`).
+ */
+export class DiffusionPipeline {
+  private constructor(
+    readonly name: string,
+    readonly folder: DiffusionFolder,
+    private readonly stages: PipelineStages,
+    private readonly tokenizer: TextTokenizer,
+    private readonly steps: StepScheduler,
+    private readonly metrics: DiffusionMetrics,
+  ) {}
+
+  static async load(folder: DiffusionFolder, name: string, ctx: VersionBuilderContext, limits: StepLimits, metrics: DiffusionMetrics): Promise<DiffusionPipeline> {
+    const stages = await buildPipelineStages(folder, name, ctx);
+    const tokenizer = await TextTokenizer.fromFile(folder.tokenizerFile);
+    const engine = stages.denoiser.engine;
+    const steps = engine.register(new StepScheduler(`${name}_denoiser`, engine, limits, metrics.observer(name)));
+    return new DiffusionPipeline(name, folder, stages, tokenizer, steps, metrics);
+  }
+
+  /** The stages as /v2 models with their own statistics. */
+  stageModels(): ServerModel[] {
+    return [this.stages.textEncoder, this.stages.denoiser, this.stages.vaeDecoder].map(ownModel);
+  }
+
+  async start(): Promise<void> {
+    await Promise.all([this.stages.textEncoder.load(), this.stages.denoiser.load(), this.stages.vaeDecoder.load()]);
+  }
+
+  /** Refuses new images, waits for those being generated, then stops the stages. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await Promise.all([...this.inFlight]);
+    await Promise.allSettled([this.stages.textEncoder.unload(), this.stages.denoiser.unload(), this.stages.vaeDecoder.unload()]);
+  }
+
+  ready(): boolean {
+    return this.stages.textEncoder.ready() && this.stages.denoiser.ready() && this.stages.vaeDecoder.ready();
+  }
+
+  /** Pixels per latent cell times the DiT's 2×2 patch: the multiple sizes must be (16 for the usual VAEs). */
+  get sizeMultiple(): number {
+    return this.folder.vaeScaleFactor * 2;
+  }
+
+  /** Images being generated: stop() lets them finish (their decode needs the VAE) before unloading the stages. */
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private stopping = false;
+
+  generate(request: ImageRequest): Promise<DecodedImage> {
+    if (this.stopping) return Promise.reject(createError('SF_ERR_DRAINING'));
+    const running = this.run(request);
+    const settled = running.catch(() => undefined);
+    this.inFlight.add(settled);
+    void settled.then(() => this.inFlight.delete(settled));
+    return running;
+  }
+
+  private async run(request: ImageRequest): Promise<DecodedImage> {
+    if (!this.ready()) throw createError('SF_ERR_MODEL_NOT_READY', this.name, '1');
+    const started = now();
+    const guided = request.guidanceScale > 1;
+    const [text, negativeText, textShape] = await this.encode(request.prompt, guided ? (request.negativePrompt ?? '') : undefined);
+    const h = request.height / this.folder.vaeScaleFactor;
+    const w = request.width / this.folder.vaeScaleFactor;
+    const channels = this.folder.latentChannels ?? fixedDim(this.stages.denoiser.info.inputs.find((s) => s.name === this.stages.names.denoiser.latentInput)?.shape[0]) ?? 4;
+    const latentShape = [1, channels, h, w];
+    const latents = seededNormal(request.seed ?? randomInt(2 ** 47), channels * h * w);
+    const schedule = scheduleFor(this.folder.scheduler, request.steps, (h / 2) * (w / 2));
+    const partials = Math.min(request.partialImages ?? 0, request.steps - 1);
+    const previewAfter = new Set(Array.from({ length: partials }, (_, i) => Math.floor(((i + 1) * request.steps) / (partials + 1)) - 1));
+    let partialIndex = 0;
+    const decodingPartials: Promise<void>[] = [];
+    const work = new DenoiseWork(
+      {
+        schedule, latents, latentShape, text, textShape, negativeText, guidanceScale: request.guidanceScale, previewAfter, onStep: request.onStep,
+        onPreview: request.onPartial && ((preview) => {
+          const index = partialIndex++;
+          const decoding = this.decode(preview, latentShape).then((image) => request.onPartial!(image, index));
+          // Handled now, so a failed preview never rejects unhandled while denoising goes on; awaited below.
+          decoding.catch(() => undefined);
+          decodingPartials.push(decoding);
+        }),
+      },
+      this.stages.names.denoiser,
+      { submittedMs: now() },
+    );
+    try {
+      await this.stages.denoiser.engine.submit(this.steps, work, { signal: request.signal });
+    } finally {
+      // A preview still decoding when the request fails is waited for, so its failure is never unhandled.
+      await Promise.allSettled(decodingPartials);
+    }
+    await Promise.all(decodingPartials);
+    const image = await this.decode(latents, latentShape);
+    this.metrics.finished(this.name, (now() - started) / 1000);
+    return image;
+  }
+
+  /**
+   * The prompt (and the negative prompt) through the tokenizer, cut and padded to model_max_length
+   * as the pipelines call it (`padding="max_length", truncation=True`), then the text encoder in one call.
+   */
+  private async encode(prompt: string, negative: string | undefined): Promise<[Float32Array, Float32Array | undefined, number[]]> {
+    const texts = negative === undefined ? [prompt] : [negative, prompt];
+    const length = this.folder.maxLength;
+    const { tokens, textOutput } = this.stages.names;
+    const ids = tokens.datatype === 'INT64' ? new BigInt64Array(texts.length * length) : new Int32Array(texts.length * length);
+    for (const [row, text] of texts.entries()) {
+      const encoding = await this.tokenizer.encode(text, { maxLength: length });
+      for (let i = 0; i < length; i++) {
+        const id = i < encoding.ids.length ? encoding.ids[i] : this.tokenizer.padId;
+        if (ids instanceof BigInt64Array) ids[row * length + i] = BigInt(id);
+        else ids[row * length + i] = id;
+      }
+    }
+    const response = await this.stages.textEncoder.infer({ inputs: [{ name: tokens.name, datatype: tokens.datatype, shape: [texts.length, length], data: ids }], outputs: [{ name: textOutput }] });
+    const states = response.outputs[0];
+    const data = states.data as Float32Array;
+    const perRow = data.length / texts.length;
+    const shape = [1, ...states.shape.slice(1)];
+    return negative === undefined ? [data.slice(0, perRow), undefined, shape] : [data.slice(perRow), data.slice(0, perRow), shape];
+  }
+
+  /**
+   * Latents to pixels: `latents / scaling_factor + shift_factor` through the VAE decoder, then
+   * diffusers' VaeImageProcessor.postprocess: `(x / 2 + 0.5).clamp(0, 1)`, `(x * 255).round()` to uint8 (numpy rounds halves to even).
+   */
+  private async decode(latents: Float32Array, latentShape: readonly number[]): Promise<DecodedImage> {
+    const { scalingFactor, shiftFactor } = this.folder;
+    const scaled = latents.map((x) => x / scalingFactor + shiftFactor);
+    const { vaeInput, vaeOutput } = this.stages.names;
+    const response = await this.stages.vaeDecoder.infer({ inputs: [{ name: vaeInput, datatype: 'FP32', shape: [...latentShape], data: scaled }], outputs: [{ name: vaeOutput }] });
+    const sample = response.outputs[0];
+    const [, channels, height, width] = sample.shape;
+    const data = sample.data as Float32Array;
+    const rgb = new Uint8Array(height * width * 3);
+    const plane = height * width;
+    for (let c = 0; c < 3; c++) {
+      const from = Math.min(c, channels - 1) * plane;
+      for (let p = 0; p < plane; p++) rgb[p * 3 + c] = toByte(data[from + p]);
+    }
+    return { width, height, rgb };
+  }
+}
+
+function toByte(x: number): number {
+  const v = Math.min(1, Math.max(0, x / 2 + 0.5)) * 255;
+  const r = Math.round(v);
+  return r - v === 0.5 && r % 2 === 1 ? r - 1 : r;
+}
+
+function fixedDim(dim: number | undefined): number | undefined {
+  return dim !== undefined && dim > 0 ? dim : undefined;
+}
+
+/** A stage as one of the server's own /v2 models. */
+function ownModel(model: TensorModelVersion): ServerModel {
+  return {
+    info: model.info,
+    ready: () => model.ready(),
+    infer: (request) => model.infer(request),
+    indexEntry(): RepositoryIndexEntry {
+      const { name, version } = model.info;
+      return model.ready() ? { name, version, state: 'READY' } : { name, version, state: 'UNAVAILABLE', reason: 'the pipeline is not loaded' };
+    },
+  };
+}

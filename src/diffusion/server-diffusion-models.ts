@@ -1,0 +1,64 @@
+import type { Registry } from 'prom-client';
+import { createError } from '../errors/index.js';
+import type { ServerModel } from '../inference/model-catalogue.js';
+import type { VersionBuilderContext } from '../model-repository/model-version-builder.js';
+import { DiffusionMetrics } from './diffusion-metrics.js';
+import { DiffusionInferenceModel } from './diffusion-inference-model.js';
+import { DiffusionPipeline } from './diffusion-pipeline.js';
+import { readDiffusionFolder } from './pipeline-folder.js';
+import { DEFAULT_STEP_LIMITS, type StepLimits } from './step-scheduler.js';
+
+export interface ServerDiffusionModelsOptions {
+  /** Diffusers pipeline folders served with no code, each under its folder's name. */
+  readonly folders: readonly string[];
+  /** The denoisers' step-scheduler limits (`--max-num-seqs`, `--diffusion-admission-wait-ms`). */
+  readonly limits?: Partial<StepLimits>;
+  readonly builder: VersionBuilderContext;
+  readonly registry: Registry;
+  /** Names other models already take. */
+  readonly takenNames: ReadonlySet<string>;
+}
+
+/**
+ * The diffusion pipelines one server serves (beside ServerTextModels): what the image routes pick
+ * from, their stages as /v2 models for the catalogue, started and stopped with the server.
+ */
+export class ServerDiffusionModels {
+  private constructor(readonly pipelines: readonly DiffusionPipeline[]) {}
+
+  static readonly none = new ServerDiffusionModels([]);
+
+  static async load(opts: ServerDiffusionModelsOptions): Promise<ServerDiffusionModels> {
+    if (opts.folders.length === 0) return ServerDiffusionModels.none;
+    const metrics = new DiffusionMetrics(opts.registry);
+    const limits = { ...DEFAULT_STEP_LIMITS, ...opts.limits };
+    const taken = new Set(opts.takenNames);
+    const pipelines: DiffusionPipeline[] = [];
+    for (const dir of opts.folders) {
+      const folder = readDiffusionFolder(dir);
+      if (taken.has(folder.name)) throw createError('SF_ERR_DIFFUSION_FOLDER_INVALID', folder.dir, `another model is already served as '${folder.name}': rename the folder`);
+      taken.add(folder.name);
+      pipelines.push(await DiffusionPipeline.load(folder, folder.name, opts.builder, limits, metrics));
+    }
+    return new ServerDiffusionModels(pipelines);
+  }
+
+  /** Every pipeline (prompt in, image out) and its stages, as the server's own /v2 models. */
+  views(): ServerModel[] {
+    return this.pipelines.flatMap((p) => [new DiffusionInferenceModel(p), ...p.stageModels()]);
+  }
+
+  async start(): Promise<void> {
+    await Promise.all(this.pipelines.map((p) => p.start()));
+  }
+
+  async stop(): Promise<void> {
+    await Promise.allSettled(this.pipelines.map((p) => p.stop()));
+  }
+
+  /** Why a pipeline cannot serve now, or undefined. */
+  notReady(): string | undefined {
+    const down = this.pipelines.find((p) => !p.ready());
+    return down && `image model '${down.name}' is not ready`;
+  }
+}
