@@ -181,8 +181,8 @@ export function buildProgram(): Command {
     .addOption(withNotes(new Option('--diffusion-admission-wait-ms <ms>', "diffusion folders: an idle denoiser's first step waits this long so a burst starts together").argParser(nonNegativeInt).env('SERVE_FN_DIFFUSION_ADMISSION_WAIT_MS'), { default: '2' }))
     .addOption(new Option('--metrics-summary-latencies [bool]', "add Triton's nv_inference_*_summary_us latency summaries to /metrics, as Triton's --metrics-config summary_latencies=true").argParser(bool).env('SERVE_FN_METRICS_SUMMARY_LATENCIES'))
     .optionsGroup('Speech models (FunASR export folders, docs/speech.md):')
-    .addOption(new Option('--quantize [bool]', "serve model_quant.onnx, as FunASR's runtime's --quantize").argParser(bool).default(false))
-    .addOption(new Option('--max-audio-seconds <seconds>', 'longest audio a speech model takes').argParser(positiveInt).default(600));
+    .addOption(withNotes(new Option('--quantize [bool]', "serve model_quant.onnx, as FunASR's runtime's --quantize").argParser(bool), { default: 'false' }))
+    .addOption(withNotes(new Option('--max-audio-seconds <seconds>', 'longest audio a speech model takes').argParser(positiveInt), { default: '600' }));
   generationFlagOptions(textFlagOptions(start)).action(async (entries: string[], opts: StartFlags) => {
       await withTypeScriptLoader();
       const { startCommand } = await import('./start-command.js');
@@ -204,7 +204,7 @@ export function buildProgram(): Command {
         restartPolicy: opts.restartLimit,
         text: textServeOptions(opts),
         generation: generationServeOptions(opts, opts.servedModelName),
-        speech: { quantize: opts.quantize === true, maxAudioSeconds: opts.maxAudioSeconds },
+        speech: { quantize: opts.quantize === true, ...(opts.maxAudioSeconds === undefined ? {} : { maxAudioSeconds: opts.maxAudioSeconds }) },
         metricsSummaryLatencies: opts.metricsSummaryLatencies,
         diffusion: {
           ...(opts.maxNumSeqs === undefined ? {} : { maxRunning: opts.maxNumSeqs }),
