@@ -24,7 +24,7 @@ function gib(value: string): number {
 
 /** vLLM's engine flags under vLLM's names (https://docs.vllm.ai/en/latest/configuration/engine_args.html); --kv-cache-space is VLLM_CPU_KVCACHE_SPACE. */
 const GENERATION_OPTIONS: readonly (readonly [Option, keyof GenerationFlags])[] = [
-  [withNotes(new Option('--max-num-seqs <n>', 'sequences in one scheduler step: generative models, and diffusion denoisers (default 8 there, batched step by step as vLLM-Omni)').argParser(count).env('SERVE_FN_MAX_NUM_SEQS'), { default: String(DEFAULT_GENERATOR_LIMITS.maxNumSeqs) }), 'maxNumSeqs'],
+  [withNotes(new Option('--max-num-seqs <n>', 'sequences in one scheduler step: of a generative model, and of a diffusion denoiser batched step by step as vLLM-Omni').argParser(count).env('SERVE_FN_MAX_NUM_SEQS'), { default: `${DEFAULT_GENERATOR_LIMITS.maxNumSeqs}; 8 for a diffusion denoiser` }), 'maxNumSeqs'],
   [withNotes(new Option('--max-num-batched-tokens <n>', 'generative models: tokens in one scheduler step (decodes first, then prefill chunks)').argParser(count).env('SERVE_FN_MAX_NUM_BATCHED_TOKENS'), { default: String(DEFAULT_GENERATOR_LIMITS.maxNumBatchedTokens) }), 'maxNumBatchedTokens'],
   [withNotes(new Option('--max-model-len <n>', "generative models: the context length, prompt and output").argParser(count).env('SERVE_FN_MAX_MODEL_LEN'), { default: "config.json's max_position_embeddings" }), 'maxModelLen'],
   [withNotes(new Option('--kv-cache-space <GiB>', 'generative models: KV cache per instance, in 16-token blocks').argParser(gib).env('VLLM_CPU_KVCACHE_SPACE'), { default: String(DEFAULT_GENERATOR_LIMITS.kvCacheSpaceGiB) }), 'kvCacheSpace'],
