@@ -37,7 +37,7 @@ import { speechRoutes } from './protocol/speech/speech-routes.js';
 import { ServerDiffusionModels } from './diffusion/server-diffusion-models.js';
 import type { StepLimits } from './diffusion/step-scheduler.js';
 import { openAiImageRoutes } from './protocol/openai/openai-image-routes.js';
-import { isSpeechModel, openAiSpeechRoutes } from './protocol/openai/openai-speech-routes.js';
+import { isTextToSpeechModel, textToSpeechRoutes } from './protocol/openai/openai-text-to-speech-routes.js';
 import type { VersionBuilderContext } from './model-repository/model-version-builder.js';
 import type { TextEngine } from './text/text-engine.js';
 import { openAiRoutes } from './protocol/openai/openai-routes.js';
@@ -408,7 +408,7 @@ export class ServeFnServer {
     if (this.speechModels.models.length > 0) await app.register(speechRoutes, { models: this.speechModels, exposeErrors, bodyLimit: this.bodyLimit });
     if (this.diffusionModels.pipelines.length > 0) await app.register(openAiImageRoutes, { pipelines: this.diffusionModels.pipelines, exposeErrors, bodyLimit: this.jsonBodyLimit });
     // Only where a model served from the start can speak, so the route never takes an @Endpoint's path for nothing.
-    if (this.catalogue.models().some(isSpeechModel)) await app.register(openAiSpeechRoutes, { models: () => this.catalogue.models(), exposeErrors, bodyLimit: this.jsonBodyLimit });
+    if (this.catalogue.models().some(isTextToSpeechModel)) await app.register(textToSpeechRoutes, { models: () => this.catalogue.models(), exposeErrors, bodyLimit: this.jsonBodyLimit });
     await app.register(kserveProtocol, {
       ...SERVER_IDENTITY,
       repository: this.catalogue,

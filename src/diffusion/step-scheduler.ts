@@ -1,9 +1,12 @@
 import { createError } from '../errors/index.js';
 import type { CancelSignal, SubmitOptions } from '../engine/dynamic-batcher.js';
 import type { InstanceEngine } from '../engine/instance-engine.js';
+import type { Acquired } from '../engine/instance-pool.js';
+import { EngineStepTarget } from '../engine/step-target.js';
 import type { RequestClock } from '../engine/request-accounting.js';
 import type { Scheduler } from '../engine/scheduler.js';
 import type { TensorWireRequest, TensorWireResult } from '../wire/tensor-model-plan.js';
+import { tensorCall } from '../wire/wire-format.js';
 
 /** One request's denoising as the step scheduler drives it; the request owns its latents and scheduler state. */
 export interface StepWork extends RequestClock {
@@ -56,7 +59,8 @@ interface Entry {
  * drops cancelled requests and admits waiting ones. Waiting requests queue per key and are admitted
  * by deficit round robin over the keys (quantum: the largest request, 2 rows), so one resolution
  * cannot starve another — what vLLM-Omni's #3860 proposes against its FIFO admission. Ticks take
- * the running keys in turn. Each tick is one execution in the denoiser's nv_* statistics.
+ * the running keys in turn. Ticks run on the engine as the text generator's steps do (EngineStepTarget):
+ * each is one execution in the denoiser's nv_* statistics, and a request is dispatched in its first.
  */
 export class StepScheduler implements Scheduler {
   private readonly waiting = new Map<string, Entry[]>();
@@ -71,13 +75,16 @@ export class StepScheduler implements Scheduler {
   private holdTimer: unknown;
   private draining = false;
   private drained: (() => void) | undefined;
+  private readonly target: EngineStepTarget;
 
   constructor(
     readonly owner: string,
     private readonly engine: InstanceEngine,
     private readonly limits: StepLimits,
     private readonly observer: StepObserver,
-  ) {}
+  ) {
+    this.target = new EngineStepTarget(engine);
+  }
 
   get pendingCount(): number {
     return this.waitingCount;
@@ -110,10 +117,12 @@ export class StepScheduler implements Scheduler {
 
   notifyIdle(): void {
     if (this.holdTimer === undefined) this.admit();
-    while (this.engine.idleCount > 0) {
-      const key = this.nextKeyToTick();
-      if (key === undefined) break;
-      this.tick(key);
+    for (;;) {
+      const keys = [...this.running.keys()].filter((key) => !this.ticking.has(key));
+      if (keys.length === 0) break;
+      const acquired = this.target.tryAcquireAny();
+      if (!acquired) break;
+      this.tick(keys[this.nextRunningKey++ % keys.length], acquired);
     }
     this.settleDrain();
   }
@@ -162,7 +171,6 @@ export class StepScheduler implements Scheduler {
   }
 
   private start(entry: Entry): void {
-    this.engine.admit([entry.work]);
     this.observer.admitted(entry.work, this.engine.clock.now() - entry.enqueuedUs);
     const group = this.running.get(entry.work.key) ?? [];
     group.push(entry);
@@ -171,29 +179,29 @@ export class StepScheduler implements Scheduler {
     this.observer.runningChanged(this.runningCount);
   }
 
-  private nextKeyToTick(): string | undefined {
-    const keys = [...this.running.keys()].filter((key) => !this.ticking.has(key));
-    return keys.length === 0 ? undefined : keys[this.nextRunningKey++ % keys.length];
-  }
-
-  /** One batched denoiser call for the running requests of `key`, the cancelled ones dropped first. */
-  private tick(key: string): void {
+  /**
+   * One batched denoiser call on the acquired instance for the running requests of `key`, the
+   * cancelled ones dropped first; the instance goes back unused when none is left to run.
+   */
+  private tick(key: string, acquired: Acquired): void {
     const group = this.running.get(key)!;
     for (const entry of group.filter((e) => e.signal?.aborted)) this.finish(entry, createError('SF_ERR_CANCELLED'), true);
     const entries = this.running.get(key);
-    if (!entries) return;
+    if (!entries) return this.target.giveBack(acquired);
     const batch = [...entries];
     let wires: TensorWireRequest[];
     try {
       wires = batch.map((entry) => entry.work.stepInputs());
     } catch (err) {
       for (const entry of batch) this.finish(entry, err as Error);
-      return;
+      return this.target.giveBack(acquired);
     }
     this.ticking.add(key);
     const startedUs = this.engine.clock.now();
     const rows = batch.reduce((sum, entry) => sum + entry.work.rows, 0);
-    void this.engine.runStep(batch.map((entry) => entry.work), wires).then((results) => {
+    const admitted = batch.filter((entry) => entry.work.dispatchedMs === undefined).map((entry) => entry.work);
+    const step = this.target.run<TensorWireResult>(acquired, tensorCall(wires), admitted);
+    void step.catch((err: unknown) => batch.map(() => (err instanceof Error ? err : new Error(String(err))))).then((results) => {
       this.observer.stepped(rows, (this.engine.clock.now() - startedUs) / 1e6, batch.length);
       results.forEach((result, i) => {
         const entry = batch[i];

@@ -151,39 +151,6 @@ export class InstanceEngine {
     });
   }
 
-  /** Idle instances: an iteration-level scheduler (see Scheduler) sends its next step only when one is. */
-  get idleCount(): number {
-    return this.pool.idleCount;
-  }
-
-  /**
-   * Admits requests into an iteration-level scheduler's running set: they are dispatched now and
-   * leave the pending count once, however many steps they then run (see runStep).
-   */
-  admit(requests: readonly RequestClock[]): void {
-    const sent = now();
-    for (const queued of requests) queued.dispatchedMs = sent;
-    this.options.recorder.pendingChanged(this.options.name, this.options.version, -requests.length);
-  }
-
-  /**
-   * Runs one step of an iteration-level scheduler's running set (admitted with `admit`) on an idle
-   * instance: one execution of `wires`, one per request, joined along dimension 0 by the instance
-   * (BackendExecutor), counted as one execution of their rows. Resolves one result or Error per request.
-   */
-  runStep(requests: readonly RequestClock[], wires: readonly TensorWireRequest[]): Promise<(TensorWireResult | Error)[]> {
-    const instance = this.pool.acquire();
-    const sent = now();
-    return instance.execute(tensorCall(wires)).then(
-      (outcome) => {
-        const rows = wires.reduce((sum, wire) => sum + (wire.inputs[0]?.shape[0] ?? 1), 0);
-        this.options.recorder.batchExecuted(this.options.name, this.options.version, Math.max(1, rows), executionTimings(outcome, sent, now()));
-        return outcome.results.map((result) => (result.ok ? (result.value as TensorWireResult) : deserializeError(result.error)));
-      },
-      (err: unknown) => requests.map(() => (err instanceof Error ? err : new Error(String(err)))),
-    ).finally(() => this.pool.release(instance));
-  }
-
   /** Starts every instance; if one fails, the others are stopped and the error is thrown. */
   start(): Promise<void> {
     return this.pool.start();

@@ -8,7 +8,7 @@ import { decoderLayout } from '../instance/onnx-decoder-runtime.js';
 import { readModelFileMetadata, type VersionBuilderContext } from '../model-repository/model-version-builder.js';
 import { TextTokenizer } from '../tokenizer/tokenizer.js';
 import type { DecoderPlan } from '../wire/decoder-step-call.js';
-import { EngineStepTarget } from './engine-step-target.js';
+import { EngineStepTarget } from '../engine/step-target.js';
 import type { GenerationMetrics } from './generation-metrics.js';
 import { readGenerativeFolder } from './generative-folder.js';
 import { IterationScheduler, type IterationLimits } from './iteration-scheduler.js';

@@ -36,8 +36,11 @@ export interface StepTarget {
   readonly instanceCount: number;
   /** Takes instance `index` if it is idle; the step's run frees it. */
   tryAcquire(index: number): unknown;
-  /** Runs `call` on the acquired instance; `admitted` are the requests dispatched for the first time in it. */
-  run(acquired: unknown, call: DecoderStepCall, admitted: readonly GenerationSequence[]): Promise<readonly DecoderRowResult[]>;
+  /**
+   * Runs `call` on the acquired instance; `admitted` are the requests dispatched for the first time
+   * in it. Resolves each row's result, or an Error where the instance failed it.
+   */
+  run(acquired: unknown, call: DecoderStepCall, admitted: readonly GenerationSequence[]): Promise<readonly (DecoderRowResult | Error)[]>;
 }
 
 /** What the scheduler tells its metrics (vLLM's names, generation-metrics.ts). */
@@ -195,7 +198,10 @@ export class IterationScheduler implements Scheduler {
     const admitted = planned.filter((p) => p.sequence.dispatchedMs === undefined).map((p) => p.sequence);
     let results: readonly DecoderRowResult[];
     try {
-      results = await this.target.run(acquired, { kind: 'decoder-step', release, rows: planned.map((p) => p.row) }, admitted);
+      const answered = await this.target.run(acquired, { kind: 'decoder-step', release, rows: planned.map((p) => p.row) }, admitted);
+      const failed = answered.find((result) => result instanceof Error);
+      if (failed) throw failed;
+      results = answered as readonly DecoderRowResult[];
     } catch (err) {
       // The sequences of the failed step fail (Triton fails a crashed batch's requests); the others recompute.
       const error = createError('SF_ERR_DECODER_STEP_FAILED', this.owner, { cause: err });

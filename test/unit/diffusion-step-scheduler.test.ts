@@ -71,11 +71,12 @@ const observed = () => {
 
 async function setUp(limits: Partial<StepLimits> = {}, clock?: FakeClock) {
   const denoiser = new ManualDenoiser();
-  const engine = new InstanceEngine({ name: 'denoiser', version: '1', instanceCount: 1, factory: denoiser.factory, recorder: new InferenceRecorder({ collectProcessMetrics: false }), log: () => undefined, clock });
+  const recorder = new InferenceRecorder({ collectProcessMetrics: false });
+  const engine = new InstanceEngine({ name: 'denoiser', version: '1', instanceCount: 1, factory: denoiser.factory, recorder, log: () => undefined, clock });
   await engine.start();
   const { log, observer } = observed();
   const scheduler = engine.register(new StepScheduler('denoiser', engine, { maxRunning: 8, admissionWaitUs: 0, ...limits }, observer));
-  return { denoiser, engine, scheduler, log };
+  return { denoiser, engine, scheduler, log, recorder };
 }
 
 describe('StepScheduler (step-level batching of the denoiser)', () => {
@@ -141,6 +142,44 @@ describe('StepScheduler (step-level batching of the denoiser)', () => {
     expect(denoiser.calls.slice(2).every((c) => !c.ids.includes('a'))).toBe(true);
     expect(log.aborted).toBe(1);
     expect(scheduler.inflightCount).toBe(0);
+  });
+
+  it('runs on the engine as generation steps do: a request leaves the pending count once, in its first step; each step is one execution of its rows', async () => {
+    const { denoiser, engine, scheduler, recorder } = await setUp({ maxRunning: 1 });
+    const metric = async (name: string) => (await recorder.registry.getSingleMetricAsString(name)).match(/version="1"} (-?\d+)/)![1];
+    const a = work('a', 'k', 3, 2);
+    const b = work('b', 'k', 2);
+    const done = [engine.submit(scheduler, a, {}), engine.submit(scheduler, b, {})];
+    await settle();
+    expect(a.dispatchedMs).toBeDefined();
+    expect(await metric('nv_inference_pending_request_count')).toBe('1');
+    await denoiser.step();
+    await denoiser.step();
+    // a's third step: a was dispatched in its first, so only b (still waiting) is pending.
+    expect(await metric('nv_inference_pending_request_count')).toBe('1');
+    await denoiser.runAll();
+    await Promise.all(done);
+    expect(await metric('nv_inference_pending_request_count')).toBe('0');
+    expect(await metric('nv_inference_exec_count')).toBe('5');
+    expect(await metric('nv_inference_count')).toBe(String(3 * 2 + 2 * 1));
+  });
+
+  it('a step whose requests were all cancelled while waiting for the instance gives it back, and the other key goes on', async () => {
+    const { denoiser, engine, scheduler } = await setUp();
+    const controller = new AbortController();
+    const a = work('a', 'k1', 2);
+    const b = work('b', 'k2', 1);
+    const pa = engine.submit(scheduler, a, {});
+    await settle();
+    const bFailed = engine.submit(scheduler, b, { signal: controller.signal }).catch((err: unknown) => err);
+    await settle();
+    controller.abort();
+    await denoiser.runAll();
+    expect(await bFailed).toMatchObject({ code: 'SF_ERR_CANCELLED' });
+    expect(a.done).toBe(2);
+    await pa;
+    expect(denoiser.calls.every((c) => !c.ids.includes('b'))).toBe(true);
+    expect(scheduler.inflightCount + scheduler.pendingCount).toBe(0);
   });
 
   it('the admission wait holds the first step of an idle scheduler so a burst starts in one call', async () => {

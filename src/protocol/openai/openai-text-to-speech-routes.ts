@@ -7,12 +7,13 @@ import { installOpenAiErrorHandling } from './openai-errors.js';
 import { FieldError, requestBody } from './openai-fields.js';
 
 /**
- * What makes a model speak on `POST /v1/audio/speech`: a KServe v2 interface (a `@Tensors` class, a
+ * Whether a model is a text-to-speech model, served on OpenAI's `POST /v1/audio/speech` (not to be
+ * confused with the FunASR speech-recognition models of src/speech/): a KServe v2 interface (a `@Tensors` class, a
  * repository model) with a BYTES `text` input and an FP32 `audio` output (mono samples in [-1, 1]);
  * the request's `voice` and `speed` go as request parameters, and a `sample_rate` response parameter
  * names the rate (24000, vLLM-Omni's, when absent).
  */
-export function isSpeechModel(model: InferenceModel): boolean {
+export function isTextToSpeechModel(model: InferenceModel): boolean {
   const { inputs, outputs } = model.info;
   return inputs.some((t) => t.name === 'text' && t.datatype === 'BYTES') && outputs.some((t) => t.name === 'audio' && t.datatype === 'FP32');
 }
@@ -23,7 +24,7 @@ const FORMATS = ['wav', 'pcm'] as const;
 /** Samples per `speech.audio.delta` event: 100 ms at 24 kHz. */
 const DELTA_SAMPLES = 2400;
 
-export interface SpeechRoutesOptions {
+export interface TextToSpeechRoutesOptions {
   readonly models: () => readonly InferenceModel[];
   readonly exposeErrors: boolean;
   readonly bodyLimit: number;
@@ -31,21 +32,21 @@ export interface SpeechRoutesOptions {
 
 /**
  * OpenAI's speech API (platform.openai.com/docs/api-reference/audio/createSpeech) over the served
- * speech-shaped models: `model`, `input` (up to 4096 characters), `voice`, `response_format`
+ * text-to-speech models: `model`, `input` (up to 4096 characters), `voice`, `response_format`
  * `wav` (default here) or `pcm` (16-bit little-endian mono), `speed` 0.25–4, `stream_format`
  * `audio` (the bytes) or `sse` (`speech.audio.delta` events with base64 PCM, then `speech.audio.done`).
  */
-export async function openAiSpeechRoutes(app: FastifyInstance, opts: SpeechRoutesOptions): Promise<void> {
+export async function textToSpeechRoutes(app: FastifyInstance, opts: TextToSpeechRoutesOptions): Promise<void> {
   app.setValidatorCompiler(() => () => true);
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   installOpenAiErrorHandling(app, { flavour: 'openai', exposeErrors: opts.exposeErrors, bodyLimit: opts.bodyLimit });
   app.post('/v1/audio/speech', { schema: { summary: 'Create speech (OpenAI)', tags: ['OpenAI-compatible audio'] } }, async (request, reply) => {
     const body = requestBody(request.body);
-    const speaking = opts.models().filter(isSpeechModel);
+    const speaking = opts.models().filter(isTextToSpeechModel);
     const name = body.model;
     if (typeof name !== 'string') throw new FieldError('model', '`model` is required');
     const model = speaking.find((m) => m.info.name === name);
-    if (!model) throw Object.assign(new ServeFnError('SF_ERR_NOT_FOUND', `The model '${name}' does not exist (served speech models: ${speaking.map((m) => m.info.name).join(', ')})`, 404), { param: 'model' });
+    if (!model) throw Object.assign(new ServeFnError('SF_ERR_NOT_FOUND', `The model '${name}' does not exist (served text-to-speech models: ${speaking.map((m) => m.info.name).join(', ')})`, 404), { param: 'model' });
     const input = body.input;
     if (typeof input !== 'string' || input.length === 0 || input.length > 4096) throw new FieldError('input', '`input` must be a text of 1 to 4096 characters');
     const voice = body.voice;
@@ -64,7 +65,7 @@ export async function openAiSpeechRoutes(app: FastifyInstance, opts: SpeechRoute
       signal: disconnectSignal(reply) as unknown as AbortSignal,
     });
     const audio = response.outputs.find((t) => t.name === 'audio');
-    if (!audio) throw createError('SF_ERR_EXECUTION_FAILED', name, 'speech', 'the model answered no audio');
+    if (!audio) throw createError('SF_ERR_EXECUTION_FAILED', name, 'text to speech', 'the model answered no audio');
     const rate = typeof response.parameters?.sample_rate === 'number' ? response.parameters.sample_rate : DEFAULT_SAMPLE_RATE;
     const pcm = toPcm16(audio.data as Float32Array);
     if (streamFormat === 'sse') {
