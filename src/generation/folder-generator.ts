@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import type { ModelContextData } from '../definition/model-context.js';
@@ -13,6 +14,8 @@ import type { GenerationMetrics } from './generation-metrics.js';
 import { readGenerativeFolder } from './generative-folder.js';
 import { IterationScheduler, type IterationLimits } from './iteration-scheduler.js';
 import { BLOCK_SIZE } from './kv-blocks.js';
+import { vocabularyFromTokenizerJson } from './structured-outputs/constraint-vocabulary.js';
+import { lazyConstraintCompiler } from './structured-outputs/xgrammar-compiler.js';
 import type { Generation, GenerationRequest, PromptTokenizer, SamplingParams, ServedGenerator, TextGenerator } from './text-generator.js';
 
 /** The server-wide generation flags, named as vLLM's (`serve-fn start <folder> --max-num-seqs 16 ...`). */
@@ -121,8 +124,10 @@ export async function loadGeneratorFolder(dir: string, options: GeneratorServeOp
   scheduler = engine.register(new IterationScheduler(name, limits, model, new EngineStepTarget(engine), engine.clock, metrics.eventsFor(name, gauges)));
   const generator = new ScheduledGenerator(name, maxModelLen, layout.vocabSize, folder.eosTokenIds, folder.defaults, engine, scheduler, () => started && engine.available);
   const tokenizer = new FolderPromptTokenizer(await TextTokenizer.fromFile(folder.tokenizerFile));
+  // The grammar engine reads the same tokenizer.json; masks are as wide as the logits (the padded vocabulary).
+  const structuredOutputs = lazyConstraintCompiler(async () => vocabularyFromTokenizerJson(JSON.parse(await readFile(folder.tokenizerFile, 'utf8')), layout.vocabSize, folder.eosTokenIds));
   return {
-    served: { generator, tokenizer, ...(folder.chatTemplate ? { chatTemplate: folder.chatTemplate } : {}) },
+    served: { generator, tokenizer, structuredOutputs, ...(folder.chatTemplate ? { chatTemplate: folder.chatTemplate } : {}) },
     generator,
     async start() {
       await engine.start();

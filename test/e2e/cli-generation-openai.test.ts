@@ -1,5 +1,6 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { Ajv } from 'ajv';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChatTemplate } from '../../src/generation/chat-template.js';
@@ -103,5 +104,21 @@ describe('openai SDK over serve-fn start <tiny Qwen3 folder>', () => {
     const res = await client.completions.create({ model: 'tiny-chat', prompt: 'The capital of France is', temperature: 0, max_tokens: MAX_TOKENS, logprobs: 0 });
     expect(res.choices[0]!.logprobs!.tokens).toEqual(await tokenStrings(expected));
     expect(res.usage).toEqual(expect.objectContaining({ prompt_tokens: prompt.length, completion_tokens: expected.length, total_tokens: prompt.length + expected.length }));
+  }, 120_000);
+
+  it('response_format json_schema: the random weights still answer JSON that validates', async () => {
+    // A finite schema (an enum, a boolean, a closed object) so the grammar ends within max_tokens whatever the model prefers.
+    const schema = { type: 'object', properties: { city: { enum: ['Paris', 'Lyon', 'Nice'] }, capital: { type: 'boolean' } }, required: ['city', 'capital'], additionalProperties: false };
+    const res = await client.chat.completions.create({
+      model: 'tiny-chat', messages: messages as OpenAI.Chat.ChatCompletionMessageParam[], max_tokens: 64, seed: 7,
+      response_format: { type: 'json_schema', json_schema: { name: 'answer', schema } },
+      // Thinking off: the whole answer is the constrained JSON (vLLM constrains from the first token too).
+      chat_template_kwargs: { enable_thinking: false },
+    } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming);
+    const choice = res.choices[0]!;
+    expect(choice.finish_reason).toBe('stop');
+    const answer = JSON.parse(choice.message.content!) as unknown;
+    const validate = new Ajv().compile(schema);
+    expect(validate(answer), JSON.stringify(validate.errors)).toBe(true);
   }, 120_000);
 });
