@@ -105,6 +105,8 @@ export interface ServeOptions {
   readonly text?: TextServeOptions;
   /** Generative model folders (optimum decoder exports) served with no code. */
   readonly generativeFolders?: readonly string[];
+  /** `.gguf` files served on llama.cpp, beside the generative folders. */
+  readonly ggufFiles?: readonly string[];
   /** vLLM's flags for every generative model: --max-num-seqs, --max-num-batched-tokens, --max-model-len, served name. */
   readonly generation?: GeneratorServeOptions;
   /** Generative models served beside the folders (a runtime of the caller's own); the OpenAI / vLLM routes and /v2 serve both. */
@@ -198,7 +200,7 @@ export class ServeFnServer {
       builder: this.repositoryContext(), registry: this.recorder.registry, log: (message, err) => this.app.log.error({ err }, message),
     });
     this.generatorModels = await ServerGenerators.load({
-      folders: this.options.generativeFolders ?? [], options: this.options.generation ?? {}, builder: this.repositoryContext(), registry: this.recorder.registry,
+      folders: this.options.generativeFolders ?? [], ggufFiles: this.options.ggufFiles ?? [], options: this.options.generation ?? {}, builder: this.repositoryContext(), registry: this.recorder.registry,
       takenNames: new Set([...decorated.map((m) => m.info.name), ...this.textModels.views.map((v) => v.info.name)]),
     });
     // A @TextModel class is served to /v2 as its texts-in interface, in place of its token tensors.

@@ -7,6 +7,7 @@ import { createError } from '../errors/index.js';
 import { isModelRepository } from '../model-repository/repository-scan.js';
 import { isTextModelFolder } from '../text/model-folder.js';
 import { isGenerativeFolder } from '../generation/generative-folder.js';
+import { isGgufFile } from '../generation/gguf/gguf-file.js';
 import { isSpeechFolder } from '../speech/speech-folder.js';
 import { isDiffusionFolder } from '../diffusion/pipeline-folder.js';
 import type { RepositoryServeOptions, ServeOptions } from '../serve-fn-server.js';
@@ -72,6 +73,15 @@ export function findGenerativeFolders(path = '.'): string[] | undefined {
   return children.length > 0 ? children : undefined;
 }
 
+/** GGUF files to serve at `path` (llama-server's `-m model.gguf`): the file itself, or the `.gguf` files in the folder; undefined otherwise. */
+export function findGgufFiles(path = '.'): string[] | undefined {
+  const target = resolve(path);
+  if (isGgufFile(target)) return [target];
+  if (!existsSync(target) || !statSync(target).isDirectory() || FOLDER_ENTRIES.some((name) => existsSync(join(target, name)))) return undefined;
+  const files = readdirSync(target, { withFileTypes: true }).filter((d) => d.isFile()).map((d) => join(target, d.name)).filter(isGgufFile).sort();
+  return files.length > 0 ? files : undefined;
+}
+
 /**
  * FunASR export folders to serve at `path` (config.yaml naming a FunASR model): the folder itself,
  * or its subfolders that are (a folder of folders, as FunASR's 2pass server is given its models);
@@ -102,7 +112,7 @@ export function findDiffusionFolders(path = '.'): string[] | undefined {
  * folders of them), a Triton model repository folder, or an entry module's models. Only text
  * folders come several at a time.
  */
-export async function modelsToServe(paths: string | readonly string[] | undefined, repository: Omit<RepositoryServeOptions, 'root'> = {}): Promise<Pick<ServeOptions, 'models' | 'moduleUrl' | 'repository' | 'textFolders' | 'generativeFolders' | 'speechFolders' | 'diffusionFolders' | 'modelControlMode'>> {
+export async function modelsToServe(paths: string | readonly string[] | undefined, repository: Omit<RepositoryServeOptions, 'root'> = {}): Promise<Pick<ServeOptions, 'models' | 'moduleUrl' | 'repository' | 'textFolders' | 'generativeFolders' | 'ggufFiles' | 'speechFolders' | 'diffusionFolders' | 'modelControlMode'>> {
   const all = paths === undefined ? ['.'] : typeof paths === 'string' ? [paths] : paths.length === 0 ? ['.'] : paths;
   // Without a repository folder, the control mode still says how load and unload requests are answered.
   const modelControlMode = repository.controlMode;
@@ -111,17 +121,19 @@ export async function modelsToServe(paths: string | readonly string[] | undefine
   // A diffusers pipeline folder holds tokenizer and model files a text folder check could take for its own.
   const textFolders = all.map((p, i) => (diffusionFolders[i] ? undefined : findTextModelFolders(p)));
   const generativeFolders = all.map((p) => findGenerativeFolders(p));
-  if (all.every((_, i) => textFolders[i] !== undefined || generativeFolders[i] !== undefined || speechFolders[i] !== undefined || diffusionFolders[i] !== undefined)) {
+  const ggufFiles = all.map((p) => findGgufFiles(p));
+  if (all.every((_, i) => textFolders[i] !== undefined || generativeFolders[i] !== undefined || ggufFiles[i] !== undefined || speechFolders[i] !== undefined || diffusionFolders[i] !== undefined)) {
     const generative = generativeFolders.flatMap((found) => found ?? []);
+    const gguf = ggufFiles.flatMap((found) => found ?? []);
     const speech = speechFolders.flatMap((found) => found ?? []);
     const diffusion = diffusionFolders.flatMap((found) => found ?? []);
     return {
       models: [], textFolders: textFolders.flatMap((found) => found ?? []), modelControlMode,
-      ...(generative.length > 0 ? { generativeFolders: generative } : {}), ...(speech.length > 0 ? { speechFolders: speech } : {}), ...(diffusion.length > 0 ? { diffusionFolders: diffusion } : {}),
+      ...(generative.length > 0 ? { generativeFolders: generative } : {}), ...(gguf.length > 0 ? { ggufFiles: gguf } : {}), ...(speech.length > 0 ? { speechFolders: speech } : {}), ...(diffusion.length > 0 ? { diffusionFolders: diffusion } : {}),
     };
   }
   if (all.length > 1) {
-    const other = all.find((_, i) => textFolders[i] === undefined && generativeFolders[i] === undefined && speechFolders[i] === undefined && diffusionFolders[i] === undefined)!;
+    const other = all.find((_, i) => textFolders[i] === undefined && generativeFolders[i] === undefined && ggufFiles[i] === undefined && speechFolders[i] === undefined && diffusionFolders[i] === undefined)!;
     throw createError('SF_ERR_ENTRY_NOT_FOUND', `${other} (several paths are served only when each is a text model folder, or a folder of them)`);
   }
   const path = all[0];

@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import type { ModelContextData } from '../definition/model-context.js';
@@ -13,6 +14,8 @@ import type { GenerationMetrics } from './generation-metrics.js';
 import { readGenerativeFolder } from './generative-folder.js';
 import { IterationScheduler, type IterationLimits } from './iteration-scheduler.js';
 import { BLOCK_SIZE } from './kv-blocks.js';
+import { vocabularyFromTokenizerJson } from './structured-outputs/constraint-vocabulary.js';
+import { lazyConstraintCompiler } from './structured-outputs/xgrammar-compiler.js';
 import type { Generation, GenerationRequest, PromptTokenizer, SamplingParams, ServedGenerator, TextGenerator } from './text-generator.js';
 
 /** The server-wide generation flags, named as vLLM's (`serve-fn start <folder> --max-num-seqs 16 ...`). */
@@ -107,22 +110,53 @@ export async function loadGeneratorFolder(dir: string, options: GeneratorServeOp
   }
   if (maxModelLen < 1) throw createError('SF_ERR_GENERATIVE_FOLDER_INVALID', folder.dir, '--kv-cache-space holds no KV block');
   const plan: DecoderPlan = { kind: 'decoder', file: folder.modelFile, sessionOptions: { intraOpNumThreads: availableParallelism() }, vocabSize: folder.vocabSize };
+  const { generator, start, stop } = scheduleOnEngine({
+    name, plan, moduleUrl: pathToFileURL(folder.modelFile).href, modelDir: folder.dir, limits, maxModelLen, vocabSize: layout.vocabSize,
+    eosTokenIds: folder.eosTokenIds, defaults: folder.defaults, builder, metrics,
+  });
+  const tokenizer = new FolderPromptTokenizer(await TextTokenizer.fromFile(folder.tokenizerFile));
+  // The grammar engine reads the same tokenizer.json; masks are as wide as the logits (the padded vocabulary).
+  const structuredOutputs = lazyConstraintCompiler(async () => vocabularyFromTokenizerJson(JSON.parse(await readFile(folder.tokenizerFile, 'utf8')), layout.vocabSize, folder.eosTokenIds));
+  return {
+    served: { generator, tokenizer, structuredOutputs, ...(folder.chatTemplate ? { chatTemplate: folder.chatTemplate } : {}) },
+    generator,
+    start,
+    stop,
+  };
+}
+
+export interface EngineGeneratorSpec {
+  readonly name: string;
+  readonly plan: DecoderPlan;
+  /** The module URL the worker is booted with (the decoder file itself: a decoder plan names no class). */
+  readonly moduleUrl: string;
+  readonly modelDir: string;
+  readonly limits: IterationLimits;
+  readonly maxModelLen: number;
+  readonly vocabSize: number;
+  readonly eosTokenIds: readonly number[];
+  readonly defaults: Partial<SamplingParams>;
+  readonly builder: VersionBuilderContext;
+  readonly metrics: GenerationMetrics;
+}
+
+/** A generator whose decoder (ONNX or GGUF) runs on one worker instance of its own engine, stepped by an IterationScheduler. */
+export function scheduleOnEngine(spec: EngineGeneratorSpec): Omit<LoadedGenerator, 'served'> {
+  const { name, plan, builder, limits, maxModelLen } = spec;
   const context: ModelContextData = {
-    modelName: name, modelVersion: '1', instanceName: `${name}_0`, instanceIndex: 0, instanceCount: 1, deviceKind: 'cpu', deviceId: 0, modelDir: folder.dir, config: { name },
+    modelName: name, modelVersion: '1', instanceName: `${name}_0`, instanceIndex: 0, instanceCount: 1, deviceKind: 'cpu', deviceId: 0, modelDir: spec.modelDir, config: { name },
   };
   const engine = new InstanceEngine({
     name, version: '1', instanceCount: 1, recorder: builder.recorder, log: builder.log, restartPolicy: builder.restartPolicy,
-    factory: (index, events) => new WorkerInstance(index, pathToFileURL(folder.modelFile).href, context, events, builder.infer, plan, builder.logger),
+    factory: (index, events) => new WorkerInstance(index, spec.moduleUrl, context, events, builder.infer, plan, builder.logger),
   });
   let started = false;
-  const model = { eosTokenIds: folder.eosTokenIds, maxModelLen };
+  const model = { eosTokenIds: spec.eosTokenIds, maxModelLen };
   let scheduler!: IterationScheduler;
   const gauges = { get pendingCount() { return scheduler.pendingCount; }, get inflightCount() { return scheduler.inflightCount; }, get kvUsage() { return scheduler.kvUsage; } };
-  scheduler = engine.register(new IterationScheduler(name, limits, model, new EngineStepTarget(engine), engine.clock, metrics.eventsFor(name, gauges)));
-  const generator = new ScheduledGenerator(name, maxModelLen, layout.vocabSize, folder.eosTokenIds, folder.defaults, engine, scheduler, () => started && engine.available);
-  const tokenizer = new FolderPromptTokenizer(await TextTokenizer.fromFile(folder.tokenizerFile));
+  scheduler = engine.register(new IterationScheduler(name, limits, model, new EngineStepTarget(engine), engine.clock, spec.metrics.eventsFor(name, gauges)));
+  const generator = new ScheduledGenerator(name, maxModelLen, spec.vocabSize, spec.eosTokenIds, spec.defaults, engine, scheduler, () => started && engine.available);
   return {
-    served: { generator, tokenizer, ...(folder.chatTemplate ? { chatTemplate: folder.chatTemplate } : {}) },
     generator,
     async start() {
       await engine.start();

@@ -3,11 +3,14 @@ import { createError } from '../errors/index.js';
 import type { VersionBuilderContext } from '../model-repository/model-version-builder.js';
 import { loadGeneratorFolder, type GeneratorServeOptions, type LoadedGenerator } from './folder-generator.js';
 import { GenerationMetrics } from './generation-metrics.js';
+import { loadGeneratorGguf } from './gguf/gguf-generator.js';
 import type { ServedGenerator } from './text-generator.js';
 
 export interface ServerGeneratorsOptions {
   /** Generative model folders (decoder exports) served with no code. */
   readonly folders: readonly string[];
+  /** `.gguf` files served on llama.cpp (node-llama-cpp). */
+  readonly ggufFiles?: readonly string[];
   readonly options: GeneratorServeOptions;
   /** How the folders' decoders are built and served, as repository models are. */
   readonly builder: VersionBuilderContext;
@@ -28,14 +31,16 @@ export class ServerGenerators {
 
   /** Throws SF_ERR_GENERATIVE_FOLDER_INVALID for a folder that is not a decoder export, or for two models that would share a name. */
   static async load(opts: ServerGeneratorsOptions): Promise<ServerGenerators> {
-    const { folders, options } = opts;
+    const { options } = opts;
+    const folders = [...opts.folders, ...(opts.ggufFiles ?? [])];
+    const ggufFiles = new Set(opts.ggufFiles);
     if (folders.length === 0) return ServerGenerators.none;
     if (options.servedModelName !== undefined && folders.length > 1) throw createError('SF_ERR_GENERATIVE_FOLDER_INVALID', folders.join(', '), '--served-model-name names one model; several folders are served under their own names');
     const metrics = new GenerationMetrics(opts.registry);
     const loaded: LoadedGenerator[] = [];
     const names = new Set(opts.takenNames);
     for (const dir of folders) {
-      const generator = await loadGeneratorFolder(dir, options, opts.builder, metrics);
+      const generator = ggufFiles.has(dir) ? await loadGeneratorGguf(dir, options, opts.builder, metrics) : await loadGeneratorFolder(dir, options, opts.builder, metrics);
       const name = generator.generator.name;
       if (names.has(name)) throw createError('SF_ERR_GENERATIVE_FOLDER_INVALID', dir, `two models would be served as '${name}': rename a folder (or give --served-model-name)`);
       names.add(name);

@@ -8,6 +8,11 @@ import { DecoderSteps } from './decoder-steps.js';
 import { timedExecution, type InstanceHost } from './instance-host.js';
 import { decoderLayout, OnnxDecoderRuntime } from './onnx-decoder-runtime.js';
 
+/** What the worker needs of src/generation/gguf/gguf-runtime.ts. */
+interface GgufRuntimeModule {
+  createGgufRuntime(file: string, options: { maxNumSeqs: number; maxModelLen: number; maxNumBatchedTokens: number }): Promise<DecoderRuntime & { dispose(): Promise<void> }>;
+}
+
 /**
  * The instance host of a generator inside its worker thread: a decoder runtime holding every
  * running sequence's KV cache, fed one scheduler iteration per call (decoder-step-call.ts) and
@@ -19,12 +24,21 @@ export class DecoderHost implements InstanceHost {
   constructor(
     runtime: DecoderRuntime,
     private readonly modelName: string,
+    private readonly dispose: () => Promise<void> = () => Promise.resolve(),
   ) {
     this.steps = new DecoderSteps(runtime);
   }
 
-  /** A decoder folder's model.onnx on ONNX Runtime, opened through ctx.loadModel (disposed after finalize). */
+  /**
+   * A decoder folder's model.onnx on ONNX Runtime, opened through ctx.loadModel (disposed after
+   * finalize), or a GGUF file on llama.cpp (its model and context disposed by finalize).
+   */
   static async start(plan: DecoderPlan, ctx: ModelContext): Promise<DecoderHost> {
+    if (plan.runtime === 'gguf') {
+      const { createGgufRuntime } = (await import(plan.runtimeModule)) as GgufRuntimeModule;
+      const runtime = await createGgufRuntime(plan.file, { maxNumSeqs: plan.maxNumSeqs, maxModelLen: plan.maxModelLen, maxNumBatchedTokens: plan.maxNumBatchedTokens });
+      return new DecoderHost(runtime, ctx.modelName, () => runtime.dispose());
+    }
     const session = await ctx.loadModel(plan.file, { options: plan.sessionOptions });
     const { inputs, outputs } = session.metadata();
     const runtime = new OnnxDecoderRuntime(decoderLayout(ctx.modelName, inputs, outputs, plan.vocabSize), (feeds, names) => session.run(feeds, names));
@@ -41,7 +55,7 @@ export class DecoderHost implements InstanceHost {
   }
 
   finalize(): Promise<void> {
-    return Promise.resolve();
+    return this.dispose();
   }
 
   private stepsOnly(what: string): Error {

@@ -1,14 +1,34 @@
 import type { SamplingParams } from '../spec/sampling-params.js';
 import type { DecoderStepRow } from '../spec/decoder-step.js';
 
-/** What a generative model folder's instance boots from: its decoder export and the backend's session options. */
-export interface DecoderPlan {
+/** What a generator's instance boots from: an ONNX decoder export, or a GGUF file on llama.cpp. */
+export type DecoderPlan = OnnxDecoderPlan | GgufDecoderPlan;
+
+/** A generative model folder's decoder export and the backend's session options. */
+export interface OnnxDecoderPlan {
   readonly kind: 'decoder';
+  readonly runtime?: 'onnx';
   /** Absolute path of the folder's model.onnx. */
   readonly file: string;
   readonly sessionOptions: Readonly<Record<string, unknown>>;
   /** config.json's vocab_size, for an export whose logits' last dimension is symbolic. */
   readonly vocabSize?: number;
+}
+
+/** A `.gguf` file run by node-llama-cpp (src/generation/gguf/gguf-runtime.ts) with a context sequence per scheduler sequence. */
+export interface GgufDecoderPlan {
+  readonly kind: 'decoder';
+  readonly runtime: 'gguf';
+  /** Absolute path of the .gguf file. */
+  readonly file: string;
+  /**
+   * URL of the module exporting `createGgufRuntime`: it belongs to the generation layer above the
+   * instance, so the worker imports it by URL, as it imports a model class's module.
+   */
+  readonly runtimeModule: string;
+  readonly maxNumSeqs: number;
+  readonly maxModelLen: number;
+  readonly maxNumBatchedTokens: number;
 }
 
 /**

@@ -111,3 +111,15 @@ describe('modelsToServe: diffusers pipeline folders', () => {
     }
   });
 });
+
+describe('modelsToServe: GGUF files', () => {
+  it('serves a .gguf path, or the .gguf files of a folder, by their GGUF magic', async () => {
+    const dir = folder('gguf-models', []);
+    writeFileSync(join(dir, 'b.gguf'), Buffer.from('GGUF\x03\x00\x00\x00'));
+    writeFileSync(join(dir, 'a.gguf'), Buffer.from('GGUF\x03\x00\x00\x00'));
+    // Named .gguf but not one (a download that failed, say): not served.
+    writeFileSync(join(dir, 'broken.gguf'), 'not found');
+    expect(await modelsToServe(join(dir, 'a.gguf'))).toEqual({ models: [], textFolders: [], ggufFiles: [join(dir, 'a.gguf')], modelControlMode: undefined });
+    expect((await modelsToServe(dir)).ggufFiles).toEqual([join(dir, 'a.gguf'), join(dir, 'b.gguf')]);
+  });
+});

@@ -4,7 +4,7 @@ import { Ajv } from 'ajv';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ServeFnError } from '../../src/errors/index.js';
 import { vocabularyFromGguf, vocabularyFromTokenizerJson } from '../../src/generation/structured-outputs/constraint-vocabulary.js';
-import { XGrammarConstraintCompiler } from '../../src/generation/structured-outputs/xgrammar-compiler.js';
+import { lazyConstraintCompiler, XGrammarConstraintCompiler } from '../../src/generation/structured-outputs/xgrammar-compiler.js';
 import type { StructuredOutput, TokenConstraint } from '../../src/generation/text-generator.js';
 import { byteLevelAlphabet, seededRandom, tinyVocab } from '../helpers/tiny-decoder.js';
 
@@ -144,5 +144,21 @@ describe('constraint vocabularies', () => {
     expect(vocabularyFromGguf(['a'], 'gpt2', 1, []).vocabType).toBe('byte_level');
     expect(vocabularyFromGguf(['a'], 'llama', 1, []).vocabType).toBe('byte_fallback');
     expect(vocabularyFromGguf(['a'], 'rwkv', 3, []).encodedVocab).toEqual(['a', '', '']);
+  });
+});
+
+describe('lazyConstraintCompiler', () => {
+  it('builds the vocabulary on the first request only, and retries a failed build on the next', async () => {
+    let calls = 0;
+    const compile = lazyConstraintCompiler(async () => {
+      calls++;
+      if (calls === 1) throw new Error('tokenizer.json unreadable');
+      return vocabularyFromGguf(vocab.tokens, 'gpt2', V, stopIds);
+    });
+    expect(calls).toBe(0);
+    await expect(compile({ kind: 'choice', choices: ['yes', 'no'] })).rejects.toThrow('tokenizer.json unreadable');
+    expect(['yes', 'no']).toContain(await sampleConstrained(await compile({ kind: 'choice', choices: ['yes', 'no'] }), 3));
+    await compile({ kind: 'choice', choices: ['yes', 'no'] });
+    expect(calls).toBe(2);
   });
 });

@@ -152,7 +152,8 @@ export async function createGgufRuntime(file: string, options: GgufRuntimeOption
 
 /** The generator's metadata from a loaded GGUF: name from the file, context from `<arch>.context_length` unless `--max-model-len` says less. */
 export function ggufGeneratorMetadata(file: string, model: LlamaModel, maxModelLen?: number): GgufGeneratorMetadata {
-  const trained = model.trainContextSize;
+  // A model loaded with vocabOnly (the HTTP thread's) has no hyperparameters: its context_length is read from the metadata.
+  const trained = model.trainContextSize || Number((model.fileInfo.architectureMetadata as { context_length?: number }).context_length ?? 0);
   if (maxModelLen !== undefined && maxModelLen > trained) {
     // vLLM refuses a --max-model-len past the model's max_position_embeddings the same way.
     throw createError('SF_ERR_GGUF_INVALID', file, `--max-model-len ${maxModelLen} is larger than the model's context_length ${trained}`);

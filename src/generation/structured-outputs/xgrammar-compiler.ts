@@ -151,3 +151,20 @@ class XGrammarConstraint implements TokenConstraint {
     }
   }
 }
+
+/**
+ * A model's `ConstraintCompiler` whose xgrammar compiler (the WASM library, the TokenizerInfo over
+ * the whole vocabulary) is built on the first structured-output request, so a server whose clients
+ * never ask for one does not pay for it at start-up. A failed build is retried by the next request.
+ */
+export function lazyConstraintCompiler(vocabulary: () => Promise<ConstraintVocabulary>): ConstraintCompiler {
+  let compiler: Promise<XGrammarConstraintCompiler> | undefined;
+  return async (output) => {
+    compiler ??= vocabulary().then((v) => XGrammarConstraintCompiler.create(v));
+    const building = compiler;
+    building.catch(() => {
+      if (compiler === building) compiler = undefined;
+    });
+    return (await building).compile(output);
+  };
+}
