@@ -108,9 +108,10 @@ export function findDiffusionFolders(path = '.'): string[] | undefined {
 }
 
 /**
- * What `start`, `dev` and `openapi` serve at `paths`: text model folders (one or several, or parent
- * folders of them), a Triton model repository folder, or an entry module's models. Only text
- * folders come several at a time.
+ * What `start`, `dev` and `openapi` serve at `paths`: model folders served with no code (text,
+ * generative, GGUF files, speech, diffusion pipelines; one or several, or parent folders of them),
+ * a Triton model repository folder, or an entry module's models. Only no-code folders come several
+ * at a time.
  */
 export async function modelsToServe(paths: string | readonly string[] | undefined, repository: Omit<RepositoryServeOptions, 'root'> = {}): Promise<Pick<ServeOptions, 'models' | 'moduleUrl' | 'repository' | 'textFolders' | 'generativeFolders' | 'ggufFiles' | 'speechFolders' | 'diffusionFolders' | 'modelControlMode'>> {
   const all = paths === undefined ? ['.'] : typeof paths === 'string' ? [paths] : paths.length === 0 ? ['.'] : paths;
@@ -134,7 +135,7 @@ export async function modelsToServe(paths: string | readonly string[] | undefine
   }
   if (all.length > 1) {
     const other = all.find((_, i) => textFolders[i] === undefined && generativeFolders[i] === undefined && ggufFiles[i] === undefined && speechFolders[i] === undefined && diffusionFolders[i] === undefined)!;
-    throw createError('SF_ERR_ENTRY_NOT_FOUND', `${other} (several paths are served only when each is a text model folder, or a folder of them)`);
+    throw createError('SF_ERR_ENTRY_NOT_FOUND', `${other} (several paths are served only when each is a model folder served with no code, or a folder of them)`);
   }
   const path = all[0];
   const root = findRepository(path);

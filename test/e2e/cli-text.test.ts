@@ -88,6 +88,6 @@ describe('serve-fn start <text model folders>', () => {
   it('refuses a folder that is not a model export, naming what it looked for', async () => {
     const cli = await startCli(['start', join(models, 'bge-tiny'), join(root, 'nothing-here'), '--host', '127.0.0.1']);
     expect(await cli.waitForExit(30_000)).toBe(1);
-    expect(cli.output()).toContain('several paths are served only when each is a text model folder');
+    expect(cli.output()).toContain('several paths are served only when each is a model folder served with no code');
   }, 60_000);
 });
