@@ -34,18 +34,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# tritonclient as build_wheel.py assembles it (see bench/triton-client/run.sh).
-cp -r "$CLIENT/src/python/library/tritonclient" "$WORK/"
-mkdir "$WORK/gen"
-"$PYTHON" -m grpc_tools.protoc -I "$COMMON/protobuf" --python_out "$WORK/gen" --grpc_python_out "$WORK/gen" \
-  "$COMMON/protobuf/grpc_service.proto" "$COMMON/protobuf/model_config.proto" || exit 1
-STUBS="$WORK/tritonclient/grpc"
-mv "$WORK/gen/model_config_pb2.py" "$STUBS/model_config_pb2.py"
-mv "$WORK/gen/grpc_service_pb2.py" "$STUBS/service_pb2.py"
-mv "$WORK/gen/grpc_service_pb2_grpc.py" "$STUBS/service_pb2_grpc.py"
-sed -E -i 's/^import ([^ ]*)_pb2 as ([^ ]*)$/from tritonclient.grpc import \1_pb2 as \2/' "$STUBS/model_config_pb2.py" "$STUBS/service_pb2.py"
-sed -E -i 's/^import grpc_([^ ]*)_pb2 as ([^ ]*)$/from tritonclient.grpc import \1_pb2 as \2/' "$STUBS/service_pb2_grpc.py"
-export PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python
+. "$ROOT/bench/triton-client/tritonclient-library.sh"
 
 # The repository, as the examples' READMEs build it (one repository for all of them).
 E="$PB/examples"
