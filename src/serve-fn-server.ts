@@ -63,6 +63,15 @@ import { socketRoutes } from './server/socket-routes.js';
 
 export const DEFAULT_BODY_LIMIT = 64 * 1024 * 1024;
 
+/** What each no-code model kind's loader (ServerTextModels, ServerGenerators, ...) offers the server's lifecycle. */
+interface FolderModelSet {
+  start(): Promise<void>;
+  /** Stops once queued and running work is done; streams get `drainMs` to finish where the kind holds any. */
+  stop(drainMs?: number): Promise<void>;
+  /** Why one of its models cannot serve now, or undefined. */
+  notReady(): string | undefined;
+}
+
 export interface ServeOptions {
   readonly models: readonly ModelClass[];
   /** URL of the module exporting the model classes; worker-thread instances import it. */
@@ -229,10 +238,10 @@ export class ServeFnServer {
 
   private async startInstances(): Promise<void> {
     await this.prepare();
-    const started = await Promise.allSettled([...this.runtimes.map((r) => r.engine.start()), this.textModels.start(), this.generatorModels.start(), this.speechModels.start(), this.diffusionModels.start(), this.repository?.start()]);
+    const started = await Promise.allSettled([...this.runtimes.map((r) => r.engine.start()), ...this.folderModels.map((m) => m.start()), this.repository?.start()]);
     const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failed) {
-      await Promise.allSettled([...this.runtimes.map((r) => r.engine.stop()), this.textModels.stop(), this.generatorModels.stop(), this.speechModels.stop(), this.diffusionModels.stop(), this.repository?.close()]);
+      await Promise.allSettled([...this.runtimes.map((r) => r.engine.stop()), ...this.folderModels.map((m) => m.stop()), this.repository?.close()]);
       throw failed.reason;
     }
     // close() during the start has already moved the phase on; the server must not turn ready.
@@ -266,6 +275,11 @@ export class ServeFnServer {
       });
     }
     return address;
+  }
+
+  /** The model kinds served with no code (text, generative, speech, diffusion): they start, stop and report readiness alike. */
+  private get folderModels(): readonly FolderModelSet[] {
+    return [this.textModels, this.generatorModels, this.speechModels, this.diffusionModels];
   }
 
   /** The generative models served (from folders), what the OpenAI / vLLM routes serve; built by prepare(). */
@@ -312,7 +326,7 @@ export class ServeFnServer {
     // Decorated and text engines (a text model's forward batches are a scheduler on its forward model's engine), then
     // the repository's, whose models their in-flight requests may still call, within what is left of the one
     // stream timeout, so the whole drain stays within the grace period it was given; then the transports.
-    await Promise.all([...this.runtimes.map((r) => r.engine.drain(streamTimeoutMs)), this.textModels.stop(), this.generatorModels.stop(), this.speechModels.stop(streamTimeoutMs), this.diffusionModels.stop()]);
+    await Promise.all([...this.runtimes.map((r) => r.engine.drain(streamTimeoutMs)), ...this.folderModels.map((m) => m.stop(streamTimeoutMs))]);
     await this.repository?.close({ streamTimeoutMs: streamTimeoutMs === undefined ? undefined : Math.max(0, drainStartMs + streamTimeoutMs - Date.now()) });
     await Promise.all([this.app.close(), this.grpc?.close()]);
     this.sharedMemory.unregister();
@@ -447,7 +461,7 @@ export class ServeFnServer {
    */
   private unavailableModel(): string | undefined {
     const lost = this.runtimes.find((r) => !r.engine.available);
-    const text = this.textModels.notReady() ?? this.generatorModels.notReady() ?? this.speechModels.notReady() ?? this.diffusionModels.notReady();
+    const text = this.folderModels.map((m) => m.notReady()).find((reason) => reason !== undefined);
     if (text) return text;
     const generator = this.options.generators?.find((g) => !g.generator.ready());
     if (generator) return `model '${generator.generator.name}' is not ready`;
