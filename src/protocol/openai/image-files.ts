@@ -36,7 +36,11 @@ export class ImageFiles {
   }
 
   private sweep(): void {
+    // Every file lives IMAGE_URL_TTL_MS, so insertion order is expiry order: stop at the first still valid.
     const now = this.nowMs();
-    for (const [id, file] of this.files) if (file.expiresAt <= now) this.files.delete(id);
+    for (const [id, file] of this.files) {
+      if (file.expiresAt > now) break;
+      this.files.delete(id);
+    }
   }
 }
