@@ -50,7 +50,7 @@ function openAiFieldError(problem: FieldProblem): FieldError {
 
 const fields = fieldReaders(openAiFieldError);
 
-export const { optionalString, requiredString, optionalBoolean } = fields;
+export const { optionalString, requiredString, optionalBoolean, optionalObject } = fields;
 export const requestBody = fields.body;
 
 /** An integer of at least `min`, or undefined when absent. */

@@ -1,4 +1,4 @@
-import { FieldError, requestBody } from './openai-fields.js';
+import { FieldError, optionalBoolean, optionalObject, optionalString, requestBody } from './openai-fields.js';
 
 function describe(value: unknown): string {
   if (value === null) return 'null';
@@ -24,7 +24,8 @@ export class RequestFields {
   /** The value of a field, marked as read; undefined when absent or null. */
   take(field: string): unknown {
     this.read.add(field);
-    const value = this.body[field];
+    // Only the body's own fields: `constructor` or `toString` in a request are no inherited members.
+    const value = Object.hasOwn(this.body, field) ? this.body[field] : undefined;
     return value === null ? undefined : value;
   }
 
@@ -37,16 +38,15 @@ export class RequestFields {
     return Object.keys(this.body).filter((field) => !this.read.has(field));
   }
 
+  // The typed readers are the OpenAI family's shared ones (openai-fields.ts); this class adds the record of what was read.
   string(field: string): string | undefined {
-    const value = this.take(field);
-    if (value === undefined || typeof value === 'string') return value;
-    throw new FieldError(field, `\`${field}\` must be a string, got ${describe(value)}`);
+    this.read.add(field);
+    return optionalString(this.body, field);
   }
 
   boolean(field: string): boolean | undefined {
-    const value = this.take(field);
-    if (value === undefined || typeof value === 'boolean') return value;
-    throw new FieldError(field, `\`${field}\` must be true or false, got ${describe(value)}`);
+    this.read.add(field);
+    return optionalBoolean(this.body, field);
   }
 
   /** A number within [min, max]; `rule` words the range as vLLM's SamplingParams checks do. */
@@ -65,10 +65,8 @@ export class RequestFields {
   }
 
   object(field: string): Readonly<Record<string, unknown>> | undefined {
-    const value = this.take(field);
-    if (value === undefined) return undefined;
-    if (typeof value !== 'object' || Array.isArray(value)) throw new FieldError(field, `\`${field}\` must be an object, got ${describe(value)}`);
-    return value as Record<string, unknown>;
+    this.read.add(field);
+    return optionalObject(this.body, field);
   }
 
   array(field: string): readonly unknown[] | undefined {
