@@ -12,6 +12,8 @@ import { startServer, stopServer } from '../lib/load.js';
 import { loadAverage, processCpuMs } from '../lib/process-stats.js';
 import { InProcessEmbedder, type BatchRunResult, type ForwardBatchPolicy } from './in-process-embedder.js';
 import { LONGEST, mixedTexts, SHORTEST } from './mixed-texts.js';
+import { probeHealth, summarize, type ProbeSummary } from './health-probe.js';
+import { WIDE_BATCH, WIDE_CLIENTS, WIDE_TOKENS, WIDE_WIDTH, writeWideEmbedder } from './wide-embedder.js';
 
 /**
  * Issue 15's text benchmark, all in one run on one machine, on a BERT-shaped embedder big enough
@@ -38,12 +40,8 @@ const durationS = Number(process.env.DURATION_S ?? 10);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const layers = Number(process.env.BENCH_LAYERS ?? 4);
 const connections = 64;
-/** (3): the wide embedder's width and layers, its clients, and the texts of each /embed batch. */
-const wideWidth = 1024;
+/** (3): the wide embedder's layers (wide-embedder.ts has its width, clients and batches). */
 const wideLayers = Number(process.env.BENCH_WIDE_LAYERS ?? 1);
-const wideClients = 8;
-const wideBatch = 32;
-const wideTokens = 500;
 const fixedRows = 32;
 /** The fixed-size policy's budget: never reached, so only the row count closes a batch. */
 const unbounded = 1 << 30;
@@ -72,21 +70,7 @@ const sequences = await Promise.all(texts.map(async (text) => {
 }));
 const meanLength = lengths.reduce((s, n) => s + n, 0) / lengths.length;
 
-const wideDir = join(out, `bert-${wideWidth}x${wideLayers}-mean`);
-writeBertEncoder(wideDir, { hidden: wideWidth, intermediate: wideWidth, layers: wideLayers, positions: 512, maxSeqLength: 512, pooling: 'mean', normalize: true });
-const wideConfig = join(wideDir, 'tokenizer_config.json');
-writeFileSync(wideConfig, JSON.stringify({ ...JSON.parse(readFileSync(wideConfig, 'utf8')), model_max_length: 512 }, null, 2));
-/** One text of about `wideTokens` tokens: the list's texts joined, cut by the tokenizer's ids. */
-const longText = await (async () => {
-  let joined = '';
-  for (const text of texts) {
-    joined += `${text} `;
-    if ((await tokenizer.encode(joined)).ids.length >= wideTokens) break;
-  }
-  return joined;
-})();
-const wideBodiesFile = join(out, 'wide-bodies.jsonl');
-writeFileSync(wideBodiesFile, Array.from({ length: 8 }, (_, k) => JSON.stringify({ inputs: Array.from({ length: wideBatch }, (_, i) => `${k} ${i} ${longText}`), truncate: true })).join('\n') + '\n');
+const wide = await writeWideEmbedder(out, wideLayers, texts, tokenizer);
 
 interface Measured {
   readonly tokensPerS: number;
@@ -163,39 +147,17 @@ async function staticBatch(embedder: InProcessEmbedder): Promise<Measured> {
   return { tokensPerS: (fixedRows * meanLength) / seconds, requestsPerS: fixedRows / seconds, meanRows: fixedRows, paddingEfficiency: meanLength / LONGEST, othersPct: cpu().othersPct, cpuMsPerKiloToken };
 }
 
-interface ProbeResult {
-  readonly p50: number;
-  readonly p99: number;
-  readonly max: number;
-  readonly count: number;
-}
-
-/** GET /health/live every 20 ms for `seconds`, one at a time, over one keep-alive connection: latencies in ms. */
-async function probeHealth(base: string, seconds: number): Promise<ProbeResult> {
-  const latencies: number[] = [];
-  const end = performance.now() + seconds * 1000;
-  while (performance.now() < end) {
-    const sent = performance.now();
-    await (await fetch(`${base}/health/live`)).arrayBuffer();
-    latencies.push(performance.now() - sent);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  const sorted = latencies.sort((a, b) => a - b);
-  const at = (q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-  return { p50: at(0.5), p99: at(0.99), max: sorted.at(-1)!, count: sorted.length };
-}
-
 /**
- * (3): the probe on the idle server, then while `wideClients` clients of another process keep its
+ * (3): the probe on the idle server, then while WIDE_CLIENTS clients of another process keep its
  * forward queue full; the saturated probe starts once the first batches are running, and the load
  * stops with it (a batch of that model takes seconds here, so waiting for the last would add nothing).
  */
-async function healthIdleAndSaturated(base: string, seconds: number): Promise<{ idle: ProbeResult; saturated: ProbeResult }> {
-  const idle = await probeHealth(base, seconds);
-  const load = spawn(process.execPath, ['--import', register, join(root, 'bench/text/embed-load.ts'), `${base}/embed`, wideBodiesFile, String(wideClients), String(3600)], { stdio: 'ignore' });
+async function healthIdleAndSaturated(base: string, seconds: number): Promise<{ idle: ProbeSummary; saturated: ProbeSummary }> {
+  const idle = summarize(await probeHealth(base, seconds));
+  const load = spawn(process.execPath, ['--import', register, join(root, 'bench/text/embed-load.ts'), `${base}/embed`, wide.bodiesFile, String(WIDE_CLIENTS), String(3600)], { stdio: 'ignore' });
   try {
     await new Promise((resolve) => setTimeout(resolve, 2000));
-    return { idle, saturated: await probeHealth(base, seconds) };
+    return { idle, saturated: summarize(await probeHealth(base, seconds)) };
   } finally {
     load.kill();
   }
@@ -237,7 +199,7 @@ try {
   // The other servers are stopped first, so the probe measures the wide embedder alone.
   await Promise.all(servers.splice(0).map(stopServer));
   const wideBase = `http://127.0.0.1:8454`;
-  servers.push(await startServer([join(root, 'bin/serve-fn.js'), 'start', wideDir, '--host', '127.0.0.1', '--port', '8454', '--no-grpc'], `${wideBase}/health/ready`, { SERVE_FN_LOG_LEVEL: 'warn' }));
+  servers.push(await startServer([join(root, 'bin/serve-fn.js'), 'start', wide.dir, '--host', '127.0.0.1', '--port', '8454', '--no-grpc'], `${wideBase}/health/ready`, { SERVE_FN_LOG_LEVEL: 'warn' }));
   health = await healthIdleAndSaturated(wideBase, durationS);
 } finally {
   await Promise.all(servers.map(stopServer));
@@ -280,7 +242,7 @@ console.log(`    in-process, token budget by length / static [32, 256]: ${ratio(
 if (health) {
   const { idle, saturated } = health;
   console.log('');
-  console.log(`(3) /health/live, wide embedder (hidden ${wideWidth}, ${wideLayers} layer(s), mean pooling), idle vs saturated by ${wideClients} clients posting ${wideBatch} × ~${wideTokens}-token /embed batches:`);
+  console.log(`(3) /health/live, wide embedder (hidden ${WIDE_WIDTH}, ${wideLayers} layer(s), mean pooling), idle vs saturated by ${WIDE_CLIENTS} clients posting ${WIDE_BATCH} × ~${WIDE_TOKENS}-token /embed batches:`);
   console.log('| probe | p50 ms | p99 ms | max ms | probes |');
   console.log('|---|---|---|---|---|');
   for (const [what, p] of [['idle', idle], ['saturated', saturated]] as const) console.log(`| ${what} | ${p.p50.toFixed(1)} | ${p.p99.toFixed(1)} | ${p.max.toFixed(1)} | ${p.count} |`);
