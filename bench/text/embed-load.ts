@@ -9,7 +9,8 @@ import { Agent, request } from 'node:http';
  * at either end. Tokens are what the server says it embedded (TEI's x-compute-tokens header, which
  * serve-fn sets on /v1/embeddings as TEI does). A closed loop in Node rather than wrk because wrk
  * stops mid-batch: at the tens of requests a second an embedder serves here, the loop's own CPU is
- * negligible. Prints one JSON object: tokens, requests, failed, seconds, p50 and p99 (ms).
+ * small, and it says how small: it prints its own CPU time beside its counts, one JSON object: tokens,
+ * requests, failed, seconds, p50 and p99 (ms), cpuMs (this process, every thread).
  * Usage: embed-load.ts <url> <bodies.jsonl> <connections> <seconds>
  */
 const [url, bodiesFile, connectionsArg, secondsArg] = process.argv.slice(2);
@@ -49,4 +50,5 @@ const seconds = (performance.now() - started) / 1000;
 agent.destroy();
 latencies.sort((a, b) => a - b);
 const at = (q: number): number => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN;
-console.log(JSON.stringify({ tokens, requests: latencies.length, failed, seconds, p50: at(0.5), p99: at(0.99) }));
+const cpu = process.cpuUsage();
+console.log(JSON.stringify({ tokens, requests: latencies.length, failed, seconds, p50: at(0.5), p99: at(0.99), cpuMs: (cpu.user + cpu.system) / 1000 }));

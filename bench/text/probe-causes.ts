@@ -1,15 +1,16 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readTextModelFolder } from '../../src/text/model-folder.js';
 import { TextTokenizer } from '../../src/tokenizer/tokenizer.js';
 import { writeBertEncoder } from '../../test/fixtures/text/text-model-folders.js';
 import { startServer, stopServer } from '../lib/load.js';
-import { clockTicksPerS, loadAverage, processCpuMs } from '../lib/process-stats.js';
+import { loadAverage, processCpuMs } from '../lib/process-stats.js';
 import { probeHealth, summarize, type Probe } from './health-probe.js';
 import type { LoopWindow } from './loop-monitor.js';
 import { LONGEST, mixedTexts } from './mixed-texts.js';
+import { threads, type ThreadSample } from './thread-stats.js';
 import { WIDE_CLIENTS, writeWideEmbedder } from './wide-embedder.js';
 
 /**
@@ -34,31 +35,6 @@ writeBertEncoder(listDir, { hidden: 32, intermediate: 32, layers: 1, positions: 
 const tokenizer = await TextTokenizer.fromFile(readTextModelFolder(listDir).tokenizerFile);
 const { texts } = await mixedTexts(tokenizer, 512, 15);
 const wide = await writeWideEmbedder(out, Number(process.env.BENCH_WIDE_LAYERS ?? 1), texts, tokenizer);
-
-/** One thread of a process from /proc: name, niceness, CPU ms, ms runnable but not running, times it was put on a core. */
-interface ThreadSample {
-  readonly name: string;
-  readonly nice: number;
-  readonly cpuMs: number;
-  readonly waitMs: number;
-  readonly slices: number;
-}
-
-function threads(pid: number): Map<number, ThreadSample> {
-  const sampled = new Map<number, ThreadSample>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const [, waitNs, slices] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').trim().split(' ').map(Number);
-      sampled.set(Number(tid), { name, nice: Number(fields[16]), cpuMs: ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicksPerS, waitMs: waitNs! / 1e6, slices: slices! });
-    } catch {
-      // The thread ended between the listing and the read.
-    }
-  }
-  return sampled;
-}
 
 /** Per thread of the server over a window: what changed, the HTTP thread (tid = pid) first. */
 function threadDeltas(pid: number, before: Map<number, ThreadSample>, after: Map<number, ThreadSample>): (ThreadSample & { tid: number })[] {

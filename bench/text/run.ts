@@ -13,6 +13,7 @@ import { loadAverage, processCpuMs } from '../lib/process-stats.js';
 import { InProcessEmbedder, type BatchRunResult, type ForwardBatchPolicy } from './in-process-embedder.js';
 import { LONGEST, mixedTexts, SHORTEST } from './mixed-texts.js';
 import { probeHealth, summarize, type ProbeSummary } from './health-probe.js';
+import { cpuSplit, threads } from './thread-stats.js';
 import { WIDE_BATCH, WIDE_CLIENTS, WIDE_TOKENS, WIDE_WIDTH, writeWideEmbedder } from './wide-embedder.js';
 
 /**
@@ -83,6 +84,8 @@ interface Measured {
   readonly othersPct: number;
   /** CPU time of the process doing the work (the server, every thread; or this one) per 1,000 tokens: steadier than tokens/s when other jobs share the cores. */
   readonly cpuMsPerKiloToken: number;
+  /** Served only, per 1,000 tokens: the server's CPU by thread (thread-stats.ts), and the load generator's own. */
+  readonly split?: { readonly http: number; readonly instances: number; readonly others: number; readonly load: number };
 }
 
 /** Sums of the server's te_* histograms that tell what forward batches it formed. */
@@ -110,14 +113,18 @@ async function served(base: string, seconds = durationS): Promise<Measured> {
   const cpu = measureCpuShare(servers.map((p) => p.pid!));
   const pid = serverAt.get(base)!.pid!;
   const cpuBefore = processCpuMs(pid);
+  const threadsBefore = threads(pid);
   const before = await batchCounters(base);
   const { stdout } = await run(process.execPath, ['--import', register, join(root, 'bench/text/embed-load.ts'), `${base}/v1/embeddings`, bodiesFile, String(connections), String(seconds)]);
+  const split = cpuSplit(pid, threadsBefore, threads(pid));
   const after = await batchCounters(base);
-  const r = JSON.parse(stdout) as { tokens: number; requests: number; failed: number; seconds: number; p50: number; p99: number };
+  const r = JSON.parse(stdout) as { tokens: number; requests: number; failed: number; seconds: number; p50: number; p99: number; cpuMs: number };
+  const perKilo = (ms: number): number => (ms * 1000) / r.tokens;
   return {
     tokensPerS: r.tokens / r.seconds, requestsPerS: r.requests / r.seconds, p50: r.p50, p99: r.p99, failed: r.failed,
     meanRows: (after.rows - before.rows) / (after.batches - before.batches), paddingEfficiency: (after.real - before.real) / (after.padded - before.padded),
-    othersPct: cpu().othersPct, cpuMsPerKiloToken: ((processCpuMs(pid) - cpuBefore) * 1000) / r.tokens,
+    othersPct: cpu().othersPct, cpuMsPerKiloToken: perKilo(processCpuMs(pid) - cpuBefore),
+    split: { http: perKilo(split.http), instances: perKilo(split.instances), others: perKilo(split.others), load: perKilo(r.cpuMs) },
   };
 }
 
@@ -239,6 +246,14 @@ console.log(`(1) served / in-process, token budget by length: ${ratio('served, t
 console.log(`(2) token budget by length / fixed 32, served: ${ratio('served, token budget by length (default)', 'served, fixed 32')}; in-process: ${ratio('in-process, token budget by length', 'in-process, fixed 32')} (target ≥ 1.3×)`);
 console.log(`    token budget first come (TEI's policy) / fixed 32, served: ${ratio('served, token budget first come (TEI)', 'served, fixed 32')}; in-process: ${ratio('in-process, token budget first come', 'in-process, fixed 32')}`);
 console.log(`    in-process, token budget by length / static [32, 256]: ${ratio('in-process, token budget by length', 'in-process, static [32, 256]')}`);
+console.log('');
+console.log('Served, CPU ms per 1,000 tokens by thread (mean of rounds): the HTTP thread, the instance threads (at the instance niceness: the worker and ONNX Runtime\'s pool), the server\'s other threads (libuv\'s pool running the tokenizer, V8\'s helpers), and the load generator (a process of its own, which the in-process side does not have).\n');
+console.log('| what | HTTP thread | instance threads | other threads | load generator |');
+console.log('|---|---|---|---|---|');
+for (const kind of kinds.filter((k) => k.startsWith('served'))) {
+  const part = (key: 'http' | 'instances' | 'others' | 'load'): string => f(mean(runs[kind].map((m) => m.split![key])));
+  console.log(`| ${kind} | ${part('http')} | ${part('instances')} | ${part('others')} | ${part('load')} |`);
+}
 if (health) {
   const { idle, saturated } = health;
   console.log('');
