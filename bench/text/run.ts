@@ -223,6 +223,8 @@ const tokens = (kind: (typeof kinds)[number]): number => avg(kind, 'tokensPerS')
 console.log(`${folder.name}: BERT encoder, hidden 384, ${layers} layers, intermediate 1536, 1 head, mean pooling + Normalize; ONNX Runtime CPU, intraOpNumThreads ${availableParallelism()} (1 instance)`);
 console.log(`${texts.length} texts of ${SHORTEST}–${LONGEST} tokens (mean ${meanLength.toFixed(1)}), one a request to POST /v1/embeddings; ${connections} keep-alive connections (embed-load.ts, closed loop); ${rounds} rounds of ${durationS} s per measurement`);
 console.log(`load average (1, 5, 15 min): ${loadBefore} before, ${loadAfter} after`);
+// The served instance yields to other processes' nice-0 work, the in-process side does not: on a shared machine compare CPU per token.
+console.log(`served instances at niceness ${process.env.SERVE_FN_INSTANCE_NICENESS || '10 (serve-fn start)'}; the in-process side at this process's own`);
 console.log(`served vs in-process embedding of the same text: largest difference ${difference.toExponential(1)}\n`);
 console.log('| what | tokens/s (mean of rounds) | requests/s | p50 ms | p99 ms (worst round) | rows per batch | real / padded tokens | CPU ms per 1k tokens | failed |');
 console.log('|---|---|---|---|---|---|---|---|---|');
