@@ -2,7 +2,16 @@ import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildOnnxModel, type OnnxInitializer, type OnnxNode } from '../../src/backends/onnx/onnx-model-builder.js';
 import { alphasCumprod, DDIM_DEFAULTS, type DdimConfig } from '../../src/diffusion/ddim.js';
+import { Registry } from 'prom-client';
+import { createError } from '../../src/errors/index.js';
+import { DiffusionMetrics } from '../../src/diffusion/diffusion-metrics.js';
+import { DiffusionPipeline } from '../../src/diffusion/diffusion-pipeline.js';
+import { readDiffusionFolder } from '../../src/diffusion/pipeline-folder.js';
+import type { StepLimits } from '../../src/diffusion/step-scheduler.js';
+import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
+import type { TensorInstanceFactory, VersionBuilderContext } from '../../src/model-repository/model-version-builder.js';
 import { TextTokenizer } from '../../src/tokenizer/tokenizer.js';
+import { inThreadInstances } from '../fixtures/repository/repository-files.js';
 import { tableValue, WORDPIECE_TOKENIZER } from './text-model-fixture.js';
 
 /**
@@ -177,4 +186,20 @@ export async function oraclePixel(prompt: string, guidance = 1, negative = ''): 
   const pos = await promptTarget(prompt);
   const target = guidance > 1 ? (await promptTarget(negative)).map((n, c) => n + guidance * (pos[c] - n)) : pos;
   return [0, 1, 2].map((c) => Math.round(Math.min(1, Math.max(0, (target[c] / SCALING_FACTOR + SHIFT_FACTOR) / 2 + 0.5)) * 255));
+}
+
+/** A started pipeline on a fixture folder, its stages' instances in the test's thread unless `instanceFactory` says otherwise. */
+export async function loadFixturePipeline(dir: string, name: string, options: { limits?: StepLimits; instanceFactory?: TensorInstanceFactory } = {}) {
+  const registry = new Registry();
+  const recorder = new InferenceRecorder({ collectProcessMetrics: false });
+  const ctx: VersionBuilderContext = {
+    recorder, log: () => undefined, infer: () => Promise.reject(new Error('unused')),
+    resolve: (model) => {
+      throw createError('SF_ERR_MODEL_UNKNOWN', model);
+    },
+    instanceFactory: options.instanceFactory ?? inThreadInstances,
+  };
+  const p = await DiffusionPipeline.load(readDiffusionFolder(dir), name, ctx, options.limits ?? { maxRunning: 8, admissionWaitUs: 1000 }, new DiffusionMetrics(registry));
+  await p.start();
+  return { p, registry, recorder };
 }

@@ -1,33 +1,16 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Registry } from 'prom-client';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createError } from '../../src/errors/index.js';
-import { DiffusionMetrics } from '../../src/diffusion/diffusion-metrics.js';
-import { DiffusionPipeline, type DecodedImage } from '../../src/diffusion/diffusion-pipeline.js';
+import type { DecodedImage } from '../../src/diffusion/diffusion-pipeline.js';
 import { readDiffusionFolder } from '../../src/diffusion/pipeline-folder.js';
-import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
-import type { VersionBuilderContext } from '../../src/model-repository/model-version-builder.js';
-import { inThreadInstances, scratchFolder } from '../fixtures/repository/repository-files.js';
-import { oraclePixel, writeDiffusionFolder, type FixtureOptions } from '../helpers/diffusion-fixture.js';
+import { scratchFolder } from '../fixtures/repository/repository-files.js';
+import { loadFixturePipeline, oraclePixel, writeDiffusionFolder, type FixtureOptions } from '../helpers/diffusion-fixture.js';
 
 const root = scratchFolder('diffusion');
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-async function pipeline(name: string, options: FixtureOptions, limits = { maxRunning: 8, admissionWaitUs: 1000 }) {
-  const dir = writeDiffusionFolder(join(root, name), options);
-  const registry = new Registry();
-  const recorder = new InferenceRecorder({ collectProcessMetrics: false });
-  const ctx: VersionBuilderContext = {
-    recorder, log: () => undefined, infer: () => Promise.reject(new Error('unused')),
-    resolve: (model) => {
-      throw createError('SF_ERR_MODEL_UNKNOWN', model);
-    },
-    instanceFactory: inThreadInstances,
-  };
-  const p = await DiffusionPipeline.load(readDiffusionFolder(dir), name, ctx, limits, new DiffusionMetrics(registry));
-  await p.start();
-  return { p, registry, recorder };
+function pipeline(name: string, options: FixtureOptions, limits = { maxRunning: 8, admissionWaitUs: 1000 }) {
+  return loadFixturePipeline(writeDiffusionFolder(join(root, name), options), name, { limits });
 }
 
 /** Every pixel of `image` equals `rgb`. */
