@@ -113,8 +113,10 @@ export class DiffusionPipeline {
     const w = request.width / this.folder.vaeScaleFactor;
     const channels = this.folder.latentChannels ?? fixedDim(this.stages.denoiser.info.inputs.find((s) => s.name === this.stages.names.denoiser.latentInput)?.shape[0]) ?? 4;
     const latentShape = [1, channels, h, w];
-    const latents = seededNormal(request.seed ?? randomInt(2 ** 47), channels * h * w);
     const schedule = scheduleFor(this.folder.scheduler, request.steps, (h / 2) * (w / 2));
+    const latents = seededNormal(request.seed ?? randomInt(2 ** 47), channels * h * w);
+    // prepare_latents: `latents * scheduler.init_noise_sigma`.
+    if (schedule.initNoiseSigma !== 1) for (let i = 0; i < latents.length; i++) latents[i] *= schedule.initNoiseSigma;
     const partials = Math.min(request.partialImages ?? 0, request.steps - 1);
     const previewAfter = new Set(Array.from({ length: partials }, (_, i) => Math.floor(((i + 1) * request.steps) / (partials + 1)) - 1));
     let partialIndex = 0;

@@ -68,7 +68,7 @@ export function readDiffusionFolder(path: string): DiffusionFolder {
   const unsupported = ['text_encoder_2', 'text_encoder_3'].filter((part) => existsSync(join(dir, part)));
   if (unsupported.length > 0) fail(`${unsupported.join(' and ')} present: pipelines with more than one text encoder (SD3's three, Flux's two) are not served yet`);
   const schedulerJson = readJson(join(dir, 'scheduler/scheduler_config.json'), fail)!;
-  const scheduler = schedulerFromConfig(schedulerJson) ?? fail(`scheduler '${String(schedulerJson._class_name)}' is not supported (supported: ${SUPPORTED_SCHEDULERS.join(', ')})`);
+  const scheduler = schedulerFromConfig(schedulerJson, (why) => fail(`scheduler: ${why}`)) ?? fail(`scheduler '${String(schedulerJson._class_name)}' is not supported (supported: ${SUPPORTED_SCHEDULERS.join(', ')})`);
   const tokenizerConfig = readJson(join(dir, 'tokenizer/tokenizer_config.json'), fail) ?? {};
   const vae = readJson(join(dir, 'vae_decoder/config.json'), fail) ?? {};
   const denoiserConfig = readJson(join(dir, `${denoiserKind}/config.json`), fail) ?? {};
