@@ -65,6 +65,18 @@ describe('a diffusers-style ONNX pipeline folder (tiny oracle stages on ONNX Run
     }
   });
 
+  it('EulerDiscreteScheduler (SD 1.x\'s leading spacing) with its ε-oracle lands on the oracle\'s image, with and without guidance', async () => {
+    const { p } = await pipeline('euler', { denoiser: 'euler' });
+    try {
+      const images = await Promise.all([1, 6, 30].map((steps, i) => p.generate({ prompt: 'green hills', width: 16, height: 32, steps, guidanceScale: 1, seed: i })));
+      for (const image of images) expectUniform(image, await oraclePixel('green hills'));
+      const guided = await p.generate({ prompt: 'sky', negativePrompt: 'fox', width: 16, height: 16, steps: 8, guidanceScale: 2, seed: 9 });
+      expectUniform(guided, await oraclePixel('sky', 2, 'fox'));
+    } finally {
+      await p.stop();
+    }
+  });
+
   it('a random conv denoiser gives the same image batched with company as alone; the same seed gives the same image', async () => {
     const { p } = await pipeline('conv', { denoiser: 'conv' });
     try {
