@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
@@ -31,6 +31,9 @@ const modes: Record<string, StepLimits> = {
 };
 
 const dir = writeDiffusionFolder(join(mkdtempSync(join(tmpdir(), 'bench-diffusion-')), 'bench-dit'), { denoiser: 'conv' });
+// BENCH_VAE_INSTANCES: the VAE stage's instance count (its folder's config.pbtxt, docs/diffusion.md), 1 by default.
+const vaeInstances = Number(process.env.BENCH_VAE_INSTANCES ?? 1);
+if (vaeInstances > 1) writeFileSync(join(dir, 'vae_decoder', 'config.pbtxt'), `instance_group [ { count: ${vaeInstances}, kind: KIND_CPU } ]\n`);
 
 async function load(limits: StepLimits, recorder: InferenceRecorder): Promise<DiffusionPipeline> {
   const ctx = {
@@ -103,7 +106,7 @@ for (let round = 0; round < rounds; round++) {
 }
 rmSync(dir, { recursive: true, force: true });
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-console.log(`| scheduler | images/s, 8 clients, 4/8/12/20 steps (${size}px) | 4-step p50 ms under 20-step load | p99 ms |`);
+console.log(`| scheduler | images/s, 8 clients, 4/8/12/20 steps (${size}px, ${vaeInstances} VAE instance${vaeInstances > 1 ? 's' : ''}) | 4-step p50 ms under 20-step load | p99 ms |`);
 console.log('|---|---|---|---|');
 for (const [mode, r] of Object.entries(results)) {
   console.log(`| ${mode} | ${mean(r.ips).toFixed(2)} (rounds: ${r.ips.map((x) => x.toFixed(2)).join(', ')}) | ${quantile(r.latency, 0.5).toFixed(0)} | ${quantile(r.latency, 0.99).toFixed(0)} |`);
