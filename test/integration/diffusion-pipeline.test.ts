@@ -122,5 +122,18 @@ describe('a diffusers-style ONNX pipeline folder (tiny oracle stages on ONNX Run
     const lcm = writeDiffusionFolder(join(root, 'lcm'), { denoiser: 'flow' });
     writeFileSync(join(lcm, 'scheduler', 'scheduler_config.json'), '{"_class_name":"LCMScheduler"}');
     expect(() => readDiffusionFolder(lcm)).toThrow(/scheduler 'LCMScheduler' is not supported/);
+    const euler = writeDiffusionFolder(join(root, 'karras'), { denoiser: 'euler' });
+    writeFileSync(join(euler, 'scheduler', 'scheduler_config.json'), '{"_class_name":"EulerDiscreteScheduler","use_karras_sigmas":true}');
+    expect(() => readDiffusionFolder(euler)).toThrow(/scheduler: EulerDiscreteScheduler with use_karras_sigmas is not supported/);
+  });
+
+  it('refuses SD3 / Flux-style folders with more text encoders, naming the encoders\' files found and missing', () => {
+    const flux = writeDiffusionFolder(join(root, 'flux-like'), { denoiser: 'flow' });
+    mkdirSync(join(flux, 'text_encoder_2'));
+    writeFileSync(join(flux, 'text_encoder_2', 'model.onnx'), '');
+    mkdirSync(join(flux, 'tokenizer_2'));
+    expect(() => readDiffusionFolder(flux)).toThrow('a pipeline with 2 text encoders (SD3 has three, Flux two): found text_encoder_2/model.onnx, missing tokenizer_2/tokenizer.json; serve-fn feeds one text encoder');
+    mkdirSync(join(flux, 'tokenizer_3'));
+    expect(() => readDiffusionFolder(flux)).toThrow('a pipeline with 3 text encoders (SD3 has three, Flux two): found text_encoder_2/model.onnx, missing tokenizer_2/tokenizer.json, tokenizer_3/tokenizer.json, text_encoder_3/model.onnx;');
   });
 });
