@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
@@ -31,10 +31,13 @@ const modes: Record<string, StepLimits> = {
 };
 
 const dir = writeDiffusionFolder(join(mkdtempSync(join(tmpdir(), 'bench-diffusion-')), 'bench-dit'), { denoiser: 'conv' });
+// BENCH_VAE_INSTANCES: the VAE stage's instance count (its folder's config.pbtxt, docs/diffusion.md), 1 by default.
+const vaeInstances = Number(process.env.BENCH_VAE_INSTANCES ?? 1);
+if (vaeInstances > 1) writeFileSync(join(dir, 'vae_decoder', 'config.pbtxt'), `instance_group [ { count: ${vaeInstances}, kind: KIND_CPU } ]\n`);
 
-async function load(limits: StepLimits): Promise<DiffusionPipeline> {
+async function load(limits: StepLimits, recorder: InferenceRecorder): Promise<DiffusionPipeline> {
   const ctx = {
-    recorder: new InferenceRecorder({ collectProcessMetrics: false }), log: () => undefined, infer: () => Promise.reject(new Error('unused')),
+    recorder, log: () => undefined, infer: () => Promise.reject(new Error('unused')),
     resolve: (name: string): never => {
       throw createError('SF_ERR_MODEL_UNKNOWN', name);
     },
@@ -77,13 +80,24 @@ const quantile = (xs: number[], q: number): number => {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 };
 
-const results: Record<string, { ips: number[]; latency: number[] }> = Object.fromEntries(Object.keys(modes).map((m) => [m, { ips: [], latency: [] }]));
+/** Milliseconds of each stage's compute (nv_inference_compute_infer, summed over requests) per image, since `base`. */
+function stageMsPerImage(recorder: InferenceRecorder, base: ReturnType<InferenceRecorder['statistics']>, images: number): Record<string, number> {
+  return Object.fromEntries(recorder.statistics().model_stats.map((m) => {
+    const before = base.model_stats.find((b) => b.name === m.name)!.inference_stats.compute_infer.ns;
+    return [m.name.replace('bench-dit_', ''), (m.inference_stats.compute_infer.ns - before) / 1e6 / images];
+  }));
+}
+
+const results: Record<string, { ips: number[]; latency: number[]; stages: Record<string, number>[] }> = Object.fromEntries(Object.keys(modes).map((m) => [m, { ips: [], latency: [], stages: [] }]));
 for (let round = 0; round < rounds; round++) {
   for (const [mode, limits] of Object.entries(modes)) {
-    const p = await load(limits);
+    const recorder = new InferenceRecorder({ collectProcessMetrics: false });
+    const p = await load(limits, recorder);
     try {
       await generate(p, 2, 1);
+      const base = recorder.statistics();
       results[mode].ips.push(await throughput(p));
+      results[mode].stages.push(stageMsPerImage(recorder, base, 8 * perClient));
       results[mode].latency.push(...(await shortLatency(p)));
     } finally {
       await p.stop();
@@ -92,9 +106,14 @@ for (let round = 0; round < rounds; round++) {
 }
 rmSync(dir, { recursive: true, force: true });
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-console.log(`| scheduler | images/s, 8 clients, 4/8/12/20 steps (${size}px) | 4-step p50 ms under 20-step load | p99 ms |`);
+console.log(`| scheduler | images/s, 8 clients, 4/8/12/20 steps (${size}px, ${vaeInstances} VAE instance${vaeInstances > 1 ? 's' : ''}) | 4-step p50 ms under 20-step load | p99 ms |`);
 console.log('|---|---|---|---|');
 for (const [mode, r] of Object.entries(results)) {
   console.log(`| ${mode} | ${mean(r.ips).toFixed(2)} (rounds: ${r.ips.map((x) => x.toFixed(2)).join(', ')}) | ${quantile(r.latency, 0.5).toFixed(0)} | ${quantile(r.latency, 0.99).toFixed(0)} |`);
+}
+console.log(`\nCompute per image in the throughput runs (ms of nv_inference_compute_infer, which each request of a batch counts in full, per image):`);
+for (const [mode, r] of Object.entries(results)) {
+  const stages = Object.keys(r.stages[0]);
+  console.log(`${mode}: ${stages.map((stage) => `${stage} ${mean(r.stages.map((s) => s[stage])).toFixed(1)}`).join(', ')}`);
 }
 console.log(`step / one = ${(mean(results.step.ips) / mean(results.one.ips)).toFixed(2)}×, step / waves = ${(mean(results.step.ips) / mean(results.waves.ips)).toFixed(2)}×`);

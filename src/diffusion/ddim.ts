@@ -28,7 +28,7 @@ export const DDIM_DEFAULTS: DdimConfig = {
 const f32 = Math.fround;
 
 /** ᾱ_t for t = 0..T−1, as the float32 cumulative product diffusers keeps. */
-export function alphasCumprod(config: DdimConfig): Float32Array {
+export function alphasCumprod(config: Pick<DdimConfig, 'num_train_timesteps' | 'beta_start' | 'beta_end' | 'beta_schedule'>): Float32Array {
   const T = config.num_train_timesteps;
   const betas = new Float32Array(T);
   const lin = (a: number, b: number, i: number): number => (T === 1 ? a : a + (i * (b - a)) / (T - 1));
@@ -68,7 +68,7 @@ export function ddimTimesteps(config: DdimConfig, steps: number): number[] {
 }
 
 /** numpy's round: halves to even. */
-function roundHalfEven(x: number): number {
+export function roundHalfEven(x: number): number {
   const r = Math.round(x);
   return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
 }

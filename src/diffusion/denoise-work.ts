@@ -66,7 +66,10 @@ export class DenoiseWork implements StepWork {
     const rows = this.rows;
     // Fresh buffers each step: they are transferred to the instance, not copied.
     const x = new Float32Array(latents.length * rows);
-    for (let r = 0; r < rows; r++) x.set(latents, r * latents.length);
+    const divisor = schedule.inputDivisor(this.stepIndex);
+    if (divisor === 1) x.set(latents, 0);
+    else for (let i = 0; i < latents.length; i++) x[i] = latents[i] / divisor;
+    for (let r = 1; r < rows; r++) x.copyWithin(r * latents.length, 0, latents.length);
     const states = new Float32Array(text.length * rows);
     if (negativeText) states.set(negativeText, 0);
     states.set(text, (rows - 1) * text.length);

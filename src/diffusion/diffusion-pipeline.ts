@@ -14,6 +14,7 @@ import type { DiffusionFolder } from './pipeline-folder.js';
 import { buildPipelineStages, type PipelineStages } from './pipeline-stages.js';
 import { seededNormal } from './seeded-noise.js';
 import { StepScheduler, type StepLimits } from './step-scheduler.js';
+import { VAE_IMAGE_OUTPUT } from './vae-decoder-instance.js';
 
 /** One image to generate, its fields checked by the protocol. */
 export interface ImageRequest {
@@ -112,8 +113,10 @@ export class DiffusionPipeline {
     const w = request.width / this.folder.vaeScaleFactor;
     const channels = this.folder.latentChannels ?? fixedDim(this.stages.denoiser.info.inputs.find((s) => s.name === this.stages.names.denoiser.latentInput)?.shape[0]) ?? 4;
     const latentShape = [1, channels, h, w];
-    const latents = seededNormal(request.seed ?? randomInt(2 ** 47), channels * h * w);
     const schedule = scheduleFor(this.folder.scheduler, request.steps, (h / 2) * (w / 2));
+    const latents = seededNormal(request.seed ?? randomInt(2 ** 47), channels * h * w);
+    // prepare_latents: `latents * scheduler.init_noise_sigma`.
+    if (schedule.initNoiseSigma !== 1) for (let i = 0; i < latents.length; i++) latents[i] *= schedule.initNoiseSigma;
     const partials = Math.min(request.partialImages ?? 0, request.steps - 1);
     const previewAfter = new Set(Array.from({ length: partials }, (_, i) => Math.floor(((i + 1) * request.steps) / (partials + 1)) - 1));
     let partialIndex = 0;
@@ -170,31 +173,14 @@ export class DiffusionPipeline {
   }
 
   /**
-   * Latents to pixels: `latents / scaling_factor + shift_factor` through the VAE decoder, then
-   * diffusers' VaeImageProcessor.postprocess: `(x / 2 + 0.5).clamp(0, 1)`, `(x * 255).round()` to uint8 (numpy rounds halves to even).
+   * Latents to pixels in the VAE stage's instance (vae-decoder-instance.ts: the scaling, the
+   * decoder, diffusers' rounding to 8-bit RGB): the HTTP thread only receives the bytes.
    */
   private async decode(latents: Float32Array, latentShape: readonly number[]): Promise<DecodedImage> {
-    const { scalingFactor, shiftFactor } = this.folder;
-    const scaled = latents.map((x) => x / scalingFactor + shiftFactor);
-    const { vaeInput, vaeOutput } = this.stages.names;
-    const response = await this.stages.vaeDecoder.infer({ inputs: [{ name: vaeInput, datatype: 'FP32', shape: [...latentShape], data: scaled }], outputs: [{ name: vaeOutput }] });
-    const sample = response.outputs[0];
-    const [, channels, height, width] = sample.shape;
-    const data = sample.data as Float32Array;
-    const rgb = new Uint8Array(height * width * 3);
-    const plane = height * width;
-    for (let c = 0; c < 3; c++) {
-      const from = Math.min(c, channels - 1) * plane;
-      for (let p = 0; p < plane; p++) rgb[p * 3 + c] = toByte(data[from + p]);
-    }
-    return { width, height, rgb };
+    const response = await this.stages.vaeDecoder.infer({ inputs: [{ name: this.stages.names.vaeInput, datatype: 'FP32', shape: [...latentShape], data: latents }], outputs: [{ name: VAE_IMAGE_OUTPUT }] });
+    const [, height, width] = response.outputs[0].shape;
+    return { width, height, rgb: response.outputs[0].data as Uint8Array };
   }
-}
-
-function toByte(x: number): number {
-  const v = Math.min(1, Math.max(0, x / 2 + 0.5)) * 255;
-  const r = Math.round(v);
-  return r - v === 0.5 && r % 2 === 1 ? r - 1 : r;
 }
 
 function fixedDim(dim: number | undefined): number | undefined {

@@ -65,10 +65,10 @@ export function readDiffusionFolder(path: string): DiffusionFolder {
     ...(denoiserKind ? [] : ['transformer/model.onnx or unet/model.onnx']),
   ];
   if (missing.length > 0) fail(`missing ${missing.join(', ')}`);
-  const unsupported = ['text_encoder_2', 'text_encoder_3'].filter((part) => existsSync(join(dir, part)));
-  if (unsupported.length > 0) fail(`${unsupported.join(' and ')} present: pipelines with more than one text encoder (SD3's three, Flux's two) are not served yet`);
+  const moreEncoders = moreTextEncoders(dir);
+  if (moreEncoders) fail(moreEncoders);
   const schedulerJson = readJson(join(dir, 'scheduler/scheduler_config.json'), fail)!;
-  const scheduler = schedulerFromConfig(schedulerJson) ?? fail(`scheduler '${String(schedulerJson._class_name)}' is not supported (supported: ${SUPPORTED_SCHEDULERS.join(', ')})`);
+  const scheduler = schedulerFromConfig(schedulerJson, (why) => fail(`scheduler: ${why}`)) ?? fail(`scheduler '${String(schedulerJson._class_name)}' is not supported (supported: ${SUPPORTED_SCHEDULERS.join(', ')})`);
   const tokenizerConfig = readJson(join(dir, 'tokenizer/tokenizer_config.json'), fail) ?? {};
   const vae = readJson(join(dir, 'vae_decoder/config.json'), fail) ?? {};
   const denoiserConfig = readJson(join(dir, `${denoiserKind}/config.json`), fail) ?? {};
@@ -102,6 +102,23 @@ export function readDiffusionFolder(path: string): DiffusionFolder {
       guidanceScale: numberOr(guider?.guidance_scale, pipelineDefaults.guidanceScale),
     },
   };
+}
+
+/**
+ * Why a folder with a second or third text encoder (diffusers' `tokenizer_2/` + `text_encoder_2/`,
+ * `tokenizer_3/` + `text_encoder_3/`: SD3 has three, Flux two) is refused, naming each of those
+ * encoders' files found and missing; undefined for a one-encoder folder. Serving one needs the
+ * encoders' hidden states joined and their pooled output fed as the denoiser's `pooled_projections`,
+ * which this server does not do yet.
+ */
+function moreTextEncoders(dir: string): string | undefined {
+  const extra = [2, 3].filter((n) => existsSync(join(dir, `text_encoder_${n}`)) || existsSync(join(dir, `tokenizer_${n}`)));
+  if (extra.length === 0) return undefined;
+  const parts = extra.flatMap((n) => [`tokenizer_${n}/tokenizer.json`, `text_encoder_${n}/model.onnx`]);
+  const found = parts.filter((rel) => existsSync(join(dir, rel)));
+  const missing = parts.filter((rel) => !found.includes(rel));
+  return `a pipeline with ${extra.length + 1} text encoders (SD3 has three, Flux two): found ${found.length > 0 ? found.join(', ') : 'none of their files'}` +
+    `${missing.length > 0 ? `, missing ${missing.join(', ')}` : ''}; serve-fn feeds one text encoder (the others' joined hidden states and pooled_projections are not served yet)`;
 }
 
 function numberOr(value: unknown, fallback: number): number {

@@ -1,22 +1,30 @@
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { createError } from '../errors/index.js';
-import { buildModelVersions, type VersionBuilderContext } from '../model-repository/model-version-builder.js';
+import { buildModelVersions, readModelFileMetadata, type VersionBuilderContext } from '../model-repository/model-version-builder.js';
 import { parseModelConfigJson } from '../model-repository/config-json.js';
 import type { ModelSource } from '../model-repository/model-source.js';
 import { TensorModelVersion } from '../inference/tensor-model-version.js';
 import type { TensorSpec } from '../spec/tensor.js';
 import { TIMESTEP_TYPES, type DenoiserInterface } from './denoise-work.js';
 import type { DiffusionFolder } from './pipeline-folder.js';
+import { withStageConfig } from './stage-config.js';
+import { VAE_IMAGE_OUTPUT, VAE_PARAMETERS } from './vae-decoder-instance.js';
 
 /** The most rows one stage call takes: requests times two with guidance; vLLM-Omni's step batches are far smaller. */
 const STAGE_MAX_BATCH = 64;
+/** The VAE stage's instance module, run as a repository model.ts is (.ts under the test runner, .js from dist). */
+const VAE_DECODER_MODULE = fileURLToPath(new URL(`./vae-decoder-instance${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url));
 
 /**
  * A pipeline's three stages, each a model of its own on the engine (its own InstanceEngine and
- * worker-thread instance running ONNX Runtime, nv_* statistics, a /v2 model named
- * `<pipeline>_<stage>`): built as repository models are, from a config that names the stage's
- * model.onnx, completed from the file's own inputs and outputs. The text encoder and VAE decoder
- * batch requests that arrive together (dynamic_batching); the denoiser's steps are batched by the
- * pipeline's step scheduler on the denoiser's engine.
+ * worker-thread instances, nv_* statistics, a /v2 model named `<pipeline>_<stage>`): built as
+ * repository models are, from a config that names the stage's model.onnx, completed from the
+ * file's own inputs and outputs, with the stage folder's own config.pbtxt instance_group and
+ * parameters (stage-config.ts). The VAE decoder's instances run vae-decoder-instance.ts, which runs
+ * its model.onnx and turns the sample into 8-bit RGB in the instance's thread. The text encoder
+ * and VAE decoder batch requests that arrive together (dynamic_batching); the denoiser's steps are
+ * batched by the pipeline's step scheduler on the denoiser's engine.
  */
 export interface PipelineStages {
   readonly textEncoder: TensorModelVersion;
@@ -26,32 +34,59 @@ export interface PipelineStages {
     readonly tokens: TensorSpec;
     readonly textOutput: string;
     readonly denoiser: DenoiserInterface;
+    /** The VAE stage's latents input; it answers VAE_IMAGE_OUTPUT, 8-bit RGB. */
     readonly vaeInput: string;
-    readonly vaeOutput: string;
   };
 }
 
 export async function buildPipelineStages(folder: DiffusionFolder, name: string, ctx: VersionBuilderContext): Promise<PipelineStages> {
-  const stage = async (suffix: string, file: string, batching: boolean): Promise<TensorModelVersion> => {
+  const stage = async (suffix: string, stageDir: string, file: string, kind: 'onnx' | 'module', json: Record<string, unknown>): Promise<TensorModelVersion> => {
     const stageName = `${name}_${suffix}`;
-    const json = { name: stageName, platform: 'onnxruntime_onnx', backend: 'onnxruntime', max_batch_size: STAGE_MAX_BATCH, ...(batching ? { dynamic_batching: {} } : {}) };
-    const { config } = parseModelConfigJson(JSON.stringify(json), stageName);
-    const source: ModelSource = { name: stageName, dir: folder.dir, config, kind: 'onnx', versions: [{ version: '1', file }], warnings: [] };
+    const built = { name: stageName, max_batch_size: STAGE_MAX_BATCH, ...json };
     try {
+      const config = withStageConfig(parseModelConfigJson(JSON.stringify(built), stageName).config, join(folder.dir, stageDir), stageName);
+      const source: ModelSource = { name: stageName, dir: folder.dir, config, kind, versions: [{ version: '1', file }], warnings: [] };
       const [version] = await buildModelVersions(source, ctx);
       return version as TensorModelVersion;
     } catch (cause) {
-      throw createError('SF_ERR_DIFFUSION_FOLDER_INVALID', folder.dir, `${suffix}: ${(cause as Error).message}`, { cause });
+      throw createError('SF_ERR_DIFFUSION_FOLDER_INVALID', folder.dir, `${stageDir}: ${(cause as Error).message}`, { cause });
     }
   };
-  const textEncoder = await stage('text_encoder', folder.textEncoderFile, true);
-  const denoiser = await stage('denoiser', folder.denoiser.file, false);
-  const vaeDecoder = await stage('vae_decoder', folder.vaeDecoderFile, true);
-  return { textEncoder, denoiser, vaeDecoder, names: interfaceOf(folder, textEncoder, denoiser, vaeDecoder) };
+  const onnx = (batching: boolean) => ({ platform: 'onnxruntime_onnx', backend: 'onnxruntime', ...(batching ? { dynamic_batching: {} } : {}) });
+  const textEncoder = await stage('text_encoder', 'text_encoder', folder.textEncoderFile, 'onnx', onnx(true));
+  const denoiser = await stage('denoiser', folder.denoiser.kind, folder.denoiser.file, 'onnx', onnx(false));
+  const vae = await vaeInterface(folder);
+  const vaeDecoder = await stage('vae_decoder', 'vae_decoder', VAE_DECODER_MODULE, 'module', {
+    backend: 'serve-fn', dynamic_batching: {},
+    input: [{ name: vae.input, data_type: 'TYPE_FP32', dims: vae.dims }],
+    output: [{ name: VAE_IMAGE_OUTPUT, data_type: 'TYPE_UINT8', dims: [-1, -1, 3] }],
+    parameters: {
+      [VAE_PARAMETERS.model]: { string_value: relative(folder.dir, folder.vaeDecoderFile) },
+      [VAE_PARAMETERS.input]: { string_value: vae.input },
+      [VAE_PARAMETERS.output]: { string_value: vae.output },
+      [VAE_PARAMETERS.scaling]: { string_value: String(folder.scalingFactor) },
+      [VAE_PARAMETERS.shift]: { string_value: String(folder.shiftFactor) },
+    },
+  });
+  return { textEncoder, denoiser, vaeDecoder, names: interfaceOf(folder, textEncoder, denoiser, vae.input) };
+}
+
+/**
+ * The VAE decoder's input and output names and latent dimensions, read from its model.onnx on the
+ * CPU (as a repository model's configuration is completed from its file), for the stage's instance,
+ * which runs the file and the image post-processing (vae-decoder-instance.ts).
+ */
+async function vaeInterface(folder: DiffusionFolder): Promise<{ input: string; output: string; dims: number[] }> {
+  const metadata = await readModelFileMetadata(folder.vaeDecoderFile, { kind: 'cpu', id: 0 }, true);
+  const input = metadata.inputs.find((s) => s.name === 'latent_sample');
+  if (!input) throw createError('SF_ERR_DIFFUSION_FOLDER_INVALID', folder.dir, `vae_decoder/model.onnx has no input named latent_sample (its inputs: ${metadata.inputs.map((s) => s.name).join(', ')})`);
+  if (input.datatype !== 'FP32') throw createError('SF_ERR_DIFFUSION_FOLDER_INVALID', folder.dir, `vae_decoder's latent_sample is ${input.datatype}; FP32 expected (fp16 exports are not served yet)`);
+  const output = metadata.outputs.find((s) => s.name === 'sample') ?? metadata.outputs[0];
+  return { input: input.name, output: output.name, dims: input.shape.slice(1).map((d) => (d > 0 ? d : -1)) };
 }
 
 /** The stages' tensors by the names diffusers / optimum export them; anything else is refused, naming it. */
-function interfaceOf(folder: DiffusionFolder, textEncoder: TensorModelVersion, denoiser: TensorModelVersion, vae: TensorModelVersion): PipelineStages['names'] {
+function interfaceOf(folder: DiffusionFolder, textEncoder: TensorModelVersion, denoiser: TensorModelVersion, vaeInput: string): PipelineStages['names'] {
   const fail = (why: string): never => {
     throw createError('SF_ERR_DIFFUSION_FOLDER_INVALID', folder.dir, why);
   };
@@ -67,13 +102,10 @@ function interfaceOf(folder: DiffusionFolder, textEncoder: TensorModelVersion, d
   if (others.length > 0) fail(`the denoiser also needs ${others.map((s) => s.name).join(', ')}, which this server does not feed (pooled projections, guidance embeddings)`);
   if (latent.datatype !== 'FP32' || text.datatype !== 'FP32') fail(`the denoiser's ${latent.name} and ${text.name} must be FP32 (fp16 exports are not served yet)`);
   if (!TIMESTEP_TYPES.includes(timestep.datatype)) fail(`the denoiser's timestep is ${timestep.datatype}; one of ${TIMESTEP_TYPES.join(', ')} expected`);
-  const vaeInput = find(vae, ['latent_sample'], 'vae_decoder/model.onnx').name;
-  const vaeOutput = vae.info.outputs.find((s) => s.name === 'sample')?.name ?? vae.info.outputs[0].name;
   return {
     tokens,
     textOutput,
     denoiser: { latentInput: latent.name, timestepInput: timestep.name, timestepType: timestep.datatype, textInput: text.name, output: denoiser.info.outputs[0].name },
     vaeInput,
-    vaeOutput,
   };
 }

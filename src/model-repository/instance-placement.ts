@@ -87,7 +87,7 @@ function gePlacements(config: ModelConfig): InstancePlacement[] {
  * is its own thread already, and several instances each using all cores would fight over them),
  * inter_op_thread_count and enable_mem_arena.
  */
-export function sessionOptionsFromParameters(config: ModelConfig): Record<string, unknown> {
+export function sessionOptionsFromParameters(config: Pick<ModelConfig, 'name' | 'parameters'>): Record<string, unknown> {
   const value = (key: string): string | undefined => config.parameters[key]?.string_value;
   const count = (key: string): number | undefined => {
     const text = value(key);

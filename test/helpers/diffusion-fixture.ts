@@ -2,7 +2,17 @@ import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildOnnxModel, type OnnxInitializer, type OnnxNode } from '../../src/backends/onnx/onnx-model-builder.js';
 import { alphasCumprod, DDIM_DEFAULTS, type DdimConfig } from '../../src/diffusion/ddim.js';
+import { EULER_DEFAULTS, eulerSigmaTable } from '../../src/diffusion/euler-discrete.js';
+import { Registry } from 'prom-client';
+import { createError } from '../../src/errors/index.js';
+import { DiffusionMetrics } from '../../src/diffusion/diffusion-metrics.js';
+import { DiffusionPipeline } from '../../src/diffusion/diffusion-pipeline.js';
+import { readDiffusionFolder } from '../../src/diffusion/pipeline-folder.js';
+import type { StepLimits } from '../../src/diffusion/step-scheduler.js';
+import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
+import type { TensorInstanceFactory, VersionBuilderContext } from '../../src/model-repository/model-version-builder.js';
 import { TextTokenizer } from '../../src/tokenizer/tokenizer.js';
+import { inThreadInstances } from '../fixtures/repository/repository-files.js';
 import { tableValue, WORDPIECE_TOKENIZER } from './text-model-fixture.js';
 
 /**
@@ -14,6 +24,8 @@ import { tableValue, WORDPIECE_TOKENIZER } from './text-model-fixture.js';
  *   hidden states over tokens (one value per latent channel), so Euler lands on c for any step
  *   count, shift, seed or batch company;
  * - `ddim`: the ε-oracle `(x − √ᾱ_t·c)/√(1 − ᾱ_t)`, so DDIM's x0 is c at every step (a UNet, int64 timestep);
+ * - `euler`: the ε-oracle of EulerDiscreteScheduler (SD 1.x's config: leading spacing, steps_offset 1),
+ *   `(x·√(σ_t²+1) − c)/σ_t` of its scaled input x, so x0 = c at every step (a UNet, int64 timestep);
  * - `conv`: a random 3×3 convolution plus c·t/1000, for which batched calls must equal single ones.
  */
 export const HIDDEN = 4;
@@ -22,7 +34,7 @@ export const SCALING_FACTOR = 1.5;
 export const SHIFT_FACTOR = 0.1;
 const VOCAB = 472;
 
-export type DenoiserKind = 'flow' | 'ddim' | 'conv';
+export type DenoiserKind = 'flow' | 'ddim' | 'euler' | 'conv';
 
 export interface FixtureOptions {
   readonly denoiser: DenoiserKind;
@@ -33,6 +45,7 @@ export interface FixtureOptions {
   readonly guidance?: number;
 }
 
+const EULER = { beta_schedule: 'scaled_linear', beta_start: 0.00085, beta_end: 0.012, timestep_spacing: 'leading', steps_offset: 1, prediction_type: 'epsilon' } as const;
 const DDIM: DdimConfig = { ...DDIM_DEFAULTS, beta_schedule: 'scaled_linear', beta_start: 0.00085, beta_end: 0.012, clip_sample: false, set_alpha_to_one: true, steps_offset: 1 };
 
 /** The embedding of token `id`, channel `c`: in (−0.8, 0.8). */
@@ -45,13 +58,16 @@ export function writeDiffusionFolder(dir: string, options: FixtureOptions): stri
   };
   mkdirSync(dir, { recursive: true });
   const json = (file: string, value: unknown) => writeFileSync(file, JSON.stringify(value, null, 2));
-  const unet = options.denoiser === 'ddim';
+  const unet = options.denoiser === 'ddim' || options.denoiser === 'euler';
+  const schedulerClass = options.denoiser === 'ddim' ? 'DDIMScheduler' : options.denoiser === 'euler' ? 'EulerDiscreteScheduler' : 'FlowMatchEulerDiscreteScheduler';
   json(join(dir, 'model_index.json'), {
     _class_name: unet ? 'StableDiffusionPipeline' : 'TinyDiTPipeline', _diffusers_version: '0.35.0',
-    scheduler: ['diffusers', unet ? 'DDIMScheduler' : 'FlowMatchEulerDiscreteScheduler'], text_encoder: ['transformers', 'CLIPTextModel'],
+    scheduler: ['diffusers', schedulerClass], text_encoder: ['transformers', 'CLIPTextModel'],
     tokenizer: ['transformers', 'BertTokenizerFast'], [unet ? 'unet' : 'transformer']: ['diffusers', unet ? 'UNet2DConditionModel' : 'SD3Transformer2DModel'], vae: ['diffusers', 'AutoencoderKL'],
   });
-  json(join(sub('scheduler'), 'scheduler_config.json'), unet
+  json(join(sub('scheduler'), 'scheduler_config.json'), options.denoiser === 'euler'
+    ? { _class_name: 'EulerDiscreteScheduler', num_train_timesteps: 1000, ...EULER }
+    : unet
     ? { _class_name: 'DDIMScheduler', ...DDIM }
     : { _class_name: 'FlowMatchEulerDiscreteScheduler', num_train_timesteps: 1000, shift: options.shift ?? 3.0, use_dynamic_shifting: options.dynamicShift ?? false, base_shift: 0.5, max_shift: 1.15, base_image_seq_len: 4, max_image_seq_len: 64 });
   copyFileSync(WORDPIECE_TOKENIZER, join(sub('tokenizer'), 'tokenizer.json'));
@@ -88,7 +104,7 @@ const TARGET_INITS: OnnxInitializer[] = [
 ];
 
 function denoiser(kind: DenoiserKind): Uint8Array {
-  const unet = kind === 'ddim';
+  const unet = kind === 'ddim' || kind === 'euler';
   const x = unet ? 'sample' : 'hidden_states';
   const inputs = [
     { name: x, datatype: 'FP32' as const, shape: ['batch', HIDDEN, 'height', 'width'] },
@@ -128,6 +144,27 @@ function denoiser(kind: DenoiserKind): Uint8Array {
         { op: 'Mul', inputs: ['sa4', 'c'], outputs: ['scaled'] },
         { op: 'Sub', inputs: [x, 'scaled'], outputs: ['diff'] },
         { op: 'Div', inputs: ['diff', 'sb4'], outputs: [out] },
+      ],
+    });
+  }
+  if (kind === 'euler') {
+    const sigmas = eulerSigmaTable(alphasCumprod({ ...EULER_DEFAULTS, ...EULER }));
+    return buildOnnxModel({
+      inputs, outputs,
+      initializers: [
+        ...TARGET_INITS,
+        { name: 'k_in', datatype: 'FP32', shape: [sigmas.length], data: sigmas.map((s) => Math.sqrt(s * s + 1) / s) },
+        { name: 'k_c', datatype: 'FP32', shape: [sigmas.length], data: sigmas.map((s) => 1 / s) },
+      ],
+      nodes: [
+        ...TARGET_NODES,
+        { op: 'Gather', inputs: ['k_in', 'timestep'], outputs: ['ki'] },
+        { op: 'Gather', inputs: ['k_c', 'timestep'], outputs: ['kc'] },
+        { op: 'Reshape', inputs: ['ki', 'col'], outputs: ['ki4'] },
+        { op: 'Reshape', inputs: ['kc', 'col'], outputs: ['kc4'] },
+        { op: 'Mul', inputs: [x, 'ki4'], outputs: ['xs'] },
+        { op: 'Mul', inputs: ['c', 'kc4'], outputs: ['cs'] },
+        { op: 'Sub', inputs: ['xs', 'cs'], outputs: [out] },
       ],
     });
   }
@@ -177,4 +214,20 @@ export async function oraclePixel(prompt: string, guidance = 1, negative = ''): 
   const pos = await promptTarget(prompt);
   const target = guidance > 1 ? (await promptTarget(negative)).map((n, c) => n + guidance * (pos[c] - n)) : pos;
   return [0, 1, 2].map((c) => Math.round(Math.min(1, Math.max(0, (target[c] / SCALING_FACTOR + SHIFT_FACTOR) / 2 + 0.5)) * 255));
+}
+
+/** A started pipeline on a fixture folder, its stages' instances in the test's thread unless `instanceFactory` says otherwise. */
+export async function loadFixturePipeline(dir: string, name: string, options: { limits?: StepLimits; instanceFactory?: TensorInstanceFactory } = {}) {
+  const registry = new Registry();
+  const recorder = new InferenceRecorder({ collectProcessMetrics: false });
+  const ctx: VersionBuilderContext = {
+    recorder, log: () => undefined, infer: () => Promise.reject(new Error('unused')),
+    resolve: (model) => {
+      throw createError('SF_ERR_MODEL_UNKNOWN', model);
+    },
+    instanceFactory: options.instanceFactory ?? inThreadInstances,
+  };
+  const p = await DiffusionPipeline.load(readDiffusionFolder(dir), name, ctx, options.limits ?? { maxRunning: 8, admissionWaitUs: 1000 }, new DiffusionMetrics(registry));
+  await p.start();
+  return { p, registry, recorder };
 }

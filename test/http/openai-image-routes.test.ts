@@ -1,4 +1,4 @@
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServeFnServer } from '../../src/serve-fn-server.js';
@@ -10,6 +10,7 @@ let server: ServeFnServer;
 
 beforeAll(async () => {
   const dir = writeDiffusionFolder(join(root, 'tiny-dit'), { denoiser: 'flow' });
+  writeFileSync(join(dir, 'text_encoder', 'config.pbtxt'), 'instance_group [ { count: 2, kind: KIND_CPU } ]\n');
   server = new ServeFnServer({ models: [], diffusionFolders: [dir], logger: false, collectProcessMetrics: false, diffusion: { maxRunning: 2, admissionWaitUs: 0 } });
   await server.start();
 }, 60_000);
@@ -104,5 +105,11 @@ describe('image jobs (modelled on /v1/videos)', () => {
     expect(index.map((m) => m.name)).toEqual(expect.arrayContaining(['tiny-dit_text_encoder', 'tiny-dit_denoiser', 'tiny-dit_vae_decoder']));
     const stats = (await server.app.inject({ method: 'GET', url: '/v2/models/tiny-dit_denoiser/stats' })).json<{ model_stats: { execution_count: number }[] }>();
     expect(stats.model_stats[0].execution_count).toBeGreaterThan(0);
+  });
+
+  it('a stage\'s own config.pbtxt instance_group shows in /v2/models/<stage>/config', async () => {
+    const config = (stage: string) => server.app.inject({ method: 'GET', url: `/v2/models/tiny-dit_${stage}/config` }).then((r) => r.json<{ instance_group: { count: number; kind: string }[] }>());
+    expect((await config('text_encoder')).instance_group).toEqual([expect.objectContaining({ count: 2, kind: 'KIND_CPU' })]);
+    expect((await config('denoiser')).instance_group).toEqual([expect.objectContaining({ count: 1 })]);
   });
 });

@@ -1,33 +1,16 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Registry } from 'prom-client';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createError } from '../../src/errors/index.js';
-import { DiffusionMetrics } from '../../src/diffusion/diffusion-metrics.js';
-import { DiffusionPipeline, type DecodedImage } from '../../src/diffusion/diffusion-pipeline.js';
+import type { DecodedImage } from '../../src/diffusion/diffusion-pipeline.js';
 import { readDiffusionFolder } from '../../src/diffusion/pipeline-folder.js';
-import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
-import type { VersionBuilderContext } from '../../src/model-repository/model-version-builder.js';
-import { inThreadInstances, scratchFolder } from '../fixtures/repository/repository-files.js';
-import { oraclePixel, writeDiffusionFolder, type FixtureOptions } from '../helpers/diffusion-fixture.js';
+import { scratchFolder } from '../fixtures/repository/repository-files.js';
+import { loadFixturePipeline, oraclePixel, writeDiffusionFolder, type FixtureOptions } from '../helpers/diffusion-fixture.js';
 
 const root = scratchFolder('diffusion');
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-async function pipeline(name: string, options: FixtureOptions, limits = { maxRunning: 8, admissionWaitUs: 1000 }) {
-  const dir = writeDiffusionFolder(join(root, name), options);
-  const registry = new Registry();
-  const recorder = new InferenceRecorder({ collectProcessMetrics: false });
-  const ctx: VersionBuilderContext = {
-    recorder, log: () => undefined, infer: () => Promise.reject(new Error('unused')),
-    resolve: (model) => {
-      throw createError('SF_ERR_MODEL_UNKNOWN', model);
-    },
-    instanceFactory: inThreadInstances,
-  };
-  const p = await DiffusionPipeline.load(readDiffusionFolder(dir), name, ctx, limits, new DiffusionMetrics(registry));
-  await p.start();
-  return { p, registry, recorder };
+function pipeline(name: string, options: FixtureOptions, limits = { maxRunning: 8, admissionWaitUs: 1000 }) {
+  return loadFixturePipeline(writeDiffusionFolder(join(root, name), options), name, { limits });
 }
 
 /** Every pixel of `image` equals `rgb`. */
@@ -82,6 +65,18 @@ describe('a diffusers-style ONNX pipeline folder (tiny oracle stages on ONNX Run
     }
   });
 
+  it('EulerDiscreteScheduler (SD 1.x\'s leading spacing) with its ε-oracle lands on the oracle\'s image, with and without guidance', async () => {
+    const { p } = await pipeline('euler', { denoiser: 'euler' });
+    try {
+      const images = await Promise.all([1, 6, 30].map((steps, i) => p.generate({ prompt: 'green hills', width: 16, height: 32, steps, guidanceScale: 1, seed: i })));
+      for (const image of images) expectUniform(image, await oraclePixel('green hills'));
+      const guided = await p.generate({ prompt: 'sky', negativePrompt: 'fox', width: 16, height: 16, steps: 8, guidanceScale: 2, seed: 9 });
+      expectUniform(guided, await oraclePixel('sky', 2, 'fox'));
+    } finally {
+      await p.stop();
+    }
+  });
+
   it('a random conv denoiser gives the same image batched with company as alone; the same seed gives the same image', async () => {
     const { p } = await pipeline('conv', { denoiser: 'conv' });
     try {
@@ -127,5 +122,18 @@ describe('a diffusers-style ONNX pipeline folder (tiny oracle stages on ONNX Run
     const lcm = writeDiffusionFolder(join(root, 'lcm'), { denoiser: 'flow' });
     writeFileSync(join(lcm, 'scheduler', 'scheduler_config.json'), '{"_class_name":"LCMScheduler"}');
     expect(() => readDiffusionFolder(lcm)).toThrow(/scheduler 'LCMScheduler' is not supported/);
+    const euler = writeDiffusionFolder(join(root, 'karras'), { denoiser: 'euler' });
+    writeFileSync(join(euler, 'scheduler', 'scheduler_config.json'), '{"_class_name":"EulerDiscreteScheduler","use_karras_sigmas":true}');
+    expect(() => readDiffusionFolder(euler)).toThrow(/scheduler: EulerDiscreteScheduler with use_karras_sigmas is not supported/);
+  });
+
+  it('refuses SD3 / Flux-style folders with more text encoders, naming the encoders\' files found and missing', () => {
+    const flux = writeDiffusionFolder(join(root, 'flux-like'), { denoiser: 'flow' });
+    mkdirSync(join(flux, 'text_encoder_2'));
+    writeFileSync(join(flux, 'text_encoder_2', 'model.onnx'), '');
+    mkdirSync(join(flux, 'tokenizer_2'));
+    expect(() => readDiffusionFolder(flux)).toThrow('a pipeline with 2 text encoders (SD3 has three, Flux two): found text_encoder_2/model.onnx, missing tokenizer_2/tokenizer.json; serve-fn feeds one text encoder');
+    mkdirSync(join(flux, 'tokenizer_3'));
+    expect(() => readDiffusionFolder(flux)).toThrow('a pipeline with 3 text encoders (SD3 has three, Flux two): found text_encoder_2/model.onnx, missing tokenizer_2/tokenizer.json, tokenizer_3/tokenizer.json, text_encoder_3/model.onnx;');
   });
 });

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ddimSchedule, ddimStep, DDIM_DEFAULTS, type DdimConfig } from '../../src/diffusion/ddim.js';
+import { EULER_DEFAULTS, eulerInputDivisor, eulerSchedule, eulerStep, type EulerConfig } from '../../src/diffusion/euler-discrete.js';
 import { FLOW_MATCH_DEFAULTS, flowMatchSchedule, calculateShift } from '../../src/diffusion/flow-match-euler.js';
 import { scheduleFor, schedulerFromConfig } from '../../src/diffusion/denoise-schedule.js';
 import { seededNormal } from '../../src/diffusion/seeded-noise.js';
@@ -12,6 +13,7 @@ const script = fileURLToPath(new URL('../fixtures/diffusion/scheduler_reference.
 interface Reference {
   flow: Record<string, { timesteps: number[]; sigmas: number[] }>;
   ddim: Record<string, { timesteps: number[]; x: number[]; eps: number[]; prev: number[][] }>;
+  euler: Record<string, { timesteps: number[]; sigmas: number[]; init_noise_sigma: number; x: number[]; out: number[]; scaled: number[][]; prev: number[][] }>;
 }
 
 const close = (actual: ArrayLike<number>, expected: readonly number[], tolerance: number): void => {
@@ -51,6 +53,27 @@ describe.skipIf(!python)('diffusion schedulers against numpy from diffusers\' fo
       });
     }
   });
+
+  it('EulerDiscreteScheduler: linspace / leading / trailing timesteps, interpolated sigmas, final σ, init_noise_sigma, scale_model_input and the step for ε-, v- and sample prediction', () => {
+    for (const [key, expected] of Object.entries(ref.euler)) {
+      const [steps, spacing, betas, final, prediction] = key.split('-');
+      const config: EulerConfig = {
+        ...EULER_DEFAULTS, timestep_spacing: spacing as EulerConfig['timestep_spacing'], steps_offset: spacing === 'leading' ? 1 : 0,
+        final_sigmas_type: final as EulerConfig['final_sigmas_type'], prediction_type: prediction as EulerConfig['prediction_type'],
+        ...(betas === 'scaled_linear' ? { beta_schedule: 'scaled_linear', beta_start: 0.00085, beta_end: 0.012 } : {}),
+      };
+      const schedule = eulerSchedule(config, Number(steps));
+      close(schedule.timesteps, expected.timesteps, 1e-6);
+      close(schedule.sigmas, expected.sigmas, 2e-6);
+      close([schedule.initNoiseSigma], [expected.init_noise_sigma], 2e-6);
+      expected.prev.forEach((prev, i) => {
+        close(expected.x.map((x) => x / eulerInputDivisor(schedule, i)), expected.scaled[i], 2e-6);
+        const x = Float32Array.from(expected.x);
+        eulerStep(schedule, i, Float32Array.from(expected.out), x);
+        close(x, prev, 1e-5);
+      });
+    }
+  });
 });
 
 describe('diffusion schedulers', () => {
@@ -59,6 +82,8 @@ describe('diffusion schedulers', () => {
     expect(flow).toMatchObject({ kind: 'flow-match', config: { shift: 3, num_train_timesteps: 1000, base_image_seq_len: 256 } });
     expect(schedulerFromConfig({ _class_name: 'DDIMScheduler', prediction_type: 'v_prediction' })).toMatchObject({ kind: 'ddim', config: { prediction_type: 'v_prediction', clip_sample: true } });
     expect(schedulerFromConfig({ _class_name: 'LCMScheduler' })).toBeUndefined();
+    expect(schedulerFromConfig({ _class_name: 'EulerDiscreteScheduler', timestep_spacing: 'leading', steps_offset: 1 })).toMatchObject({ kind: 'euler', config: { timestep_spacing: 'leading', steps_offset: 1, prediction_type: 'epsilon', final_sigmas_type: 'zero' } });
+    expect(() => schedulerFromConfig({ _class_name: 'EulerDiscreteScheduler', use_karras_sigmas: true, interpolation_type: 'log_linear' })).toThrow('EulerDiscreteScheduler with use_karras_sigmas, interpolation_type log_linear is not supported');
   });
 
   it('flow matching lands on the oracle target: Euler on v = (x − c)/σ ends at c for any step count and shift', () => {
@@ -72,6 +97,24 @@ describe('diffusion schedulers', () => {
           schedule.step(i, x.map((v, j) => (v - c[j]) / sigma), x);
         }
         close(x, [...c], 1e-5);
+      }
+    }
+  });
+
+  it('Euler lands on an ε-oracle\'s target: ε = (x − c)/σ read from the scaled input, from init_noise_sigma-scaled noise, any spacing and step count', () => {
+    for (const timestep_spacing of ['leading', 'linspace', 'trailing']) {
+      for (const steps of [1, 5, 20]) {
+        const schedule = scheduleFor(schedulerFromConfig({ _class_name: 'EulerDiscreteScheduler', beta_schedule: 'scaled_linear', beta_start: 0.00085, beta_end: 0.012, timestep_spacing, steps_offset: 1 })!, steps, 64);
+        const c = Float32Array.from([0.25, -0.5, 0.75]);
+        const x = seededNormal(7, 3).map((v) => v * schedule.initNoiseSigma);
+        for (let i = 0; i < steps; i++) {
+          // The oracle sees only the scaled input x/√(σ²+1) and its own σ; it must undo the scaling.
+          const divisor = schedule.inputDivisor(i);
+          const sigma = Math.sqrt(divisor * divisor - 1);
+          const input = x.map((v) => v / divisor);
+          schedule.step(i, input.map((v, j) => (v * divisor - c[j]) / sigma), x);
+        }
+        close(x, [...c], 1e-4);
       }
     }
   });
