@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OnnxBackend } from '../../src/backends/onnx/onnx-backend.js';
-import type { ModelContext } from '../../src/definition/model-context.js';
 import { systemClock } from '../../src/engine/clock.js';
 import { InThreadTarget } from '../../src/generation/in-thread-target.js';
 import { IterationScheduler } from '../../src/generation/iteration-scheduler.js';
@@ -27,7 +26,7 @@ let decoder: Qwen3Decoder;
 beforeAll(async () => {
   folder = writeDecoderFolder(join(root, MODEL_FOLDER));
   decoder = new Qwen3Decoder();
-  const ctx = { loadModel: (path: string) => new OnnxBackend().load(join(root, path), { options: { intraOpNumThreads: 1 } }) } as unknown as ModelContext;
+  const ctx = { loadModel: (path: string) => new OnnxBackend().load(join(root, path), { options: { intraOpNumThreads: 1 } }) } as unknown as Parameters<Qwen3Decoder['initialize']>[0];
   await decoder.initialize(ctx);
 });
 afterAll(async () => {
