@@ -27,5 +27,5 @@ export async function loadClassGenerator(model: DecoratedModel, modelDir: string
     name: def.name, limits, maxModelLen, vocabSize: folder.vocabSize, eosTokenIds: folder.eosTokenIds, defaults: folder.defaults, metrics,
   }, () => model.ready());
   const nothing = (): Promise<void> => Promise.resolve();
-  return { served: await servedFromFolder(folder, generator), generator, start: nothing, stop: nothing };
+  return { served: { ...(await servedFromFolder(folder, generator)), version: def.version }, generator, start: nothing, stop: nothing };
 }

@@ -30,7 +30,7 @@ class Hook {
 @GenerativeModel({ folder: 'tiny', maxModelLen: 64, maxNumSeqs: 2 })
 class Limited extends Hook {}
 
-@Model({ name: 'small-cache' })
+@Model({ name: 'small-cache', version: '3' })
 @Instances(1, { inline: true })
 @GenerativeModel({ folder: 'tiny', kvCacheTokens: 40 })
 class SmallCache extends Hook {}
@@ -62,6 +62,10 @@ describe('@GenerativeModel classes as the server reads them', () => {
     // 40 tokens are two whole 16-token blocks.
     expect(server.generators.find((g) => g.generator.name === 'small-cache')!.generator.maxModelLen).toBe(32);
     expect((await server.app.inject({ method: 'GET', url: '/v1/models' })).json().data.map((m: { id: string }) => m.id).sort()).toEqual(['limited', 'small-cache']);
+    // On /v2 the class is its generate view, under its @Model version.
+    const metadata = (await server.app.inject({ method: 'GET', url: '/v2/models/small-cache' })).json();
+    expect(metadata).toMatchObject({ name: 'small-cache', versions: ['3'], platform: expect.any(String) });
+    expect(metadata.inputs.map((i: { name: string }) => i.name)).toContain('text_input');
   });
 
   it("refuses a folder outside the module's folder, and a name a generative folder takes too", async () => {
