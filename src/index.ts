@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 
-export { Model, Endpoint, Batch, Instances, WebSocketEndpoint, Tensors, TextModel } from './decorators/index.js';
+export { Model, Endpoint, Batch, Instances, WebSocketEndpoint, Tensors, TextModel, GenerativeModel } from './decorators/index.js';
 // Model classes are resolved by serve-fn's own tsyringe; a second copy installed by the user has its
 // own container and type records, which serve-fn never sees, so users import these from here.
 export { container, inject, injectable, singleton, registry, Lifecycle, type DependencyContainer, type InjectionToken } from 'tsyringe';
@@ -8,7 +8,8 @@ export { container, inject, injectable, singleton, registry, Lifecycle, type Dep
 // validator and OpenAPI document read: a copy the project installs itself is never seen, so nested DTOs
 // are declared with the decorators from here.
 export { Type, Transform } from 'class-transformer';
-export type { ModelOptions, EndpointOptions, InstancesOptions, HttpMethod, StreamFormat, WebSocketEndpointOptions, TensorsOptions, TensorDeclaration, TextModelDeclaration, TextTaskName } from './metadata/records.js';
+export type { ModelOptions, EndpointOptions, InstancesOptions, HttpMethod, StreamFormat, WebSocketEndpointOptions, TensorsOptions, TensorDeclaration, TextModelDeclaration, TextTaskName, GenerativeModelDeclaration } from './metadata/records.js';
+export type { DecoderStepHook, DecoderStepRow, DecoderStepResult } from './spec/decoder-step.js';
 export type { ModelContext, RequestInfo, SocketContext } from './definition/model-context.js';
 export type { ModelDefinition, EndpointDefinition, SocketEndpointDefinition } from './definition/model-definition.js';
 export { buildDefinitions } from './definition/definition-builder.js';

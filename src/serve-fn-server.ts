@@ -210,10 +210,10 @@ export class ServeFnServer {
     });
     this.generatorModels = await ServerGenerators.load({
       folders: this.options.generativeFolders ?? [], ggufFiles: this.options.ggufFiles ?? [], options: this.options.generation ?? {}, builder: this.repositoryContext(), registry: this.recorder.registry,
-      takenNames: new Set([...decorated.map((m) => m.info.name), ...this.textModels.views.map((v) => v.info.name)]),
+      takenNames: new Set([...decorated.map((m) => m.info.name), ...this.textModels.views.map((v) => v.info.name)]), decorated, modelDir: this.modelDir,
     });
-    // A @TextModel class is served to /v2 as its texts-in interface, in place of its token tensors.
-    const own = decorated.filter((m) => !this.textModels.classNames.has(m.info.name));
+    // A @TextModel class is served to /v2 as its texts-in interface, in place of its token tensors; a @GenerativeModel class as its generate view.
+    const own = decorated.filter((m) => !this.textModels.classNames.has(m.info.name) && !this.generatorModels.classNames.has(m.info.name));
     this.speechModels = await ServerSpeechModels.load(this.options.speechFolders ?? [], this.options.speech ?? {}, this.repositoryContext());
     // Each generator is a v2 model too, for Triton's generate extension and ModelStreamInfer.
     const generatorViews = this.generators.map((served) => new GeneratorInferenceModel(served));

@@ -1,6 +1,7 @@
 import { types } from 'node:util';
 import { createError } from '../errors/index.js';
-import { readBatches, readEndpoints, readInstances, readModel, readTensors, readTextModel, readWebSocketEndpoints } from '../metadata/reflection.js';
+import { readBatches, readEndpoints, readInstances, readModel, readTensors, readTextModel, readWebSocketEndpoints, readGenerativeModel } from '../metadata/reflection.js';
+import { buildGenerativeModel } from './generative-model-builder.js';
 import { buildTextModel, impliedTextTensors } from './text-model-builder.js';
 import type { BatchRecord, EndpointRecord, HttpMethod, StreamFormat } from '../metadata/records.js';
 import { normalizeBatchPolicy } from '../spec/batch-policy.js';
@@ -67,6 +68,8 @@ export function buildDefinition(target: ModelClass): ModelDefinition {
   const socketRecords = readWebSocketEndpoints(target);
   const textRecord = readTextModel(target);
   const text = textRecord && buildTextModel(target, textRecord);
+  const generativeRecord = readGenerativeModel(target);
+  const generative = generativeRecord && buildGenerativeModel(target, generativeRecord);
   const tensorsRecord = readTensors(target) ?? (text && impliedTextTensors(text));
   for (const method of batches.keys()) {
     if (tensorsRecord && method === EXECUTE_METHOD) continue;
@@ -87,7 +90,7 @@ export function buildDefinition(target: ModelClass): ModelDefinition {
   }
   const instances = buildInstances(target);
   const tensors = tensorsRecord && buildTensorInterface(target, tensorsRecord, batches.get(EXECUTE_METHOD), endpointRecords);
-  if (endpoints.length === 0 && sockets.length === 0 && !tensors) throw createError('SF_ERR_MODEL_NO_ENDPOINTS', target.name);
+  if (endpoints.length === 0 && sockets.length === 0 && !tensors && !generative) throw createError('SF_ERR_MODEL_NO_ENDPOINTS', target.name);
   return Object.freeze({
     name,
     version: model.options.version ?? '1',
@@ -99,6 +102,7 @@ export function buildDefinition(target: ModelClass): ModelDefinition {
     sockets: Object.freeze(sockets),
     ...(tensors ? { tensors } : {}),
     ...(text ? { text } : {}),
+    ...(generative ? { generative } : {}),
     hooks: Object.freeze({
       initialize: typeof prototype.initialize === 'function',
       finalize: typeof prototype.finalize === 'function',

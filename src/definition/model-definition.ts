@@ -1,6 +1,6 @@
 import type { RestartPolicy } from '../spec/restart-policy.js';
 import type { BatchPolicy } from '../spec/batch-policy.js';
-import type { DtoClass, HttpMethod, StreamFormat, TextModelDeclaration } from '../metadata/records.js';
+import type { DtoClass, HttpMethod, StreamFormat, TextModelDeclaration, GenerativeModelDeclaration } from '../metadata/records.js';
 import type { ConfigTensor } from '../spec/config-tensor.js';
 
 /** Frozen, checked descriptions of served models, built once at start-up from decorator records. */
@@ -78,5 +78,7 @@ export interface ModelDefinition {
   readonly tensors?: TensorInterfaceDefinition;
   /** Present when the class declares @TextModel: its execute runs a text model's forward pass. */
   readonly text?: TextModelDeclaration;
+  /** Present when the class declares @GenerativeModel: its step hook runs a generator's decoder steps. */
+  readonly generative?: GenerativeModelDeclaration;
   readonly hooks: { readonly initialize: boolean; readonly finalize: boolean };
 }

@@ -161,6 +161,7 @@ export const ERROR_CATALOGUE = {
 
   // Generative models (src/generation): decoder exports, the iteration-level scheduler.
   SF_ERR_GENERATIVE_FOLDER_INVALID: spec(500, "Generative model folder '%s' is invalid: %s"),
+  SF_ERR_GENERATIVE_MODEL_INVALID: spec(500, '%s: @GenerativeModel %s.'),
   SF_ERR_DECODER_INVALID: spec(500, "Model '%s' cannot run as a decoder with a KV cache: %s"),
   SF_ERR_DECODER_STEP_FAILED: spec(500, "Model '%s' failed to run a decoder step; the server log has the error."),
   // Generative text: the OpenAI / vLLM chat and completions routes and Triton's generate extension (src/protocol/openai, src/generation).

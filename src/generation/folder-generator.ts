@@ -11,7 +11,7 @@ import { TextTokenizer } from '../tokenizer/tokenizer.js';
 import type { DecoderPlan } from '../wire/decoder-step-call.js';
 import { EngineStepTarget } from '../engine/step-target.js';
 import type { GenerationMetrics } from './generation-metrics.js';
-import { readGenerativeFolder } from './generative-folder.js';
+import { readGenerativeFolder, type GenerativeConfig } from './generative-folder.js';
 import { IterationScheduler, type IterationLimits } from './iteration-scheduler.js';
 import { BLOCK_SIZE } from './kv-blocks.js';
 import { vocabularyFromTokenizerJson } from './structured-outputs/constraint-vocabulary.js';
@@ -91,14 +91,35 @@ export async function loadGeneratorFolder(dir: string, options: GeneratorServeOp
   const name = options.servedModelName ?? folder.name;
   const { inputs, outputs } = await readModelFileMetadata(folder.modelFile, { kind: 'cpu', id: 0 }, true);
   const layout = decoderLayout(name, inputs, outputs, folder.vocabSize);
+  const kvBytesPerToken = layout.layers * 2 * layout.kvHeads * layout.headDim * (layout.kvType === 'FP32' ? 4 : 2);
+  // The ONNX runtime copies a cached prefix's KV into the new sequence (OnnxDecoderRuntime.copyPrefix).
+  const { limits, maxModelLen } = generatorLimits(folder, options, { kvBytesPerToken, prefixCaching: true });
+  const plan: DecoderPlan = { kind: 'decoder', file: folder.modelFile, sessionOptions: { intraOpNumThreads: availableParallelism() }, vocabSize: folder.vocabSize };
+  const { generator, start, stop } = scheduleOnEngine({
+    name, plan, moduleUrl: pathToFileURL(folder.modelFile).href, modelDir: folder.dir, limits, maxModelLen, vocabSize: layout.vocabSize,
+    eosTokenIds: folder.eosTokenIds, defaults: folder.defaults, builder, metrics,
+  });
+  return { served: await servedFromFolder(folder, generator), generator, start, stop };
+}
+
+/** How the scheduler of a folder's model is bounded: the server's flags (and a class's own), and the KV cache they give. */
+export interface KvCacheSize {
+  /** Bytes one token's KV takes in the runtime, which --kv-cache-space divides. */
+  readonly kvBytesPerToken: number;
+  /** Tokens the cache holds per instance, when the model says so itself (a @GenerativeModel's kvCacheTokens). */
+  readonly kvCacheTokens?: number;
+  readonly prefixCaching: boolean;
+}
+
+/** The iteration limits and the context of a generator: the server's flags over config.json's, refused where they cannot hold. */
+export function generatorLimits(folder: GenerativeConfig, options: GeneratorServeOptions, kv: KvCacheSize): { limits: IterationLimits; maxModelLen: number } {
   const kvBytes = (options.kvCacheSpaceGiB ?? DEFAULT_GENERATOR_LIMITS.kvCacheSpaceGiB) * 2 ** 30;
-  const kvBlocks = Math.floor(kvBytes / (BLOCK_SIZE * layout.layers * 2 * layout.kvHeads * layout.headDim * (layout.kvType === 'FP32' ? 4 : 2)));
+  const kvBlocks = kv.kvCacheTokens !== undefined ? Math.floor(kv.kvCacheTokens / BLOCK_SIZE) : Math.floor(kvBytes / (BLOCK_SIZE * kv.kvBytesPerToken));
   const limits: IterationLimits = {
     maxNumSeqs: options.maxNumSeqs ?? DEFAULT_GENERATOR_LIMITS.maxNumSeqs,
     maxNumBatchedTokens: options.maxNumBatchedTokens ?? DEFAULT_GENERATOR_LIMITS.maxNumBatchedTokens,
     kvBlocks,
-    // The ONNX runtime copies a cached prefix's KV into the new sequence (OnnxDecoderRuntime.copyPrefix).
-    prefixCaching: true,
+    prefixCaching: kv.prefixCaching,
   };
   if (options.maxModelLen !== undefined && options.maxModelLen > folder.maxPositionEmbeddings) {
     throw createError('SF_ERR_GENERATIVE_FOLDER_INVALID', folder.dir, `--max-model-len ${options.maxModelLen} is past config.json's max_position_embeddings ${folder.maxPositionEmbeddings}`);
@@ -109,20 +130,25 @@ export async function loadGeneratorFolder(dir: string, options: GeneratorServeOp
     throw createError('SF_ERR_GENERATIVE_FOLDER_INVALID', folder.dir, `--max-model-len ${options.maxModelLen} needs more KV cache than --kv-cache-space gives (${maxModelLen} tokens)`);
   }
   if (maxModelLen < 1) throw createError('SF_ERR_GENERATIVE_FOLDER_INVALID', folder.dir, '--kv-cache-space holds no KV block');
-  const plan: DecoderPlan = { kind: 'decoder', file: folder.modelFile, sessionOptions: { intraOpNumThreads: availableParallelism() }, vocabSize: folder.vocabSize };
-  const { generator, start, stop } = scheduleOnEngine({
-    name, plan, moduleUrl: pathToFileURL(folder.modelFile).href, modelDir: folder.dir, limits, maxModelLen, vocabSize: layout.vocabSize,
-    eosTokenIds: folder.eosTokenIds, defaults: folder.defaults, builder, metrics,
-  });
+  return { limits, maxModelLen };
+}
+
+/** What the protocols serve of a folder's model: its tokenizer.json, chat template and a grammar engine over its vocabulary. */
+export async function servedFromFolder(folder: GenerativeConfig, generator: ScheduledGenerator): Promise<ServedGenerator> {
   const tokenizer = new FolderPromptTokenizer(await TextTokenizer.fromFile(folder.tokenizerFile));
   // The grammar engine reads the same tokenizer.json; masks are as wide as the logits (the padded vocabulary).
-  const structuredOutputs = lazyConstraintCompiler(async () => vocabularyFromTokenizerJson(JSON.parse(await readFile(folder.tokenizerFile, 'utf8')), layout.vocabSize, folder.eosTokenIds));
-  return {
-    served: { generator, tokenizer, structuredOutputs, ...(folder.chatTemplate ? { chatTemplate: folder.chatTemplate } : {}) },
-    generator,
-    start,
-    stop,
-  };
+  const structuredOutputs = lazyConstraintCompiler(async () => vocabularyFromTokenizerJson(JSON.parse(await readFile(folder.tokenizerFile, 'utf8')), generator.vocabSize, folder.eosTokenIds));
+  return { generator, tokenizer, structuredOutputs, ...(folder.chatTemplate ? { chatTemplate: folder.chatTemplate } : {}) };
+}
+
+/** An IterationScheduler registered on `engine` (a decoder's own, or a @GenerativeModel class's), and the generator the protocols call. */
+export function scheduleOn(engine: InstanceEngine, spec: Omit<EngineGeneratorSpec, 'plan' | 'moduleUrl' | 'modelDir' | 'builder'>, ready: () => boolean): ScheduledGenerator {
+  const { name, limits, maxModelLen } = spec;
+  const model = { eosTokenIds: spec.eosTokenIds, maxModelLen };
+  let scheduler!: IterationScheduler;
+  const gauges = { get pendingCount() { return scheduler.pendingCount; }, get inflightCount() { return scheduler.inflightCount; }, get kvUsage() { return scheduler.kvUsage; } };
+  scheduler = engine.register(new IterationScheduler(name, limits, model, new EngineStepTarget(engine), engine.clock, spec.metrics.eventsFor(name, gauges)));
+  return new ScheduledGenerator(name, maxModelLen, spec.vocabSize, spec.eosTokenIds, spec.defaults, engine, scheduler, ready);
 }
 
 export interface EngineGeneratorSpec {
@@ -142,7 +168,7 @@ export interface EngineGeneratorSpec {
 
 /** A generator whose decoder (ONNX or GGUF) runs on one worker instance of its own engine, stepped by an IterationScheduler. */
 export function scheduleOnEngine(spec: EngineGeneratorSpec): Omit<LoadedGenerator, 'served'> {
-  const { name, plan, builder, limits, maxModelLen } = spec;
+  const { name, plan, builder } = spec;
   const context: ModelContextData = {
     modelName: name, modelVersion: '1', instanceName: `${name}_0`, instanceIndex: 0, instanceCount: 1, deviceKind: 'cpu', deviceId: 0, modelDir: spec.modelDir, config: { name },
   };
@@ -151,11 +177,7 @@ export function scheduleOnEngine(spec: EngineGeneratorSpec): Omit<LoadedGenerato
     factory: (index, events) => new WorkerInstance(index, spec.moduleUrl, context, events, builder.infer, plan, builder.logger),
   });
   let started = false;
-  const model = { eosTokenIds: spec.eosTokenIds, maxModelLen };
-  let scheduler!: IterationScheduler;
-  const gauges = { get pendingCount() { return scheduler.pendingCount; }, get inflightCount() { return scheduler.inflightCount; }, get kvUsage() { return scheduler.kvUsage; } };
-  scheduler = engine.register(new IterationScheduler(name, limits, model, new EngineStepTarget(engine), engine.clock, spec.metrics.eventsFor(name, gauges)));
-  const generator = new ScheduledGenerator(name, maxModelLen, spec.vocabSize, spec.eosTokenIds, spec.defaults, engine, scheduler, () => started && engine.available);
+  const generator = scheduleOn(engine, spec, () => started && engine.available);
   return {
     generator,
     async start() {

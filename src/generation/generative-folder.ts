@@ -13,11 +13,11 @@ import type { ChatTemplateSource, SamplingParams } from './text-generator.js';
 
 const MODEL_FILES = ['onnx/model.onnx', 'model.onnx'] as const;
 
-export interface GenerativeFolder {
+/** What a generative model folder says about the model, whatever runs its weights (the folder's decoder export, or a @GenerativeModel class). */
+export interface GenerativeConfig {
   readonly dir: string;
   /** The folder's name: the served name unless --served-model-name says otherwise. */
   readonly name: string;
-  readonly modelFile: string;
   readonly tokenizerFile: string;
   readonly architecture: string;
   /** config.json's max_position_embeddings: the context, not the tokenizer's model_max_length (as vLLM). */
@@ -30,6 +30,10 @@ export interface GenerativeFolder {
   /** generation_config.json's sampling fields, as vLLM's `--generation-config auto` reads them. */
   readonly defaults: Partial<SamplingParams>;
   readonly chatTemplate?: ChatTemplateSource;
+}
+
+export interface GenerativeFolder extends GenerativeConfig {
+  readonly modelFile: string;
 }
 
 function readJson(dir: string, file: string, required: boolean): Record<string, unknown> | undefined {
@@ -111,16 +115,27 @@ function samplingDefaults(generation: Record<string, unknown> | undefined): Part
 /** Throws SF_ERR_GENERATIVE_FOLDER_INVALID naming what is missing or wrong. */
 export function readGenerativeFolder(dir: string): GenerativeFolder {
   const folder = resolve(dir);
+  const missing = [
+    ...(existsSync(join(folder, 'tokenizer.json')) ? [] : ['tokenizer.json']),
+    ...(MODEL_FILES.some((f) => existsSync(join(folder, f))) ? [] : [`a decoder export (${MODEL_FILES.join(' or ')}; optimum-cli export onnx --task text-generation-with-past)`]),
+  ];
+  const config = readGenerativeConfig(folder, missing.length > 0 ? `it is not a decoder export: ${missing.join(' and ')} missing` : undefined);
+  return { ...config, modelFile: join(folder, MODEL_FILES.find((f) => existsSync(join(folder, f)))!) };
+}
+
+/**
+ * Reads what a generative folder says about the model, leaving its weights to whatever runs them:
+ * a @GenerativeModel class's folder needs no decoder export. `missing` (what the caller found
+ * missing) is thrown once config.json names a causal LM.
+ */
+export function readGenerativeConfig(dir: string, missing?: string): GenerativeConfig {
+  const folder = resolve(dir);
   const config = readJson(folder, 'config.json', true)!;
   const architecture = architectures(config).find((a) => a.endsWith('ForCausalLM'));
   if (!architecture) throw invalid(folder, `config.json names no *ForCausalLM architecture (it names ${architectures(config).join(', ') || 'none'})`);
   const tokenizerFile = join(folder, 'tokenizer.json');
-  const missing = [
-    ...(existsSync(tokenizerFile) ? [] : ['tokenizer.json']),
-    ...(MODEL_FILES.some((f) => existsSync(join(folder, f))) ? [] : [`a decoder export (${MODEL_FILES.join(' or ')}; optimum-cli export onnx --task text-generation-with-past)`]),
-  ];
-  if (missing.length > 0) throw invalid(folder, `it is not a decoder export: ${missing.join(' and ')} missing`);
-  const modelFile = join(folder, MODEL_FILES.find((f) => existsSync(join(folder, f)))!);
+  if (missing !== undefined) throw invalid(folder, missing);
+  if (!existsSync(tokenizerFile)) throw invalid(folder, 'tokenizer.json is missing');
   const generation = readJson(folder, 'generation_config.json', false);
   const heads = positiveInt(folder, config, 'num_attention_heads');
   const hidden = positiveInt(folder, config, 'hidden_size');
@@ -131,7 +146,6 @@ export function readGenerativeFolder(dir: string): GenerativeFolder {
   return {
     dir: folder,
     name: basename(folder),
-    modelFile,
     tokenizerFile,
     architecture,
     maxPositionEmbeddings: positiveInt(folder, config, 'max_position_embeddings'),

@@ -1,6 +1,8 @@
 import type { Registry } from 'prom-client';
 import { createError } from '../errors/index.js';
+import type { DecoratedModel } from '../inference/decorated-model.js';
 import type { VersionBuilderContext } from '../model-repository/model-version-builder.js';
+import { loadClassGenerator } from './class-generator.js';
 import { loadGeneratorFolder, type GeneratorServeOptions, type LoadedGenerator } from './folder-generator.js';
 import { GenerationMetrics } from './generation-metrics.js';
 import { loadGeneratorGguf } from './gguf/gguf-generator.js';
@@ -17,6 +19,10 @@ export interface ServerGeneratorsOptions {
   readonly registry: Registry;
   /** Names the server already serves (other models): a generator may not take one. */
   readonly takenNames: ReadonlySet<string>;
+  /** The server's @Model classes; those with @GenerativeModel become generators over their step hook. */
+  readonly decorated?: readonly DecoratedModel[];
+  /** Where @GenerativeModel folders are resolved: the folder of the models' module. */
+  readonly modelDir?: string;
 }
 
 /**
@@ -25,7 +31,11 @@ export interface ServerGeneratorsOptions {
  * start and stop with the server.
  */
 export class ServerGenerators {
-  private constructor(private readonly loaded: readonly LoadedGenerator[]) {}
+  private constructor(
+    private readonly loaded: readonly LoadedGenerator[],
+    /** The @GenerativeModel classes, whose names their generate views take on /v2. */
+    readonly classNames: ReadonlySet<string> = new Set(),
+  ) {}
 
   static readonly none = new ServerGenerators([]);
 
@@ -34,19 +44,23 @@ export class ServerGenerators {
     const { options } = opts;
     const folders = [...opts.folders, ...(opts.ggufFiles ?? [])];
     const ggufFiles = new Set(opts.ggufFiles);
-    if (folders.length === 0) return ServerGenerators.none;
+    const classes = (opts.decorated ?? []).filter((m) => m.runtime.definition.generative);
+    if (folders.length === 0 && classes.length === 0) return ServerGenerators.none;
     if (options.servedModelName !== undefined && folders.length > 1) throw createError('SF_ERR_GENERATIVE_FOLDER_INVALID', folders.join(', '), '--served-model-name names one model; several folders are served under their own names');
     const metrics = new GenerationMetrics(opts.registry);
     const loaded: LoadedGenerator[] = [];
-    const names = new Set(opts.takenNames);
-    for (const dir of folders) {
-      const generator = ggufFiles.has(dir) ? await loadGeneratorGguf(dir, options, opts.builder, metrics) : await loadGeneratorFolder(dir, options, opts.builder, metrics);
+    const classNames = new Set(classes.map((m) => m.info.name));
+    // A @GenerativeModel class takes its own name from the other decorated models; a folder may not take it.
+    const names = new Set([...opts.takenNames].filter((name) => !classNames.has(name)));
+    const claim = (generator: LoadedGenerator, source: string): void => {
       const name = generator.generator.name;
-      if (names.has(name)) throw createError('SF_ERR_GENERATIVE_FOLDER_INVALID', dir, `two models would be served as '${name}': rename a folder (or give --served-model-name)`);
+      if (names.has(name)) throw createError('SF_ERR_GENERATIVE_FOLDER_INVALID', source, `two models would be served as '${name}': rename a folder (or give --served-model-name) or the @Model`);
       names.add(name);
       loaded.push(generator);
-    }
-    return new ServerGenerators(loaded);
+    };
+    for (const model of classes) claim(await loadClassGenerator(model, opts.modelDir ?? process.cwd(), options, metrics), model.runtime.definition.className);
+    for (const dir of folders) claim(ggufFiles.has(dir) ? await loadGeneratorGguf(dir, options, opts.builder, metrics) : await loadGeneratorFolder(dir, options, opts.builder, metrics), dir);
+    return new ServerGenerators(loaded, classNames);
   }
 
   get served(): readonly ServedGenerator[] {

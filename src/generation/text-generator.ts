@@ -103,4 +103,6 @@ export interface ServedGenerator {
   readonly chatTemplate?: ChatTemplateSource;
   /** Absent when no grammar engine can serve this model's vocabulary: structured outputs are then refused with a 400. */
   readonly structuredOutputs?: ConstraintCompiler;
+  /** Its version on /v2: a @GenerativeModel class's @Model version; '1' when absent (a folder). */
+  readonly version?: string;
 }

@@ -9,6 +9,10 @@ import { toTensorSpec } from '../spec/config-tensor.js';
 import { EXECUTE_METHOD } from '../definition/tensor-interface-builder.js';
 import { timedExecution, type InstanceHost } from './instance-host.js';
 import { ModuleExecutor } from './module-executor.js';
+import { ClassDecoderRuntime } from './class-decoder-runtime.js';
+import { DecoderSteps } from './decoder-steps.js';
+import type { DecoderStepHook } from '../spec/decoder-step.js';
+import type { DecoderStepCall } from '../wire/decoder-step-call.js';
 import type { TensorModel } from './tensor-model-api.js';
 import { type ExecuteCall, type ExecuteOutcome, type OnResult, type SocketCall, type SocketInput, type StreamCall, type TensorCall, type TextForwardCall, type WireRequestInfo, type WireResult, reviveBuffers } from '../wire/wire-format.js';
 import { REFUSED_MESSAGE, SocketInbox, SocketSession } from '../wire/socket-session.js';
@@ -32,6 +36,8 @@ export class ModelHost implements InstanceHost {
   private readonly sockets: ReadonlyMap<string, SocketEndpointDefinition>;
   /** Runs tensor calls on `execute` with the repository model.ts engine, when the class declares @Tensors. */
   private readonly tensors?: ModuleExecutor;
+  /** Runs decoder steps through the class's step hook, when the class declares @GenerativeModel. */
+  private readonly decoderSteps?: DecoderSteps;
   /** ctx.logger, which each request's `info.logger` extends. */
   private logger?: ModelLogger;
 
@@ -41,6 +47,7 @@ export class ModelHost implements InstanceHost {
   ) {
     this.endpoints = new Map(definition.endpoints.map((e) => [e.methodName, e]));
     this.sockets = new Map(definition.sockets.map((e) => [e.methodName, e]));
+    if (definition.generative) this.decoderSteps = new DecoderSteps(new ClassDecoderRuntime(instance as unknown as DecoderStepHook, definition.className));
     if (definition.tensors) this.tensors = ModuleExecutor.forTensorInterface(instance as unknown as TensorModel, definition.tensors, definition.name);
   }
 
@@ -75,7 +82,7 @@ export class ModelHost implements InstanceHost {
   async execute(call: ExecuteCall, onResult?: OnResult): Promise<ExecuteOutcome> {
     if (call.kind === 'tensor') return this.executeTensors(call);
     if (call.kind === 'text-forward') return this.executeTextForward(call);
-    if (call.kind === 'decoder-step') throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, 'decoder-step', 'the class is not a generator');
+    if (call.kind === 'decoder-step') return this.executeDecoderStep(call);
     const endpoint = this.endpoints.get(call.methodName);
     if (!endpoint) throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, call.methodName, 'no such endpoint method');
     const method = this.instance[call.methodName] as (...args: unknown[]) => unknown;
@@ -99,6 +106,13 @@ export class ModelHost implements InstanceHost {
       }
       return results;
     });
+  }
+
+  /** One scheduler iteration of a @GenerativeModel class: its step hook's logits, sampled here as a decoder folder's are (DecoderSteps). */
+  private executeDecoderStep(call: DecoderStepCall): Promise<ExecuteOutcome> {
+    const steps = this.decoderSteps;
+    if (!steps) throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, 'decoder-step', 'the class is not a generator');
+    return timedExecution(async () => (await steps.run(call)).map((value) => ({ ok: true as const, value })));
   }
 
   /** One execution of the tensor interface: every request of the call in one `execute(requests)`. */

@@ -14,3 +14,4 @@ export const TENSORS_KEY = 'serve-fn:tensors';
 export const DESIGN_PARAMTYPES_KEY = 'design:paramtypes';
 export const DESIGN_TYPE_KEY = 'design:type';
 export const TEXT_MODEL_KEY = 'serve-fn:text-model';
+export const GENERATIVE_MODEL_KEY = 'serve-fn:generative-model';

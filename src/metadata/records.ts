@@ -180,3 +180,33 @@ export interface TextModelDeclaration {
 export interface TextModelRecord {
   readonly options: TextModelDeclaration;
 }
+
+/**
+ * @GenerativeModel: what serve-fn needs to tokenize, template, schedule, sample and detokenize for
+ * a class whose step hook (DecoderStepHook) computes the logits with a KV cache of its own.
+ */
+export interface GenerativeModelDeclaration {
+  /**
+   * A generative model folder, relative to the model's module file, as Hugging Face ships it:
+   * config.json (vocab_size, max_position_embeddings, the KV shape), tokenizer.json,
+   * tokenizer_config.json (its chat_template) and generation_config.json (every eos_token_id and
+   * the sampling defaults). Its weights are left to the class.
+   */
+  readonly folder: string;
+  /** The context (vLLM's --max-model-len), at most config.json's max_position_embeddings; default: the server's, else that. */
+  readonly maxModelLen?: number;
+  /** Sequences in one step (vLLM's --max-num-seqs); default: the server's. */
+  readonly maxNumSeqs?: number;
+  /** Tokens in one step (vLLM's --max-num-batched-tokens); default: the server's. */
+  readonly maxNumBatchedTokens?: number;
+  /**
+   * Tokens the class's KV cache holds per instance, over all its sequences; past it the newest
+   * sequence is preempted and recomputed later. Default: --kv-cache-space over config.json's
+   * float32 bytes per token, as for a folder.
+   */
+  readonly kvCacheTokens?: number;
+}
+
+export interface GenerativeModelRecord {
+  readonly options: GenerativeModelDeclaration;
+}

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
-import { BATCH_KEY, DESIGN_PARAMTYPES_KEY, DESIGN_TYPE_KEY, ENDPOINTS_KEY, INSTANCES_KEY, MODEL_OPTIONS_KEY, SOCKETS_KEY, TENSORS_KEY, TEXT_MODEL_KEY } from './metadata-keys.js';
-import type { BatchRecord, EndpointRecord, InstancesRecord, ModelRecord, TensorsRecord, TextModelRecord, WebSocketEndpointRecord } from './records.js';
+import { BATCH_KEY, DESIGN_PARAMTYPES_KEY, DESIGN_TYPE_KEY, ENDPOINTS_KEY, INSTANCES_KEY, MODEL_OPTIONS_KEY, SOCKETS_KEY, TENSORS_KEY, TEXT_MODEL_KEY, GENERATIVE_MODEL_KEY } from './metadata-keys.js';
+import type { BatchRecord, EndpointRecord, InstancesRecord, ModelRecord, TensorsRecord, TextModelRecord, WebSocketEndpointRecord, GenerativeModelRecord } from './records.js';
 
 /** The only file that touches `Reflect`: decorators write through it, the definition builder reads. */
 
@@ -82,6 +82,15 @@ export function recordTextModel(target: Target, record: TextModelRecord): void {
 /** Inherited with the tensor interface it implies. */
 export function readTextModel(target: Target): TextModelRecord | undefined {
   return Reflect.getMetadata(TEXT_MODEL_KEY, target) as TextModelRecord | undefined;
+}
+
+export function recordGenerativeModel(target: Target, record: GenerativeModelRecord): void {
+  Reflect.defineMetadata(GENERATIVE_MODEL_KEY, record, target);
+}
+
+/** Inherited, as @TextModel's record is. */
+export function readGenerativeModel(target: Target): GenerativeModelRecord | undefined {
+  return Reflect.getMetadata(GENERATIVE_MODEL_KEY, target) as GenerativeModelRecord | undefined;
 }
 
 /** Declared type of a property as emitted by the compiler; undefined when metadata was not emitted. */

@@ -57,7 +57,7 @@ export class GeneratorInferenceModel implements ServerModel, StreamingInferenceM
     const name = served.generator.name;
     const tensorConfig = (t: TensorSpec) => ({ name: t.name, data_type: `TYPE_${t.datatype === 'BYTES' ? 'STRING' : t.datatype}`, dims: [...t.shape], ...(t.optional ? { optional: true } : {}) });
     this.info = {
-      name, version: '1', platform: PLATFORM, inputs: INPUTS, outputs: OUTPUTS, maxBatchSize: 0, decoupled: true,
+      name, version: served.version ?? '1', platform: PLATFORM, inputs: INPUTS, outputs: OUTPUTS, maxBatchSize: 0, decoupled: true,
       config: {
         name, platform: PLATFORM, backend: PLATFORM, max_batch_size: 0, model_transaction_policy: { decoupled: true },
         input: INPUTS.map(tensorConfig), output: OUTPUTS.map(tensorConfig),

@@ -26,11 +26,19 @@ export interface DecoderStepResult {
   readonly rows: readonly (Float32Array | undefined)[];
 }
 
-/** A runtime that runs decoder steps on the instance: the ONNX decoder, a GGUF file, or a class's step hook. */
-export interface DecoderRuntime {
-  readonly vocabSize: number;
-  /** Runs one step for every row together (one batched forward pass where the runtime can). */
-  step(rows: readonly DecoderStepRow[]): Promise<DecoderStepResult>;
+/**
+ * The step hook a `@GenerativeModel` class implements, run in its instances: serve-fn tokenizes,
+ * schedules, samples and detokenizes; the class computes logits for the new tokens of the running
+ * sequences with a KV cache of its own, keyed by `sequenceId`.
+ */
+export interface DecoderStepHook {
+  /**
+   * Runs one step for every row together (one batched forward pass where the runtime can): per
+   * row, drop the sequence's cache past `cachedLength`, append `tokenIds` (at positions
+   * `cachedLength`, `cachedLength + 1`, ...), and answer the logits `logits` asks for: one
+   * vocabulary-wide row for `last`, one per new token, concatenated, for `all`.
+   */
+  step(rows: readonly DecoderStepRow[]): Promise<DecoderStepResult> | DecoderStepResult;
   /** Drops the caches of finished, cancelled or preempted sequences. */
   release(sequenceIds: readonly number[]): void;
   /**
@@ -38,4 +46,11 @@ export interface DecoderRuntime {
    * sequence `to`: a prefix-cache hit. Absent when the runtime cannot; the scheduler then caches no prefix.
    */
   copyPrefix?(from: number, to: number, length: number): void;
+}
+
+/** A runtime that runs decoder steps on the instance: the ONNX decoder, a GGUF file, or a class's step hook. */
+export interface DecoderRuntime extends DecoderStepHook {
+  /** The width of a logits row (config.json's vocab_size, padded past the tokenizer's). */
+  readonly vocabSize: number;
+  step(rows: readonly DecoderStepRow[]): Promise<DecoderStepResult>;
 }

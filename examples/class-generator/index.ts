@@ -1,0 +1,1 @@
+export { Qwen3Decoder, MODEL_FOLDER } from './qwen3-decoder.js';
