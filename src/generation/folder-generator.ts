@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import type { ModelContextData } from '../definition/model-context.js';
@@ -14,9 +13,8 @@ import type { GenerationMetrics } from './generation-metrics.js';
 import { readGenerativeFolder } from './generative-folder.js';
 import { IterationScheduler, type IterationLimits } from './iteration-scheduler.js';
 import { BLOCK_SIZE } from './kv-blocks.js';
-import { vocabularyFromTokenizerJson } from './structured-outputs/constraint-vocabulary.js';
-import { lazyConstraintCompiler } from './structured-outputs/xgrammar-compiler.js';
-import type { Generation, GenerationRequest, PromptTokenizer, SamplingParams, ServedGenerator, TextGenerator } from './text-generator.js';
+import { StructuredOutputChecker } from '../instance/structured-output-checker.js';
+import type { Generation, GenerationRequest, PromptTokenizer, SamplingParams, ServedGenerator, StructuredOutput, TextGenerator } from './text-generator.js';
 
 /** The server-wide generation flags, named as vLLM's (`serve-fn start <folder> --max-num-seqs 16 ...`). */
 export interface GeneratorServeOptions {
@@ -109,14 +107,19 @@ export async function loadGeneratorFolder(dir: string, options: GeneratorServeOp
     throw createError('SF_ERR_GENERATIVE_FOLDER_INVALID', folder.dir, `--max-model-len ${options.maxModelLen} needs more KV cache than --kv-cache-space gives (${maxModelLen} tokens)`);
   }
   if (maxModelLen < 1) throw createError('SF_ERR_GENERATIVE_FOLDER_INVALID', folder.dir, '--kv-cache-space holds no KV block');
-  const plan: DecoderPlan = { kind: 'decoder', file: folder.modelFile, sessionOptions: { intraOpNumThreads: availableParallelism() }, vocabSize: folder.vocabSize };
+  const plan: DecoderPlan = {
+    kind: 'decoder', file: folder.modelFile, sessionOptions: { intraOpNumThreads: availableParallelism() }, vocabSize: folder.vocabSize,
+    // The instance's grammar engine reads the same tokenizer.json; masks are as wide as the logits (the padded vocabulary).
+    grammarVocabulary: { tokenizerFile: folder.tokenizerFile, vocabSize: layout.vocabSize, stopTokenIds: folder.eosTokenIds },
+  };
   const { generator, start, stop } = scheduleOnEngine({
     name, plan, moduleUrl: pathToFileURL(folder.modelFile).href, modelDir: folder.dir, limits, maxModelLen, vocabSize: layout.vocabSize,
     eosTokenIds: folder.eosTokenIds, defaults: folder.defaults, builder, metrics,
   });
   const tokenizer = new FolderPromptTokenizer(await TextTokenizer.fromFile(folder.tokenizerFile));
-  // The grammar engine reads the same tokenizer.json; masks are as wide as the logits (the padded vocabulary).
-  const structuredOutputs = lazyConstraintCompiler(async () => vocabularyFromTokenizerJson(JSON.parse(await readFile(folder.tokenizerFile, 'utf8')), layout.vocabSize, folder.eosTokenIds));
+  // The HTTP thread only checks a spec (no vocabulary, no masks); the instance compiles and masks.
+  const checker = new StructuredOutputChecker();
+  const structuredOutputs = async (output: StructuredOutput): Promise<void> => void (await checker.ebnf(output));
   return {
     served: { generator, tokenizer, structuredOutputs, ...(folder.chatTemplate ? { chatTemplate: folder.chatTemplate } : {}) },
     generator,

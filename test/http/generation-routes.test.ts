@@ -248,7 +248,7 @@ describe('structured outputs', () => {
       { kind: 'grammar', ebnf: 'root ::= "a"' },
     ]);
     expect(legacy.headers['x-serve-fn-ignored-fields']).toBeUndefined();
-    expect(fake.requests.every((r) => r.constraint !== undefined)).toBe(true);
+    expect(fake.requests.map((r) => r.structuredOutput)).toEqual(compiler.compiled);
   });
 
   it('tool_choice required and named are enforced with a JSON schema, and parsed as calls', async () => {

@@ -6,7 +6,7 @@ import { ServeFnError } from '../../src/errors/index.js';
 import { createGgufRuntime, type GgufRuntime } from '../../src/generation/gguf/gguf-runtime.js';
 import { isGgufFile } from '../../src/generation/gguf/gguf-file.js';
 import { importNodeLlamaCpp } from '../../src/generation/gguf/node-llama-cpp-loader.js';
-import { XGrammarConstraintCompiler } from '../../src/generation/structured-outputs/xgrammar-compiler.js';
+import { GrammarMatchers } from '../../src/instance/grammar-matchers.js';
 import type { DecoderStepRow } from '../../src/spec/decoder-step.js';
 import {
   logSoftmax, referenceLogits, TINY_CHAT_TEMPLATE, TINY_LLAMA, TINY_QWEN3, tinyWeights, writeTinyGguf,
@@ -161,16 +161,16 @@ describe.each([
   });
 
   it("serves structured outputs from the GGUF's own vocabulary: greedy JSON under the schema, whatever the weights say", async () => {
-    const compiler = await XGrammarConstraintCompiler.create(runtime.constraintVocabulary());
+    const compiler = new GrammarMatchers(async () => runtime.constraintVocabulary());
     const schema = { type: 'object', properties: { ok: { type: 'boolean' }, n: { type: 'integer', minimum: 0, maximum: 99 } }, required: ['ok', 'n'] };
-    const constraint = await compiler.compile({ kind: 'json', schema });
+    const constraint = await compiler.matcher({ kind: 'json', schema });
     const id = nextId++;
     const prompt = await runtime.tokenizer.encode('<|im_start|>user\nJSON please<|im_end|>\n<|im_start|>assistant\n', false);
     const generated: number[] = [];
     let row: DecoderStepRow = { sequenceId: id, cachedLength: 0, tokenIds: prompt, logits: 'last' };
     for (let i = 0; i < 40 && !constraint.isTerminated(); i++) {
       const logits = (await runtime.step([row])).rows[0]!;
-      const mask = constraint.nextTokenBitmask();
+      const mask = (await constraint.nextTokenBitmask())!;
       for (let t = 0; t < logits.length; t++) if (((mask[t >> 5]! >>> (t & 31)) & 1) === 0) logits[t] = -Infinity;
       const next = argmax(logits);
       expect(constraint.acceptToken(next)).toBe(true);

@@ -5,9 +5,9 @@ import type { VersionBuilderContext } from '../../model-repository/model-version
 import type { GgufDecoderPlan } from '../../wire/decoder-step-call.js';
 import { DEFAULT_GENERATOR_LIMITS, scheduleOnEngine, type GeneratorServeOptions, type LoadedGenerator } from '../folder-generator.js';
 import type { GenerationMetrics } from '../generation-metrics.js';
+import type { StructuredOutput } from '../text-generator.js';
 import { BLOCK_SIZE } from '../kv-blocks.js';
-import { lazyConstraintCompiler } from '../structured-outputs/xgrammar-compiler.js';
-import { vocabularyFromGguf } from '../structured-outputs/constraint-vocabulary.js';
+import { StructuredOutputChecker } from '../../instance/structured-output-checker.js';
 import { ggufChatTemplate, ggufGeneratorMetadata, ggufTokenizer } from './gguf-runtime.js';
 import { importNodeLlamaCpp, sharedLlama } from './node-llama-cpp-loader.js';
 
@@ -46,8 +46,9 @@ export async function loadGeneratorGguf(file: string, options: GeneratorServeOpt
     vocabSize: metadata.vocabSize, eosTokenIds: metadata.eosTokenIds, defaults: {}, builder, metrics,
   });
   const chatTemplate = ggufChatTemplate(vocab);
-  const ggml = (vocab.fileInfo.metadata as { tokenizer?: { ggml?: { tokens?: readonly string[]; model?: string } } }).tokenizer?.ggml;
-  const structuredOutputs = lazyConstraintCompiler(async () => vocabularyFromGguf(ggml?.tokens ?? [], ggml?.model ?? '', metadata.vocabSize, metadata.eosTokenIds));
+  // The HTTP thread only checks a spec; the instance compiles it over the GGUF's tokens and masks (GgufRuntime.constraintVocabulary).
+  const checker = new StructuredOutputChecker();
+  const structuredOutputs = async (output: StructuredOutput): Promise<void> => void (await checker.ebnf(output));
   return {
     served: { generator, tokenizer: ggufTokenizer(vocab, metadata.vocabSize), structuredOutputs, ...(chatTemplate ? { chatTemplate } : {}) },
     generator,

@@ -2,7 +2,7 @@ import { basename } from 'node:path';
 import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp';
 import { createError } from '../../errors/index.js';
 import type { DecoderRuntime, DecoderStepResult, DecoderStepRow } from '../../spec/decoder-step.js';
-import { vocabularyFromGguf, type ConstraintVocabulary } from '../structured-outputs/constraint-vocabulary.js';
+import { vocabularyFromGguf, type ConstraintVocabulary } from '../../instance/constraint-vocabulary.js';
 import type { ChatTemplateSource, PromptTokenizer } from '../text-generator.js';
 import { importNodeLlamaCpp, sharedLlama } from './node-llama-cpp-loader.js';
 
@@ -67,7 +67,7 @@ export class GgufRuntime implements DecoderRuntime {
     return { rows: outputs };
   }
 
-  /** The GGUF's token list for the structured-output grammar engine (XGrammarConstraintCompiler.create). */
+  /** The GGUF's token list for the structured-output grammar engine (the instance's GrammarMatchers). */
   constraintVocabulary(): ConstraintVocabulary {
     const ggml = (this.model.fileInfo.metadata as { tokenizer?: { ggml?: { tokens?: readonly string[]; model?: string } } }).tokenizer?.ggml;
     return vocabularyFromGguf(ggml?.tokens ?? [], ggml?.model ?? '', this.vocabSize, this.metadata.eosTokenIds);
