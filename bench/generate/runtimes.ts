@@ -3,7 +3,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createGgufRuntime, type GgufRuntime } from '../../src/generation/gguf/gguf-runtime.js';
+import { createGgufRuntime, type GgufRuntime } from '../../src/instance/gguf-runtime.js';
 import { vocabularyFromTokenizerJson } from '../../src/instance/constraint-vocabulary.js';
 import { GrammarMatchers } from '../../src/instance/grammar-matchers.js';
 import type { DecoderStepRow } from '../../src/spec/decoder-step.js';

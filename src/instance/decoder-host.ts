@@ -10,11 +10,6 @@ import { DecoderSteps } from './decoder-steps.js';
 import { timedExecution, type InstanceHost } from './instance-host.js';
 import { decoderLayout, OnnxDecoderRuntime } from './onnx-decoder-runtime.js';
 
-/** What the worker needs of src/generation/gguf/gguf-runtime.ts. */
-interface GgufRuntimeModule {
-  createGgufRuntime(file: string, options: { maxNumSeqs: number; maxModelLen: number; maxNumBatchedTokens: number }): Promise<DecoderRuntime & { dispose(): Promise<void>; constraintVocabulary(): ConstraintVocabulary }>;
-}
-
 /**
  * The instance host of a generator inside its worker thread: a decoder runtime holding every
  * running sequence's KV cache, fed one scheduler iteration per call (decoder-step-call.ts) and
@@ -39,7 +34,8 @@ export class DecoderHost implements InstanceHost {
    */
   static async start(plan: DecoderPlan, ctx: ModelContext): Promise<DecoderHost> {
     if (plan.runtime === 'gguf') {
-      const { createGgufRuntime } = (await import(plan.runtimeModule)) as GgufRuntimeModule;
+      // Imported on the first GGUF served: it imports node-llama-cpp, an optional peer, in turn.
+      const { createGgufRuntime } = await import('./gguf-runtime.js');
       const runtime = await createGgufRuntime(plan.file, { maxNumSeqs: plan.maxNumSeqs, maxModelLen: plan.maxModelLen, maxNumBatchedTokens: plan.maxNumBatchedTokens });
       return new DecoderHost(runtime, ctx.modelName, () => runtime.dispose(), async () => runtime.constraintVocabulary());
     }

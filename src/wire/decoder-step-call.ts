@@ -25,17 +25,12 @@ export interface TokenizerFileVocabulary {
   readonly stopTokenIds: readonly number[];
 }
 
-/** A `.gguf` file run by node-llama-cpp (src/generation/gguf/gguf-runtime.ts) with a context sequence per scheduler sequence. */
+/** A `.gguf` file run by node-llama-cpp (src/instance/gguf-runtime.ts) with a context sequence per scheduler sequence. */
 export interface GgufDecoderPlan {
   readonly kind: 'decoder';
   readonly runtime: 'gguf';
   /** Absolute path of the .gguf file. */
   readonly file: string;
-  /**
-   * URL of the module exporting `createGgufRuntime`: it belongs to the generation layer above the
-   * instance, so the worker imports it by URL, as it imports a model class's module.
-   */
-  readonly runtimeModule: string;
   readonly maxNumSeqs: number;
   readonly maxModelLen: number;
   readonly maxNumBatchedTokens: number;
