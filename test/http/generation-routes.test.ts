@@ -326,6 +326,18 @@ describe('fields serve-fn does not use are named, not silently dropped', () => {
     const clean = await post('/v1/chat/completions', { messages: USER });
     expect(clean.headers['x-serve-fn-ignored-fields']).toBeUndefined();
   });
+
+  it("vLLM's prompt_logprobs is not served: named as ignored, and no prompt logprobs are computed for it", async () => {
+    const { post, fake } = await serve('ok');
+    for (const url of ['/v1/completions', '/v1/chat/completions']) {
+      const res = await post(url, { ...(url.endsWith('chat/completions') ? { messages: USER } : { prompt: 'x' }), prompt_logprobs: 2, max_tokens: 3 });
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['x-serve-fn-ignored-fields']).toBe('prompt_logprobs');
+      expect(res.json()).not.toHaveProperty('prompt_logprobs');
+      expect(res.json().choices[0]).not.toHaveProperty('prompt_logprobs');
+    }
+    expect(fake.requests.every((r) => r.sampling.promptLogprobs === undefined)).toBe(true);
+  });
 });
 
 describe('tokenize, detokenize, version, health, models', () => {
