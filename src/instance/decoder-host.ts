@@ -1,17 +1,14 @@
 import type { ModelContext } from '../definition/model-context.js';
 import { createError } from '../errors/index.js';
 import type { DecoderRuntime } from '../spec/decoder-step.js';
+import type { ConstraintVocabulary } from '../spec/structured-output.js';
 import type { DecoderPlan } from '../wire/decoder-step-call.js';
 import { StreamPump, type StreamEvent } from '../wire/stream-channel.js';
 import type { ExecuteCall, ExecuteOutcome } from '../wire/wire-format.js';
+import { vocabularyFromTokenizerFile } from './constraint-vocabulary.js';
 import { DecoderSteps } from './decoder-steps.js';
 import { timedExecution, type InstanceHost } from './instance-host.js';
 import { decoderLayout, OnnxDecoderRuntime } from './onnx-decoder-runtime.js';
-
-/** What the worker needs of src/generation/gguf/gguf-runtime.ts. */
-interface GgufRuntimeModule {
-  createGgufRuntime(file: string, options: { maxNumSeqs: number; maxModelLen: number; maxNumBatchedTokens: number }): Promise<DecoderRuntime & { dispose(): Promise<void> }>;
-}
 
 /**
  * The instance host of a generator inside its worker thread: a decoder runtime holding every
@@ -25,24 +22,29 @@ export class DecoderHost implements InstanceHost {
     runtime: DecoderRuntime,
     private readonly modelName: string,
     private readonly dispose: () => Promise<void> = () => Promise.resolve(),
+    vocabulary?: () => Promise<ConstraintVocabulary>,
   ) {
-    this.steps = new DecoderSteps(runtime);
+    this.steps = new DecoderSteps(runtime, vocabulary);
   }
 
   /**
    * A decoder folder's model.onnx on ONNX Runtime, opened through ctx.loadModel (disposed after
-   * finalize), or a GGUF file on llama.cpp (its model and context disposed by finalize).
+   * finalize), or a GGUF file on llama.cpp (its model and context disposed by finalize). The grammar
+   * engine's vocabulary is the folder's tokenizer.json or the GGUF's token list, read on first use.
    */
   static async start(plan: DecoderPlan, ctx: ModelContext): Promise<DecoderHost> {
     if (plan.runtime === 'gguf') {
-      const { createGgufRuntime } = (await import(plan.runtimeModule)) as GgufRuntimeModule;
+      // Imported on the first GGUF served: it imports node-llama-cpp, an optional peer, in turn.
+      const { createGgufRuntime } = await import('./gguf-runtime.js');
       const runtime = await createGgufRuntime(plan.file, { maxNumSeqs: plan.maxNumSeqs, maxModelLen: plan.maxModelLen, maxNumBatchedTokens: plan.maxNumBatchedTokens });
-      return new DecoderHost(runtime, ctx.modelName, () => runtime.dispose());
+      return new DecoderHost(runtime, ctx.modelName, () => runtime.dispose(), async () => runtime.constraintVocabulary());
     }
     const session = await ctx.loadModel(plan.file, { options: plan.sessionOptions });
     const { inputs, outputs } = session.metadata();
     const runtime = new OnnxDecoderRuntime(decoderLayout(ctx.modelName, inputs, outputs, plan.vocabSize), (feeds, names) => session.run(feeds, names));
-    return new DecoderHost(runtime, ctx.modelName);
+    const grammar = plan.grammarVocabulary;
+    const vocabulary = grammar ? () => vocabularyFromTokenizerFile(grammar.tokenizerFile, grammar.vocabSize, grammar.stopTokenIds) : undefined;
+    return new DecoderHost(runtime, ctx.modelName, undefined, vocabulary);
   }
 
   execute(call: ExecuteCall): Promise<ExecuteOutcome> {

@@ -1,5 +1,7 @@
 import type { DecoderRuntime } from '../spec/decoder-step.js';
-import type { DecoderRowResult, DecoderStepCall, SequenceStart } from '../wire/decoder-step-call.js';
+import type { ConstraintVocabulary } from '../spec/structured-output.js';
+import type { DecoderCallRow, DecoderRowResult, DecoderStepCall, SequenceStart } from '../wire/decoder-step-call.js';
+import { GrammarMatchers, type SequenceGrammar } from './grammar-matchers.js';
 import { logSoftmax, MAX_LOGPROBS, sampleToken, topEntries, uniformFor } from './token-sampler.js';
 
 interface SequenceState {
@@ -8,6 +10,8 @@ interface SequenceState {
   readonly history: number[];
   /** Log-softmax of the last position of a prompt chunk that did not end the prompt: it scores the next chunk's first token. */
   pendingPrompt?: Float32Array;
+  /** The matcher of a sequence with a structured output. */
+  grammar?: SequenceGrammar;
 }
 
 type Logprob = { readonly tokenId: number; readonly logprob: number; readonly top?: readonly { readonly tokenId: number; readonly logprob: number }[] };
@@ -15,22 +19,33 @@ type Logprob = { readonly tokenId: number; readonly logprob: number; readonly to
 /**
  * The instance side of a generator's iteration: runs a decoder step on the runtime, then samples
  * each row that asks for a token (token-sampler.ts), keeping each sequence's token history for
- * the penalties. Used by the instance host of a decoder folder and by a generator class's host alike.
+ * the penalties, and each constrained sequence's grammar matcher (grammar-matchers.ts), which masks
+ * the logits before sampling and accepts the sampled token, so no mask is computed on the HTTP thread.
+ * Used by the instance host of a decoder folder and by a generator class's host alike.
  */
 export class DecoderSteps {
   private readonly sequences = new Map<number, SequenceState>();
+  private readonly grammars: GrammarMatchers | undefined;
 
-  constructor(readonly runtime: DecoderRuntime) {}
+  /** `vocabulary`: what the grammar engine reads on the first structured output; without it, a structured output fails its step. */
+  constructor(
+    readonly runtime: DecoderRuntime,
+    vocabulary?: () => Promise<ConstraintVocabulary>,
+  ) {
+    this.grammars = vocabulary ? new GrammarMatchers(vocabulary) : undefined;
+  }
 
   async run(call: DecoderStepCall): Promise<DecoderRowResult[]> {
     if (call.release.length > 0) {
       this.runtime.release(call.release);
-      for (const id of call.release) this.sequences.delete(id);
+      for (const id of call.release) this.drop(id);
     }
-    const states = call.rows.map((row) => {
+    const states = await Promise.all(call.rows.map(async (row) => {
       let state = this.sequences.get(row.sequenceId);
       if (row.start) {
-        state = { start: row.start, history: [] };
+        // A new sequence, or one recomputed after a preemption: a fresh matcher replays its output.
+        this.drop(row.sequenceId);
+        state = { start: row.start, history: [], ...(row.start.structuredOutput ? { grammar: await this.matcher(row.start) } : {}) };
         this.sequences.set(row.sequenceId, state);
       }
       if (row.copyFrom !== undefined) {
@@ -39,21 +54,37 @@ export class DecoderSteps {
       }
       if (!state) throw new Error(`sequence ${row.sequenceId} has no start`);
       return state;
-    });
+    }));
     const { rows } = await this.runtime.step(call.rows);
     const vocab = this.runtime.vocabSize;
-    return call.rows.map((row, i) => {
-      const state = states[i]!;
-      const logits = rows[i];
-      state.history.length = row.cachedLength;
-      const promptLogprobs = row.logits === 'all' && logits ? this.promptLogprobs(state, row.tokenIds, logits, vocab) : undefined;
-      state.history.push(...row.tokenIds);
-      if (!row.sample || !logits) return promptLogprobs ? { promptLogprobs } : {};
-      const last = logits.length === vocab ? logits : logits.subarray(logits.length - vocab);
-      const { sampling, promptLength, stopTokenIds } = state.start;
-      const token = sampleToken({ logits: last, sampling, history: state.history, promptLength, stopTokenIds, allowed: row.allowed }, uniformFor(sampling, state.history.length - promptLength));
-      return promptLogprobs ? { token, promptLogprobs } : { token };
-    });
+    const results: DecoderRowResult[] = [];
+    for (const [i, row] of call.rows.entries()) results.push(await this.sample(row, states[i]!, rows[i], vocab));
+    return results;
+  }
+
+  private async sample(row: DecoderCallRow, state: SequenceState, logits: Float32Array | undefined, vocab: number): Promise<DecoderRowResult> {
+    state.history.length = row.cachedLength;
+    const promptLogprobs = row.logits === 'all' && logits ? this.promptLogprobs(state, row.tokenIds, logits, vocab) : undefined;
+    state.history.push(...row.tokenIds);
+    if (!row.sample || !logits) return promptLogprobs ? { promptLogprobs } : {};
+    const last = logits.length === vocab ? logits : logits.subarray(logits.length - vocab);
+    const { sampling, promptLength, stopTokenIds } = state.start;
+    const { grammar } = state;
+    grammar?.follow(state.history.slice(promptLength));
+    const allowed = await grammar?.nextTokenBitmask();
+    const token = sampleToken({ logits: last, sampling, history: state.history, promptLength, stopTokenIds, ...(allowed ? { allowed } : {}) }, uniformFor(sampling, state.history.length - promptLength));
+    const ended = grammar ? (!grammar.acceptToken(token.tokenId) ? 'rejected' : grammar.isTerminated() ? 'ended' : undefined) : undefined;
+    return { token, ...(promptLogprobs ? { promptLogprobs } : {}), ...(ended ? { grammar: ended } : {}) };
+  }
+
+  private async matcher(start: SequenceStart): Promise<SequenceGrammar> {
+    if (!this.grammars) throw new Error('this instance has no vocabulary for structured outputs');
+    return this.grammars.matcher(start.structuredOutput!);
+  }
+
+  private drop(sequenceId: number): void {
+    this.sequences.get(sequenceId)?.grammar?.dispose();
+    this.sequences.delete(sequenceId);
   }
 
   /** Each prompt token's logprob given the tokens before it (the sequence's first token has none). */

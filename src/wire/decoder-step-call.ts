@@ -1,5 +1,6 @@
 import type { SamplingParams } from '../spec/sampling-params.js';
 import type { DecoderStepRow } from '../spec/decoder-step.js';
+import type { StructuredOutput } from '../spec/structured-output.js';
 
 /** What a generator's instance boots from: an ONNX decoder export, or a GGUF file on llama.cpp. */
 export type DecoderPlan = OnnxDecoderPlan | GgufDecoderPlan;
@@ -13,19 +14,23 @@ export interface OnnxDecoderPlan {
   readonly sessionOptions: Readonly<Record<string, unknown>>;
   /** config.json's vocab_size, for an export whose logits' last dimension is symbolic. */
   readonly vocabSize?: number;
+  /** Where the instance reads the vocabulary its grammar engine needs, on the first structured output. */
+  readonly grammarVocabulary?: TokenizerFileVocabulary;
 }
 
-/** A `.gguf` file run by node-llama-cpp (src/generation/gguf/gguf-runtime.ts) with a context sequence per scheduler sequence. */
+/** A folder's tokenizer.json as the grammar engine's vocabulary, masks as wide as the logits (`vocabSize`, the padded vocabulary). */
+export interface TokenizerFileVocabulary {
+  readonly tokenizerFile: string;
+  readonly vocabSize: number;
+  readonly stopTokenIds: readonly number[];
+}
+
+/** A `.gguf` file run by node-llama-cpp (src/instance/gguf-runtime.ts) with a context sequence per scheduler sequence. */
 export interface GgufDecoderPlan {
   readonly kind: 'decoder';
   readonly runtime: 'gguf';
   /** Absolute path of the .gguf file. */
   readonly file: string;
-  /**
-   * URL of the module exporting `createGgufRuntime`: it belongs to the generation layer above the
-   * instance, so the worker imports it by URL, as it imports a model class's module.
-   */
-  readonly runtimeModule: string;
   readonly maxNumSeqs: number;
   readonly maxModelLen: number;
   readonly maxNumBatchedTokens: number;
@@ -50,6 +55,8 @@ export interface SequenceStart {
   readonly promptLength: number;
   /** Stop tokens min_tokens holds back: the end-of-sequence ids (unless ignore_eos) and stop_token_ids. */
   readonly stopTokenIds: readonly number[];
+  /** The grammar the sequence's output follows: the instance compiles it (cached by spec), masks each sampled token and accepts it. */
+  readonly structuredOutput?: StructuredOutput;
 }
 
 export interface DecoderCallRow extends DecoderStepRow {
@@ -58,13 +65,13 @@ export interface DecoderCallRow extends DecoderStepRow {
   readonly sample: boolean;
   /** A prefix-cache hit: the runtime copies the first `cachedLength` tokens of this sequence's cache first. */
   readonly copyFrom?: number;
-  /** The grammar's allowed next tokens (TokenConstraint.nextTokenBitmask, computed on the HTTP thread). */
-  readonly allowed?: Int32Array;
 }
 
 export interface DecoderRowResult {
   /** The sampled token, when the row asked for one. */
   readonly token?: { readonly tokenId: number; readonly logprob: number; readonly top?: readonly { readonly tokenId: number; readonly logprob: number }[] };
+  /** With a structured output: `rejected` when the grammar refused the sampled token, `ended` when the token completed it. */
+  readonly grammar?: 'rejected' | 'ended';
   /** Logprobs of this chunk's prompt tokens (vLLM's prompt_logprobs), undefined for the sequence's first token. */
   readonly promptLogprobs?: readonly ({ readonly tokenId: number; readonly logprob: number; readonly top?: readonly { readonly tokenId: number; readonly logprob: number }[] } | undefined)[];
 }

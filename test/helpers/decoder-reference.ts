@@ -1,8 +1,9 @@
 /**
  * An independent float64 forward pass of the tiny decoders (test/fixtures/generation), without a
  * KV cache: the whole token sequence at positions 0..n-1 through every layer, as transformers'
- * modeling_qwen3.py / modeling_qwen2.py compute it. The generation tests compare the ONNX
- * runtime's cached, batched, chunked logits against it.
+ * modeling_qwen3.py / modeling_qwen2.py (and modeling_llama.py: a Qwen2 block without biases)
+ * compute it. The only float64 reference: the generation tests compare the ONNX runtime's and the
+ * GGUF runtime's (through tiny-decoder.ts's referenceWeights) cached, batched, chunked logits against it.
  */
 import type { DecoderLayerWeights, DecoderWeights } from '../fixtures/generation/decoder-weights.js';
 

@@ -11,9 +11,8 @@ import type {
   ServedGenerator,
   TextGenerator,
   SamplingParams,
-  ConstraintCompiler,
   StructuredOutput,
-  TokenConstraint,
+  StructuredOutputCheck,
 } from '../../src/generation/text-generator.js';
 import { TextTokenizer } from '../../src/tokenizer/tokenizer.js';
 
@@ -116,7 +115,7 @@ let qwen3: Promise<[PromptTokenizer, ChatTemplateSource]> | undefined;
 /** A served fake: Qwen3's tokenizer and chat template (loaded once per test file) over a scripted generator. */
 export async function fakeServedGenerator(
   script: Script,
-  options: { name?: string; maxModelLen?: number; defaults?: Partial<SamplingParams>; structuredOutputs?: ConstraintCompiler } = {},
+  options: { name?: string; maxModelLen?: number; defaults?: Partial<SamplingParams>; structuredOutputs?: StructuredOutputCheck } = {},
 ): Promise<ServedGenerator & { generator: FakeGenerator }> {
   const [tokenizer, chatTemplate] = await (qwen3 ??= Promise.all([qwen3Tokenizer(), qwen3ChatTemplate()]));
   return {
@@ -127,12 +126,11 @@ export async function fakeServedGenerator(
   };
 }
 
-/** A ConstraintCompiler that allows everything and records what it compiled. */
-export function recordingCompiler(): ConstraintCompiler & { compiled: StructuredOutput[] } {
+/** A StructuredOutputCheck that passes everything and records what it checked. */
+export function recordingCompiler(): StructuredOutputCheck & { compiled: StructuredOutput[] } {
   const compiled: StructuredOutput[] = [];
-  const compile = async (output: StructuredOutput): Promise<TokenConstraint> => {
+  const compile = async (output: StructuredOutput): Promise<void> => {
     compiled.push(output);
-    return { nextTokenBitmask: () => new Int32Array(0), acceptToken: () => true, isTerminated: () => false };
   };
   return Object.assign(compile, { compiled });
 }

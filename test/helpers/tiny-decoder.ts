@@ -1,12 +1,13 @@
 /**
  * Tiny Llama- and Qwen3-architecture decoders with fixed random weights, written as GGUF the way
- * llama.cpp's convert_hf_to_gguf.py writes a Hugging Face checkpoint, and an independent float64
- * forward pass (no KV cache) of the same weights in Hugging Face's semantics
- * (transformers' modeling_llama.py / modeling_qwen3.py) to check runtimes against.
+ * llama.cpp's convert_hf_to_gguf.py writes a Hugging Face checkpoint, checked against the float64
+ * reference forward pass the ONNX decoder tests use (test/helpers/decoder-reference.ts).
  */
 import { join } from 'node:path';
-import { encodeGguf, type GgufTensor, type GgufValue } from './gguf-writer.js';
 import { writeFileSync } from 'node:fs';
+import type { DecoderWeights } from '../fixtures/generation/decoder-weights.js';
+import { referenceLogits as decoderReferenceLogits } from './decoder-reference.js';
+import { encodeGguf, type GgufTensor, type GgufValue } from './gguf-writer.js';
 
 export type TinyArch = 'llama' | 'qwen3';
 
@@ -207,95 +208,46 @@ export function writeTinyGguf(dir: string, weights: TinyWeights, name = `tiny-${
   return path;
 }
 
-function matVec(w: Float32Array, x: Float64Array, outDim: number, inDim: number): Float64Array {
-  const y = new Float64Array(outDim);
-  for (let o = 0; o < outDim; o++) {
-    let s = 0;
-    const row = o * inDim;
-    for (let i = 0; i < inDim; i++) s += w[row + i]! * x[i]!;
-    y[o] = s;
-  }
-  return y;
+/** [out][in] (Hugging Face's Linear) → [in][out] (the reference's x · W). */
+function transpose(w: Float32Array, outDim: number, inDim: number): Float32Array {
+  const t = new Float32Array(w.length);
+  for (let o = 0; o < outDim; o++) for (let i = 0; i < inDim; i++) t[i * outDim + o] = w[o * inDim + i]!;
+  return t;
 }
 
-function rmsNorm(x: Float64Array, weight: Float32Array, eps: number, offset = 0, len = x.length): void {
-  let ss = 0;
-  for (let i = 0; i < len; i++) ss += x[offset + i]! ** 2;
-  const inv = 1 / Math.sqrt(ss / len + eps);
-  for (let i = 0; i < len; i++) x[offset + i] = x[offset + i]! * inv * weight[i]!;
-}
+const asReference = new WeakMap<TinyWeights, DecoderWeights>();
 
-/** Hugging Face's rotate-half RoPE on each head of `x` at position `pos`. */
-function rope(x: Float64Array, heads: number, headDim: number, pos: number, theta: number): void {
-  const half = headDim / 2;
-  for (let h = 0; h < heads; h++) {
-    for (let i = 0; i < half; i++) {
-      const angle = pos * theta ** (-(2 * i) / headDim);
-      const a = x[h * headDim + i]!;
-      const b = x[h * headDim + half + i]!;
-      x[h * headDim + i] = a * Math.cos(angle) - b * Math.sin(angle);
-      x[h * headDim + half + i] = b * Math.cos(angle) + a * Math.sin(angle);
-    }
-  }
-}
-
-/** Float64 logits (positions × vocab) of a full forward pass over `tokens`, without a cache. */
-export function referenceLogits(weights: TinyWeights, tokens: readonly number[]): Float64Array[] {
+/**
+ * These weights in the layout of the one float64 reference (test/helpers/decoder-reference.ts), which
+ * the ONNX decoder tests use too: a Llama block is a Qwen2 block without the q/k/v biases.
+ */
+export function referenceWeights(weights: TinyWeights): DecoderWeights {
+  let converted = asReference.get(weights);
+  if (converted) return converted;
   const c = weights.config;
   const { hidden: H, headDim: D, heads, kvHeads, intermediate: F } = c;
-  const T = tokens.length;
-  let xs = tokens.map((t) => Float64Array.from(weights.embed.subarray(t * H, (t + 1) * H)));
-  for (const l of weights.layers) {
-    const qs: Float64Array[] = [];
-    const ks: Float64Array[] = [];
-    const vs: Float64Array[] = [];
-    xs.forEach((x, pos) => {
-      const h = Float64Array.from(x);
-      rmsNorm(h, l.inputNorm, c.eps);
-      const q = matVec(l.q, h, heads * D, H);
-      const k = matVec(l.k, h, kvHeads * D, H);
-      if (l.qNorm && l.kNorm) {
-        for (let i = 0; i < heads; i++) rmsNorm(q, l.qNorm, c.eps, i * D, D);
-        for (let i = 0; i < kvHeads; i++) rmsNorm(k, l.kNorm, c.eps, i * D, D);
-      }
-      rope(q, heads, D, pos, c.ropeTheta);
-      rope(k, kvHeads, D, pos, c.ropeTheta);
-      qs.push(q);
-      ks.push(k);
-      vs.push(matVec(l.v, h, kvHeads * D, H));
-    });
-    xs = xs.map((x, pos) => {
-      const attn = new Float64Array(heads * D);
-      for (let h = 0; h < heads; h++) {
-        const kvh = Math.floor(h / (heads / kvHeads));
-        const scores = Array.from({ length: pos + 1 }, (_, j) => {
-          let s = 0;
-          for (let d = 0; d < D; d++) s += qs[pos]![h * D + d]! * ks[j]![kvh * D + d]!;
-          return s / Math.sqrt(D);
-        });
-        const max = Math.max(...scores);
-        const exps = scores.map((s) => Math.exp(s - max));
-        const sum = exps.reduce((a, b) => a + b, 0);
-        for (let j = 0; j <= pos; j++) {
-          for (let d = 0; d < D; d++) attn[h * D + d] = attn[h * D + d]! + (exps[j]! / sum) * vs[j]![kvh * D + d]!;
-        }
-      }
-      const o = matVec(l.o, attn, H, heads * D);
-      const y = x.map((v, i) => v + o[i]!);
-      const h2 = Float64Array.from(y);
-      rmsNorm(h2, l.postNorm, c.eps);
-      const g = matVec(l.gate, h2, F, H);
-      const u = matVec(l.up, h2, F, H);
-      const act = g.map((gv, i) => (gv / (1 + Math.exp(-gv))) * u[i]!);
-      const down = matVec(l.down, act, H, F);
-      return y.map((v, i) => v + down[i]!);
-    });
-  }
-  return xs.slice(0, T).map((x) => {
-    const h = Float64Array.from(x);
-    rmsNorm(h, weights.finalNorm, c.eps);
-    return matVec(weights.lmHead, h, weights.vocabSize, H);
-  });
+  const V = weights.vocabSize;
+  converted = {
+    shape: { family: c.arch === 'qwen3' ? 'qwen3' : 'qwen2', vocab: V, hidden: H, layers: c.layers, heads, kvHeads, headDim: D, intermediate: F, ropeTheta: c.ropeTheta, epsilon: c.eps, maxPositions: c.contextLength },
+    embed: weights.embed,
+    finalNorm: weights.finalNorm,
+    ...(c.tiedEmbeddings ? {} : { lmHead: transpose(weights.lmHead, V, H) }),
+    layers: weights.layers.map((l) => ({
+      inputNorm: l.inputNorm,
+      q: transpose(l.q, heads * D, H), k: transpose(l.k, kvHeads * D, H), v: transpose(l.v, kvHeads * D, H),
+      ...(l.qNorm && l.kNorm ? { qNorm: l.qNorm, kNorm: l.kNorm } : {}),
+      o: transpose(l.o, H, heads * D),
+      postAttentionNorm: l.postNorm,
+      gate: transpose(l.gate, F, H), up: transpose(l.up, F, H), down: transpose(l.down, H, F),
+    })),
+  };
+  asReference.set(weights, converted);
+  return converted;
+}
+
+/** Float64 logits (positions × vocab) of a full forward pass over `tokens`, without a cache (the one reference). */
+export function referenceLogits(weights: TinyWeights, tokens: readonly number[]): Float64Array[] {
+  return decoderReferenceLogits(referenceWeights(weights), tokens);
 }
 
 /** log_softmax, to compare with a runtime that returns log-probabilities. */

@@ -155,7 +155,11 @@ describe('streaming (SSE)', () => {
     const deltas = chunks.map((c) => c.choices[0].delta);
     expect(deltas.map((d) => d.reasoning_content ?? '').join('')).toBe('hm\n');
     expect(deltas.map((d) => d.content ?? '').join('')).toBe('Sure.');
-    expect(deltas.flatMap((d) => (d.tool_calls as object[]) ?? [])).toEqual([{ index: 0, id: expect.stringMatching(/^chatcmpl-tool-/), type: 'function', function: { name: 'now', arguments: '{}' } }]);
+    // As vLLM's hermes parser streams a call: the name first, then the arguments in pieces.
+    const calls = deltas.flatMap((d) => (d.tool_calls as { index: number; function: { arguments?: string } }[]) ?? []);
+    expect(calls[0]).toEqual({ index: 0, id: expect.stringMatching(/^chatcmpl-tool-/), type: 'function', function: { name: 'now' } });
+    expect(calls.slice(1).every((c) => Object.keys(c).join() === 'index,function' && c.index === 0)).toBe(true);
+    expect(calls.map((c) => c.function.arguments ?? '').join('')).toBe('{}');
     expect(chunks.at(-1)!.choices[0].finish_reason).toBe('tool_calls');
   });
 
@@ -248,7 +252,7 @@ describe('structured outputs', () => {
       { kind: 'grammar', ebnf: 'root ::= "a"' },
     ]);
     expect(legacy.headers['x-serve-fn-ignored-fields']).toBeUndefined();
-    expect(fake.requests.every((r) => r.constraint !== undefined)).toBe(true);
+    expect(fake.requests.map((r) => r.structuredOutput)).toEqual(compiler.compiled);
   });
 
   it('tool_choice required and named are enforced with a JSON schema, and parsed as calls', async () => {
@@ -321,6 +325,18 @@ describe('fields serve-fn does not use are named, not silently dropped', () => {
     expect(res.headers['x-serve-fn-ignored-fields']).toBe('user, frobnicate');
     const clean = await post('/v1/chat/completions', { messages: USER });
     expect(clean.headers['x-serve-fn-ignored-fields']).toBeUndefined();
+  });
+
+  it("vLLM's prompt_logprobs is not served: named as ignored, and no prompt logprobs are computed for it", async () => {
+    const { post, fake } = await serve('ok');
+    for (const url of ['/v1/completions', '/v1/chat/completions']) {
+      const res = await post(url, { ...(url.endsWith('chat/completions') ? { messages: USER } : { prompt: 'x' }), prompt_logprobs: 2, max_tokens: 3 });
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['x-serve-fn-ignored-fields']).toBe('prompt_logprobs');
+      expect(res.json()).not.toHaveProperty('prompt_logprobs');
+      expect(res.json().choices[0]).not.toHaveProperty('prompt_logprobs');
+    }
+    expect(fake.requests.every((r) => r.sampling.promptLogprobs === undefined)).toBe(true);
   });
 });
 

@@ -81,6 +81,22 @@ describe('openai SDK: chat.completions', () => {
     expect(final.choices[0].message.tool_calls?.[0]).toMatchObject({ function: { name: 'get_weather', arguments: '{"city":"Paris"}' } });
   });
 
+  it("tool calls stream as vLLM's hermes parser sends them: the name first, then argument deltas the SDK's helper accumulates", async () => {
+    const runner = client.chat.completions.stream({ model: 'fake-qwen3', messages: [{ role: 'user', content: 'Weather in Paris?' }], tools });
+    const argumentDeltas: string[] = [];
+    runner.on('tool_calls.function.arguments.delta', (event) => argumentDeltas.push(event.arguments_delta));
+    const toolChunks: OpenAI.Chat.Completions.ChatCompletionChunk.Choice.Delta.ToolCall[] = [];
+    runner.on('chunk', (chunk) => toolChunks.push(...(chunk.choices[0]?.delta.tool_calls ?? [])));
+    const final = await runner.finalChatCompletion();
+    expect(toolChunks[0]).toMatchObject({ index: 0, type: 'function', id: expect.stringMatching(/^chatcmpl-tool-/), function: { name: 'get_weather' } });
+    expect(toolChunks[0]!.function).not.toHaveProperty('arguments');
+    expect(toolChunks.slice(1).every((d) => d.index === 0 && d.id === undefined && d.function?.name === undefined)).toBe(true);
+    expect(argumentDeltas.length).toBeGreaterThan(1);
+    expect(argumentDeltas.join('')).toBe('{"city":"Paris"}');
+    expect(final.choices[0].finish_reason).toBe('tool_calls');
+    expect(final.choices[0].message.tool_calls).toEqual([expect.objectContaining({ id: toolChunks[0]!.id, function: { name: 'get_weather', arguments: '{"city":"Paris"}' } })]);
+  });
+
   it('errors reach the SDK as its typed errors', async () => {
     await expect(client.chat.completions.create({ model: 'other', messages: [{ role: 'user', content: 'x' }] })).rejects.toBeInstanceOf(NotFoundError);
     const bad = await client.chat.completions.create({ model: 'fake-qwen3', messages: [{ role: 'user', content: 'x' }], temperature: -1 }).catch((err: unknown) => err);

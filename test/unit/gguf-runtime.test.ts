@@ -3,10 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServeFnError } from '../../src/errors/index.js';
-import { createGgufRuntime, type GgufRuntime } from '../../src/generation/gguf/gguf-runtime.js';
 import { isGgufFile } from '../../src/generation/gguf/gguf-file.js';
-import { importNodeLlamaCpp } from '../../src/generation/gguf/node-llama-cpp-loader.js';
-import { XGrammarConstraintCompiler } from '../../src/generation/structured-outputs/xgrammar-compiler.js';
+import { ggufChatTemplate, ggufTokenizer } from '../../src/generation/gguf/gguf-model-text.js';
+import type { ChatTemplateSource, PromptTokenizer } from '../../src/generation/text-generator.js';
+import { createGgufRuntime, type GgufRuntime } from '../../src/instance/gguf-runtime.js';
+import { importNodeLlamaCpp, sharedLlama } from '../../src/instance/node-llama-cpp-loader.js';
+import { GrammarMatchers } from '../../src/instance/grammar-matchers.js';
 import type { DecoderStepRow } from '../../src/spec/decoder-step.js';
 import {
   logSoftmax, referenceLogits, TINY_CHAT_TEMPLATE, TINY_LLAMA, TINY_QWEN3, tinyWeights, writeTinyGguf,
@@ -41,12 +43,19 @@ describe.each([
   let runtime: GgufRuntime;
   let file: string;
   let nextId = 0;
+  /** The HTTP thread's view of the same file (gguf-generator.ts): a vocabulary-only load's tokenizer and chat template. */
+  let text: { tokenizer: PromptTokenizer; chatTemplate: ChatTemplateSource | undefined; dispose(): Promise<void> };
   beforeAll(async () => {
     weights = tinyWeights(config);
     file = writeTinyGguf(dir, weights);
     runtime = await createGgufRuntime(file, { maxNumSeqs: 4, maxNumBatchedTokens: 64, threads: 1 });
+    const vocab = await (await sharedLlama(await importNodeLlamaCpp(file), false)).loadModel({ modelPath: file, vocabOnly: true });
+    text = { tokenizer: ggufTokenizer(vocab, runtime.vocabSize), chatTemplate: ggufChatTemplate(vocab), dispose: () => vocab.dispose() };
   });
-  afterAll(() => runtime?.dispose());
+  afterAll(async () => {
+    await text?.dispose();
+    await runtime?.dispose();
+  });
 
   /** Runs `tokens` on a fresh sequence from scratch and returns its last position's logits. */
   async function fresh(tokens: number[]): Promise<Float32Array> {
@@ -66,7 +75,7 @@ describe.each([
     expect(runtime.metadata).toMatchObject({ name: `tiny-${arch}`, maxModelLen: 512, vocabSize: weights.vocabSize });
     expect(runtime.vocabSize).toBe(weights.vocabSize);
     expect(runtime.metadata.eosTokenIds).toEqual(expect.arrayContaining([weights.vocab.eosId, weights.vocab.imEndId]));
-    expect(runtime.chatTemplate?.template).toBe(TINY_CHAT_TEMPLATE);
+    expect(text.chatTemplate?.template).toBe(TINY_CHAT_TEMPLATE);
   });
 
   it('gives prefill logits equal to the float64 reference forward pass at every position', async () => {
@@ -161,16 +170,16 @@ describe.each([
   });
 
   it("serves structured outputs from the GGUF's own vocabulary: greedy JSON under the schema, whatever the weights say", async () => {
-    const compiler = await XGrammarConstraintCompiler.create(runtime.constraintVocabulary());
+    const compiler = new GrammarMatchers(async () => runtime.constraintVocabulary());
     const schema = { type: 'object', properties: { ok: { type: 'boolean' }, n: { type: 'integer', minimum: 0, maximum: 99 } }, required: ['ok', 'n'] };
-    const constraint = await compiler.compile({ kind: 'json', schema });
+    const constraint = await compiler.matcher({ kind: 'json', schema });
     const id = nextId++;
-    const prompt = await runtime.tokenizer.encode('<|im_start|>user\nJSON please<|im_end|>\n<|im_start|>assistant\n', false);
+    const prompt = await text.tokenizer.encode('<|im_start|>user\nJSON please<|im_end|>\n<|im_start|>assistant\n', false);
     const generated: number[] = [];
     let row: DecoderStepRow = { sequenceId: id, cachedLength: 0, tokenIds: prompt, logits: 'last' };
     for (let i = 0; i < 40 && !constraint.isTerminated(); i++) {
       const logits = (await runtime.step([row])).rows[0]!;
-      const mask = constraint.nextTokenBitmask();
+      const mask = (await constraint.nextTokenBitmask())!;
       for (let t = 0; t < logits.length; t++) if (((mask[t >> 5]! >>> (t & 31)) & 1) === 0) logits[t] = -Infinity;
       const next = argmax(logits);
       expect(constraint.acceptToken(next)).toBe(true);
@@ -179,19 +188,19 @@ describe.each([
     }
     runtime.release([id]);
     expect(constraint.isTerminated()).toBe(true);
-    const value = JSON.parse(await runtime.tokenizer.decode(generated, true)) as { ok: unknown; n: unknown };
+    const value = JSON.parse(await text.tokenizer.decode(generated, true)) as { ok: unknown; n: unknown };
     expect(typeof value.ok).toBe('boolean');
     expect(Number.isInteger(value.n) && (value.n as number) >= 0 && (value.n as number) <= 99).toBe(true);
   });
 
   it("tokenizes with the GGUF's own tokenizer, parsing special tokens written in the text", async () => {
-    const ids = await runtime.tokenizer.encode('hello world<|im_end|>', false);
+    const ids = await text.tokenizer.encode('hello world<|im_end|>', false);
     expect(ids.at(-1)).toBe(weights.vocab.imEndId);
     expect(ids).toContain(weights.vocab.tokens.indexOf('hell'));
-    expect(await runtime.tokenizer.decode(ids, false)).toBe('hello world<|im_end|>');
-    expect(await runtime.tokenizer.decode(ids, true)).toBe('hello world');
-    expect(runtime.tokenizer.tokenText(weights.vocab.tokens.indexOf('Ġwor'))).toBe(' wor');
-    expect(runtime.tokenizer.tokenText(weights.vocabSize)).toBeUndefined();
+    expect(await text.tokenizer.decode(ids, false)).toBe('hello world<|im_end|>');
+    expect(await text.tokenizer.decode(ids, true)).toBe('hello world');
+    expect(text.tokenizer.tokenText(weights.vocab.tokens.indexOf('Ġwor'))).toBe(' wor');
+    expect(text.tokenizer.tokenText(weights.vocabSize)).toBeUndefined();
   });
 });
 

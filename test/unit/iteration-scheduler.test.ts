@@ -1,3 +1,4 @@
+import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/engine/clock.js';
 import { InThreadTarget } from '../../src/generation/in-thread-target.js';
@@ -5,7 +6,10 @@ import { IterationScheduler, type IterationLimits } from '../../src/generation/i
 import type { GenerationSequence } from '../../src/generation/generation-stream.js';
 import type { FinishReason, GenerationChunk } from '../../src/generation/text-generator.js';
 import { seededRandom } from '../fixtures/text/text-model-weights.js';
+import { vocabularyFromGguf } from '../../src/instance/constraint-vocabulary.js';
+import type { DecoderRuntime, DecoderStepResult, DecoderStepRow } from '../../src/spec/decoder-step.js';
 import { FAKE_EOS, FakeDecoder, fakeAlone, greedy } from '../helpers/fake-decoder.js';
+import { byteLevelAlphabet, tinyVocab } from '../helpers/tiny-decoder.js';
 
 function setup(limits: IterationLimits, maxModelLen = 4096) {
   const runtime = new FakeDecoder();
@@ -193,5 +197,78 @@ describe('IterationScheduler prefix caching', () => {
       await scheduler.drain();
       expect(scheduler.kvUsage).toBe(0);
     }
+  });
+});
+
+/**
+ * Logits that depend only on a sequence's own tokens (a hash of them per vocabulary entry), over
+ * the tiny byte-level vocabulary: a recomputed sequence sees exactly the logits it saw before.
+ */
+class HashedLogits implements DecoderRuntime {
+  readonly caches = new Map<number, number[]>();
+  constructor(readonly vocabSize: number) {}
+  async step(rows: readonly DecoderStepRow[]): Promise<DecoderStepResult> {
+    await new Promise((resolve) => setImmediate(resolve));
+    return {
+      rows: rows.map((row) => {
+        const cache = this.caches.get(row.sequenceId) ?? [];
+        if (row.cachedLength > cache.length) throw new Error(`sequence ${row.sequenceId}: cachedLength ${row.cachedLength} > ${cache.length}`);
+        cache.length = row.cachedLength;
+        cache.push(...row.tokenIds);
+        this.caches.set(row.sequenceId, cache);
+        if (row.logits === 'none') return undefined;
+        let h = 17;
+        for (const t of cache) h = (Math.imul(h, 31) + t) >>> 0;
+        const random = seededRandom(h);
+        return Float32Array.from({ length: this.vocabSize }, () => random() * 4);
+      }),
+    };
+  }
+  release(ids: readonly number[]): void {
+    for (const id of ids) this.caches.delete(id);
+  }
+}
+
+describe('IterationScheduler with structured outputs (the grammar matchers in the instance)', () => {
+  const vocab = tinyVocab();
+  const stopIds = [vocab.eosId, vocab.imEndId];
+  const byteOf = new Map(byteLevelAlphabet().map((ch, byte) => [ch, byte]));
+  const text = (ids: readonly number[]): string => Buffer.from(ids.filter((id) => !stopIds.includes(id)).flatMap((id) => [...vocab.tokens[id]!].map((ch) => byteOf.get(ch)!))).toString('utf8');
+  const schema = { type: 'object', properties: { city: { enum: ['Paris', 'Lyon', 'Nice'] }, capital: { type: 'boolean' }, rank: { type: 'integer', minimum: 0, maximum: 9 } }, required: ['city', 'capital', 'rank'], additionalProperties: false };
+
+  async function run(kvBlocks: number, prompts: readonly number[][]) {
+    const runtime = new HashedLogits(vocab.tokens.length);
+    const target = new InThreadTarget(runtime, true, async () => vocabularyFromGguf(vocab.tokens, 'gpt2', vocab.tokens.length, stopIds));
+    const scheduler = new IterationScheduler('grammar', { maxNumSeqs: 8, maxNumBatchedTokens: 64, kvBlocks }, { eosTokenIds: stopIds, maxModelLen: 512 }, target, systemClock);
+    const outputs = await Promise.all(prompts.map(async (prompt, i) => {
+      const sequence = scheduler.sequence({ requestId: String(i), promptTokenIds: prompt, sampling: greedy(200), structuredOutput: { kind: 'json', schema } });
+      void scheduler.submit(sequence, {});
+      const chunks: GenerationChunk[] = [];
+      for await (const chunk of sequence) chunks.push(chunk);
+      return chunks;
+    }));
+    return { outputs, scheduler, calls: target.calls };
+  }
+
+  it('a preempted constrained request recomputes and still answers valid JSON, the same as it answers alone', async () => {
+    const prompts = Array.from({ length: 6 }, (_, i) => [3 + i, 40, 41 + i, 7, 9, 11 + i]);
+    const alone = await run(256, prompts);
+    expect(alone.scheduler.preemptions).toBe(0);
+    const crowded = await run(7, prompts);
+    expect(crowded.scheduler.preemptions).toBeGreaterThan(0);
+    const validate = new Ajv().compile(schema);
+    crowded.outputs.forEach((chunks, i) => {
+      expect(finishOf(chunks)).toBe('stop');
+      const answer: unknown = JSON.parse(text(tokensOf(chunks)));
+      expect(validate(answer), JSON.stringify(validate.errors)).toBe(true);
+      expect(tokensOf(chunks)).toEqual(tokensOf(alone.outputs[i]!));
+    });
+  });
+
+  it('sends the spec with a sequence\'s start only, and no vocabulary-wide mask crosses to the instance', async () => {
+    const { calls } = await run(7, [[3, 40, 5]]);
+    const rows = calls.flatMap((call) => call.rows);
+    expect(rows.filter((row) => row.start?.structuredOutput).length).toBe(rows.filter((row) => row.start).length);
+    expect(rows.filter((row) => !row.start).every((row) => !('structuredOutput' in row) && Object.values(row).every((v) => !ArrayBuffer.isView(v)))).toBe(true);
   });
 });

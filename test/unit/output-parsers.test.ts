@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ReasoningParser, reasoningStart, type ReasoningSplit } from '../../src/generation/reasoning-parser.js';
-import { ToolCallParser } from '../../src/generation/tool-call-parser.js';
+import { accumulateToolCalls, ToolCallParser, type ToolCallDelta } from '../../src/generation/tool-call-parser.js';
 
 /** Feeds the text one character at a time, the hardest split a stream can make. */
 function byChar(parser: ReasoningParser, text: string): ReasoningSplit {
@@ -47,13 +47,13 @@ describe('ToolCallParser (Hermes / Qwen3 <tool_call>)', () => {
   const run = (text: string) => {
     const parser = new ToolCallParser();
     let content = '';
-    const calls = [];
+    const deltas: ToolCallDelta[] = [];
     for (const ch of [...text, null]) {
       const part = ch === null ? parser.flush() : parser.push(ch);
       content += part.content;
-      calls.push(...part.calls);
+      deltas.push(...part.calls);
     }
-    return { content, calls };
+    return { content, calls: accumulateToolCalls(deltas), deltas };
   };
 
   it('parses calls out of the content, arguments as a JSON string', () => {
@@ -67,8 +67,22 @@ describe('ToolCallParser (Hermes / Qwen3 <tool_call>)', () => {
   });
 
   it('a block that is not a call, or never closes, stays content', () => {
-    expect(run('<tool_call>not json</tool_call>')).toEqual({ content: '<tool_call>not json</tool_call>', calls: [] });
-    expect(run('a <tool_call>{"name"')).toEqual({ content: 'a <tool_call>{"name"', calls: [] });
-    expect(run('a <tool_ x')).toEqual({ content: 'a <tool_ x', calls: [] });
+    expect(run('<tool_call>not json</tool_call>')).toMatchObject({ content: '<tool_call>not json</tool_call>', calls: [] });
+    expect(run('a <tool_call>{"name"')).toMatchObject({ content: 'a <tool_call>{"name"', calls: [] });
+    expect(run('a <tool_ x')).toMatchObject({ content: 'a <tool_ x', calls: [] });
+  });
+
+  it("streams as vLLM's hermes parser: the name first, then the arguments piece by piece", () => {
+    const { deltas, calls } = run('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par\\"is", "days": [1, 2]}}\n</tool_call>');
+    expect(deltas[0]).toEqual({ index: 0, id: calls[0]!.id, name: 'get_weather' });
+    expect(deltas.length).toBeGreaterThan(5);
+    expect(deltas.slice(1).every((d) => d.index === 0 && d.name === undefined && d.id === undefined && d.arguments !== undefined)).toBe(true);
+    expect(calls).toEqual([{ id: calls[0]!.id, name: 'get_weather', arguments: '{"city":"Par\\"is","days":[1,2]}' }]);
+    expect(JSON.parse(calls[0]!.arguments)).toEqual({ city: 'Par"is', days: [1, 2] });
+  });
+
+  it('a block whose name does not come first is sent whole when it closes', () => {
+    const { deltas } = run('<tool_call>{"arguments": {"a": 1}, "name": "f"}</tool_call>');
+    expect(deltas).toEqual([{ index: 0, id: expect.stringMatching(/^chatcmpl-tool-/), name: 'f', arguments: '{"a":1}' }]);
   });
 });

@@ -5,14 +5,12 @@ import type { VersionBuilderContext } from '../../model-repository/model-version
 import type { GgufDecoderPlan } from '../../wire/decoder-step-call.js';
 import { DEFAULT_GENERATOR_LIMITS, scheduleOnEngine, type GeneratorServeOptions, type LoadedGenerator } from '../folder-generator.js';
 import type { GenerationMetrics } from '../generation-metrics.js';
+import type { StructuredOutput } from '../text-generator.js';
 import { BLOCK_SIZE } from '../kv-blocks.js';
-import { lazyConstraintCompiler } from '../structured-outputs/xgrammar-compiler.js';
-import { vocabularyFromGguf } from '../structured-outputs/constraint-vocabulary.js';
-import { ggufChatTemplate, ggufGeneratorMetadata, ggufTokenizer } from './gguf-runtime.js';
-import { importNodeLlamaCpp, sharedLlama } from './node-llama-cpp-loader.js';
-
-/** The worker imports the runtime by this URL (the .ts source under the test loader, the .js build otherwise). */
-const RUNTIME_MODULE = new URL(`./gguf-runtime${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url).href;
+import { StructuredOutputChecker } from '../../instance/structured-output-checker.js';
+import { ggufGeneratorMetadata } from '../../instance/gguf-runtime.js';
+import { importNodeLlamaCpp, sharedLlama } from '../../instance/node-llama-cpp-loader.js';
+import { ggufChatTemplate, ggufTokenizer } from './gguf-model-text.js';
 
 /**
  * A `.gguf` file served as a generator, as llama-server serves one: its weights on llama.cpp in the
@@ -33,7 +31,7 @@ export async function loadGeneratorGguf(file: string, options: GeneratorServeOpt
   const name = options.servedModelName ?? metadata.name;
   const maxNumSeqs = options.maxNumSeqs ?? DEFAULT_GENERATOR_LIMITS.maxNumSeqs;
   const maxNumBatchedTokens = options.maxNumBatchedTokens ?? DEFAULT_GENERATOR_LIMITS.maxNumBatchedTokens;
-  const plan: GgufDecoderPlan = { kind: 'decoder', runtime: 'gguf', file, runtimeModule: RUNTIME_MODULE, maxNumSeqs, maxModelLen: metadata.maxModelLen, maxNumBatchedTokens };
+  const plan: GgufDecoderPlan = { kind: 'decoder', runtime: 'gguf', file, maxNumSeqs, maxModelLen: metadata.maxModelLen, maxNumBatchedTokens };
   const { generator, start, stop } = scheduleOnEngine({
     name, plan, moduleUrl: pathToFileURL(file).href, modelDir: dirname(file), maxModelLen: metadata.maxModelLen,
     limits: {
@@ -46,8 +44,9 @@ export async function loadGeneratorGguf(file: string, options: GeneratorServeOpt
     vocabSize: metadata.vocabSize, eosTokenIds: metadata.eosTokenIds, defaults: {}, builder, metrics,
   });
   const chatTemplate = ggufChatTemplate(vocab);
-  const ggml = (vocab.fileInfo.metadata as { tokenizer?: { ggml?: { tokens?: readonly string[]; model?: string } } }).tokenizer?.ggml;
-  const structuredOutputs = lazyConstraintCompiler(async () => vocabularyFromGguf(ggml?.tokens ?? [], ggml?.model ?? '', metadata.vocabSize, metadata.eosTokenIds));
+  // The HTTP thread only checks a spec; the instance compiles it over the GGUF's tokens and masks (GgufRuntime.constraintVocabulary).
+  const checker = new StructuredOutputChecker();
+  const structuredOutputs = async (output: StructuredOutput): Promise<void> => void (await checker.ebnf(output));
   return {
     served: { generator, tokenizer: ggufTokenizer(vocab, metadata.vocabSize), structuredOutputs, ...(chatTemplate ? { chatTemplate } : {}) },
     generator,

@@ -1,7 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import type { TextPiece } from '../../generation/generation-text.js';
 import { ReasoningParser, type ReasoningStart } from '../../generation/reasoning-parser.js';
-import { ToolCallParser, type ParsedToolCall } from '../../generation/tool-call-parser.js';
+import { toolCallId, ToolCallParser, type ToolCallDelta } from '../../generation/tool-call-parser.js';
 import type { FinishReason } from '../../generation/text-generator.js';
 import type { ToolChoice } from './chat-request.js';
 
@@ -9,7 +8,8 @@ import type { ToolChoice } from './chat-request.js';
 export interface ChatDelta {
   readonly reasoning: string;
   readonly content: string;
-  readonly toolCalls: readonly ParsedToolCall[];
+  /** Pieces of tool calls (a call's first carries its id and name), as vLLM streams them. */
+  readonly toolCalls: readonly ToolCallDelta[];
 }
 
 export interface ChatChoiceOptions {
@@ -46,7 +46,7 @@ export class ChatChoice {
       reasoning = split.reasoning + rest.reasoning;
       content = split.content + rest.content;
     }
-    let toolCalls: ParsedToolCall[] = [];
+    let toolCalls: ToolCallDelta[] = [];
     if (this.options.forcedTools) {
       this.forcedText += content;
       content = '';
@@ -58,7 +58,7 @@ export class ChatChoice {
       content = split.content + rest.content;
       toolCalls = [...split.calls, ...rest.calls];
     }
-    this.calls += toolCalls.length;
+    this.calls += toolCalls.filter((call) => call.name !== undefined).length;
     return { reasoning, content, toolCalls };
   }
 
@@ -72,17 +72,17 @@ export class ChatChoice {
   }
 }
 
-function toolCall(name: string, args: unknown): ParsedToolCall {
-  return { id: `chatcmpl-tool-${randomUUID().replaceAll('-', '')}`, name, arguments: typeof args === 'string' ? args : JSON.stringify(args ?? {}) };
+function toolCall(name: string, args: unknown, index: number): ToolCallDelta {
+  return { index, id: toolCallId(), name, arguments: typeof args === 'string' ? args : JSON.stringify(args ?? {}) };
 }
 
 /** A named choice's output is the arguments; `required`'s is `[{name, parameters}, ...]` (vLLM's schema for them). */
-function forcedCalls(choice: ToolChoice, text: string): ParsedToolCall[] {
-  if (choice.kind === 'named') return [toolCall(choice.name, text)];
+function forcedCalls(choice: ToolChoice, text: string): ToolCallDelta[] {
+  if (choice.kind === 'named') return [toolCall(choice.name, text, 0)];
   try {
     const calls = JSON.parse(text) as { name?: unknown; parameters?: unknown }[];
     if (!Array.isArray(calls)) return [];
-    return calls.filter((c) => typeof c?.name === 'string').map((c) => toolCall(c.name as string, c.parameters));
+    return calls.filter((c) => typeof c?.name === 'string').map((c, index) => toolCall(c.name as string, c.parameters, index));
   } catch {
     return [];
   }

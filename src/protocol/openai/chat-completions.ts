@@ -3,7 +3,7 @@ import { ChatTemplate } from '../../generation/chat-template.js';
 import type { TextPiece } from '../../generation/generation-text.js';
 import { reasoningStart } from '../../generation/reasoning-parser.js';
 import type { ServedGenerator } from '../../generation/text-generator.js';
-import type { ParsedToolCall } from '../../generation/tool-call-parser.js';
+import { accumulateToolCalls, type ParsedToolCall, type ToolCallDelta } from '../../generation/tool-call-parser.js';
 import { createError } from '../../errors/index.js';
 import { disconnectSignal } from '../../server/disconnect-signal.js';
 import { ChatChoice, type ChatChoiceOptions, type ChatDelta } from './chat-choice.js';
@@ -30,8 +30,14 @@ export function templateOf(served: ServedGenerator): ChatTemplate {
   return template;
 }
 
-function toolCallsJson(calls: readonly ParsedToolCall[], first: number) {
-  return calls.map((call, k) => ({ index: first + k, id: call.id, type: 'function' as const, function: { name: call.name, arguments: call.arguments } }));
+function toolCallsJson(calls: readonly ParsedToolCall[]) {
+  return calls.map((call) => ({ id: call.id, type: 'function' as const, function: { name: call.name, arguments: call.arguments } }));
+}
+
+/** A streamed call's piece as vLLM sends it: `{index, id, type, function: {name}}` first, then `{index, function: {arguments}}`. */
+function toolCallDeltaJson(delta: ToolCallDelta) {
+  const fn = { ...(delta.name !== undefined ? { name: delta.name } : {}), ...(delta.arguments !== undefined ? { arguments: delta.arguments } : {}) };
+  return { index: delta.index, ...(delta.id !== undefined ? { id: delta.id, type: 'function' as const } : {}), function: fn };
 }
 
 /**
@@ -85,7 +91,7 @@ export async function chatCompletion(request: FastifyRequest, reply: FastifyRepl
 interface Collected {
   reasoning: string;
   content: string;
-  calls: ParsedToolCall[];
+  calls: ToolCallDelta[];
   logprobs: ChatTokenLogprob[];
   finish: string;
   stopReason: string | number | null;
@@ -132,7 +138,7 @@ class ChatAnswer {
           content: c.content === '' && c.calls.length > 0 ? null : this.echoed + c.content,
           refusal: null,
           ...(this.options.reasoningStart && this.chat.includeReasoning ? { reasoning: c.reasoning || null, reasoning_content: c.reasoning || null } : {}),
-          ...(c.calls.length > 0 ? { tool_calls: toolCallsJson(c.calls, 0).map(({ index: _i, ...call }) => call) } : {}),
+          ...(c.calls.length > 0 ? { tool_calls: toolCallsJson(accumulateToolCalls(c.calls)) } : {}),
         },
         logprobs: this.chat.logprobs === undefined ? null : { content: c.logprobs },
         finish_reason: c.finish,
@@ -177,7 +183,7 @@ class ChatAnswer {
 
   /** vLLM's order: every choice's role chunk, then deltas as they come, each choice's finish, the usage chunk (include_usage). */
   async *chunks(choices: readonly AsyncIterable<TextPiece>[], streaming: { includeUsage: boolean; continuousUsage: boolean }): AsyncGenerator<object> {
-    const perChoice = choices.map(() => ({ parser: new ChatChoice(this.options), calls: 0 }));
+    const perChoice = choices.map(() => ({ parser: new ChatChoice(this.options) }));
     for (let index = 0; index < this.n; index++) {
       yield this.chunk([{ index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }], streaming.continuousUsage);
       if (this.echoed) yield this.chunk([{ index, delta: { content: this.echoed }, logprobs: null, finish_reason: null }], streaming.continuousUsage);
@@ -187,8 +193,7 @@ class ChatAnswer {
       const state = perChoice[index];
       const delta = state.parser.push(piece);
       const logprobs = await this.logprobsOf(piece);
-      const body = this.deltaBody(delta, state.calls);
-      state.calls += delta.toolCalls.length;
+      const body = this.deltaBody(delta);
       if (Object.keys(body).length === 0 && !logprobs?.length && !piece.finishReason) continue;
       const finish = piece.finishReason ? { finish_reason: state.parser.finishReason(piece.finishReason), stop_reason: piece.stopReason ?? null } : { finish_reason: null };
       yield this.chunk([{ index, delta: body, logprobs: logprobs ? { content: logprobs } : null, ...finish }], streaming.continuousUsage);
@@ -196,14 +201,14 @@ class ChatAnswer {
     if (streaming.includeUsage) yield this.chunk([], true);
   }
 
-  private deltaBody(delta: ChatDelta, callsBefore: number): Record<string, unknown> {
+  private deltaBody(delta: ChatDelta): Record<string, unknown> {
     const body: Record<string, unknown> = {};
     if (delta.reasoning && this.chat.includeReasoning) {
       body.reasoning = delta.reasoning;
       body.reasoning_content = delta.reasoning;
     }
     if (delta.content) body.content = delta.content;
-    if (delta.toolCalls.length > 0) body.tool_calls = toolCallsJson(delta.toolCalls, callsBefore);
+    if (delta.toolCalls.length > 0) body.tool_calls = delta.toolCalls.map(toolCallDeltaJson);
     return body;
   }
 }

@@ -31,12 +31,12 @@ export interface ChoicesRequest {
 }
 
 /**
- * Starts the request's `n` sequences, each with its own constraint and, when seeded, the seed plus
+ * Starts the request's `n` sequences, each with its own grammar matcher in the instance and, when seeded, the seed plus
  * its index (vLLM samples n sequences from one seeded generator, so they differ; equal seeds here
  * would make them equal). A structured output on a model without a grammar engine is a 400.
  */
 export async function startChoices(served: ServedGenerator, request: ChoicesRequest): Promise<AsyncIterable<TextPiece>[]> {
-  const constraints = request.structured ? await compileEach(served, request.structured, request.fields.n) : [];
+  if (request.structured) await checkStructured(served, request.structured);
   const { sampling, fields } = request;
   const choices: AsyncIterable<TextPiece>[] = [];
   for (let i = 0; i < fields.n; i++) {
@@ -44,7 +44,7 @@ export async function startChoices(served: ServedGenerator, request: ChoicesRequ
       requestId: fields.n === 1 ? request.requestId : `${request.requestId}-${i}`,
       promptTokenIds: request.promptTokenIds,
       sampling: sampling.seed === undefined || i === 0 ? sampling : { ...sampling, seed: sampling.seed + i },
-      ...(constraints[i] ? { constraint: constraints[i] } : {}),
+      ...(request.structured ? { structuredOutput: request.structured.output } : {}),
       ...(request.signal ? { signal: request.signal } : {}),
     });
     choices.push(
@@ -60,11 +60,11 @@ export async function startChoices(served: ServedGenerator, request: ChoicesRequ
   return choices;
 }
 
-async function compileEach(served: ServedGenerator, asked: AskedStructuredOutput, n: number) {
-  const compile = served.structuredOutputs;
-  if (!compile) throw Object.assign(createError('SF_ERR_STRUCTURED_OUTPUT_UNSUPPORTED', served.generator.name, asked.field), { param: asked.field });
+async function checkStructured(served: ServedGenerator, asked: AskedStructuredOutput): Promise<void> {
+  const check = served.structuredOutputs;
+  if (!check) throw Object.assign(createError('SF_ERR_STRUCTURED_OUTPUT_UNSUPPORTED', served.generator.name, asked.field), { param: asked.field });
   try {
-    return await Promise.all(Array.from({ length: n }, () => compile(asked.output)));
+    await check(asked.output);
   } catch (err) {
     // The compiler's refusal of a schema or pattern is the request's fault: keep its 4xx, name the field.
     if (err instanceof ServeFnError && err.statusCode < 500) throw Object.assign(err, { param: asked.field });

@@ -1,18 +1,7 @@
-/**
- * A model's vocabulary as xgrammar's TokenizerInfo reads it
- * (https://xgrammar.mlc.ai/docs/api/python/index.html#xgrammar.TokenizerInfo): each id's token
- * string as the tokenizer stores it, and how those strings encode bytes.
- */
-export interface ConstraintVocabulary {
-  /** Token strings by id ('' for ids the tokenizer does not use). */
-  readonly encodedVocab: readonly string[];
-  /** `byte_level`: GPT-2/Qwen byte-level BPE (`Ġ` for a space); `byte_fallback`: SentencePiece with `<0xNN>` tokens; `raw`: strings as they are. */
-  readonly vocabType: 'raw' | 'byte_fallback' | 'byte_level';
-  /** The logits' width, which may exceed the tokenizer's entries (Qwen3: 151,936 logits, 151,669 tokens). */
-  readonly vocabSize: number;
-  /** End-of-sequence ids: the grammar allows them once its output is complete. */
-  readonly stopTokenIds: readonly number[];
-}
+import { readFile } from 'node:fs/promises';
+import type { ConstraintVocabulary } from '../spec/structured-output.js';
+
+export type { ConstraintVocabulary };
 
 interface TokenizerJson {
   model?: { type?: string; vocab?: Record<string, number> | [string, number][]; byte_fallback?: boolean };
@@ -47,4 +36,9 @@ export function vocabularyFromGguf(tokens: readonly string[], tokenizerModel: st
   const encodedVocab = [...tokens];
   while (encodedVocab.length < vocabSize) encodedVocab.push('');
   return { encodedVocab, vocabType, vocabSize: Math.max(vocabSize, tokens.length), stopTokenIds };
+}
+
+/** A decoder folder's tokenizer.json as a vocabulary, read when the instance first needs it. */
+export async function vocabularyFromTokenizerFile(file: string, vocabSize: number, stopTokenIds: readonly number[]): Promise<ConstraintVocabulary> {
+  return vocabularyFromTokenizerJson(JSON.parse(await readFile(file, 'utf8')) as TokenizerJson, vocabSize, stopTokenIds);
 }

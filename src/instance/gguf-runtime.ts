@@ -1,10 +1,12 @@
 import { basename } from 'node:path';
 import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp';
-import { createError } from '../../errors/index.js';
-import type { DecoderRuntime, DecoderStepResult, DecoderStepRow } from '../../spec/decoder-step.js';
-import { vocabularyFromGguf, type ConstraintVocabulary } from '../structured-outputs/constraint-vocabulary.js';
-import type { ChatTemplateSource, PromptTokenizer } from '../text-generator.js';
+import { createError } from '../errors/index.js';
+import type { DecoderRuntime, DecoderStepResult, DecoderStepRow } from '../spec/decoder-step.js';
+import type { GgufGeneratorMetadata } from '../spec/gguf-generator-metadata.js';
+import { vocabularyFromGguf, type ConstraintVocabulary } from './constraint-vocabulary.js';
 import { importNodeLlamaCpp, sharedLlama } from './node-llama-cpp-loader.js';
+
+export type { GgufGeneratorMetadata };
 
 export interface GgufRuntimeOptions {
   /** Context sequences (vLLM's `--max-num-seqs`): one per running scheduler sequence. */
@@ -18,19 +20,6 @@ export interface GgufRuntimeOptions {
   /** node-llama-cpp's `gpu` option: `'auto'` uses CUDA, Vulkan or Metal where its prebuilt binary for them loads. */
   readonly gpu?: 'auto' | false;
 }
-
-/** What the generator built over a GGUF file reports (TextGenerator's metadata). */
-export interface GgufGeneratorMetadata {
-  /** The file's name without `.gguf`, as llama-server's `/v1/models` names a model by its file. */
-  readonly name: string;
-  readonly maxModelLen: number;
-  readonly vocabSize: number;
-  /** Every end-of-generation id llama.cpp stops on (eos, eot, and tokens such as `<|im_end|>`: llama-vocab.cpp's special_eog_ids). */
-  readonly eosTokenIds: readonly number[];
-}
-
-/** A `.gguf` file, by its name and its first four bytes (the GGUF magic). */
-export { isGgufFile } from './gguf-file.js';
 
 /**
  * A DecoderRuntime over llama.cpp through node-llama-cpp's low-level API: one LlamaContext with a
@@ -51,8 +40,6 @@ export class GgufRuntime implements DecoderRuntime {
     private readonly model: LlamaModel,
     private readonly context: LlamaContext,
     readonly metadata: GgufGeneratorMetadata,
-    readonly tokenizer: PromptTokenizer,
-    readonly chatTemplate: ChatTemplateSource | undefined,
   ) {}
 
   get vocabSize(): number {
@@ -67,7 +54,7 @@ export class GgufRuntime implements DecoderRuntime {
     return { rows: outputs };
   }
 
-  /** The GGUF's token list for the structured-output grammar engine (XGrammarConstraintCompiler.create). */
+  /** The GGUF's token list for the structured-output grammar engine (the instance's GrammarMatchers). */
   constraintVocabulary(): ConstraintVocabulary {
     const ggml = (this.model.fileInfo.metadata as { tokenizer?: { ggml?: { tokens?: readonly string[]; model?: string } } }).tokenizer?.ggml;
     return vocabularyFromGguf(ggml?.tokens ?? [], ggml?.model ?? '', this.vocabSize, this.metadata.eosTokenIds);
@@ -130,7 +117,10 @@ export class GgufRuntime implements DecoderRuntime {
 /** Temperature 1 and every truncating sampler off: the model's own distribution. */
 const FULL_DISTRIBUTION = { temperature: 1, topK: 0, topP: 1, minP: 0 } as const;
 
-/** Loads a `.gguf` file as a DecoderRuntime (g-engine's loader wraps it in the generator's instance). */
+/**
+ * Loads a `.gguf` file as a DecoderRuntime, in the generator's worker instance (decoder-host.ts).
+ * node-llama-cpp is imported here, on the first GGUF served (an optional peer).
+ */
 export async function createGgufRuntime(file: string, options: GgufRuntimeOptions): Promise<GgufRuntime> {
   const lib = await importNodeLlamaCpp(file);
   let model: LlamaModel;
@@ -147,10 +137,10 @@ export async function createGgufRuntime(file: string, options: GgufRuntimeOption
     batchSize: options.maxNumBatchedTokens ?? 512,
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
   });
-  return new GgufRuntime(model, context, metadata, ggufTokenizer(model, metadata.vocabSize), ggufChatTemplate(model));
+  return new GgufRuntime(model, context, metadata);
 }
 
-/** The generator's metadata from a loaded GGUF: name from the file, context from `<arch>.context_length` unless `--max-model-len` says less. */
+/** The generator's metadata from a loaded GGUF (the worker's model, or the HTTP thread's vocabulary-only one): name from the file, context from `<arch>.context_length` unless `--max-model-len` says less. */
 export function ggufGeneratorMetadata(file: string, model: LlamaModel, maxModelLen?: number): GgufGeneratorMetadata {
   // A model loaded with vocabOnly (the HTTP thread's) has no hyperparameters: its context_length is read from the metadata.
   const trained = model.trainContextSize || Number((model.fileInfo.architectureMetadata as { context_length?: number }).context_length ?? 0);
@@ -165,28 +155,4 @@ export function ggufGeneratorMetadata(file: string, model: LlamaModel, maxModelL
     if (model.isEogToken(token)) eosTokenIds.push(token);
   }
   return { name: basename(file).replace(/\.gguf$/i, ''), maxModelLen: maxModelLen ?? trained, vocabSize, eosTokenIds };
-}
-
-/** The GGUF's own tokenizer (`tokenizer.ggml.*`), run by llama.cpp. */
-export function ggufTokenizer(model: LlamaModel, vocabSize: number): PromptTokenizer {
-  return {
-    // specialTokens=true: special tokens written in the text are parsed (llama.cpp's parse_special, as HF tokenizers do);
-    // add_special is the GGUF's `tokenizer.ggml.add_bos_token` (llama.cpp's llama_vocab_get_add_bos).
-    encode: async (text, addSpecialTokens) => {
-      const ids = model.tokenize(text, true) as number[];
-      const bos = model.tokens.bos;
-      return addSpecialTokens && model.tokens.shouldPrependBosToken && bos !== null ? [bos, ...ids] : ids;
-    },
-    decode: async (ids, skipSpecialTokens) => model.detokenize(ids as Token[], !skipSpecialTokens),
-    tokenText: (id) => (Number.isInteger(id) && id >= 0 && id < vocabSize ? model.detokenize([id as Token], true) : undefined),
-  };
-}
-
-/** `tokenizer.chat_template` and the special tokens it names (llama.cpp's `llama_model_chat_template`). */
-export function ggufChatTemplate(model: LlamaModel): ChatTemplateSource | undefined {
-  const template = (model.fileInfo.metadata as { tokenizer?: { chat_template?: unknown } }).tokenizer?.chat_template;
-  if (typeof template !== 'string') return undefined;
-  const bosToken = model.tokens.bosString ?? undefined;
-  const eosToken = model.tokens.eosString ?? undefined;
-  return { template, ...(bosToken !== undefined ? { bosToken } : {}), ...(eosToken !== undefined ? { eosToken } : {}) };
 }

@@ -3,9 +3,10 @@ import { createRequire } from 'node:module';
 import { Ajv } from 'ajv';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ServeFnError } from '../../src/errors/index.js';
-import { vocabularyFromGguf, vocabularyFromTokenizerJson } from '../../src/generation/structured-outputs/constraint-vocabulary.js';
-import { lazyConstraintCompiler, XGrammarConstraintCompiler } from '../../src/generation/structured-outputs/xgrammar-compiler.js';
-import type { StructuredOutput, TokenConstraint } from '../../src/generation/text-generator.js';
+import type { StructuredOutput } from '../../src/generation/text-generator.js';
+import { vocabularyFromGguf, vocabularyFromTokenizerJson } from '../../src/instance/constraint-vocabulary.js';
+import { GrammarMatchers, type SequenceGrammar } from '../../src/instance/grammar-matchers.js';
+import { StructuredOutputChecker } from '../../src/instance/structured-output-checker.js';
 import { byteLevelAlphabet, seededRandom, tinyVocab } from '../helpers/tiny-decoder.js';
 
 const vocab = tinyVocab();
@@ -28,12 +29,12 @@ function allowed(mask: Int32Array, id: number): boolean {
  * mask, sample from the softmax of what is left, accept, until the grammar ends. Every other step
  * awaits between accepting and masking, as a model step does.
  */
-async function sampleConstrained(constraint: TokenConstraint, seed: number, maxTokens = 400): Promise<string> {
+async function sampleConstrained(constraint: SequenceGrammar, seed: number, maxTokens = 400): Promise<string> {
   const rand = seededRandom(seed);
   const out: number[] = [];
   for (let step = 0; step < maxTokens; step++) {
     if (step % 2 === 0) await new Promise((resolve) => setImmediate(resolve));
-    const mask = constraint.nextTokenBitmask();
+    const mask = (await constraint.nextTokenBitmask())!;
     expect(mask.length).toBe(Math.ceil(V / 32));
     const weights = Array.from({ length: V }, (_, id) => (allowed(mask, id) ? Math.exp(rand() * 4) : 0));
     let pick = rand() * weights.reduce((a, b) => a + b, 0);
@@ -48,9 +49,10 @@ async function sampleConstrained(constraint: TokenConstraint, seed: number, maxT
 }
 
 describe('structured outputs with xgrammar over a byte-level vocabulary', () => {
-  let compiler: XGrammarConstraintCompiler;
+  let compiler: { compile(output: StructuredOutput): Promise<SequenceGrammar> };
   beforeAll(async () => {
-    compiler = await XGrammarConstraintCompiler.create(vocabularyFromGguf(vocab.tokens, 'gpt2', V, stopIds));
+    const matchers = new GrammarMatchers(async () => vocabularyFromGguf(vocab.tokens, 'gpt2', V, stopIds));
+    compiler = { compile: (output) => matchers.matcher(output) };
   });
 
   it('json schema: every sampled output parses and validates against the schema', async () => {
@@ -75,7 +77,7 @@ describe('structured outputs with xgrammar over a byte-level vocabulary', () => 
   });
 
   it('json_object: the first token can only open an object or an array', async () => {
-    const mask = (await compiler.compile({ kind: 'json', schema: true })).nextTokenBitmask();
+    const mask = (await (await compiler.compile({ kind: 'json', schema: true })).nextTokenBitmask())!;
     const firstChars = vocab.tokens.filter((_, id) => allowed(mask, id)).map((t) => detokenize([vocab.tokens.indexOf(t)]).trim());
     expect(new Set(firstChars.filter((c) => c !== ''))).toEqual(new Set(['{', '[']));
   });
@@ -105,13 +107,13 @@ describe('structured outputs with xgrammar over a byte-level vocabulary', () => 
   it('ends with the stop token: nothing is accepted after it and no mask is asked of the matcher (xgrammar aborts on that)', async () => {
     const constraint = await compiler.compile({ kind: 'regex', pattern: '(ab|ac)+d' });
     for (const ch of 'abacd') expect(constraint.acceptToken(vocab.tokens.indexOf(ch))).toBe(true);
-    const mask = constraint.nextTokenBitmask();
+    const mask = (await constraint.nextTokenBitmask())!;
     expect(vocab.tokens.filter((_, id) => allowed(mask, id))).toEqual(['<|endoftext|>', '<|im_end|>']);
     expect(constraint.acceptToken(vocab.tokens.indexOf('a'))).toBe(false);
     expect(constraint.acceptToken(vocab.imEndId)).toBe(true);
     expect(constraint.isTerminated()).toBe(true);
     expect(constraint.acceptToken(vocab.imEndId)).toBe(false);
-    expect(() => constraint.nextTokenBitmask()).toThrow(/grammar has ended/);
+    expect(await constraint.nextTokenBitmask()).toBeUndefined();
   });
 
   it.each([
@@ -119,11 +121,12 @@ describe('structured outputs with xgrammar over a byte-level vocabulary', () => 
     [{ kind: 'regex', pattern: '[a-' }, /regex|Regex|parse/],
     [{ kind: 'grammar', ebnf: 'root ::= (' }, /EBNF parser error/],
     [{ kind: 'choice', choices: [] }, /at least one/],
-  ] as [StructuredOutput, RegExp][])('refuses an invalid %j with a 400 naming the problem, and keeps serving', async (output, message) => {
-    const err = await compiler.compile(output).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(ServeFnError);
-    expect(err).toMatchObject({ code: 'SF_ERR_STRUCTURED_OUTPUT_INVALID', statusCode: 400 });
-    expect((err as Error).message).toMatch(message);
+  ] as [StructuredOutput, RegExp][])('refuses an invalid %j with a 400 naming the problem, on the HTTP thread\'s check and in the instance, and keeps serving', async (output, message) => {
+    for (const err of [await new StructuredOutputChecker().ebnf(output).catch((e: unknown) => e), await compiler.compile(output).catch((e: unknown) => e)]) {
+      expect(err).toBeInstanceOf(ServeFnError);
+      expect(err).toMatchObject({ code: 'SF_ERR_STRUCTURED_OUTPUT_INVALID', statusCode: 400 });
+      expect((err as Error).message).toMatch(message);
+    }
     const text = await sampleConstrained(await compiler.compile({ kind: 'choice', choices: ['fine'] }), 1);
     expect(text).toBe('fine');
   });
@@ -147,18 +150,31 @@ describe('constraint vocabularies', () => {
   });
 });
 
-describe('lazyConstraintCompiler', () => {
-  it('builds the vocabulary on the first request only, and retries a failed build on the next', async () => {
+describe('GrammarMatchers', () => {
+  it('builds the vocabulary on the first matcher only, and retries a failed build on the next', async () => {
     let calls = 0;
-    const compile = lazyConstraintCompiler(async () => {
+    const matchers = new GrammarMatchers(async () => {
       calls++;
       if (calls === 1) throw new Error('tokenizer.json unreadable');
       return vocabularyFromGguf(vocab.tokens, 'gpt2', V, stopIds);
     });
     expect(calls).toBe(0);
-    await expect(compile({ kind: 'choice', choices: ['yes', 'no'] })).rejects.toThrow('tokenizer.json unreadable');
-    expect(['yes', 'no']).toContain(await sampleConstrained(await compile({ kind: 'choice', choices: ['yes', 'no'] }), 3));
-    await compile({ kind: 'choice', choices: ['yes', 'no'] });
+    await expect(matchers.matcher({ kind: 'choice', choices: ['yes', 'no'] })).rejects.toThrow('tokenizer.json unreadable');
+    expect(['yes', 'no']).toContain(await sampleConstrained(await matchers.matcher({ kind: 'choice', choices: ['yes', 'no'] }), 3));
+    await matchers.matcher({ kind: 'choice', choices: ['yes', 'no'] });
     expect(calls).toBe(2);
+  });
+
+  it('a matcher that follows a shorter output (a preempted sequence recomputed) resets and replays it', async () => {
+    const matchers = new GrammarMatchers(async () => vocabularyFromGguf(vocab.tokens, 'gpt2', V, stopIds));
+    const grammar = await matchers.matcher({ kind: 'regex', pattern: '(ab|ac)+d' });
+    const ids = [...'abac'].map((ch) => vocab.tokens.indexOf(ch));
+    grammar.follow(ids);
+    grammar.follow(ids.slice(0, 1));
+    // Only 'b' or 'c' may follow 'a': the matcher is back at one token, not four.
+    const mask = (await grammar.nextTokenBitmask())!;
+    expect(vocab.tokens.filter((_, id) => allowed(mask, id)).sort()).toEqual(['b', 'c']);
+    grammar.follow([...ids.slice(0, 1), vocab.tokens.indexOf('c')]);
+    expect(grammar.acceptToken(vocab.tokens.indexOf('d'))).toBe(true);
   });
 });

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Llama } from 'node-llama-cpp';
-import { createError } from '../../errors/index.js';
+import { createError } from '../errors/index.js';
 
 type NodeLlamaCpp = typeof import('node-llama-cpp');
 
@@ -23,7 +23,7 @@ export async function importNodeLlamaCpp(file: string, importer: () => Promise<N
 
 /** The node-llama-cpp version serve-fn's package.json asks its peers for (3.21.1: the newest whose linux-x64 prebuilt binary was checked here). */
 export function supportedNodeLlamaCpp(): string {
-  const pkg = createRequire(import.meta.url)('../../../package.json') as { peerDependencies: Record<string, string> };
+  const pkg = createRequire(import.meta.url)('../../package.json') as { peerDependencies: Record<string, string> };
   return pkg.peerDependencies['node-llama-cpp']!;
 }
 
