@@ -210,7 +210,6 @@ export class ServeFnServer {
     });
     this.generatorModels = await ServerGenerators.load({
       folders: this.options.generativeFolders ?? [], ggufFiles: this.options.ggufFiles ?? [], options: this.options.generation ?? {}, builder: this.repositoryContext(), registry: this.recorder.registry,
-      takenNames: new Set([...decorated.map((m) => m.info.name), ...this.textModels.views.map((v) => v.info.name)]),
     });
     // A @TextModel class is served to /v2 as its texts-in interface, in place of its token tensors.
     const own = decorated.filter((m) => !this.textModels.classNames.has(m.info.name));
@@ -219,9 +218,15 @@ export class ServeFnServer {
     const generatorViews = this.generators.map((served) => new GeneratorInferenceModel(served));
     this.diffusionModels = await ServerDiffusionModels.load({
       folders: this.options.diffusionFolders ?? [], limits: this.options.diffusion, builder: this.repositoryContext(), registry: this.recorder.registry,
-      takenNames: new Set([...own, ...this.textModels.views, ...generatorViews, ...this.speechModels.models].map((m) => m.info.name)),
     });
-    this.catalogue = new ModelCatalogue([...own, ...this.textModels.views, ...generatorViews, ...this.speechModels.models, ...this.diffusionModels.views()], this.repository ?? new EmptyModelRepository(this.options.modelControlMode));
+    const kinds = [
+      { kind: '@Model class', models: own, versioned: true },
+      { kind: 'text model', models: this.textModels.views },
+      { kind: 'generative model', models: generatorViews },
+      { kind: 'speech model', models: this.speechModels.models },
+      { kind: 'image model', models: this.diffusionModels.views() },
+    ];
+    this.catalogue = ModelCatalogue.of(kinds, this.repository ?? new EmptyModelRepository(this.options.modelControlMode));
     await this.buildRoutes();
   }
 
@@ -238,6 +243,7 @@ export class ServeFnServer {
 
   private async startInstances(): Promise<void> {
     await this.prepare();
+    await this.catalogue.refuseRepositoryNames();
     const started = await Promise.allSettled([...this.runtimes.map((r) => r.engine.start()), ...this.folderModels.map((m) => m.start()), this.repository?.start()]);
     const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failed) {

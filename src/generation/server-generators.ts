@@ -15,8 +15,6 @@ export interface ServerGeneratorsOptions {
   /** How the folders' decoders are built and served, as repository models are. */
   readonly builder: VersionBuilderContext;
   readonly registry: Registry;
-  /** Names the server already serves (other models): a generator may not take one. */
-  readonly takenNames: ReadonlySet<string>;
 }
 
 /**
@@ -29,7 +27,7 @@ export class ServerGenerators {
 
   static readonly none = new ServerGenerators([]);
 
-  /** Throws SF_ERR_GENERATIVE_FOLDER_INVALID for a folder that is not a decoder export, or for two models that would share a name. */
+  /** Throws SF_ERR_GENERATIVE_FOLDER_INVALID for a folder that is not a decoder export (the catalogue refuses a name taken twice). */
   static async load(opts: ServerGeneratorsOptions): Promise<ServerGenerators> {
     const { options } = opts;
     const folders = [...opts.folders, ...(opts.ggufFiles ?? [])];
@@ -38,12 +36,8 @@ export class ServerGenerators {
     if (options.servedModelName !== undefined && folders.length > 1) throw createError('SF_ERR_GENERATIVE_FOLDER_INVALID', folders.join(', '), '--served-model-name names one model; several folders are served under their own names');
     const metrics = new GenerationMetrics(opts.registry);
     const loaded: LoadedGenerator[] = [];
-    const names = new Set(opts.takenNames);
     for (const dir of folders) {
       const generator = ggufFiles.has(dir) ? await loadGeneratorGguf(dir, options, opts.builder, metrics) : await loadGeneratorFolder(dir, options, opts.builder, metrics);
-      const name = generator.generator.name;
-      if (names.has(name)) throw createError('SF_ERR_GENERATIVE_FOLDER_INVALID', dir, `two models would be served as '${name}': rename a folder (or give --served-model-name)`);
-      names.add(name);
       loaded.push(generator);
     }
     return new ServerGenerators(loaded);

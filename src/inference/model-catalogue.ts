@@ -6,6 +6,15 @@ export interface ServerModel extends InferenceModel {
   indexEntry(): RepositoryIndexEntry;
 }
 
+/** The server's own models of one kind, as they are registered with the catalogue. */
+export interface OwnModels {
+  /** What they are, for the error that names both sides of a clash: `@Model class`, `text model`, ... */
+  readonly kind: string;
+  readonly models: readonly ServerModel[];
+  /** Whether several versions may share one name (a @Model class's versions); otherwise a name is one model. */
+  readonly versioned?: boolean;
+}
+
 /**
  * Every model the server serves, as the inference protocols (HTTP /v2 and gRPC) look them up: its
  * own models (`@Model` classes, text models) beside the model repository's. An own model's name
@@ -16,7 +25,39 @@ export class ModelCatalogue implements ModelRepository {
   constructor(
     private readonly own: readonly ServerModel[],
     private readonly repository: ModelRepository,
+    /** The kind each own model was registered as (of()), for the errors that name it. */
+    private readonly kinds: ReadonlyMap<ServerModel, string> = new Map(),
   ) {}
+
+  /**
+   * The one place a served name is registered: every kind the server serves on its own (decorated,
+   * text, generative, speech, image) in one list, a name taken once across them all, so no model
+   * is left unreachable behind another of its name. Throws SF_ERR_MODEL_NAME_TAKEN naming both kinds.
+   */
+  static of(kinds: readonly OwnModels[], repository: ModelRepository): ModelCatalogue {
+    const owners = new Map<string, { kind: OwnModels; versions: Set<string> }>();
+    for (const kind of kinds) {
+      for (const model of kind.models) {
+        const { name, version } = model.info;
+        const owner = owners.get(name);
+        if (owner === undefined) owners.set(name, { kind, versions: new Set([version]) });
+        else if (owner.kind !== kind || !kind.versioned || owner.versions.has(version)) throw createError('SF_ERR_MODEL_NAME_TAKEN', owner.kind.kind, kind.kind, name);
+        else owner.versions.add(version);
+      }
+    }
+    return new ModelCatalogue(kinds.flatMap((k) => k.models), repository, new Map(kinds.flatMap((k) => k.models.map((m) => [m, k.kind] as const))));
+  }
+
+  /**
+   * Refuses a repository whose folder holds a model named as one of the server's own, which the
+   * own model would hide from every entry point; called before the server starts.
+   */
+  async refuseRepositoryNames(): Promise<void> {
+    for (const entry of await this.repository.index()) {
+      const own = this.ownNamed(entry.name);
+      if (own.length > 0) throw createError('SF_ERR_MODEL_NAME_TAKEN', 'repository model', this.kinds.get(own[0]) ?? 'served model', entry.name);
+    }
+  }
 
   get controlMode(): ModelRepository['controlMode'] {
     return this.repository.controlMode;
