@@ -1,5 +1,11 @@
+import { randomUUID } from 'node:crypto';
+import type { InferOptions } from '../definition/model-context.js';
+import { EXECUTE_METHOD } from '../definition/tensor-interface-builder.js';
 import { createError } from '../errors/index.js';
-import type { InferenceModel, LoadRequest, ModelRepository, RepositoryIndexEntry } from './inference-model.js';
+import type { RequestTrace } from '../tracing/request-tracing.js';
+import { validateDto } from '../validation/dto-validator.js';
+import { DecoratedModel } from './decorated-model.js';
+import type { InferenceModel, InferRequest, LoadRequest, ModelRepository, RepositoryIndexEntry } from './inference-model.js';
 
 /** A model the server serves on its own, outside the repository: a @Model class, or a text model. */
 export interface ServerModel extends InferenceModel {
@@ -79,6 +85,35 @@ export class ModelCatalogue implements ModelRepository {
     const found = own.find((m) => m.info.version === version);
     if (!found) throw createError('SF_ERR_MODEL_VERSION_UNKNOWN', name, version);
     return found;
+  }
+
+  /**
+   * ctx.infer: one model calling another through that model's queue, validated like an HTTP request.
+   * The name resolves here, as /v2 and gRPC resolve it (a @Model class, a text, generative, speech
+   * or image model, a repository model), so every entry point reaches the same models; a @Model
+   * class is called by its `execute` tensor interface or by one of its endpoints. `trace` gives the
+   * callee's spans a parent (TraceSettings.admit).
+   */
+  async call(model: string, input: unknown, options: InferOptions = {}, trace?: RequestTrace): Promise<unknown> {
+    const request = (): InferRequest => (trace ? { ...(input as InferRequest), trace } : (input as InferRequest));
+    const target = this.get(model, options.version);
+    if (!(target instanceof DecoratedModel)) return target.infer(request());
+    const runtime = target.runtime;
+    const endpoints = runtime.definition.endpoints;
+    // The tensor interface is the `execute` method; a class with nothing else needs no method named.
+    if (runtime.definition.tensors && (options.method === EXECUTE_METHOD || (options.method === undefined && endpoints.length === 0))) {
+      return target.infer(request());
+    }
+    const endpoint = options.method === undefined && endpoints.length === 1 ? endpoints[0] : endpoints.find((e) => e.methodName === options.method);
+    if (!endpoint) {
+      const names = endpoints.map((e) => e.methodName).join(', ');
+      throw createError('SF_ERR_BAD_REQUEST', `ctx.infer('${model}'): name the method, one of ${names} (got ${options.method ?? 'none'})`);
+    }
+    if (endpoint.stream) throw createError('SF_ERR_BAD_REQUEST', `ctx.infer('${model}'): ${endpoint.id} streams its result, which ctx.infer cannot return`);
+    const dto = endpoint.body ?? endpoint.query;
+    const payload = dto ? await validateDto(dto, input, 'body') : input;
+    // A call from a model is a request of its own: the caller's id stays in the caller's thread.
+    return runtime.submit(endpoint.methodName, { payload, info: { requestId: randomUUID(), params: {}, query: {}, headers: {} } }, trace ? { trace } : {});
   }
 
   async index(options: { readyOnly?: boolean } = {}): Promise<readonly RepositoryIndexEntry[]> {
