@@ -1,12 +1,9 @@
-import type { Registry } from 'prom-client';
 import type { StepLimits } from '../diffusion/step-scheduler.js';
 import { ServerDiffusionModels } from '../diffusion/server-diffusion-models.js';
 import type { GeneratorServeOptions } from '../generation/folder-generator.js';
 import { ServerGenerators } from '../generation/server-generators.js';
-import type { DecoratedModel } from '../inference/decorated-model.js';
-import type { VersionBuilderContext } from '../model-repository/model-version-builder.js';
 import { ServerSpeechModels, type SpeechServeOptions } from '../speech/server-speech-models.js';
-import { ServerTextModels } from '../text/server-text-models.js';
+import { ServerTextModels, type ServerTextModelsOptions } from '../text/server-text-models.js';
 import type { TextServeOptions } from '../text/text-model-loader.js';
 
 /** What each no-code model kind's loader (ServerTextModels, ServerGenerators, ...) offers the server's lifecycle. */
@@ -39,17 +36,8 @@ export interface FolderModelsOptions {
   readonly diffusion?: Partial<StepLimits>;
 }
 
-export interface FolderModelsContext {
-  /** The server's @Model classes; those with @TextModel become text models over their tensor interface. */
-  readonly decorated: readonly DecoratedModel[];
-  /** Where @TextModel paths are resolved: the folder of the models' module. */
-  readonly modelDir: string;
-  /** How the folders' models are built and served, as repository models are. */
-  readonly builder: VersionBuilderContext;
-  readonly registry: Registry;
-  /** Where failed text forward passes are reported. */
-  readonly log: (message: string, err: unknown) => void;
-}
+/** What the loaders share: the server's @Model classes (for @TextModel), their module's folder, how versions are built, the registry, the log. */
+export type FolderModelsContext = Pick<ServerTextModelsOptions, 'decorated' | 'modelDir' | 'builder' | 'registry' | 'log'>;
 
 /**
  * The model kinds one server serves with no code (text, generative and GGUF, speech, diffusion),
