@@ -1,41 +1,29 @@
-import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import multipart from '@fastify/multipart';
 import { buildDefinitions } from './definition/definition-builder.js';
-import type { InferOptions, ModelContextData } from './definition/model-context.js';
+import type { InferOptions } from './definition/model-context.js';
 import type { ModelClass, ModelDefinition } from './definition/model-definition.js';
 import { createError } from './errors/index.js';
-import { validateDto } from './validation/dto-validator.js';
 import { installHttpMetrics } from './metrics/http-metrics.js';
 import { silentLogger, type ModelLogger } from './instance/instance-logger.js';
 import { installRequestTracing, type RequestTracing } from './tracing/request-tracing.js';
 import { TraceSettings } from './tracing/trace-settings.js';
 import { InferenceRecorder } from './metrics/inference-recorder.js';
-import type { InferRequest } from './inference/inference-model.js';
 import { FolderModelRepository, type FolderModelRepositoryOptions, type ModelControlMode } from './model-repository/folder-model-repository.js';
-import { DecoratedModel } from './inference/decorated-model.js';
-import { EXECUTE_METHOD } from './definition/tensor-interface-builder.js';
 import { EmptyModelRepository } from './inference/empty-model-repository.js';
 import { ModelCatalogue } from './inference/model-catalogue.js';
 import { kserveProtocol } from './protocol/kserve-protocol.js';
 import type { GrpcServerHandle } from './protocol/grpc/grpc-server.js';
 import { SystemSharedMemoryRegistry, type SharedMemoryLimits } from './protocol/system-shared-memory/registry.js';
-import { InlineInstance } from './engine/inline-instance.js';
 import type { RestartPolicy } from './spec/restart-policy.js';
 import type { InstanceFactory } from './engine/model-instance.js';
 import { ModelRuntime } from './inference/model-runtime.js';
-import { WorkerInstance } from './engine/worker-instance.js';
-import type { TextServeOptions } from './text/text-model-loader.js';
-import { ServerTextModels } from './text/server-text-models.js';
-import { ServerGenerators } from './generation/server-generators.js';
-import type { GeneratorServeOptions } from './generation/folder-generator.js';
-import { ServerSpeechModels, type SpeechServeOptions } from './speech/server-speech-models.js';
+import { DecoratedModel } from './inference/decorated-model.js';
+import { decoratedInstanceFactory } from './inference/decorated-instances.js';
 import { speechRoutes } from './protocol/speech/speech-routes.js';
-import { ServerDiffusionModels } from './diffusion/server-diffusion-models.js';
-import type { StepLimits } from './diffusion/step-scheduler.js';
 import { openAiImageRoutes } from './protocol/openai/openai-image-routes.js';
 import { isTextToSpeechModel, textToSpeechRoutes } from './protocol/openai/openai-text-to-speech-routes.js';
 import type { VersionBuilderContext } from './model-repository/model-version-builder.js';
@@ -60,19 +48,12 @@ import { AccessLogController } from './server/request-log.js';
 import { securityPlugin, securityServerOptions, type SecurityOptions, type TlsFiles } from './server/security-plugin.js';
 import { ServerState } from './server/server-state.js';
 import { socketRoutes } from './server/socket-routes.js';
+import { FolderModels, type FolderModelsOptions } from './server/folder-models.js';
 
 export const DEFAULT_BODY_LIMIT = 64 * 1024 * 1024;
 
-/** What each no-code model kind's loader (ServerTextModels, ServerGenerators, ...) offers the server's lifecycle. */
-interface FolderModelSet {
-  start(): Promise<void>;
-  /** Stops once queued and running work is done; streams get `drainMs` to finish where the kind holds any. */
-  stop(drainMs?: number): Promise<void>;
-  /** Why one of its models cannot serve now, or undefined. */
-  notReady(): string | undefined;
-}
-
-export interface ServeOptions {
+/** The server's options; the folders served with no code and their flags are FolderModelsOptions'. */
+export interface ServeOptions extends FolderModelsOptions {
   readonly models: readonly ModelClass[];
   /** URL of the module exporting the model classes; worker-thread instances import it. */
   readonly moduleUrl?: string;
@@ -108,25 +89,8 @@ export interface ServeOptions {
   readonly tls?: TlsFiles;
   /** Serve the inference protocol over gRPC too (KServe's GRPCInferenceService); off unless given. */
   readonly grpc?: { readonly port: number; readonly host?: string };
-  /** Text model folders (sentence-transformers / optimum exports) served with no code. */
-  readonly textFolders?: readonly string[];
-  /** TEI's flags for every text model: limits, task, pooling, dtype, prompt and served name. */
-  readonly text?: TextServeOptions;
-  /** Generative model folders (optimum decoder exports) served with no code. */
-  readonly generativeFolders?: readonly string[];
-  /** `.gguf` files served on llama.cpp, beside the generative folders. */
-  readonly ggufFiles?: readonly string[];
-  /** vLLM's flags for every generative model: --max-num-seqs, --max-num-batched-tokens, --max-model-len, served name. */
-  readonly generation?: GeneratorServeOptions;
   /** Generative models served beside the folders (a runtime of the caller's own); the OpenAI / vLLM routes and /v2 serve both. */
   readonly generators?: readonly ServedGenerator[];
-  /** FunASR export folders (SenseVoiceSmall, Paraformer, BiCifParaformer) served with no code (docs/speech.md). */
-  readonly speechFolders?: readonly string[];
-  readonly speech?: SpeechServeOptions;
-  /** Diffusers pipeline folders (ONNX exports) served with no code, on the OpenAI Images routes (docs/diffusion.md). */
-  readonly diffusionFolders?: readonly string[];
-  /** The denoisers' step-level batching limits (`--max-num-seqs`, `--diffusion-admission-wait-ms`). */
-  readonly diffusion?: Partial<StepLimits>;
   /** Caps on the clients' system shared-memory regions (default DEFAULT_SHARED_MEMORY_LIMITS). */
   readonly sharedMemoryLimits?: SharedMemoryLimits;
 }
@@ -153,14 +117,8 @@ export class ServeFnServer {
   /** What the KServe protocols (HTTP and gRPC) serve: the decorated models beside the repository's; built by prepare(). */
   private catalogue!: ModelCatalogue;
   private runtimes: ModelRuntime[] = [];
-  /** Every text model (from folders and @TextModel classes); built by prepare(). */
-  private textModels = ServerTextModels.none;
-  /** Every generative model (from folders); built by prepare(). */
-  private generatorModels = ServerGenerators.none;
-  /** Every speech model (FunASR export folders); built by prepare(). */
-  private speechModels = ServerSpeechModels.none;
-  /** Every diffusion pipeline (from folders); built by prepare(). */
-  private diffusionModels = ServerDiffusionModels.none;
+  /** The models served with no code (text, generative, speech, diffusion) and @TextModel classes; built by prepare(). */
+  private folderModels = FolderModels.none;
   private readonly bodyLimit: number;
   private readonly jsonBodyLimit: number;
   private grpc?: GrpcServerHandle;
@@ -200,28 +158,25 @@ export class ServeFnServer {
   private async buildModelsAndRoutes(): Promise<void> {
     const log = (level: 'info' | 'warn' | 'error', message: string): void => this.app.log[level](message);
     this.runtimes = this.definitions.map(
-      (def) => new ModelRuntime(def, { factory: this.factoryFor(def), recorder: this.recorder, log, restartPolicy: this.options.restartPolicy }),
+      (def) => new ModelRuntime(def, { factory: this.instanceFactory(def), recorder: this.recorder, log, restartPolicy: this.options.restartPolicy }),
     );
     const notServing = (): string | undefined => (this.state.ready ? undefined : this.state.phase);
     const decorated = this.runtimes.map((runtime) => new DecoratedModel(runtime, { notServing }));
-    this.textModels = await ServerTextModels.load({
-      folders: this.options.textFolders ?? [], options: this.options.text ?? {}, decorated, modelDir: this.modelDir,
-      builder: this.repositoryContext(), registry: this.recorder.registry, log: (message, err) => this.app.log.error({ err }, message),
-    });
-    this.generatorModels = await ServerGenerators.load({
-      folders: this.options.generativeFolders ?? [], ggufFiles: this.options.ggufFiles ?? [], options: this.options.generation ?? {}, builder: this.repositoryContext(), registry: this.recorder.registry,
-      takenNames: new Set([...decorated.map((m) => m.info.name), ...this.textModels.views.map((v) => v.info.name)]), decorated, modelDir: this.modelDir,
-    });
+    const folders = (this.folderModels = await FolderModels.load(this.options, {
+      decorated, modelDir: this.modelDir, builder: this.repositoryContext(), registry: this.recorder.registry, log: (message, err) => this.app.log.error({ err }, message),
+    }));
     // A @TextModel class is served to /v2 as its texts-in interface, in place of its token tensors; a @GenerativeModel class as its generate view.
-    const own = decorated.filter((m) => !this.textModels.classNames.has(m.info.name) && !this.generatorModels.classNames.has(m.info.name));
-    this.speechModels = await ServerSpeechModels.load(this.options.speechFolders ?? [], this.options.speech ?? {}, this.repositoryContext());
+    const own = decorated.filter((m) => !folders.text.classNames.has(m.info.name) && !folders.generators.classNames.has(m.info.name));
     // Each generator is a v2 model too, for Triton's generate extension and ModelStreamInfer.
     const generatorViews = this.generators.map((served) => new GeneratorInferenceModel(served));
-    this.diffusionModels = await ServerDiffusionModels.load({
-      folders: this.options.diffusionFolders ?? [], limits: this.options.diffusion, builder: this.repositoryContext(), registry: this.recorder.registry,
-      takenNames: new Set([...own, ...this.textModels.views, ...generatorViews, ...this.speechModels.models].map((m) => m.info.name)),
-    });
-    this.catalogue = new ModelCatalogue([...own, ...this.textModels.views, ...generatorViews, ...this.speechModels.models, ...this.diffusionModels.views()], this.repository ?? new EmptyModelRepository(this.options.modelControlMode));
+    const kinds = [
+      { kind: '@Model class', models: own, versioned: true },
+      { kind: 'text model', models: folders.text.views },
+      { kind: 'generative model', models: generatorViews },
+      { kind: 'speech model', models: folders.speech.models },
+      { kind: 'image model', models: folders.diffusion.views() },
+    ];
+    this.catalogue = ModelCatalogue.of(kinds, this.repository ?? new EmptyModelRepository(this.options.modelControlMode));
     await this.buildRoutes();
   }
 
@@ -238,10 +193,11 @@ export class ServeFnServer {
 
   private async startInstances(): Promise<void> {
     await this.prepare();
-    const started = await Promise.allSettled([...this.runtimes.map((r) => r.engine.start()), ...this.folderModels.map((m) => m.start()), this.repository?.start()]);
+    await this.catalogue.refuseRepositoryNames();
+    const started = await Promise.allSettled([...this.runtimes.map((r) => r.engine.start()), this.folderModels.start(), this.repository?.start()]);
     const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failed) {
-      await Promise.allSettled([...this.runtimes.map((r) => r.engine.stop()), ...this.folderModels.map((m) => m.stop()), this.repository?.close()]);
+      await Promise.allSettled([...this.runtimes.map((r) => r.engine.stop()), this.folderModels.stop(), this.repository?.close()]);
       throw failed.reason;
     }
     // close() during the start has already moved the phase on; the server must not turn ready.
@@ -277,19 +233,14 @@ export class ServeFnServer {
     return address;
   }
 
-  /** The model kinds served with no code (text, generative, speech, diffusion): they start, stop and report readiness alike. */
-  private get folderModels(): readonly FolderModelSet[] {
-    return [this.textModels, this.generatorModels, this.speechModels, this.diffusionModels];
-  }
-
   /** The generative models served (from folders), what the OpenAI / vLLM routes serve; built by prepare(). */
   get generators(): readonly ServedGenerator[] {
-    return [...(this.options.generators ?? []), ...this.generatorModels.served];
+    return [...(this.options.generators ?? []), ...this.folderModels.generators.served];
   }
 
   /** The text models served (from folders and @TextModel classes); built by prepare(). */
   get texts(): readonly TextEngine[] {
-    return this.textModels.set.all();
+    return this.folderModels.text.set.all();
   }
 
   /** The gRPC port bound by listen(), when gRPC is on. */
@@ -326,7 +277,7 @@ export class ServeFnServer {
     // Decorated and text engines (a text model's forward batches are a scheduler on its forward model's engine), then
     // the repository's, whose models their in-flight requests may still call, within what is left of the one
     // stream timeout, so the whole drain stays within the grace period it was given; then the transports.
-    await Promise.all([...this.runtimes.map((r) => r.engine.drain(streamTimeoutMs)), ...this.folderModels.map((m) => m.stop(streamTimeoutMs))]);
+    await Promise.all([...this.runtimes.map((r) => r.engine.drain(streamTimeoutMs)), this.folderModels.stop(streamTimeoutMs)]);
     await this.repository?.close({ streamTimeoutMs: streamTimeoutMs === undefined ? undefined : Math.max(0, drainStartMs + streamTimeoutMs - Date.now()) });
     await Promise.all([this.app.close(), this.grpc?.close()]);
     this.sharedMemory.unregister();
@@ -337,33 +288,13 @@ export class ServeFnServer {
   }
 
   /**
-   * ctx.infer: one model calling another through that model's queue, validated like an HTTP request.
-   * Names resolve through the catalogue, as /v2 and gRPC resolve them (a @Model class, a text model,
-   * a repository model), so every entry point reaches the same models. `traceparent` is the caller's
+   * ctx.infer: one model calling another through that model's queue; the name resolves through the
+   * catalogue (ModelCatalogue.call), as /v2 and gRPC resolve it. `traceparent` is the caller's
    * compute span when it is traced: the callee's spans go under it.
    */
   async infer(model: string, input: unknown, options: InferOptions = {}, traceparent?: string): Promise<unknown> {
     const parent = traceparent === undefined ? undefined : this.options.tracing?.traceOfParent(traceparent);
-    const trace = this.traceSettings.admit(model, parent);
-    const request = (): InferRequest => (trace ? { ...(input as InferRequest), trace } : (input as InferRequest));
-    const target = this.catalogue.get(model, options.version);
-    if (!(target instanceof DecoratedModel)) return target.infer(request());
-    const runtime = target.runtime;
-    const endpoints = runtime.definition.endpoints;
-    // The tensor interface is the `execute` method; a class with nothing else needs no method named.
-    if (runtime.definition.tensors && (options.method === EXECUTE_METHOD || (options.method === undefined && endpoints.length === 0))) {
-      return target.infer(request());
-    }
-    const endpoint = options.method === undefined && endpoints.length === 1 ? endpoints[0] : endpoints.find((e) => e.methodName === options.method);
-    if (!endpoint) {
-      const names = endpoints.map((e) => e.methodName).join(', ');
-      throw createError('SF_ERR_BAD_REQUEST', `ctx.infer('${model}'): name the method, one of ${names} (got ${options.method ?? 'none'})`);
-    }
-    if (endpoint.stream) throw createError('SF_ERR_BAD_REQUEST', `ctx.infer('${model}'): ${endpoint.id} streams its result, which ctx.infer cannot return`);
-    const dto = endpoint.body ?? endpoint.query;
-    const payload = dto ? await validateDto(dto, input, 'body') : input;
-    // A call from a model is a request of its own: the caller's id stays in the caller's thread.
-    return runtime.submit(endpoint.methodName, { payload, info: { requestId: randomUUID(), params: {}, query: {}, headers: {} } }, trace ? { trace } : {});
+    return this.catalogue.call(model, input, options, this.traceSettings.admit(model, parent));
   }
 
   /** How the repository builds model versions; text folders' forward models are built the same way. */
@@ -417,12 +348,13 @@ export class ServeFnServer {
     await app.register(endpointRoutes, { runtimes: this.runtimes, state: this.state, schemas, jsonBodyLimit: this.jsonBodyLimit, bodyLimit: this.bodyLimit, exposeErrors, traceSettings: this.traceSettings });
     // On the root app, not as an encapsulated plugin, so @fastify/websocket's injectWS is on `app`.
     await socketRoutes(app, { runtimes: this.runtimes, state: this.state, schemas, maxPayload: this.bodyLimit, traceSettings: this.traceSettings });
-    const textRoutes = this.textModels.set.all().length > 0;
+    const textRoutes = this.texts.length > 0;
     if (textRoutes) await this.textRoutes(exposeErrors);
     const generators = this.generators;
     if (generators.length > 0) await registerGenerationRoutes(app, generators, { serverVersion: SERVER_IDENTITY.serverVersion, exposeErrors, bodyLimit: this.jsonBodyLimit, textRoutes });
-    if (this.speechModels.models.length > 0) await app.register(speechRoutes, { models: this.speechModels, exposeErrors, bodyLimit: this.bodyLimit });
-    if (this.diffusionModels.pipelines.length > 0) await app.register(openAiImageRoutes, { pipelines: this.diffusionModels.pipelines, exposeErrors, bodyLimit: this.jsonBodyLimit });
+    const { speech, diffusion } = this.folderModels;
+    if (speech.models.length > 0) await app.register(speechRoutes, { models: speech, exposeErrors, bodyLimit: this.bodyLimit });
+    if (diffusion.pipelines.length > 0) await app.register(openAiImageRoutes, { pipelines: diffusion.pipelines, exposeErrors, bodyLimit: this.jsonBodyLimit });
     // Only where a model served from the start can speak, so the route never takes an @Endpoint's path for nothing.
     if (this.catalogue.models().some(isTextToSpeechModel)) await app.register(textToSpeechRoutes, { models: () => this.catalogue.models(), exposeErrors, bodyLimit: this.jsonBodyLimit });
     await app.register(kserveProtocol, {
@@ -440,7 +372,7 @@ export class ServeFnServer {
 
   /** The text protocols' routes; one an @Endpoint took already is refused naming both, not with fastify's bare error. */
   private async textRoutes(exposeErrors: boolean): Promise<void> {
-    const text = { models: this.textModels.set, exposeErrors, payloadLimit: Math.min(this.options.text?.payloadLimit ?? DEFAULT_TEXT_PAYLOAD_LIMIT, this.bodyLimit) };
+    const text = { models: this.folderModels.text.set, exposeErrors, payloadLimit: Math.min(this.options.text?.payloadLimit ?? DEFAULT_TEXT_PAYLOAD_LIMIT, this.bodyLimit) };
     try {
       const generators = this.generators;
       await this.app.register(teiRoutes, { ...text, serverVersion: SERVER_IDENTITY.serverVersion, othersReady: () => generators.every((g) => g.generator.ready()) });
@@ -461,8 +393,8 @@ export class ServeFnServer {
    */
   private unavailableModel(): string | undefined {
     const lost = this.runtimes.find((r) => !r.engine.available);
-    const text = this.folderModels.map((m) => m.notReady()).find((reason) => reason !== undefined);
-    if (text) return text;
+    const folder = this.folderModels.notReady();
+    if (folder) return folder;
     const generator = this.options.generators?.find((g) => !g.generator.ready());
     if (generator) return `model '${generator.generator.name}' is not ready`;
     if (lost) return `model '${lost.definition.name}' version ${lost.definition.version} has no running instance`;
@@ -470,44 +402,14 @@ export class ServeFnServer {
     return down && `model '${down.info.name}' version ${down.info.version} is not ready`;
   }
 
+  /** How a @Model class's instances are made: in worker threads importing the module, or inline; their ctx.infer is the server's. */
+  private instanceFactory(def: ModelDefinition): InstanceFactory {
+    const infer = (model: string, input: unknown, opts: InferOptions, traceparent?: string): Promise<unknown> => this.infer(model, input, opts, traceparent);
+    return decoratedInstanceFactory(def, { moduleUrl: this.options.moduleUrl, modelDir: this.modelDir, infer, logger: this.modelLogger });
+  }
+
   /** The folder of the models' module, where their relative paths start (the working folder without one). */
   private get modelDir(): string {
     return this.options.moduleUrl ? dirname(fileURLToPath(this.options.moduleUrl)) : process.cwd();
   }
-
-  private factoryFor(def: ModelDefinition): InstanceFactory {
-    const moduleUrl = this.options.moduleUrl;
-    if (!def.instances.inline && !moduleUrl) {
-      throw createError('SF_ERR_INSTANCES_INVALID', def.className, "run in worker threads, which import the model's module: pass moduleUrl, or use { inline: true }");
-    }
-    const modelDir = this.modelDir;
-    return (index, events) => {
-      const context = contextFor(def, index, modelDir);
-      const infer = (model: string, input: unknown, opts: InferOptions, traceparent?: string): Promise<unknown> => this.infer(model, input, opts, traceparent);
-      return def.instances.inline
-        ? new InlineInstance(index, def, context, infer, this.modelLogger)
-        : new WorkerInstance(index, moduleUrl!, context, events, infer, undefined, this.modelLogger);
-    };
-  }
-}
-
-function contextFor(def: ModelDefinition, index: number, modelDir: string): ModelContextData {
-  const { count, kind, devices } = def.instances;
-  return {
-    modelName: def.name,
-    modelVersion: def.version,
-    instanceName: `${def.name}_${index}`,
-    instanceIndex: index,
-    instanceCount: count,
-    deviceKind: kind,
-    deviceId: devices[index % devices.length],
-    modelDir,
-    config: {
-      name: def.name,
-      version: def.version,
-      description: def.description,
-      instances: { count, kind, devices: [...devices] },
-      endpoints: def.endpoints.map((e) => ({ method: e.httpMethod, path: e.path, batch: e.batch ?? null })),
-    },
-  };
 }

@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { ModelMetricFamilies } from '../metrics/model-metric-families.js';
 import type { StepObserver } from './step-scheduler.js';
 
 /** Seconds buckets of vLLM-Omni's metrics (SECONDS_FAST_BUCKETS, 1 ms to 60 s; docs/design/metrics.md there). */
@@ -19,14 +20,14 @@ export class DiffusionMetrics {
   private readonly aborted: Counter<'model'>;
 
   constructor(registry: Registry) {
-    const registers = [registry];
-    this.stepBatch = new Histogram({ name: 'serve_fn_diffusion_step_batch_size', help: 'Rows per batched denoiser call (two per request with classifier-free guidance)', labelNames: ['model'], buckets: BATCH_BUCKETS, registers });
-    this.stepSeconds = new Histogram({ name: 'serve_fn_diffusion_step_seconds', help: 'Duration of one batched denoiser step', labelNames: ['model'], buckets: SECONDS_BUCKETS, registers });
-    this.queueSeconds = new Histogram({ name: 'serve_fn_diffusion_queue_seconds', help: 'Wait before a request joined the running set', labelNames: ['model'], buckets: SECONDS_BUCKETS, registers });
-    this.e2eSeconds = new Histogram({ name: 'serve_fn_diffusion_e2e_seconds', help: 'Prompt to decoded image, per image', labelNames: ['model'], buckets: SECONDS_BUCKETS, registers });
-    this.running = new Gauge({ name: 'serve_fn_diffusion_requests_running', help: 'Requests in the denoiser\'s running set', labelNames: ['model'], registers });
-    this.steps = new Counter({ name: 'serve_fn_diffusion_steps_total', help: 'Denoising steps taken, counted per request', labelNames: ['model'], registers });
-    this.aborted = new Counter({ name: 'serve_fn_diffusion_aborted_total', help: 'Requests cancelled (client gone, job deleted) before their last step', labelNames: ['model'], registers });
+    const families = new ModelMetricFamilies(registry, 'model');
+    this.stepBatch = families.histogram('serve_fn_diffusion_step_batch_size', 'Rows per batched denoiser call (two per request with classifier-free guidance)', BATCH_BUCKETS);
+    this.stepSeconds = families.histogram('serve_fn_diffusion_step_seconds', 'Duration of one batched denoiser step', SECONDS_BUCKETS);
+    this.queueSeconds = families.histogram('serve_fn_diffusion_queue_seconds', 'Wait before a request joined the running set', SECONDS_BUCKETS);
+    this.e2eSeconds = families.histogram('serve_fn_diffusion_e2e_seconds', 'Prompt to decoded image, per image', SECONDS_BUCKETS);
+    this.running = families.gauge('serve_fn_diffusion_requests_running', 'Requests in the denoiser\'s running set');
+    this.steps = families.counter('serve_fn_diffusion_steps_total', 'Denoising steps taken, counted per request');
+    this.aborted = families.counter('serve_fn_diffusion_aborted_total', 'Requests cancelled (client gone, job deleted) before their last step');
   }
 
   /** The step scheduler's observer for pipeline `model`. */

@@ -1,5 +1,4 @@
 import type { Registry } from 'prom-client';
-import { createError } from '../errors/index.js';
 import type { ServerModel } from '../inference/model-catalogue.js';
 import type { VersionBuilderContext } from '../model-repository/model-version-builder.js';
 import { DiffusionMetrics } from './diffusion-metrics.js';
@@ -15,8 +14,6 @@ export interface ServerDiffusionModelsOptions {
   readonly limits?: Partial<StepLimits>;
   readonly builder: VersionBuilderContext;
   readonly registry: Registry;
-  /** Names other models already take. */
-  readonly takenNames: ReadonlySet<string>;
 }
 
 /**
@@ -32,12 +29,9 @@ export class ServerDiffusionModels {
     if (opts.folders.length === 0) return ServerDiffusionModels.none;
     const metrics = new DiffusionMetrics(opts.registry);
     const limits = { ...DEFAULT_STEP_LIMITS, ...opts.limits };
-    const taken = new Set(opts.takenNames);
     const pipelines: DiffusionPipeline[] = [];
     for (const dir of opts.folders) {
       const folder = readDiffusionFolder(dir);
-      if (taken.has(folder.name)) throw createError('SF_ERR_DIFFUSION_FOLDER_INVALID', folder.dir, `another model is already served as '${folder.name}': rename the folder`);
-      taken.add(folder.name);
       pipelines.push(await DiffusionPipeline.load(folder, folder.name, opts.builder, limits, metrics));
     }
     return new ServerDiffusionModels(pipelines);

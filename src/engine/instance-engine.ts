@@ -10,13 +10,14 @@ import { InstancePool, type Acquired, type PoolEvents } from './instance-pool.js
 import type { RestartPolicy } from '../spec/restart-policy.js';
 import type { InstanceFactory, ModelInstance } from './model-instance.js';
 import type { Attributes } from '@opentelemetry/api';
-import type { RequestTrace, RunningSpan } from '../tracing/request-tracing.js';
+import type { RequestTrace } from '../tracing/request-tracing.js';
 import { tracedRequest, tracedSequences } from '../tracing/engine-spans.js';
 import { batchStartMs, executionTimings, requestQueued, requestSettled, toUs, type RequestClock } from './request-accounting.js';
 import { now } from '../wire/epoch-time.js';
 import type { SocketLink } from '../wire/socket-session.js';
 import { DEFAULT_STREAM_CREDIT, type StreamChannel } from '../wire/stream-channel.js';
-import { tensorCall, type CallTraces, type ExecuteCall, type ExecuteOutcome, type StreamCall } from '../wire/wire-format.js';
+import { tensorCall, type ExecuteCall, type ExecuteOutcome, type StreamCall } from '../wire/wire-format.js';
+import { startComputeSpans, traceparentsOf } from './compute-spans.js';
 
 /** A tensor request checked against its model (inference/request-validation.ts), as the engine queues it. */
 export interface ValidatedRequest {
@@ -235,35 +236,13 @@ export class InstanceEngine {
     const sent = now();
     for (const queued of batch) queued.dispatchedMs = sent;
     this.options.recorder.pendingChanged(this.options.name, this.options.version, -batch.length);
-    const batchSpan = this.startComputeSpans(batch, sent);
+    const batchSpan = startComputeSpans(batch, sent, () => this.spanAttributes());
     try {
       return await run(instance, sent, queuedBehind);
     } finally {
       batchSpan?.end(now());
       this.pool.release(instance);
     }
-  }
-
-  /**
-   * At dispatch, for the traced requests of a batch: a `batch` span for the batch's run, in a trace
-   * of its own, and each request's `compute` span, linked to it. Links, not parenthood, as
-   * OpenTelemetry models fan-in (https://opentelemetry.io/docs/specs/otel/overview/#links-between-spans):
-   * a batch serves requests of several traces. The compute spans start now, so their context can go
-   * with the call to the instance (traceparentsOf) before they end.
-   */
-  private startComputeSpans(batch: readonly RequestClock[], sentMs: number): RunningSpan | undefined {
-    // Untraced batches (every batch while tracing is off) allocate nothing here.
-    if (!batch.some((queued) => queued.trace)) return undefined;
-    const traced = batch.filter((queued) => queued.trace);
-    const attributes = this.spanAttributes();
-    // A request's sequences may share the batch: one link to each request.
-    const traces = [...new Set(traced.map((queued) => queued.trace!))];
-    const batchSpan = traces[0].startLinked('batch', sentMs, { ...attributes, 'serve_fn.batch_size': batch.length }, traces);
-    for (const queued of traced) {
-      if (queued.sharesCompute) queued.batch = batchSpan.trace;
-      else queued.compute = queued.trace!.start('compute', sentMs, attributes, [batchSpan.trace]);
-    }
-    return batchSpan;
   }
 
   /** The attributes of this model's spans; text models put them on their `tokenize` span too. */
@@ -421,8 +400,3 @@ export class InstanceEngine {
 const CANCEL_GRACE_MS = 1000;
 
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref());
-
-/** The traceparents of a call's requests' compute spans (see CallTraces); none when no request is traced. */
-export function traceparentsOf(batch: readonly RequestClock[]): CallTraces | undefined {
-  return batch.some((queued) => queued.compute) ? batch.map((queued) => queued.compute?.trace.traceparent) : undefined;
-}

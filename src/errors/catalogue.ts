@@ -17,6 +17,7 @@ export const ERROR_CATALOGUE = {
   SF_ERR_MODEL_NAME_MISSING: spec(500, "Model class '%s' has no name: pass @Model({ name: '...' })."),
   SF_ERR_MODEL_NOT_DECORATED: spec(500, "Class '%s' is not a model: decorate it with @Model({ name: '...' })."),
   SF_ERR_MODEL_DUPLICATE: spec(500, "Two model classes are named '%s' (version '%s'): give each @Model a distinct name or version."),
+  SF_ERR_MODEL_NAME_TAKEN: spec(500, "The %s and the %s: two models would be served as '%s'. Give one another name: rename its folder or @Model, or pass --served-model-name."),
   SF_ERR_ENDPOINT_DUPLICATE: spec(500, "Endpoint %s %s is declared twice: by %s and by %s. Give each method its own path or HTTP method."),
   SF_ERR_ENDPOINT_PATH_INVALID: spec(500, "Endpoint path '%s' on %s must start with '/'."),
   SF_ERR_ENDPOINT_METHOD_INVALID: spec(500, "Endpoint %s uses HTTP method '%s'; use GET, POST, PUT or DELETE."),

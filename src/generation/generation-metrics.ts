@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Counter, Histogram, Registry } from 'prom-client';
+import { ModelMetricFamilies } from '../metrics/model-metric-families.js';
 import type { GenerationSequence } from './generation-stream.js';
 import type { IterationEvents } from './iteration-scheduler.js';
 import type { FinishReason } from './text-generator.js';
@@ -33,28 +34,23 @@ export class GenerationMetrics {
   private readonly queue: Histogram<'model_name'>;
 
   constructor(registry: Registry) {
-    const registers = [registry];
-    const labelNames = ['model_name'] as const;
+    const families = new ModelMetricFamilies(registry, 'model_name');
     const gauge = (name: string, help: string, read: (s: SchedulerGauges) => number): void => {
-      const sources = this.sources;
-      new Gauge({
-        name, help, labelNames, registers,
-        collect() {
-          for (const [model, source] of sources) this.set({ model_name: model }, read(source));
-        },
+      families.gauge(name, help, (set) => {
+        for (const [model, source] of this.sources) set(model, read(source));
       });
     };
     gauge('vllm:num_requests_running', 'Number of requests in model execution batches.', (s) => s.inflightCount);
     gauge('vllm:num_requests_waiting', 'Number of requests waiting to be processed.', (s) => s.pendingCount);
     gauge('vllm:kv_cache_usage_perc', 'KV-cache usage. 1 means 100 percent usage.', (s) => s.kvUsage);
-    this.preemptions = new Counter({ name: 'vllm:num_preemptions_total', help: 'Cumulative number of preemption from the engine.', labelNames, registers });
-    this.promptTokens = new Counter({ name: 'vllm:prompt_tokens_total', help: 'Number of prefill tokens processed.', labelNames, registers });
-    this.generationTokens = new Counter({ name: 'vllm:generation_tokens_total', help: 'Number of generation tokens processed.', labelNames, registers });
-    this.success = new Counter({ name: 'vllm:request_success_total', help: 'Count of successfully processed requests.', labelNames: ['model_name', 'finished_reason'], registers });
-    this.ttft = new Histogram({ name: 'vllm:time_to_first_token_seconds', help: 'Histogram of time to first token in seconds.', labelNames, buckets: TTFT_BUCKETS, registers });
-    this.itl = new Histogram({ name: 'vllm:inter_token_latency_seconds', help: 'Histogram of inter-token latency in seconds.', labelNames, buckets: ITL_BUCKETS, registers });
-    this.e2e = new Histogram({ name: 'vllm:e2e_request_latency_seconds', help: 'Histogram of e2e request latency in seconds.', labelNames, buckets: REQUEST_LATENCY_BUCKETS, registers });
-    this.queue = new Histogram({ name: 'vllm:request_queue_time_seconds', help: 'Histogram of time spent in WAITING phase for request.', labelNames, buckets: REQUEST_LATENCY_BUCKETS, registers });
+    this.preemptions = families.counter('vllm:num_preemptions_total', 'Cumulative number of preemption from the engine.');
+    this.promptTokens = families.counter('vllm:prompt_tokens_total', 'Number of prefill tokens processed.');
+    this.generationTokens = families.counter('vllm:generation_tokens_total', 'Number of generation tokens processed.');
+    this.success = families.counter('vllm:request_success_total', 'Count of successfully processed requests.', ['finished_reason']);
+    this.ttft = families.histogram('vllm:time_to_first_token_seconds', 'Histogram of time to first token in seconds.', TTFT_BUCKETS);
+    this.itl = families.histogram('vllm:inter_token_latency_seconds', 'Histogram of inter-token latency in seconds.', ITL_BUCKETS);
+    this.e2e = families.histogram('vllm:e2e_request_latency_seconds', 'Histogram of e2e request latency in seconds.', REQUEST_LATENCY_BUCKETS);
+    this.queue = families.histogram('vllm:request_queue_time_seconds', 'Histogram of time spent in WAITING phase for request.', REQUEST_LATENCY_BUCKETS);
   }
 
   /** The scheduler events of one generator, counted under `model`; its gauges read `gauges` when scraped. */

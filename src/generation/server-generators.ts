@@ -17,8 +17,6 @@ export interface ServerGeneratorsOptions {
   /** How the folders' decoders are built and served, as repository models are. */
   readonly builder: VersionBuilderContext;
   readonly registry: Registry;
-  /** Names the server already serves (other models): a generator may not take one. */
-  readonly takenNames: ReadonlySet<string>;
   /** The server's @Model classes; those with @GenerativeModel become generators over their step hook. */
   readonly decorated?: readonly DecoratedModel[];
   /** Where @GenerativeModel folders are resolved: the folder of the models' module. */
@@ -39,7 +37,7 @@ export class ServerGenerators {
 
   static readonly none = new ServerGenerators([]);
 
-  /** Throws SF_ERR_GENERATIVE_FOLDER_INVALID for a folder that is not a decoder export, or for two models that would share a name. */
+  /** Throws SF_ERR_GENERATIVE_FOLDER_INVALID for a folder that is not a decoder export (the catalogue refuses a name taken twice). */
   static async load(opts: ServerGeneratorsOptions): Promise<ServerGenerators> {
     const { options } = opts;
     const folders = [...opts.folders, ...(opts.ggufFiles ?? [])];
@@ -50,16 +48,8 @@ export class ServerGenerators {
     const metrics = new GenerationMetrics(opts.registry);
     const loaded: LoadedGenerator[] = [];
     const classNames = new Set(classes.map((m) => m.info.name));
-    // A @GenerativeModel class takes its own name from the other decorated models; a folder may not take it.
-    const names = new Set([...opts.takenNames].filter((name) => !classNames.has(name)));
-    const claim = (generator: LoadedGenerator, source: string): void => {
-      const name = generator.generator.name;
-      if (names.has(name)) throw createError('SF_ERR_GENERATIVE_FOLDER_INVALID', source, `two models would be served as '${name}': rename a folder (or give --served-model-name) or the @Model`);
-      names.add(name);
-      loaded.push(generator);
-    };
-    for (const model of classes) claim(await loadClassGenerator(model, opts.modelDir ?? process.cwd(), options, metrics), model.runtime.definition.className);
-    for (const dir of folders) claim(ggufFiles.has(dir) ? await loadGeneratorGguf(dir, options, opts.builder, metrics) : await loadGeneratorFolder(dir, options, opts.builder, metrics), dir);
+    for (const model of classes) loaded.push(await loadClassGenerator(model, opts.modelDir ?? process.cwd(), options, metrics));
+    for (const dir of folders) loaded.push(ggufFiles.has(dir) ? await loadGeneratorGguf(dir, options, opts.builder, metrics) : await loadGeneratorFolder(dir, options, opts.builder, metrics));
     return new ServerGenerators(loaded, classNames);
   }
 

@@ -2,7 +2,8 @@ import type { EndpointDefinition, ModelDefinition } from '../definition/model-de
 import type { SocketContext } from '../definition/model-context.js';
 import { EXECUTE_METHOD } from '../definition/tensor-interface-builder.js';
 import { deserializeError } from '../errors/index.js';
-import { type ValidatedRequest, InstanceEngine, traceparentsOf, type QueuedTensorRequest } from '../engine/instance-engine.js';
+import { type ValidatedRequest, InstanceEngine, type QueuedTensorRequest } from '../engine/instance-engine.js';
+import { traceparentsOf } from '../engine/compute-spans.js';
 import { refuseSequenceParameters } from '../engine/sequence-parameters.js';
 import type { TensorWireResult } from '../wire/tensor-model-plan.js';
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';

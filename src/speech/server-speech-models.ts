@@ -40,7 +40,6 @@ export class ServerSpeechModels {
     const models: SpeechModel[] = [];
     for (const dir of folders) {
       const folder = readSpeechFolder(dir, { quantize: options.quantize });
-      if (models.some((m) => m.info.name === folder.name)) throw createError('SF_ERR_SPEECH_FOLDER_INVALID', dir, `another speech folder is also named '${folder.name}'; rename one`);
       const text = speechModelConfig(folder.name, { maxAudioSeconds: options.maxAudioSeconds ?? DEFAULT_AUDIO_LIMITS.maxSeconds, quantize: options.quantize === true, instances: options.instances ?? 1, maxBatchSize: options.maxBatchSize ?? SPEECH_MAX_BATCH });
       const { config } = parseModelConfig(text, `${dir} (generated config.pbtxt)`, folder.name);
       const source: ModelSource = { name: folder.name, dir, config, kind: 'module', versions: [{ version: '1', file: INSTANCE_MODULE }], warnings: [] };

@@ -38,7 +38,6 @@ export class ServerTextModels {
 
   static readonly none = new ServerTextModels(new TextModelSet([]), [], new Set(), []);
 
-  /** Throws SF_ERR_TEXT_MODEL_FOLDER_INVALID when two models would share a name, which would leave one unreachable. */
   static async load(opts: ServerTextModelsOptions): Promise<ServerTextModels> {
     const { folders, options, decorated } = opts;
     const classes = decorated.filter((m) => m.runtime.definition.text);
@@ -52,9 +51,7 @@ export class ServerTextModels {
       const def = model.runtime.definition;
       views.push(new TextInferenceModel(await loadClassTextModel(model, opts.modelDir, options, engine), def.version));
     }
-    const classNames = new Set(classes.map((m) => m.info.name));
-    refuseDuplicateNames(views.map((v) => v.info.name), new Set(decorated.map((m) => m.info.name).filter((name) => !classNames.has(name))));
-    return new ServerTextModels(new TextModelSet(views.map((v) => v.text)), views, classNames, fromFolders.map((f) => f.forward));
+    return new ServerTextModels(new TextModelSet(views.map((v) => v.text)), views, new Set(classes.map((m) => m.info.name)), fromFolders.map((f) => f.forward));
   }
 
   /** Loads the folders' forward models (instances, warmup); a @TextModel class starts with its runtime. */
@@ -71,13 +68,5 @@ export class ServerTextModels {
   notReady(): string | undefined {
     const down = this.set.all().find((t) => !t.ready());
     return down && `text model '${down.info.name}' is not ready`;
-  }
-}
-
-function refuseDuplicateNames(textNames: readonly string[], otherNames: ReadonlySet<string>): void {
-  const seen = new Set(otherNames);
-  for (const name of textNames) {
-    if (seen.has(name)) throw createError('SF_ERR_TEXT_MODEL_FOLDER_INVALID', name, `two models would be served as '${name}': rename a folder (or give --served-model-name) or the @Model`);
-    seen.add(name);
   }
 }

@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { ModelMetricFamilies } from '../metrics/model-metric-families.js';
 
 /** Which of TEI's metric families a request counts in beside `te_request_*`: embeddings, or classifier / reranker scores. */
 export type TextMetricFamily = 'embed' | 'predict';
@@ -35,15 +36,14 @@ export class TextMetrics {
   private readonly queueSize: Gauge<'model'>;
 
   constructor(registry: Registry) {
-    const registers = [registry];
-    const counter = <L extends string>(name: string, help: string, labelNames: L[]) => new Counter<L>({ name, help, labelNames, registers });
-    const histogram = (name: string, help: string, buckets: number[]) => new Histogram<'model'>({ name, help, labelNames: ['model'], buckets, registers });
-    this.requests = counter('te_request_count', 'Inference requests received, by single or batch input', ['model', 'method']);
-    this.successes = counter('te_request_success', 'Inference requests answered', ['model', 'method']);
-    this.failures = counter('te_request_failure', 'Inference requests failed, by reason', ['model', 'err']);
+    const families = new ModelMetricFamilies(registry, 'model');
+    const histogram = (name: string, help: string, buckets: readonly number[]) => families.histogram(name, help, buckets);
+    this.requests = families.counter('te_request_count', 'Inference requests received, by single or batch input', ['method']);
+    this.successes = families.counter('te_request_success', 'Inference requests answered', ['method']);
+    this.failures = families.counter('te_request_failure', 'Inference requests failed, by reason', ['err']);
     const family = (name: TextMetricFamily) => ({
-      count: counter(`te_${name}_count`, `${name} requests received`, ['model']),
-      success: counter(`te_${name}_success`, `${name} requests answered`, ['model']),
+      count: families.counter(`te_${name}_count`, `${name} requests received`),
+      success: families.counter(`te_${name}_success`, `${name} requests answered`),
     });
     this.familyCounts = { embed: family('embed'), predict: family('predict') };
     const durations = (prefix: string) => ({
@@ -56,7 +56,7 @@ export class TextMetrics {
     this.inputLength = histogram('te_request_input_length', 'Tokens per input', SIZE_BUCKETS);
     this.batchSize = histogram('te_batch_next_size', 'Inputs per forward batch', SIZE_BUCKETS);
     this.batchTokens = histogram('te_batch_next_tokens', 'Padded tokens per forward batch', SIZE_BUCKETS);
-    this.queueSize = new Gauge<'model'>({ name: 'te_queue_size', help: 'Inputs waiting for a forward batch', labelNames: ['model'], registers });
+    this.queueSize = families.gauge('te_queue_size', 'Inputs waiting for a forward batch');
   }
 
   received(model: string, family: TextMetricFamily, inputs: number): void {

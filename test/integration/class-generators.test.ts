@@ -70,6 +70,6 @@ describe('@GenerativeModel classes as the server reads them', () => {
 
   it("refuses a folder outside the module's folder, and a name a generative folder takes too", async () => {
     await expect(prepared([Escaping])).rejects.toMatchObject({ code: 'SF_ERR_GENERATIVE_MODEL_INVALID', message: expect.stringContaining("folder '../elsewhere' is not inside") });
-    await expect(prepared([SameNameAsFolder], { generativeFolders: [join(root, 'tiny')] })).rejects.toMatchObject({ code: 'SF_ERR_GENERATIVE_FOLDER_INVALID', message: expect.stringContaining("two models would be served as 'tiny'") });
+    await expect(prepared([SameNameAsFolder], { generativeFolders: [join(root, 'tiny')] })).rejects.toMatchObject({ code: 'SF_ERR_MODEL_NAME_TAKEN', message: expect.stringContaining("two models would be served as 'tiny'") });
   });
 });

@@ -212,7 +212,7 @@ describe('text models beside the rest of a server', () => {
     const clash = new ServeFnServer({ models: [SentimentEndpoint], moduleUrl: moduleUrl(), textFolders: [join(root, 'rerank-tiny')], collectProcessMetrics: false });
     await expect(clash.prepare()).rejects.toMatchObject({ code: 'SF_ERR_ENDPOINT_DUPLICATE', message: expect.stringContaining('SentimentEndpoint.predict') });
     const twice = new ServeFnServer({ models: [], textFolders: [join(root, 'bge-tiny'), join(root, 'bge-tiny')], collectProcessMetrics: false });
-    await expect(twice.prepare()).rejects.toMatchObject({ code: 'SF_ERR_TEXT_MODEL_FOLDER_INVALID', message: expect.stringContaining("two models would be served as 'bge-tiny'") });
+    await expect(twice.prepare()).rejects.toMatchObject({ code: 'SF_ERR_MODEL_NAME_TAKEN', message: expect.stringContaining("two models would be served as 'bge-tiny'") });
   }, 60_000);
 
   it("serves a @TextModel class's text view under the class's version", async () => {

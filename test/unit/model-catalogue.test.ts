@@ -4,7 +4,7 @@ import { Endpoint, Model } from '../../src/decorators/index.js';
 import { buildDefinition } from '../../src/definition/definition-builder.js';
 import type { ModelClass } from '../../src/definition/model-definition.js';
 import { DecoratedModel } from '../../src/inference/decorated-model.js';
-import { ModelCatalogue } from '../../src/inference/model-catalogue.js';
+import { ModelCatalogue, type ServerModel } from '../../src/inference/model-catalogue.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { ModelRuntime } from '../../src/inference/model-runtime.js';
 import { FakeRepository, simpleModel, versionedModel } from '../protocol/fake-repository.js';
@@ -82,5 +82,39 @@ describe('ModelCatalogue', () => {
     await catalogue.load('versioned');
     expect(repository.loads.map((l) => l.name)).toEqual(['versioned']);
     expect(catalogue.controlMode).toBe('explicit');
+  });
+});
+
+/** A server model of any kind: the catalogue only reads its name and version. */
+function served(name: string, version = '1'): ServerModel {
+  const model = simpleModel();
+  return { info: { ...model.info, name, version }, ready: () => true, infer: (request) => model.infer(request), indexEntry: () => ({ name, version, state: 'READY' }) };
+}
+
+describe('ModelCatalogue.of: one registry of served names', () => {
+  const empty = () => new FakeRepository([], { controlMode: 'none' });
+
+  it('refuses one name in two kinds, naming both kinds', () => {
+    const kinds = [{ kind: 'text model', models: [served('same')] }, { kind: 'speech model', models: [served('other'), served('same')] }];
+    expect(() => ModelCatalogue.of(kinds, empty())).toThrow(expect.objectContaining({
+      code: 'SF_ERR_MODEL_NAME_TAKEN',
+      message: "The text model and the speech model: two models would be served as 'same'. Give one another name: rename its folder or @Model, or pass --served-model-name.",
+    }));
+  });
+
+  it('refuses one name twice in a kind, unless the kind has versions and the versions differ', () => {
+    expect(() => ModelCatalogue.of([{ kind: 'generative model', models: [served('gen'), served('gen', '2')] }], empty())).toThrow(expect.objectContaining({ code: 'SF_ERR_MODEL_NAME_TAKEN' }));
+    expect(() => ModelCatalogue.of([{ kind: '@Model class', versioned: true, models: [served('m'), served('m')] }], empty())).toThrow(expect.objectContaining({ code: 'SF_ERR_MODEL_NAME_TAKEN' }));
+    const versions = ModelCatalogue.of([{ kind: '@Model class', versioned: true, models: [served('m'), served('m', '2')] }, { kind: 'image model', models: [served('img')] }], empty());
+    expect(versions.models().map((m) => `${m.info.name}:${m.info.version}`)).toEqual(['img:1', 'm:1', 'm:2']);
+  });
+
+  it("refuses a repository folder named as one of the server's own models, and accepts distinct names", async () => {
+    const repository = new FakeRepository([simpleModel()], { controlMode: 'explicit' });
+    await expect(ModelCatalogue.of([{ kind: 'text model', models: [served('simple')] }], repository).refuseRepositoryNames()).rejects.toThrow(expect.objectContaining({
+      code: 'SF_ERR_MODEL_NAME_TAKEN',
+      message: expect.stringContaining("The repository model and the text model: two models would be served as 'simple'"),
+    }));
+    await expect(ModelCatalogue.of([{ kind: 'text model', models: [served('other')] }], repository).refuseRepositoryNames()).resolves.toBeUndefined();
   });
 });
