@@ -120,7 +120,7 @@ describe('OnnxDecoderRuntime between steps', () => {
     };
     const sequences = [prompt(4, 1), prompt(9, 2), prompt(6, 3)];
     const ids = [1, 2, 3];
-    let rows = (await runtime.step(ids.map((sequenceId, i) => ({ sequenceId, cachedLength: 0, tokenIds: sequences[i]!, logits: 'last' as const })))).rows;
+    const rows = [...(await runtime.step(ids.map((sequenceId, i) => ({ sequenceId, cachedLength: 0, tokenIds: sequences[i]!, logits: 'last' as const })))).rows];
     // Three prefill chunks of different lengths: three runs, none padded.
     expect(runs.map((r) => r.feeds.input_ids!.shape)).toEqual([[1, 4], [1, 9], [1, 6]]);
     const decode = async (active: readonly number[]): Promise<void> => {
