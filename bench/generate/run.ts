@@ -5,7 +5,7 @@
  *      iteration-level scheduler, against the same requests one at a time (max_num_seqs 1);
  *   2. TTFT and inter-token latency p50/p99 at 1, 4 and 16 concurrent;
  *   3. single-stream decode tokens/s against the memory-bandwidth bound (weight bytes ÷ bandwidth).
- *   4. the served path: the same 16 jobs as /v1/completions (token-id prompts, non-streamed) from
+ *   4. the served path (the in-process session takes the server's session options): the same 16 jobs as /v1/completions (token-id prompts, non-streamed) from
  *      this process to `serve-fn start` on the same folder (the built CLI: run `npm run build`
  *      first), against the in-process tokens/s of step 1 (issue 25 asks for at least 0.9×).
  *
@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { OnnxBackend } from '../../src/backends/onnx/onnx-backend.js';
 import { systemClock } from '../../src/engine/clock.js';
 import { InThreadTarget } from '../../src/generation/in-thread-target.js';
-import { DEFAULT_GENERATOR_LIMITS } from '../../src/generation/folder-generator.js';
+import { DEFAULT_GENERATOR_LIMITS, generatorSessionOptions } from '../../src/generation/folder-generator.js';
 import { IterationScheduler } from '../../src/generation/iteration-scheduler.js';
 import type { SamplingParams } from '../../src/generation/text-generator.js';
 import { decoderLayout, OnnxDecoderRuntime } from '../../src/instance/onnx-decoder-runtime.js';
@@ -155,7 +155,7 @@ async function main(): Promise<void> {
   try {
     const folder = writeDecoderFolder(join(dir, 'qwen3-bench'), { shape, merges: 64 });
     const params = parameterCount(folder.weights.shape);
-    const session = await new OnnxBackend().load(join(folder.dir, 'onnx/model.onnx'), { options: { intraOpNumThreads: availableParallelism() } });
+    const session = await new OnnxBackend().load(join(folder.dir, 'onnx/model.onnx'), { options: generatorSessionOptions() });
     const { inputs, outputs } = session.metadata();
     const runtime = new OnnxDecoderRuntime(decoderLayout('bench', inputs, outputs), (feeds, names) => session.run(feeds, names));
     console.log(`model: Qwen3-shaped, ${(params / 1e6).toFixed(1)} M parameters (${JSON.stringify(shape)}), fp32; ${availableParallelism()} cores; max_num_seqs ${maxNumSeqs}, max_num_batched_tokens ${maxNumBatchedTokens}`);

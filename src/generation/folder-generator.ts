@@ -37,6 +37,14 @@ export interface GeneratorServeOptions {
  */
 export const DEFAULT_GENERATOR_LIMITS = { maxNumSeqs: 16, maxNumBatchedTokens: 512, kvCacheSpaceGiB: 4 } as const;
 
+/**
+ * ONNX Runtime options of a decoder folder's session: every core, and pool threads that sleep
+ * between runs rather than spin, because the server's HTTP thread needs a core between steps (on a
+ * loaded 2-core machine spinning cost the served path about a third of its CPU per token:
+ * docs/BENCHMARKS.md, issue 25).
+ */
+export const generatorSessionOptions = (): Readonly<Record<string, unknown>> => ({ intraOpNumThreads: availableParallelism(), allowSpinning: false });
+
 /** The tokenizer the protocols use, over the folder's tokenizer.json (special tokens in text parsed as HF tokenizers parse them). */
 export class FolderPromptTokenizer implements PromptTokenizer {
   constructor(private readonly tokenizer: TextTokenizer) {}
@@ -109,7 +117,7 @@ export async function loadGeneratorFolder(dir: string, options: GeneratorServeOp
     throw createError('SF_ERR_GENERATIVE_FOLDER_INVALID', folder.dir, `--max-model-len ${options.maxModelLen} needs more KV cache than --kv-cache-space gives (${maxModelLen} tokens)`);
   }
   if (maxModelLen < 1) throw createError('SF_ERR_GENERATIVE_FOLDER_INVALID', folder.dir, '--kv-cache-space holds no KV block');
-  const plan: DecoderPlan = { kind: 'decoder', file: folder.modelFile, sessionOptions: { intraOpNumThreads: availableParallelism() }, vocabSize: folder.vocabSize };
+  const plan: DecoderPlan = { kind: 'decoder', file: folder.modelFile, sessionOptions: generatorSessionOptions(), vocabSize: folder.vocabSize };
   const { generator, start, stop } = scheduleOnEngine({
     name, plan, moduleUrl: pathToFileURL(folder.modelFile).href, modelDir: folder.dir, limits, maxModelLen, vocabSize: layout.vocabSize,
     eosTokenIds: folder.eosTokenIds, defaults: folder.defaults, builder, metrics,
