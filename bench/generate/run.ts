@@ -42,8 +42,11 @@ const maxNumBatchedTokens = env('BENCH_GEN_MAX_NUM_BATCHED_TOKENS', DEFAULT_GENE
 const parts = new Set((process.env.BENCH_GEN_PARTS ?? 'batching,latency,bound,served').split(','));
 
 interface Job { prompt: number[]; maxTokens: number }
-/** `cpuSeconds`: process CPU time (user + system, every thread) over the run. */
-interface Timings { tokens: number; seconds: number; cpuSeconds: number; ttft: number[]; itl: number[] }
+/** `cpuSeconds`: process CPU time (user + system, every thread) over the run; `prefillRunSeconds`/`decodeRunSeconds`: wall time inside session.run. */
+interface Timings { tokens: number; seconds: number; cpuSeconds: number; ttft: number[]; itl: number[]; prefillRunSeconds?: number; decodeRunSeconds?: number }
+
+/** Wall time inside session.run, by kind of run (a prefill chunk, or a batch of decodes): where a step's time goes. */
+const runClock = { prefill: 0, decode: 0 };
 
 const cpuSeconds = (): number => {
   const { user, system } = process.cpuUsage();
@@ -54,7 +57,7 @@ const childCpuSeconds = (pid: number): number => {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;
 };
-const rate = (t: Timings): string => `${(t.tokens / t.seconds).toFixed(1)} tok/s, ${(t.cpuSeconds * 1000 / t.tokens).toFixed(1)} ms CPU/token`;
+const rate = (t: Timings): string => `${(t.tokens / t.seconds).toFixed(1)} tok/s, ${(t.cpuSeconds * 1000 / t.tokens).toFixed(1)} ms CPU/token${t.decodeRunSeconds === undefined ? '' : ` (session.run: prefill ${t.prefillRunSeconds!.toFixed(1)} s, decode ${t.decodeRunSeconds.toFixed(1)} s of ${t.seconds.toFixed(1)} s)`}`;
 
 function workload(count: number, seed: number): Job[] {
   const random = seededRandom(seed);
@@ -73,6 +76,7 @@ async function inThreadRun(runtime: OnnxDecoderRuntime, jobs: readonly Job[], se
   let tokens = 0;
   const started = performance.now();
   const cpu = cpuSeconds();
+  const runs = { ...runClock };
   await Promise.all(jobs.map(async (job) => {
     const sequence = scheduler.sequence({ requestId: '', promptTokenIds: job.prompt, sampling: sampling(job.maxTokens) });
     void scheduler.submit(sequence, {});
@@ -87,7 +91,7 @@ async function inThreadRun(runtime: OnnxDecoderRuntime, jobs: readonly Job[], se
       tokens += chunk.tokens.length;
     }
   }));
-  return { tokens, seconds: (performance.now() - started) / 1000, cpuSeconds: cpuSeconds() - cpu, ttft, itl };
+  return { tokens, seconds: (performance.now() - started) / 1000, cpuSeconds: cpuSeconds() - cpu, ttft, itl, prefillRunSeconds: runClock.prefill - runs.prefill, decodeRunSeconds: runClock.decode - runs.decode };
 }
 
 /** One POST over a keep-alive agent; node:http, as undici's fetch costs the client more CPU than the server spends (see docs/BENCHMARKS.md). */
@@ -119,12 +123,14 @@ async function servedRun(base: string, model: string, jobs: readonly Job[], serv
 
 /** One request after another, each alone on the runtime: what a server without continuous batching does. */
 async function oneAtATime(runtime: OnnxDecoderRuntime, jobs: readonly Job[]): Promise<Timings> {
-  const all: Timings = { tokens: 0, seconds: 0, cpuSeconds: 0, ttft: [], itl: [] };
+  const all: Timings = { tokens: 0, seconds: 0, cpuSeconds: 0, ttft: [], itl: [], prefillRunSeconds: 0, decodeRunSeconds: 0 };
   for (const job of jobs) {
     const t = await inThreadRun(runtime, [job], 1);
     all.tokens += t.tokens;
     all.seconds += t.seconds;
     all.cpuSeconds += t.cpuSeconds;
+    all.prefillRunSeconds! += t.prefillRunSeconds!;
+    all.decodeRunSeconds! += t.decodeRunSeconds!;
   }
   return all;
 }
@@ -157,7 +163,12 @@ async function main(): Promise<void> {
     const params = parameterCount(folder.weights.shape);
     const session = await new OnnxBackend().load(join(folder.dir, 'onnx/model.onnx'), { options: generatorSessionOptions() });
     const { inputs, outputs } = session.metadata();
-    const runtime = new OnnxDecoderRuntime(decoderLayout('bench', inputs, outputs), (feeds, names) => session.run(feeds, names));
+    const runtime = new OnnxDecoderRuntime(decoderLayout('bench', inputs, outputs), async (feeds, names) => {
+      const start = performance.now();
+      const produced = await session.run(feeds, names);
+      runClock[feeds.input_ids!.shape[1]! > 1 ? 'prefill' : 'decode'] += (performance.now() - start) / 1000;
+      return produced;
+    });
     console.log(`model: Qwen3-shaped, ${(params / 1e6).toFixed(1)} M parameters (${JSON.stringify(shape)}), fp32; ${availableParallelism()} cores; max_num_seqs ${maxNumSeqs}, max_num_batched_tokens ${maxNumBatchedTokens}`);
     await inThreadRun(runtime, workload(2, 99), 2);
 
