@@ -35,6 +35,14 @@ export interface GeneratorServeOptions {
  */
 export const DEFAULT_GENERATOR_LIMITS = { maxNumSeqs: 16, maxNumBatchedTokens: 512, kvCacheSpaceGiB: 4 } as const;
 
+/**
+ * ONNX Runtime options of a decoder folder's session: every core, and pool threads that sleep
+ * between runs rather than spin, because the server's HTTP thread needs a core between steps (on a
+ * loaded 2-core machine spinning cost the served path about a third of its CPU per token:
+ * docs/BENCHMARKS.md, issue 25).
+ */
+export const generatorSessionOptions = (): Readonly<Record<string, unknown>> => ({ intraOpNumThreads: availableParallelism(), allowSpinning: false });
+
 /** The tokenizer the protocols use, over the folder's tokenizer.json (special tokens in text parsed as HF tokenizers parse them). */
 export class FolderPromptTokenizer implements PromptTokenizer {
   constructor(private readonly tokenizer: TextTokenizer) {}
@@ -93,7 +101,7 @@ export async function loadGeneratorFolder(dir: string, options: GeneratorServeOp
   // The ONNX runtime copies a cached prefix's KV into the new sequence (OnnxDecoderRuntime.copyPrefix).
   const { limits, maxModelLen } = generatorLimits(folder, options, { kvBytesPerToken, prefixCaching: true });
   const plan: DecoderPlan = {
-    kind: 'decoder', file: folder.modelFile, sessionOptions: { intraOpNumThreads: availableParallelism() }, vocabSize: folder.vocabSize,
+    kind: 'decoder', file: folder.modelFile, sessionOptions: generatorSessionOptions(), vocabSize: folder.vocabSize,
     // The instance's grammar engine reads the same tokenizer.json; masks are as wide as the logits (the padded vocabulary).
     grammarVocabulary: { tokenizerFile: folder.tokenizerFile, vocabSize: layout.vocabSize, stopTokenIds: folder.eosTokenIds },
   };

@@ -136,12 +136,7 @@ export class IterationScheduler implements Scheduler {
       const acquired = this.target.tryAcquire(loop.index);
       if (acquired === undefined) continue;
       loop.stepping = true;
-      void this.step(loop, acquired).finally(() => {
-        loop.stepping = false;
-        this.checkDrained();
-        // The freed instance wakes the engine's schedulers; a target without one is woken here.
-        queueMicrotask(() => this.notifyIdle());
-      });
+      void this.step(loop, acquired);
     }
   }
 
@@ -191,6 +186,19 @@ export class IterationScheduler implements Scheduler {
   }
 
   private async step(loop: InstanceLoop, acquired: unknown): Promise<void> {
+    try {
+      await this.runStep(loop, acquired);
+    } finally {
+      // Synchronously after the results are applied: the next step goes to the instance before the
+      // readers of this step's tokens run, so their detokenizing and writes overlap the instance's
+      // work instead of sitting between steps (vLLM's async scheduling overlaps the same way).
+      loop.stepping = false;
+      this.checkDrained();
+      this.notifyIdle();
+    }
+  }
+
+  private async runStep(loop: InstanceLoop, acquired: unknown): Promise<void> {
     for (const sequence of [...loop.running]) if (sequence.ending) this.finish(sequence, sequence.ending);
     const planned = this.plan(loop);
     const release = loop.release;
@@ -352,7 +360,8 @@ export class IterationScheduler implements Scheduler {
       sequence.promptLogprobs.push(...result.promptLogprobs.slice(0, sequence.request.promptTokenIds.length - sequence.promptLogprobs.length));
       if (sequence.promptLogprobs.length >= sequence.request.promptTokenIds.length) sequence.promptLogprobsPending = false;
     }
-    if (!result.token || sequence.finished) return;
+    // A sequence stopped or aborted while its step ran ends at the next step's start; its last token is not read.
+    if (!result.token || sequence.finished || sequence.ending) return;
     const token: GeneratedToken = result.token;
     const first = sequence.output.length === 0;
     sequence.output.push(token);

@@ -8,13 +8,15 @@ import { fp16BitsToNumber } from '../tensor/half-float.js';
  * A DecoderRuntime over an ONNX decoder as Hugging Face optimum exports it (exporters/onnx
  * `TextDecoderWithPositionIdsOnnxConfig`): `input_ids`, `attention_mask`, `position_ids`,
  * `past_key_values.N.key/value` [batch, kv_heads, past, head_dim] in; `logits` and
- * `present.N.key/value` out. The instance keeps each sequence's cache between steps (transformers.js
- * feeds `present.*` back as `past_key_values.*` the same way). Sequences of different lengths share
- * one run: each row's past is placed at the right of the batch's longest past and its new tokens at
- * the right of the longest chunk, with `attention_mask` zeros over the gaps and per-row
- * `position_ids` (optimum's modeling_decoder.py: positions are the real tokens' count, pads get 1),
- * so every real token sees exactly its own sequence. Decode rows (one token) and prefill chunks run
- * as two groups, so a decode row is never padded to a prompt chunk's length.
+ * `present.N.key/value` out. Sequences of different lengths share one run: each row's past is
+ * placed at the right of the batch's longest past, with `attention_mask` zeros over the gap and
+ * per-row `position_ids` (optimum's modeling_decoder.py: positions are the real tokens' count), so
+ * every real token sees exactly its own sequence. Decode rows (one token) run as one batch and each
+ * prefill chunk alone, so no row is padded to another's chunk (on a CPU a chunk of prompt tokens
+ * fills the matrix units by itself). Between steps a sequence's cache stays where the run put it, a
+ * window of `present`; while the batch of decodes is unchanged, the last step's `present` is the
+ * next step's past as it is (transformers.js feeds `present.*` back as `past_key_values.*` the same
+ * way), so steady decoding copies no cache; a changed batch gathers the windows once.
  */
 
 /** What a step runs: the named inputs in, the named outputs out (an ONNX Runtime session, in the instance). */
@@ -22,11 +24,19 @@ export type DecoderSessionRun = (feeds: Readonly<Record<string, Tensor>>, output
 
 type KvArray = Float32Array | Uint16Array;
 
-/** One sequence's cache: per layer, key then value, each [kvHeads][capacity][headDim]. */
+/**
+ * One sequence's cache: a window of the `present.*` arrays of the run that last extended it (per
+ * layer key then value, each [batch][kvHeads][stride][headDim]): row `row`, tokens `start` to
+ * `start + length`. The runtime never writes into an array a run returned, so windows are shared
+ * freely (a prefix-cache hit) and an unchanged batch of decodes feeds them back as its next past.
+ */
 interface SequenceCache {
+  readonly arrays: readonly KvArray[];
+  readonly batch: number;
+  readonly row: number;
+  readonly stride: number;
+  readonly start: number;
   length: number;
-  capacity: number;
-  buffers: KvArray[];
 }
 
 export interface DecoderLayout {
@@ -87,10 +97,12 @@ export class OnnxDecoderRuntime implements DecoderRuntime {
   async step(rows: readonly DecoderStepRow[]): Promise<DecoderStepResult> {
     const out: (Float32Array | undefined)[] = new Array(rows.length);
     for (const row of rows) this.truncate(row);
+    this.unpinIdle(rows);
     const decodes: number[] = [];
     const prefills: number[] = [];
     rows.forEach((row, i) => (row.tokenIds.length === 1 ? decodes : prefills).push(i));
-    for (const group of [decodes, prefills]) {
+    // Decodes share one run; each prefill chunk runs alone, so no chunk is padded to another's length.
+    for (const group of [decodes, ...prefills.map((i) => [i])]) {
       if (group.length === 0) continue;
       const logits = await this.runGroup(group.map((i) => rows[i]!));
       group.forEach((rowIndex, k) => (out[rowIndex] = logits[k]));
@@ -102,18 +114,11 @@ export class OnnxDecoderRuntime implements DecoderRuntime {
     for (const id of sequenceIds) this.caches.delete(id);
   }
 
-  /** Copies the first `length` cached tokens of `from` into a new sequence `to` (a prefix-cache hit). */
+  /** Sequence `to` starts with the first `length` cached tokens of `from` (a prefix-cache hit): the same arrays, never written in place, so nothing is copied. */
   copyPrefix(from: number, to: number, length: number): void {
     const source = this.caches.get(from);
     if (!source || source.length < length) throw new Error(`sequence ${from} holds ${source?.length ?? 0} tokens, not ${length}`);
-    const target = this.cacheOf(to);
-    target.length = 0;
-    this.reserve(target, length);
-    const { kvHeads, headDim } = this.layout;
-    source.buffers.forEach((buffer, b) => {
-      for (let h = 0; h < kvHeads; h++) target.buffers[b]!.set(buffer.subarray(h * source.capacity * headDim, (h * source.capacity + length) * headDim), h * target.capacity * headDim);
-    });
-    target.length = length;
+    this.caches.set(to, { ...source, length });
   }
 
   private truncate(row: DecoderStepRow): void {
@@ -125,85 +130,92 @@ export class OnnxDecoderRuntime implements DecoderRuntime {
   private cacheOf(id: number): SequenceCache {
     let cache = this.caches.get(id);
     if (!cache) {
-      cache = { length: 0, capacity: 0, buffers: [] };
+      cache = { arrays: [], batch: 1, row: 0, stride: 0, start: 0, length: 0 };
       this.caches.set(id, cache);
     }
     return cache;
   }
 
-  /** Grows a cache to hold `tokens`, doubling, copying each head's filled part. */
-  private reserve(cache: SequenceCache, tokens: number): void {
-    if (tokens <= cache.capacity) return;
-    const { kvHeads, headDim, layers, kvType } = this.layout;
-    const capacity = Math.max(tokens, cache.capacity * 2, 16);
-    const make = (): KvArray => (kvType === 'FP32' ? new Float32Array(kvHeads * capacity * headDim) : new Uint16Array(kvHeads * capacity * headDim));
-    const buffers = Array.from({ length: layers * 2 }, make);
-    cache.buffers.forEach((old, b) => {
-      for (let h = 0; h < kvHeads; h++) buffers[b]!.set(old.subarray(h * cache.capacity * headDim, (h * cache.capacity + cache.length) * headDim), h * capacity * headDim);
-    });
-    cache.buffers = buffers;
-    cache.capacity = capacity;
+  /**
+   * A cache left out of this step (a finished sequence kept as a cached prefix, one the scheduler
+   * holds back) gets arrays of its own, so it does not keep a whole batch's `present` alive.
+   */
+  private unpinIdle(rows: readonly DecoderStepRow[]): void {
+    const stepping = new Set(rows.map((row) => row.sequenceId));
+    for (const [id, cache] of this.caches) {
+      if (cache.batch === 1 || stepping.has(id)) continue;
+      const arrays = cache.arrays.map(() => this.kvArray(this.layout.kvHeads * cache.length * this.layout.headDim));
+      arrays.forEach((array, a) => this.copyWindow(cache, a, array, 0, cache.length));
+      this.caches.set(id, { arrays, batch: 1, row: 0, stride: cache.length, start: 0, length: cache.length });
+    }
   }
 
+  private kvArray(size: number): KvArray {
+    return this.layout.kvType === 'FP32' ? new Float32Array(size) : new Uint16Array(size);
+  }
+
+  /** Copies array `a` of a cache's window into `target`, row `row` of a [batch, kvHeads, stride, headDim] array, ending at token `stride`. */
+  private copyWindow(cache: SequenceCache, a: number, target: KvArray, row: number, stride: number): void {
+    const { kvHeads, headDim } = this.layout;
+    const source = cache.arrays[a]!;
+    for (let h = 0; h < kvHeads; h++) {
+      const from = ((cache.row * kvHeads + h) * cache.stride + cache.start) * headDim;
+      target.set(source.subarray(from, from + cache.length * headDim), ((row * kvHeads + h) * stride + stride - cache.length) * headDim);
+    }
+  }
+
+  /** The past arrays to feed as they are: every row's window is row b of the same arrays, ending at their last token (the last decode's batch, unchanged). */
+  private reusablePast(caches: readonly SequenceCache[]): readonly KvArray[] | undefined {
+    const arrays = caches[0]!.arrays;
+    if (arrays.length === 0 || caches[0]!.batch !== caches.length) return undefined;
+    return caches.every((c, b) => c.arrays === arrays && c.row === b && c.start + c.length === c.stride) ? arrays : undefined;
+  }
+
+  /** One run over rows with the same number of new tokens (decodes, or one prefill chunk). */
   private async runGroup(rows: readonly DecoderStepRow[]): Promise<(Float32Array | undefined)[]> {
     const { kvHeads, headDim, layers, kvType, vocabSize } = this.layout;
     const batch = rows.length;
+    const fresh = rows[0]!.tokenIds.length;
     const caches = rows.map((row) => this.caches.get(row.sequenceId)!);
-    const past = Math.max(...caches.map((c) => c.length));
-    const fresh = Math.max(...rows.map((r) => r.tokenIds.length));
+    const reused = this.reusablePast(caches);
+    const past = reused ? caches[0]!.stride : Math.max(...caches.map((c) => c.length));
     const total = past + fresh;
     const ids = new BigInt64Array(batch * fresh);
-    const positions = new BigInt64Array(batch * fresh).fill(1n);
+    const positions = new BigInt64Array(batch * fresh);
     const mask = new BigInt64Array(batch * total);
     rows.forEach((row, b) => {
       const cached = caches[b]!.length;
-      const start = fresh - row.tokenIds.length;
       row.tokenIds.forEach((token, k) => {
-        ids[b * fresh + start + k] = BigInt(token);
-        positions[b * fresh + start + k] = BigInt(cached + k);
+        ids[b * fresh + k] = BigInt(token);
+        positions[b * fresh + k] = BigInt(cached + k);
       });
-      mask.fill(1n, b * total + past - cached, b * total + past);
-      mask.fill(1n, b * total + past + start, (b + 1) * total);
+      mask.fill(1n, b * total + past - cached, (b + 1) * total);
     });
     const feeds: Record<string, Tensor> = {
       input_ids: createTensor('input_ids', 'INT64', [batch, fresh], ids),
       attention_mask: createTensor('attention_mask', 'INT64', [batch, total], mask),
       position_ids: createTensor('position_ids', 'INT64', [batch, fresh], positions),
     };
-    const stride = past * headDim;
-    for (let l = 0; l < layers; l++) {
-      for (const [kv, which] of [['key', 0], ['value', 1]] as const) {
-        const data = kvType === 'FP32' ? new Float32Array(batch * kvHeads * stride) : new Uint16Array(batch * kvHeads * stride);
-        caches.forEach((cache, b) => {
-          const buffer = cache.buffers[2 * l + which];
-          if (!buffer) return;
-          for (let h = 0; h < kvHeads; h++) data.set(buffer.subarray(h * cache.capacity * headDim, (h * cache.capacity + cache.length) * headDim), ((b * kvHeads + h) * past + past - cache.length) * headDim);
-        });
-        const name = `past_key_values.${l}.${kv}`;
-        feeds[name] = createTensor(name, kvType, [batch, kvHeads, past, headDim], data);
+    for (let a = 0; a < 2 * layers; a++) {
+      let data = reused?.[a];
+      if (!data) {
+        data = this.kvArray(batch * kvHeads * past * headDim);
+        for (let b = 0; b < batch; b++) if (caches[b]!.length > 0) this.copyWindow(caches[b]!, a, data, b, past);
       }
+      const name = `past_key_values.${a >> 1}.${a & 1 ? 'value' : 'key'}`;
+      feeds[name] = createTensor(name, kvType, [batch, kvHeads, past, headDim], data);
     }
     const produced = await this.run(feeds, this.outputNames);
-    // Each row's new tokens sit at the right end of `present`: copied after the cached ones.
+    // `present` is past then the new tokens, so each row's cache is now its window of it: kept, not copied.
+    const arrays: KvArray[] = [];
+    for (let l = 0; l < layers; l++) arrays.push(produced[`present.${l}.key`]!.data as KvArray, produced[`present.${l}.value`]!.data as KvArray);
     caches.forEach((cache, b) => {
-      const count = rows[b]!.tokenIds.length;
-      this.reserve(cache, cache.length + count);
-      for (let l = 0; l < layers; l++) {
-        for (const [kv, which] of [['key', 0], ['value', 1]] as const) {
-          const present = produced[`present.${l}.${kv}`]!.data as KvArray;
-          const buffer = cache.buffers[2 * l + which]!;
-          for (let h = 0; h < kvHeads; h++) {
-            const from = ((b * kvHeads + h) * total + total - count) * headDim;
-            buffer.set(present.subarray(from, from + count * headDim), (h * cache.capacity + cache.length) * headDim);
-          }
-        }
-      }
-      cache.length += count;
+      this.caches.set(rows[b]!.sequenceId, { arrays, batch, row: b, stride: total, start: past - cache.length, length: cache.length + fresh });
     });
     const logits = produced.logits!;
     return rows.map((row, b) => {
       if (row.logits === 'none') return undefined;
-      const count = row.logits === 'all' ? row.tokenIds.length : 1;
+      const count = row.logits === 'all' ? fresh : 1;
       const from = ((b + 1) * fresh - count) * vocabSize;
       // A half-precision export's logits are FP16 bit patterns; the sampler reads float32.
       return logits.datatype === 'FP16'

@@ -3,14 +3,19 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OnnxBackend } from '../../src/backends/onnx/onnx-backend.js';
-import { decoderLayout, OnnxDecoderRuntime } from '../../src/instance/onnx-decoder-runtime.js';
+import { decoderLayout, OnnxDecoderRuntime, type DecoderSessionRun } from '../../src/instance/onnx-decoder-runtime.js';
 import { writeDecoderFolder, type DecoderFolderOptions, type DecoderFolder } from '../fixtures/generation/decoder-folders.js';
 
-export async function decoderRuntime(options: DecoderFolderOptions = {}): Promise<{ runtime: OnnxDecoderRuntime; folder: DecoderFolder }> {
+/** `onRun` sees each run's feeds and outputs (tests of what the runtime feeds). */
+export async function decoderRuntime(options: DecoderFolderOptions = {}, onRun?: (feeds: Parameters<DecoderSessionRun>[0], produced: Awaited<ReturnType<DecoderSessionRun>>) => void): Promise<{ runtime: OnnxDecoderRuntime; folder: DecoderFolder }> {
   const folder = writeDecoderFolder(join(mkdtempSync(join(tmpdir(), 'serve-fn-decoder-')), options.family ?? 'qwen3'), options);
   const session = await new OnnxBackend().load(join(folder.dir, options.modelPath ?? 'onnx/model.onnx'), { options: { intraOpNumThreads: 1 } });
   const { inputs, outputs } = session.metadata();
-  const runtime = new OnnxDecoderRuntime(decoderLayout('tiny', inputs, outputs), (feeds, names) => session.run(feeds, names));
+  const runtime = new OnnxDecoderRuntime(decoderLayout('tiny', inputs, outputs), async (feeds, names) => {
+    const produced = await session.run(feeds, names);
+    onRun?.(feeds, produced);
+    return produced;
+  });
   return { runtime, folder };
 }
 

@@ -106,6 +106,29 @@ describe('IterationScheduler (fake decoder)', () => {
     expect(runtime.caches.has(aborted.sequence.id)).toBe(false);
   });
 
+  it("sends the next step before the step's tokens reach their readers; a sequence stopped meanwhile gets no token after the stop", async () => {
+    const { scheduler, target, start } = setup({ maxNumSeqs: 4, maxNumBatchedTokens: 16, kvBlocks: 16 });
+    const log: string[] = [];
+    const run = target.run.bind(target);
+    target.run = (acquired, call) => {
+      log.push(`step ${target.calls.length + 1}`);
+      return run(acquired, call);
+    };
+    const { sequence } = start([5, 6, 7], 1000);
+    const seen: GenerationChunk[] = [];
+    for await (const chunk of sequence) {
+      log.push(`read ${seen.length + 1}`);
+      seen.push(chunk);
+      if (seen.length === 3) sequence.stop();
+    }
+    // Step n + 1 is on its way when the reader sees token n.
+    expect(log.slice(0, 4)).toEqual(['step 1', 'step 2', 'read 1', 'step 3']);
+    expect(tokensOf(seen)).toEqual(fakeAlone([5, 6, 7], 3));
+    expect(finishOf(seen)).toBe('stop');
+    await scheduler.drain();
+    expect(scheduler.kvUsage).toBe(0);
+  });
+
   it('an end-of-sequence token stops with its id; ignore_eos and min_tokens keep going', async () => {
     const runtime = new FakeDecoder();
     const target = new InThreadTarget(runtime);

@@ -136,7 +136,8 @@ describe('OnnxBackend with onnxruntime-node', () => {
     [{ graphOptimizationLevel: 'max' }, 'option graphOptimizationLevel must be one of disabled, basic, extended, layout, all, got "max".'],
     [{ enableCpuMemArena: 1 }, 'option enableCpuMemArena must be true or false, got 1.'],
     [{ executionProviders: 'cpu' }, "option executionProviders must be a list of provider names or { name, ... } objects, e.g. [{ name: 'cuda', deviceId: 0 }, 'cpu'], got \"cpu\"."],
-    [{ intraOpThreads: 1 }, 'unknown option intraOpThreads; ONNX Runtime options are intraOpNumThreads, interOpNumThreads, graphOptimizationLevel, enableCpuMemArena, executionProviders.'],
+    [{ allowSpinning: 'no' }, 'option allowSpinning must be true or false, got "no".'],
+    [{ intraOpThreads: 1 }, 'unknown option intraOpThreads; ONNX Runtime options are intraOpNumThreads, interOpNumThreads, graphOptimizationLevel, enableCpuMemArena, executionProviders, allowSpinning.'],
   ])('refuses session option %j', async (options, problem) => {
     const err = await rejection(backend.load(simple, { options }));
     expect(err.code).toBe('SF_ERR_BACKEND_LOAD_FAILED');
@@ -163,6 +164,12 @@ function fakeRuntime(supported: { name: string; bundled: boolean }[], inputMetad
 
 describe('OnnxBackend devices and execution providers', () => {
   const CPU = { name: 'cpu', bundled: true };
+
+  it("allowSpinning reaches ONNX Runtime as its intra- and inter-op allow_spinning session config", async () => {
+    const { runtime, created } = fakeRuntime([CPU]);
+    await new OnnxBackend({ loadRuntime: async () => runtime }).load(new Uint8Array(1), { options: { intraOpNumThreads: 2, allowSpinning: false } });
+    expect(created).toEqual([{ intraOpNumThreads: 2, extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } }, executionProviders: ['cpu'] }]);
+  });
 
   it('maps gpu:N to the CUDA provider with deviceId N, falling back to CPU', async () => {
     const { runtime, created } = fakeRuntime([CPU, { name: 'cuda', bundled: true }]);

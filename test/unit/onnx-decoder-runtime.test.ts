@@ -111,6 +111,44 @@ for (const family of ['qwen3', 'qwen2'] as const) {
   });
 }
 
+describe('OnnxDecoderRuntime between steps', () => {
+  it("an unchanged batch of decodes feeds the last step's present back as its past; a changed batch and an idle cached prefix stay exact", async () => {
+    const runs: { feeds: Record<string, { data: unknown; shape: readonly number[] }>; produced: Record<string, { data: unknown }> }[] = [];
+    const { runtime, folder } = await decoderRuntime({ family: 'qwen3' }, (feeds, produced) => runs.push({ feeds, produced }));
+    const expectClose = (actual: Float32Array | undefined, tokens: readonly number[]): void => {
+      expect(maxDifference(actual!, referenceLogits(folder.weights, tokens).at(-1)!)).toBeLessThan(TOLERANCE);
+    };
+    const sequences = [prompt(4, 1), prompt(9, 2), prompt(6, 3)];
+    const ids = [1, 2, 3];
+    const rows = [...(await runtime.step(ids.map((sequenceId, i) => ({ sequenceId, cachedLength: 0, tokenIds: sequences[i]!, logits: 'last' as const })))).rows];
+    // Three prefill chunks of different lengths: three runs, none padded.
+    expect(runs.map((r) => r.feeds.input_ids!.shape)).toEqual([[1, 4], [1, 9], [1, 6]]);
+    const decode = async (active: readonly number[]): Promise<void> => {
+      const next = active.map((i) => argmax(rows[i]!));
+      const out = (await runtime.step(active.map((i, k) => ({ sequenceId: ids[i]!, cachedLength: sequences[i]!.length, tokenIds: [next[k]!], logits: 'last' as const })))).rows;
+      active.forEach((i, k) => {
+        sequences[i]!.push(next[k]!);
+        rows[i] = out[k];
+        expectClose(rows[i], sequences[i]!);
+      });
+    };
+    await decode([0, 1, 2]);
+    const gathered = runs.at(-1)!;
+    await decode([0, 1, 2]);
+    const reused = runs.at(-1)!;
+    expect(reused.feeds['past_key_values.0.key']!.data).toBe(gathered.produced['present.0.key']!.data);
+    expect(reused.feeds['past_key_values.1.value']!.data).toBe(gathered.produced['present.1.value']!.data);
+    // Sequence 2 is kept as a cached prefix while the other two decode on: the batch changed, so its past is gathered anew.
+    await decode([0, 2]);
+    expect(runs.at(-1)!.feeds['past_key_values.0.key']!.data).not.toBe(reused.produced['present.0.key']!.data);
+    await decode([0, 2]);
+    runtime.copyPrefix(2, 9, 9);
+    const hit = await runtime.step([{ sequenceId: 9, cachedLength: 9, tokenIds: [7], logits: 'last' }]);
+    expectClose(hit.rows[0], [...prompt(9, 2), 7]);
+    await decode([0, 1, 2]);
+  });
+});
+
 describe('OnnxDecoderRuntime with FP16 logits', () => {
   it('reads a half-precision export\'s logits as float32', async () => {
     const { runtime, folder } = await decoderRuntime({ family: 'qwen3', halfLogits: true });

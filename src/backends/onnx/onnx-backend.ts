@@ -17,7 +17,7 @@ export interface OnnxBackendOptions {
 
 const BACKEND = 'onnxruntime';
 const GRAPH_OPTIMIZATION_LEVELS = ['disabled', 'basic', 'extended', 'layout', 'all'] as const;
-const KNOWN_OPTIONS = ['intraOpNumThreads', 'interOpNumThreads', 'graphOptimizationLevel', 'enableCpuMemArena', 'executionProviders'];
+const KNOWN_OPTIONS = ['intraOpNumThreads', 'interOpNumThreads', 'graphOptimizationLevel', 'enableCpuMemArena', 'executionProviders', 'allowSpinning'];
 
 type ExecutionProvider = InferenceSession.ExecutionProviderConfig;
 
@@ -76,7 +76,7 @@ function toSessionOptions(options: Readonly<Record<string, unknown>>, label: str
       throw createError('SF_ERR_BACKEND_LOAD_FAILED', BACKEND, label, `unknown option ${key}; ONNX Runtime options are ${KNOWN_OPTIONS.join(', ')}.`);
     }
   }
-  const { intraOpNumThreads, interOpNumThreads, graphOptimizationLevel, enableCpuMemArena, executionProviders } = options;
+  const { intraOpNumThreads, interOpNumThreads, graphOptimizationLevel, enableCpuMemArena, executionProviders, allowSpinning } = options;
   const result: InferenceSession.SessionOptions = {};
   for (const [key, value] of [['intraOpNumThreads', intraOpNumThreads], ['interOpNumThreads', interOpNumThreads]] as const) {
     if (value === undefined) continue;
@@ -90,6 +90,13 @@ function toSessionOptions(options: Readonly<Record<string, unknown>>, label: str
   if (enableCpuMemArena !== undefined) {
     if (typeof enableCpuMemArena !== 'boolean') throw invalid('enableCpuMemArena', 'true or false');
     result.enableCpuMemArena = enableCpuMemArena;
+  }
+  if (allowSpinning !== undefined) {
+    if (typeof allowSpinning !== 'boolean') throw invalid('allowSpinning', 'true or false');
+    // ONNX Runtime's session config keys (onnxruntime_session_options_config_keys.h): with false, idle
+    // pool threads sleep instead of spinning, which frees the cores for the process's other threads.
+    const spin = allowSpinning ? '1' : '0';
+    result.extra = { session: { intra_op: { allow_spinning: spin }, inter_op: { allow_spinning: spin } } };
   }
   if (executionProviders !== undefined) {
     const valid = Array.isArray(executionProviders) && executionProviders.every((p) => typeof p === 'string' || typeof (p as { name?: unknown })?.name === 'string');
