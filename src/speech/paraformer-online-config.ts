@@ -42,3 +42,12 @@ export function streamingParaformerConfig(config: Record<string, unknown>, decod
     featureDim: frontEnd.numMelBins * frontEnd.lfrM,
   };
 }
+
+/** The streaming model's chunk size input: FunASR's `chunk_size` [look-back, chunk, look-ahead]. */
+export const CHUNK_SIZE_INPUT = 'CHUNK_SIZE';
+
+/**
+ * A streaming Paraformer's sequence: a stream is idle-expired after a minute without a chunk
+ * (Triton's max_sequence_idle_microseconds), which also bounds the state its instance keeps.
+ */
+export const STREAM_IDLE_MICROSECONDS = 60_000_000;

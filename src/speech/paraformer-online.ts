@@ -82,11 +82,11 @@ export class ParaformerOnline {
 
   /** The words `samples` (16 kHz, [-1, 1]) complete; `final` ends the stream and decodes its look-ahead. */
   async accept(stream: ParaformerOnlineStream, samples: Float32Array, final: boolean): Promise<string> {
-    const pieces = await this.chunks(stream, samples, final);
-    return paraformerSentence(pieces).text;
+    return paraformerSentence(await this.acceptPieces(stream, samples, final)).text;
   }
 
-  private async chunks(stream: ParaformerOnlineStream, samples: Float32Array, final: boolean): Promise<string[]> {
+  /** As `accept`, the token pieces before FunASR's sentence_postprocess joins them. */
+  async acceptPieces(stream: ParaformerOnlineStream, samples: Float32Array, final: boolean): Promise<string[]> {
     const [, chunk, ahead] = stream.chunkSize;
     const dim = this.conf.featureDim;
     if (final && stream.started && samples.length < SHORT_FINAL_SAMPLES) return this.infer(stream, stream.overlap, true);

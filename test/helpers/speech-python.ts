@@ -64,7 +64,7 @@ export function makeTinyStreamingParaformer(dir: string): string {
   return `${dir}/ParaformerStreaming-tiny`;
 }
 
-/** The independent numpy reference's text per chunk when `wav` is streamed in chunks of `chunkSamples`. */
-export function referenceStreamingTexts(folder: string, wav: string, chunkSamples: number): string[] {
-  return (JSON.parse(execFileSync(SPEECH_PYTHON, [ONLINE_SCRIPT, 'reference', folder, wav, String(chunkSamples)], { encoding: 'utf8' })) as { texts: string[] }).texts;
+/** The independent numpy reference's text per chunk when `wav` is streamed in chunks of `chunkSamples`, and the text of all their pieces. */
+export function referenceStreaming(folder: string, wav: string, chunkSamples: number): { texts: string[]; text: string } {
+  return JSON.parse(execFileSync(SPEECH_PYTHON, [ONLINE_SCRIPT, 'reference', folder, wav, String(chunkSamples)], { encoding: 'utf8' })) as { texts: string[]; text: string };
 }

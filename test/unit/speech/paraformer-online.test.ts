@@ -8,7 +8,7 @@ import { ParaformerOnline } from '../../../src/speech/paraformer-online.js';
 import { StreamingFrontEnd } from '../../../src/speech/paraformer-online-front-end.js';
 import { readSpeechFolder, type SpeechFolder } from '../../../src/speech/speech-folder.js';
 import { SpeechFrontEnd } from '../../../src/speech/speech-front-end.js';
-import { makeTinyStreamingParaformer, missingPython, referenceStreamingTexts, SPEECH_WAVS } from '../../helpers/speech-python.js';
+import { makeTinyStreamingParaformer, missingPython, referenceStreaming, SPEECH_WAVS } from '../../helpers/speech-python.js';
 
 const missing = missingPython(['onnx', 'numpy', 'torchaudio']);
 /** FunASR's chunk_size [5, 10, 5]: 600 ms of 16 kHz audio per chunk, as its WebSocket clients send. */
@@ -56,7 +56,7 @@ describe.skipIf(missing)('streaming Paraformer (tiny export with fixed weights)'
     const stream = model.newStream();
     const texts: string[] = [];
     for (const [i, chunk] of chunks.entries()) texts.push(await model.accept(stream, chunk, i === chunks.length - 1));
-    const expected = referenceStreamingTexts(folder.dir, wav, CHUNK_SAMPLES);
+    const expected = referenceStreaming(folder.dir, wav, CHUNK_SAMPLES).texts;
     expect(texts).toEqual(expected);
     expect(texts.join('').length).toBeGreaterThan(0);
   }, 60_000);
