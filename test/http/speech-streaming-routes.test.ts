@@ -89,4 +89,32 @@ describe.skipIf(missing)(`a streaming Paraformer served beside an offline one${m
     expect(res.status).toBe(200);
     expect(((await res.json()) as { text: string }).text).toBe(referenceStreaming(streaming, wav, CHUNK_SAMPLES).text);
   }, 60_000);
+
+  it.each([
+    ['the HTTP recognition route', async () => {
+      const form = new FormData();
+      form.append('file', new Blob([readFileSync(SPEECH_WAVS[2])], { type: 'audio/wav' }), 'a.wav');
+      form.append('hotwords', '{"阿里巴巴": 20}');
+      const res = await fetch(`${base}/recognition`, { method: 'POST', body: form });
+      return { status: res.status, message: JSON.stringify(await res.json()) };
+    }],
+    ['the WebSocket in online mode', async () => {
+      const { replies, close } = await funAsrUtterance({ mode: 'online', hotwords: '阿里巴巴 达摩院' }, new Uint8Array(3200));
+      return { status: close, message: JSON.stringify(replies) };
+    }],
+  ])('refuses hotwords on %s: no served model is a contextual Paraformer', async (_, send) => {
+    const { status, message } = await send();
+    expect([400, 1008]).toContain(status);
+    expect(message).toMatch(/hotwords need a contextual Paraformer \(model_eb\.onnx\)/);
+  });
+
+  it('takes an empty hotwords field, which asks for nothing', async () => {
+    const form = new FormData();
+    form.append('file', new Blob([readFileSync(SPEECH_WAVS[2])], { type: 'audio/wav' }), 'a.wav');
+    form.append('model', 'Paraformer-tiny');
+    form.append('hotwords', '');
+    const res = await fetch(`${base}/recognition`, { method: 'POST', body: form });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { text: string }).text).toBe(referenceTranscript(offline, SPEECH_WAVS[2]).text);
+  });
 });
