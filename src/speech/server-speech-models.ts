@@ -5,6 +5,7 @@ import { buildModelVersions, type VersionBuilderContext } from '../model-reposit
 import { parseModelConfig } from '../model-repository/model-config.js';
 import type { ModelSource } from '../model-repository/model-source.js';
 import { DEFAULT_AUDIO_LIMITS } from './audio-input.js';
+import { SPEECH_BATCH_BY_LENGTH } from './speech-batching.js';
 import { OFFLINE_ASR_KINDS, readSpeechFolder } from './speech-folder.js';
 import type { RecognizerModels } from './speech-model-recognizer.js';
 import { SpeechModel } from './speech-model.js';
@@ -47,7 +48,7 @@ export class ServerSpeechModels {
       if (models.some((m) => m.info.name === folder.name)) throw createError('SF_ERR_SPEECH_FOLDER_INVALID', dir, `another speech folder is also named '${folder.name}'; rename one`);
       const text = speechModelConfig(folder.name, { maxAudioSeconds: options.maxAudioSeconds ?? DEFAULT_AUDIO_LIMITS.maxSeconds, quantize: options.quantize === true, instances: options.instances ?? 1, maxBatchSize: options.maxBatchSize ?? SPEECH_MAX_BATCH, streaming: folder.kind === 'ParaformerStreaming' });
       const { config } = parseModelConfig(text, `${dir} (generated config.pbtxt)`, folder.name);
-      const source: ModelSource = { name: folder.name, dir, config, kind: 'module', versions: [{ version: '1', file: folder.kind === 'ParaformerStreaming' ? STREAMING_INSTANCE_MODULE : INSTANCE_MODULE }], warnings: [] };
+      const source: ModelSource = { name: folder.name, dir, config, kind: 'module', versions: [{ version: '1', file: folder.kind === 'ParaformerStreaming' ? STREAMING_INSTANCE_MODULE : INSTANCE_MODULE }], warnings: [], ...(folder.kind === 'ParaformerStreaming' ? {} : { batchByLength: SPEECH_BATCH_BY_LENGTH }) };
       const [version] = await buildModelVersions(source, builder);
       models.push(new SpeechModel(folder, version));
     }
