@@ -3,6 +3,7 @@ import { basename, join } from 'node:path';
 import { parse } from 'yaml';
 import { createError } from '../errors/index.js';
 import { parseAmMvn, type Cmvn } from './cmvn.js';
+import { sentencePiecePieces } from './sentencepiece-model.js';
 import { DEFAULT_FRONT_END, type FrontEndConfig } from './speech-front-end.js';
 import { streamingParaformerConfig, type StreamingParaformerConfig } from './paraformer-online-config.js';
 
@@ -16,7 +17,7 @@ export type SpeechKind = (typeof SPEECH_KINDS)[number];
 export const OFFLINE_ASR_KINDS: readonly SpeechKind[] = ['SenseVoiceSmall', 'Paraformer', 'BiCifParaformer'];
 
 /** File names FunASR's runtimes look for (runtime/onnxruntime/include/com-define.h). */
-export const SPEECH_FILES = { model: 'model.onnx', quantModel: 'model_quant.onnx', config: 'config.yaml', cmvn: 'am.mvn', tokens: 'tokens.json', segDict: 'seg_dict', decoder: 'decoder.onnx', quantDecoder: 'decoder_quant.onnx' } as const;
+export const SPEECH_FILES = { model: 'model.onnx', quantModel: 'model_quant.onnx', config: 'config.yaml', cmvn: 'am.mvn', tokens: 'tokens.json', segDict: 'seg_dict', decoder: 'decoder.onnx', quantDecoder: 'decoder_quant.onnx', senseVoiceBpe: 'chn_jpn_yue_eng_ko_spectok.bpe.model' } as const;
 
 export interface SpeechFolder {
   readonly dir: string;
@@ -69,9 +70,11 @@ export function readSpeechFolder(dir: string, options: SpeechFolderOptions = {})
   }
   const modelName = options.quantize ? SPEECH_FILES.quantModel : SPEECH_FILES.model;
   const decoderName = options.quantize ? SPEECH_FILES.quantDecoder : SPEECH_FILES.decoder;
-  const missing = [modelName, ...(kind === 'ParaformerStreaming' ? [decoderName] : []), SPEECH_FILES.cmvn, SPEECH_FILES.tokens].filter((f) => !existsSync(join(dir, f)));
+  // SenseVoice's export ships its SentencePiece model, which funasr_onnx reads; FunASR's C++ runtime reads tokens.json.
+  const bpeModel = kind === 'SenseVoiceSmall' && !existsSync(join(dir, SPEECH_FILES.tokens)) && existsSync(join(dir, SPEECH_FILES.senseVoiceBpe));
+  const missing = [modelName, ...(kind === 'ParaformerStreaming' ? [decoderName] : []), SPEECH_FILES.cmvn, ...(bpeModel ? [] : [SPEECH_FILES.tokens])].filter((f) => !existsSync(join(dir, f)));
   if (missing.length > 0) {
-    const bpe = missing.includes(SPEECH_FILES.tokens) && kind === 'SenseVoiceSmall' ? ' (FunASR\'s C++ runtime reads tokens.json; a SentencePiece .bpe.model alone is not read: write its pieces, in id order, as a JSON array)' : '';
+    const bpe = missing.includes(SPEECH_FILES.tokens) && kind === 'SenseVoiceSmall' ? ` (FunASR's C++ runtime reads tokens.json; a SentencePiece model is read too, named ${SPEECH_FILES.senseVoiceBpe} as funasr_onnx names it)` : '';
     const export_ = missing.includes(modelName) ? ` (export it with funasr-export or funasr.AutoModel(...).export(type="onnx"${options.quantize ? ', quantize=True' : ''}))` : '';
     throw fail(`it has no ${missing.join(', ')}${export_}${bpe}`);
   }
@@ -83,9 +86,9 @@ export function readSpeechFolder(dir: string, options: SpeechFolderOptions = {})
   }
   let tokens: unknown;
   try {
-    tokens = JSON.parse(readFileSync(join(dir, SPEECH_FILES.tokens), 'utf8'));
+    tokens = bpeModel ? sentencePiecePieces(readFileSync(join(dir, SPEECH_FILES.senseVoiceBpe))) : JSON.parse(readFileSync(join(dir, SPEECH_FILES.tokens), 'utf8'));
   } catch (err) {
-    throw fail(`its tokens.json is not JSON (${(err as Error).message})`, err);
+    throw fail(bpeModel ? `its ${SPEECH_FILES.senseVoiceBpe} could not be read: ${(err as Error).message}` : `its tokens.json is not JSON (${(err as Error).message})`, err);
   }
   if (!Array.isArray(tokens) || !tokens.every((t) => typeof t === 'string')) throw fail('its tokens.json is not a JSON array of strings (the piece of each id)');
   const frontEnd = frontEndConfig(config.frontend_conf, fail);
