@@ -117,4 +117,61 @@ describe.skipIf(missing)(`a streaming Paraformer served beside an offline one${m
     expect(res.status).toBe(200);
     expect(((await res.json()) as { text: string }).text).toBe(referenceTranscript(offline, SPEECH_WAVS[2]).text);
   });
+
+  /** A WAV header that declares `channels` and `rate`, with `data` bytes of samples. */
+  function wavHeader(channels: number, rate: number, data: Uint8Array): Uint8Array {
+    const out = new Uint8Array(44 + data.length);
+    const view = new DataView(out.buffer);
+    out.set(new TextEncoder().encode('RIFF'), 0);
+    view.setUint32(4, 36 + data.length, true);
+    out.set(new TextEncoder().encode('WAVEfmt '), 8);
+    view.setUint32(16, 16, true);
+    view.setUint16(20, 1, true);
+    view.setUint16(22, channels, true);
+    view.setUint32(24, rate, true);
+    view.setUint32(28, rate * channels * 2, true);
+    view.setUint16(32, channels * 2, true);
+    view.setUint16(34, 16, true);
+    out.set(new TextEncoder().encode('data'), 36);
+    view.setUint32(40, data.length, true);
+    out.set(data, 44);
+    return out;
+  }
+
+  it.each([
+    ['not audio', () => new TextEncoder().encode('hello, I am text'), /not a WAV file/],
+    ['an empty file', () => new Uint8Array(0), /empty/],
+    ['a WAV file of 0 channels', () => wavHeader(0, 16000, new Uint8Array(3200)), /channels|could not be read/],
+    ['192 kHz audio', () => wavHeader(1, 192000, new Uint8Array(3200)), /192000 Hz/],
+  ])("refuses %s on FunASR's HTTP recognition and KServe v2 with a 400 naming what is wrong", async (_, bytes, message) => {
+    for (const model of ['Paraformer-tiny', 'ParaformerStreaming-tiny']) {
+      const form = new FormData();
+      form.append('file', new Blob([bytes()], { type: 'audio/wav' }), 'a.wav');
+      form.append('model', model);
+      const res = await fetch(`${base}/recognition`, { method: 'POST', body: form });
+      const text = await res.text();
+      expect(res.status, text).toBe(400);
+      expect(text).toMatch(message);
+      // KServe v2's binary tensor extension carries the bytes as sent; the streaming model takes a whole utterance as a one-request sequence.
+      const audio = bytes();
+      const element = new Uint8Array(4 + audio.length);
+      new DataView(element.buffer).setUint32(0, audio.length, true);
+      element.set(audio, 4);
+      const sequence = model === 'ParaformerStreaming-tiny' ? { parameters: { sequence_id: 7, sequence_start: true, sequence_end: true } } : {};
+      const header = JSON.stringify({ ...sequence, inputs: [{ name: 'AUDIO', datatype: 'BYTES', shape: [1, 1], parameters: { binary_data_size: element.length } }] });
+      const infer = await fetch(`${base}/v2/models/${model}/infer`, {
+        method: 'POST', body: Buffer.concat([Buffer.from(header), element]),
+        headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(Buffer.byteLength(header)) },
+      });
+      const answer = (await infer.json()) as { error?: string };
+      expect(infer.status, answer.error).toBe(400);
+      expect(answer.error).toMatch(message);
+    }
+  }, 60_000);
+
+  it('refuses 192 kHz PCM on the WebSocket, which takes 16 kHz streams only', async () => {
+    const { replies, close } = await funAsrUtterance({ mode: 'online', audio_fs: 192000 }, new Uint8Array(3200));
+    expect(close).toBe(1008);
+    expect(replies).toEqual([{ error: expect.stringMatching(/audio_fs 192000 is not supported/), code: 'SF_ERR_BAD_REQUEST' }]);
+  });
 });
