@@ -28,9 +28,11 @@ export default class ParaformerOnlineInstanceModel implements TensorModel {
   private limits: AudioLimits = DEFAULT_AUDIO_LIMITS;
   private readonly streams = new Map<string, { stream: ParaformerOnlineStream; lastUsed: number }>();
   private idleMs = STREAM_IDLE_MICROSECONDS / 1000;
+  private modelName = '';
 
   async initialize(ctx: ModelContext): Promise<void> {
     const parameter = (key: string): string | undefined => ((ctx.config.parameters as Record<string, { string_value?: string }> | undefined)?.[key])?.string_value;
+    this.modelName = ctx.modelName;
     const folder = readSpeechFolder(ctx.modelDir, { quantize: parameter('quantize') === 'true' });
     this.limits = { ...DEFAULT_AUDIO_LIMITS, maxSeconds: Number(parameter('max_audio_seconds') ?? DEFAULT_AUDIO_LIMITS.maxSeconds) };
     const idleUs = (ctx.config.sequence_batching as { max_sequence_idle_microseconds?: number } | undefined)?.max_sequence_idle_microseconds;
@@ -65,7 +67,7 @@ export default class ParaformerOnlineInstanceModel implements TensorModel {
       this.streams.set(key, { stream: model.newStream(chunkSize(request)), lastUsed: Date.now() });
     }
     const entry = this.streams.get(key);
-    if (!entry) throw createError('SF_ERR_SEQUENCE_NOT_STARTED', key, 'this streaming Paraformer', STREAM_IDLE_MICROSECONDS);
+    if (!entry) throw createError('SF_ERR_SEQUENCE_NOT_STARTED', key, this.modelName, this.idleMs * 1000);
     entry.lastUsed = Date.now();
     try {
       if (start && end) return await this.wholeUtterance(entry.stream, bytes, rate);

@@ -175,3 +175,30 @@ describe.skipIf(missing)(`a streaming Paraformer served beside an offline one${m
     expect(replies).toEqual([{ error: expect.stringMatching(/audio_fs 192000 is not supported/), code: 'SF_ERR_BAD_REQUEST' }]);
   });
 });
+
+describe.skipIf(missing)(`a streaming Paraformer served alone${missing ? ` (skipped: ${missing})` : ''}`, () => {
+  let server: ServeFnServer;
+  let base = '';
+
+  beforeAll(async () => {
+    server = new ServeFnServer({ models: [], speechFolders: [makeTinyStreamingParaformer(mkdtempSync(join(tmpdir(), 'speech-streaming-alone-')))] });
+    base = await server.listen(0, '127.0.0.1');
+  }, 120_000);
+
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it.each(['offline', '2pass'])("refuses mode %s, which needs an offline model, with an error message and close code 1008", async (mode) => {
+    const socket = new WebSocket(`${base.replace('http', 'ws')}/`);
+    const { replies, close } = await new Promise<{ replies: unknown[]; close: number }>((resolve, reject) => {
+      const replies: unknown[] = [];
+      socket.on('error', reject);
+      socket.on('message', (data) => replies.push(JSON.parse(String(data))));
+      socket.on('close', (code) => resolve({ replies, close: code }));
+      socket.on('open', () => socket.send(JSON.stringify({ mode, is_speaking: true })));
+    });
+    expect(close).toBe(1008);
+    expect(replies).toEqual([{ error: expect.stringMatching(new RegExp(`mode '${mode}' needs an offline model`)), code: 'SF_ERR_BAD_REQUEST' }]);
+  });
+});
