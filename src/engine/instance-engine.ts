@@ -4,6 +4,7 @@ import type { TensorWireRequest, TensorWireResult } from '../wire/tensor-model-p
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { BatchPolicy } from '../spec/batch-policy.js';
 import { DynamicBatcher, type BatchEntry, type BatcherHooks, type SubmitOptions } from './dynamic-batcher.js';
+import type { BatchFormationHooks } from './batch-formation.js';
 import type { Scheduler } from './scheduler.js';
 import { systemClock, type Clock } from './clock.js';
 import { InstancePool, type Acquired, type PoolEvents } from './instance-pool.js';
@@ -25,6 +26,22 @@ export interface ValidatedRequest {
   /** Rows along dimension 0; 1 for models without batching. */
   readonly rows: number;
   readonly signature: string;
+}
+
+/**
+ * Batch formation by length for a tensor model whose rows are padded to the longest (speech):
+ * Triton's and FunASR's sort-by-length, as BatchFormation's budget `minFill` forms batches.
+ */
+export interface LengthBatching {
+  /** A request's length, in any unit proportional to its padded cost. */
+  cost(request: ValidatedRequest): number;
+  /** The least share of a batch's padded cost that is its requests' own. */
+  readonly minFill: number;
+}
+
+/** The token budget's formation with no limit: each batch is the oldest request and the queued ones nearest its length. */
+export function lengthBudget(byLength: LengthBatching): NonNullable<BatchFormationHooks<QueuedTensorRequest>['budget']> {
+  return { limit: Infinity, minFill: byLength.minFill, cost: (queued) => byLength.cost(queued.request) };
 }
 
 /** A tensor request on its way to an instance, with the times the metrics need. */
@@ -144,11 +161,12 @@ export class InstanceEngine {
    * batcher forms them: `policy.maxBatchSize` counts rows (max_batch_size), and only requests whose
    * inputs have equal shapes beyond dimension 0 share a batch (`enforce_equal_shape_tensors`).
    */
-  tensorBatcher(owner: string, policy: BatchPolicy): DynamicBatcher<QueuedTensorRequest, TensorWireResult> {
+  tensorBatcher(owner: string, policy: BatchPolicy, byLength?: LengthBatching): DynamicBatcher<QueuedTensorRequest, TensorWireResult> {
     return this.batcher<QueuedTensorRequest, TensorWireResult>(owner, policy, (batch) => this.runTensorBatch(batch.map((entry) => entry.payload)), {
       queueBehind: true,
       rows: (queued) => queued.request.rows,
       joins: (first, next) => first.request.signature === next.request.signature,
+      ...(byLength ? { budget: lengthBudget(byLength) } : {}),
     });
   }
 

@@ -1,7 +1,7 @@
 import { createError, ServeFnError } from '../errors/index.js';
 import { SequenceScheduler } from '../engine/sequence-scheduler.js';
 import type { StreamRequests } from '../inference/decoupled-model-version.js';
-import type { ValidatedRequest, InstanceEngine, QueuedTensorRequest } from '../engine/instance-engine.js';
+import type { ValidatedRequest, InstanceEngine, LengthBatching, QueuedTensorRequest } from '../engine/instance-engine.js';
 import { refuseSequenceParameters } from '../engine/sequence-parameters.js';
 import type { TensorRequests } from '../inference/tensor-model-version.js';
 import type { TensorWireResult } from '../wire/tensor-model-plan.js';
@@ -25,7 +25,7 @@ export type ConfiguredScheduler = { readonly decoupled: false; readonly requests
  * stream (InstanceEngine.streamBatcher), as Triton's decoupled requests go through the model's one
  * scheduler with its `default_queue_policy`.
  */
-export function schedulerFor(config: ModelConfig, version: string, engine: InstanceEngine, log: PoolEvents['onLog']): ConfiguredScheduler {
+export function schedulerFor(config: ModelConfig, version: string, engine: InstanceEngine, log: PoolEvents['onLog'], byLength?: LengthBatching): ConfiguredScheduler {
   const { name } = config;
   const sequence = sequenceBatchingPlan(config);
   if (sequence) {
@@ -46,7 +46,7 @@ export function schedulerFor(config: ModelConfig, version: string, engine: Insta
       },
     };
   }
-  const batcher = engine.tensorBatcher(owner, policy);
+  const batcher = engine.tensorBatcher(owner, policy, byLength);
   return {
     decoupled: false,
     requests: {

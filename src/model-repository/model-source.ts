@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { extname, join } from 'node:path';
+import type { LengthBatching } from '../engine/instance-engine.js';
 import { createError } from '../errors/index.js';
 import type { TensorModelKind } from '../wire/tensor-model-plan.js';
 import { parseModelConfigJson } from './config-json.js';
@@ -27,6 +28,8 @@ export interface ModelSource {
   /** The versions the version policy serves, ascending. */
   readonly versions: readonly ModelVersionSource[];
   readonly warnings: readonly string[];
+  /** Batches formed by length (config.pbtxt has no such field: serve-fn's no-code speech models set it). */
+  readonly batchByLength?: LengthBatching;
 }
 
 /** Model files per backend, in the order they are looked for when config.pbtxt names no file. */

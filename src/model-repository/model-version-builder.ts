@@ -106,7 +106,7 @@ async function buildTensorModel(source: ModelSource, kind: TensorModelKind, vers
     log: ctx.log,
     restartPolicy: restartPolicyFromParameters(config) ?? ctx.restartPolicy,
   });
-  const scheduler = schedulerFor(config, version, engine, ctx.log);
+  const scheduler = schedulerFor(config, version, engine, ctx.log, source.batchByLength);
   const warmups = warmupRuns(config, tensors.inputs, source.dir);
   return scheduler.decoupled ? new DecoupledModelVersion(info, engine, scheduler.streams, warmups) : new TensorModelVersion(info, engine, scheduler.requests, warmups);
 }

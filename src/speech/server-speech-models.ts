@@ -5,7 +5,9 @@ import { buildModelVersions, type VersionBuilderContext } from '../model-reposit
 import { parseModelConfig } from '../model-repository/model-config.js';
 import type { ModelSource } from '../model-repository/model-source.js';
 import { DEFAULT_AUDIO_LIMITS } from './audio-input.js';
-import { readSpeechFolder } from './speech-folder.js';
+import { SPEECH_BATCH_BY_LENGTH } from './speech-batching.js';
+import { OFFLINE_ASR_KINDS, readSpeechFolder } from './speech-folder.js';
+import type { RecognizerModels } from './speech-model-recognizer.js';
 import { SpeechModel } from './speech-model.js';
 import { SPEECH_MAX_BATCH, speechModelConfig } from './speech-tensors.js';
 
@@ -22,7 +24,10 @@ export interface SpeechServeOptions {
 }
 
 /** The instance module: this folder's .ts under the TypeScript loader (tests), its .js in dist. */
-const INSTANCE_MODULE = fileURLToPath(new URL(`./speech-instance-model${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url));
+const instanceModule = (name: string): string => fileURLToPath(new URL(`./${name}${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url));
+const INSTANCE_MODULE = instanceModule('speech-instance-model');
+/** A streaming Paraformer's instance module: the stream state per sequence (paraformer-online-instance-model.ts). */
+const STREAMING_INSTANCE_MODULE = instanceModule('paraformer-online-instance-model');
 
 /**
  * The speech models one server serves, one per FunASR export folder: each a repository-style model
@@ -40,9 +45,9 @@ export class ServerSpeechModels {
     const models: SpeechModel[] = [];
     for (const dir of folders) {
       const folder = readSpeechFolder(dir, { quantize: options.quantize });
-      const text = speechModelConfig(folder.name, { maxAudioSeconds: options.maxAudioSeconds ?? DEFAULT_AUDIO_LIMITS.maxSeconds, quantize: options.quantize === true, instances: options.instances ?? 1, maxBatchSize: options.maxBatchSize ?? SPEECH_MAX_BATCH });
+      const text = speechModelConfig(folder.name, { maxAudioSeconds: options.maxAudioSeconds ?? DEFAULT_AUDIO_LIMITS.maxSeconds, quantize: options.quantize === true, instances: options.instances ?? 1, maxBatchSize: options.maxBatchSize ?? SPEECH_MAX_BATCH, streaming: folder.kind === 'ParaformerStreaming' });
       const { config } = parseModelConfig(text, `${dir} (generated config.pbtxt)`, folder.name);
-      const source: ModelSource = { name: folder.name, dir, config, kind: 'module', versions: [{ version: '1', file: INSTANCE_MODULE }], warnings: [] };
+      const source: ModelSource = { name: folder.name, dir, config, kind: 'module', versions: [{ version: '1', file: folder.kind === 'ParaformerStreaming' ? STREAMING_INSTANCE_MODULE : INSTANCE_MODULE }], warnings: [], ...(folder.kind === 'ParaformerStreaming' ? {} : { batchByLength: SPEECH_BATCH_BY_LENGTH }) };
       const [version] = await buildModelVersions(source, builder);
       models.push(new SpeechModel(folder, version));
     }
@@ -62,6 +67,18 @@ export class ServerSpeechModels {
   notReady(): string | undefined {
     const down = this.models.find((m) => !m.ready());
     return down && `speech model '${down.info.name}' is not ready`;
+  }
+
+  /**
+   * The models of a FunASR WebSocket session, as FunASR's 2pass server pairs a streaming and an
+   * offline ASR model: the named one in its role, and the first served model of the other role.
+   */
+  recognizerModels(name: string | undefined): RecognizerModels {
+    const named = name === undefined || name === '' ? undefined : this.find(name);
+    const online = named?.streaming ? named : this.models.find((m) => m.streaming);
+    const offline = named && OFFLINE_ASR_KINDS.includes(named.folder.kind) ? named : this.models.find((m) => OFFLINE_ASR_KINDS.includes(m.folder.kind));
+    if (!online && !offline) return { offline: this.find(name) };
+    return { ...(online ? { online } : {}), ...(offline ? { offline } : {}) };
   }
 
   /** The model a request names; with no name, the only one (or the first when several are served). */

@@ -3,7 +3,9 @@ import { basename, join } from 'node:path';
 import { parse } from 'yaml';
 import { createError } from '../errors/index.js';
 import { parseAmMvn, type Cmvn } from './cmvn.js';
+import { sentencePiecePieces } from './sentencepiece-model.js';
 import { DEFAULT_FRONT_END, type FrontEndConfig } from './speech-front-end.js';
+import { streamingParaformerConfig, type StreamingParaformerConfig } from './paraformer-online-config.js';
 
 /**
  * The kinds of FunASR export folder, named by config.yaml's `model:` as FunASR's AutoModel names
@@ -15,7 +17,7 @@ export type SpeechKind = (typeof SPEECH_KINDS)[number];
 export const OFFLINE_ASR_KINDS: readonly SpeechKind[] = ['SenseVoiceSmall', 'Paraformer', 'BiCifParaformer'];
 
 /** File names FunASR's runtimes look for (runtime/onnxruntime/include/com-define.h). */
-export const SPEECH_FILES = { model: 'model.onnx', quantModel: 'model_quant.onnx', config: 'config.yaml', cmvn: 'am.mvn', tokens: 'tokens.json', segDict: 'seg_dict', decoder: 'decoder.onnx' } as const;
+export const SPEECH_FILES = { model: 'model.onnx', quantModel: 'model_quant.onnx', config: 'config.yaml', cmvn: 'am.mvn', tokens: 'tokens.json', segDict: 'seg_dict', decoder: 'decoder.onnx', quantDecoder: 'decoder_quant.onnx', senseVoiceBpe: 'chn_jpn_yue_eng_ko_spectok.bpe.model' } as const;
 
 export interface SpeechFolder {
   readonly dir: string;
@@ -30,6 +32,8 @@ export interface SpeechFolder {
   readonly tokens: readonly string[];
   /** Paraformer's `model_conf.predictor_bias` (1 in FunASR's template). */
   readonly predictorBias: number;
+  /** A streaming Paraformer's decoder.onnx and the shapes of its caches (paraformer-online-config.ts). */
+  readonly streaming?: StreamingParaformerConfig;
 }
 
 export interface SpeechFolderOptions {
@@ -61,13 +65,16 @@ export function readSpeechFolder(dir: string, options: SpeechFolderOptions = {})
   const declared = String(config.model ?? '');
   const kind = streamingParaformer(declared, dir) ? 'ParaformerStreaming' : SPEECH_KINDS.find((k) => k === declared);
   if (!kind) throw fail(`config.yaml's model '${declared}' is not a FunASR model serve-fn knows (${SPEECH_KINDS.join(', ')})`);
-  if (!OFFLINE_ASR_KINDS.includes(kind)) {
-    throw fail(`it is a ${kind} export; serve-fn serves SenseVoiceSmall, Paraformer and BiCifParaformer folders so far (docs/speech.md lists what is not done)`);
+  if (!OFFLINE_ASR_KINDS.includes(kind) && kind !== 'ParaformerStreaming') {
+    throw fail(`it is a ${kind} export; serve-fn serves SenseVoiceSmall, Paraformer and BiCifParaformer folders and streaming Paraformer (ParaformerStreaming) ones so far (docs/speech.md lists what is not done)`);
   }
   const modelName = options.quantize ? SPEECH_FILES.quantModel : SPEECH_FILES.model;
-  const missing = [modelName, SPEECH_FILES.cmvn, SPEECH_FILES.tokens].filter((f) => !existsSync(join(dir, f)));
+  const decoderName = options.quantize ? SPEECH_FILES.quantDecoder : SPEECH_FILES.decoder;
+  // SenseVoice's export ships its SentencePiece model, which funasr_onnx reads; FunASR's C++ runtime reads tokens.json.
+  const bpeModel = kind === 'SenseVoiceSmall' && !existsSync(join(dir, SPEECH_FILES.tokens)) && existsSync(join(dir, SPEECH_FILES.senseVoiceBpe));
+  const missing = [modelName, ...(kind === 'ParaformerStreaming' ? [decoderName] : []), SPEECH_FILES.cmvn, ...(bpeModel ? [] : [SPEECH_FILES.tokens])].filter((f) => !existsSync(join(dir, f)));
   if (missing.length > 0) {
-    const bpe = missing.includes(SPEECH_FILES.tokens) && kind === 'SenseVoiceSmall' ? ' (FunASR\'s C++ runtime reads tokens.json; a SentencePiece .bpe.model alone is not read: write its pieces, in id order, as a JSON array)' : '';
+    const bpe = missing.includes(SPEECH_FILES.tokens) && kind === 'SenseVoiceSmall' ? ` (FunASR's C++ runtime reads tokens.json; a SentencePiece model is read too, named ${SPEECH_FILES.senseVoiceBpe} as funasr_onnx names it)` : '';
     const export_ = missing.includes(modelName) ? ` (export it with funasr-export or funasr.AutoModel(...).export(type="onnx"${options.quantize ? ', quantize=True' : ''}))` : '';
     throw fail(`it has no ${missing.join(', ')}${export_}${bpe}`);
   }
@@ -79,16 +86,17 @@ export function readSpeechFolder(dir: string, options: SpeechFolderOptions = {})
   }
   let tokens: unknown;
   try {
-    tokens = JSON.parse(readFileSync(join(dir, SPEECH_FILES.tokens), 'utf8'));
+    tokens = bpeModel ? sentencePiecePieces(readFileSync(join(dir, SPEECH_FILES.senseVoiceBpe))) : JSON.parse(readFileSync(join(dir, SPEECH_FILES.tokens), 'utf8'));
   } catch (err) {
-    throw fail(`its tokens.json is not JSON (${(err as Error).message})`, err);
+    throw fail(bpeModel ? `its ${SPEECH_FILES.senseVoiceBpe} could not be read: ${(err as Error).message}` : `its tokens.json is not JSON (${(err as Error).message})`, err);
   }
   if (!Array.isArray(tokens) || !tokens.every((t) => typeof t === 'string')) throw fail('its tokens.json is not a JSON array of strings (the piece of each id)');
   const frontEnd = frontEndConfig(config.frontend_conf, fail);
   if (cmvn.shift.length !== frontEnd.numMelBins * frontEnd.lfrM) throw fail(`its am.mvn has ${cmvn.shift.length} values per frame, where frontend_conf's n_mels × lfr_m is ${frontEnd.numMelBins * frontEnd.lfrM}`);
   const modelConf = (config.model_conf ?? {}) as Record<string, unknown>;
   const predictorBias = typeof modelConf.predictor_bias === 'number' ? modelConf.predictor_bias : kind === 'SenseVoiceSmall' ? 0 : 1;
-  return { dir, name: basename(dir), kind, modelFile: join(dir, modelName), frontEnd, cmvn, tokens, predictorBias };
+  const streaming = kind === 'ParaformerStreaming' ? streamingParaformerConfig(config, join(dir, decoderName), frontEnd, fail) : undefined;
+  return { dir, name: basename(dir), kind, modelFile: join(dir, modelName), frontEnd, cmvn, tokens, predictorBias, ...(streaming ? { streaming } : {}) };
 }
 
 function streamingParaformer(declared: string, dir: string): boolean {

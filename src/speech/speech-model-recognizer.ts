@@ -2,22 +2,50 @@ import type { FunAsrRecognizer, RecognizeOptions, RecognitionResult } from '../a
 import { FUNASR_SAMPLE_RATE } from '../adapters/funasr/funasr-recognizer.js';
 import type { SpeechModel } from './speech-model.js';
 
+/** The models one FunASR session uses, as FunASR's 2pass server pairs them: a streaming one for online passes, an offline one for whole segments. */
+export interface RecognizerModels {
+  readonly online?: SpeechModel;
+  readonly offline?: SpeechModel;
+}
+
 /**
- * FunASR's WebSocket adapter's recognizer over a served speech model: each offline pass (a whole
- * segment) is one request through the model's queue and batcher, sent as 16-bit PCM, which the
- * client's frames were. The text is what FunASR's C++ server sends: SenseVoice's tags before the
- * words. The offline models served so far have no streaming pass: online passes answer no text,
- * so a 2pass client gets its 2pass-offline results only.
+ * FunASR's WebSocket adapter's recognizer over served speech models; one per connection, since a
+ * streaming model's stream is a sequence it opens and closes. Each online pass (a chunk of the open
+ * segment) is a request of that segment's sequence to the streaming model, which keeps the stream's
+ * state in its instance; each offline pass (a whole segment) is one request through the offline
+ * model's queue and batcher. Audio goes as 16-bit PCM, which the client's frames were. The text is
+ * what FunASR's C++ server sends: SenseVoice's tags before the words. Without a streaming model,
+ * online passes answer no text, so a 2pass client gets its 2pass-offline results only.
  */
 export class SpeechModelRecognizer implements FunAsrRecognizer {
-  constructor(private readonly model: SpeechModel) {}
+  private stream?: { readonly id: string; readonly segment: number };
+
+  constructor(private readonly models: RecognizerModels) {}
 
   async recognize(audio: Float32Array, options: RecognizeOptions): Promise<RecognitionResult> {
-    if (options.pass === 'online' || audio.length === 0) return { text: '' };
-    const pcm = new Int16Array(audio.length);
-    for (let i = 0; i < audio.length; i++) pcm[i] = Math.max(-32768, Math.min(32767, Math.round(audio[i] * 32768)));
-    const result = await this.model.transcribe({ audio: new Uint8Array(pcm.buffer), sampleRate: FUNASR_SAMPLE_RATE, language: options.svsLang, itn: options.svsItn ?? options.itn });
-    const text = this.model.folder.kind === 'SenseVoiceSmall' ? result.richText : result.text;
+    if (options.pass === 'online') return this.online(audio, options);
+    const model = this.models.offline;
+    if (!model || audio.length === 0) return { text: '' };
+    const result = await model.transcribe({ audio: pcm16(audio), sampleRate: FUNASR_SAMPLE_RATE, language: options.svsLang, itn: options.svsItn ?? options.itn });
+    const text = model.folder.kind === 'SenseVoiceSmall' ? result.richText : result.text;
     return result.timestamp ? { text, timestamp: result.timestamp } : { text };
   }
+
+  /** A chunk of the open segment: the segment's first chunk STARTs its sequence, its final one ENDs it. */
+  private async online(audio: Float32Array, options: RecognizeOptions): Promise<RecognitionResult> {
+    const model = this.models.online;
+    if (!model) return { text: '' };
+    const start = this.stream?.segment !== options.segment;
+    if (start) this.stream = { id: model.newSequenceId(), segment: options.segment };
+    const { id } = this.stream!;
+    if (options.final) this.stream = undefined;
+    const result = await model.streamChunk({ sequenceId: id, start, end: options.final, pcm: pcm16(audio), chunkSize: options.chunkSize });
+    return { text: result.text };
+  }
+}
+
+function pcm16(audio: Float32Array): Uint8Array {
+  const pcm = new Int16Array(audio.length);
+  for (let i = 0; i < audio.length; i++) pcm[i] = Math.max(-32768, Math.min(32767, Math.round(audio[i] * 32768)));
+  return new Uint8Array(pcm.buffer);
 }

@@ -4,6 +4,8 @@ import type { ServedModel } from '../inference/served-model.js';
 import { createTensor } from '../tensor/tensor-factory.js';
 import type { Tensor } from '../spec/tensor.js';
 import type { SpeechFolder } from './speech-folder.js';
+import { SPEECH_SAMPLE_RATE } from './audio-input.js';
+import { CHUNK_SIZE_INPUT } from './paraformer-online-config.js';
 import { SPEECH_INPUTS, SPEECH_OUTPUTS } from './speech-tensors.js';
 import type { Transcription, TranscribeOptions } from './transcription.js';
 
@@ -13,6 +15,20 @@ export interface SpeechRequest extends TranscribeOptions {
   readonly sampleRate?: number;
   readonly signal?: AbortSignal;
 }
+
+/** A chunk of a stream sent to a streaming model. */
+export interface StreamChunk {
+  readonly sequenceId: string;
+  readonly start: boolean;
+  readonly end: boolean;
+  /** 16-bit little-endian PCM at 16 kHz. */
+  readonly pcm: Uint8Array;
+  /** FunASR's chunk_size, read on the START chunk. */
+  readonly chunkSize?: readonly number[];
+  readonly signal?: AbortSignal;
+}
+
+let sequenceCount = 0;
 
 /**
  * A speech folder served: its model version on the engine (KServe v2 over HTTP and gRPC sees it
@@ -42,13 +58,37 @@ export class SpeechModel implements ServerModel {
     return this.ready() ? { name, version, state: 'READY' } : { name, version, state: 'UNAVAILABLE', reason: 'its instances are not ready' };
   }
 
+  /** A streaming Paraformer: stateful, each utterance a sequence of chunks (paraformer-online-instance-model.ts). */
+  get streaming(): boolean {
+    return this.folder.kind === 'ParaformerStreaming';
+  }
+
+  /**
+   * One chunk of a stream, as 16-bit PCM at 16 kHz: the words it completes. `start` opens the
+   * stream (with FunASR's chunk_size), `end` closes it and decodes its look-ahead.
+   */
+  async streamChunk(request: StreamChunk): Promise<Transcription> {
+    const chunk = request.start && request.chunkSize ? [createTensor(CHUNK_SIZE_INPUT, 'INT32', [1, 3], Int32Array.from(request.chunkSize))] : [];
+    return this.run({ audio: request.pcm, sampleRate: SPEECH_SAMPLE_RATE, signal: request.signal }, chunk, { sequence_id: request.sequenceId, sequence_start: request.start, sequence_end: request.end });
+  }
+
+  /** A fresh correlation id for a stream the server opens; strings, so they never meet a KServe client's integer ids. */
+  newSequenceId(): string {
+    return `serve-fn-speech-${++sequenceCount}`;
+  }
+
   async transcribe(request: SpeechRequest): Promise<Transcription> {
-    const inputs: Tensor[] = [createTensor(SPEECH_INPUTS.audio, 'BYTES', [1, 1], [request.audio])];
+    // A streaming model takes a whole utterance as a sequence of one request, START and END at once.
+    return this.run(request, [], this.streaming ? { sequence_id: this.newSequenceId(), sequence_start: true, sequence_end: true } : undefined);
+  }
+
+  private async run(request: SpeechRequest, extra: readonly Tensor[], parameters: Record<string, unknown> | undefined): Promise<Transcription> {
+    const inputs: Tensor[] = [createTensor(SPEECH_INPUTS.audio, 'BYTES', [1, 1], [request.audio]), ...extra];
     // Every optional input is always sent, so all requests share one signature and may share a batch.
     inputs.push(createTensor(SPEECH_INPUTS.sampleRate, 'INT32', [1, 1], Int32Array.of(request.sampleRate ?? 0)));
     inputs.push(createTensor(SPEECH_INPUTS.language, 'BYTES', [1, 1], [new TextEncoder().encode(request.language ?? 'auto')]));
     inputs.push(createTensor(SPEECH_INPUTS.itn, 'BOOL', [1, 1], Uint8Array.of(request.itn === false ? 0 : 1)));
-    const response = await this.version.infer({ inputs, outputs: [{ name: SPEECH_OUTPUTS.result }], signal: request.signal });
+    const response = await this.version.infer({ inputs, outputs: [{ name: SPEECH_OUTPUTS.result }], signal: request.signal, ...(parameters ? { parameters } : {}) });
     const result = response.outputs.find((o) => o.name === SPEECH_OUTPUTS.result)!;
     return JSON.parse(new TextDecoder().decode((result.data as Uint8Array[])[0])) as Transcription;
   }

@@ -1,3 +1,5 @@
+import { CHUNK_SIZE_INPUT, STREAM_IDLE_MICROSECONDS } from './paraformer-online-config.js';
+
 /**
  * The KServe v2 face of every speech model (one per folder), as a Triton config.pbtxt would declare
  * it. Shaped after FunASR's own Triton SenseVoice ensemble (runtime/triton_gpu/
@@ -16,7 +18,7 @@ export const SPEECH_OUTPUTS = { transcript: 'TRANSCRIPT', result: 'RESULT' } as 
 export const SPEECH_MAX_BATCH = 8;
 
 /** config.pbtxt text of a speech model, for the repository's parser and /v2/models/{m}/config. */
-export function speechModelConfig(name: string, options: { readonly maxAudioSeconds: number; readonly quantize: boolean; readonly instances: number; readonly maxBatchSize: number }): string {
+export function speechModelConfig(name: string, options: { readonly maxAudioSeconds: number; readonly quantize: boolean; readonly instances: number; readonly maxBatchSize: number; readonly streaming?: boolean }): string {
   const input = (n: string, type: string, optional: boolean): string => `input { name: "${n}" data_type: ${type} dims: [ 1 ]${optional ? ' optional: true' : ''} }`;
   return [
     `name: "${name}"`,
@@ -26,10 +28,13 @@ export function speechModelConfig(name: string, options: { readonly maxAudioSeco
     input(SPEECH_INPUTS.sampleRate, 'TYPE_INT32', true),
     input(SPEECH_INPUTS.language, 'TYPE_STRING', true),
     input(SPEECH_INPUTS.itn, 'TYPE_BOOL', true),
+    // A streaming Paraformer's chunk_size, read at the START of a stream (paraformer-online-instance-model.ts).
+    ...(options.streaming ? [`input { name: "${CHUNK_SIZE_INPUT}" data_type: TYPE_INT32 dims: [ 3 ] optional: true }`] : []),
     `output { name: "${SPEECH_OUTPUTS.transcript}" data_type: TYPE_STRING dims: [ 1 ] }`,
     `output { name: "${SPEECH_OUTPUTS.result}" data_type: TYPE_STRING dims: [ 1 ] }`,
     // Whole utterances arrive one by one; a short wait lets concurrent ones share a forward pass.
-    'dynamic_batching { max_queue_delay_microseconds: 2000 }',
+    // A stream's chunks go, in order, to the instance holding its state: Triton's sequence batcher.
+    options.streaming ? `sequence_batching { max_sequence_idle_microseconds: ${STREAM_IDLE_MICROSECONDS} }` : 'dynamic_batching { max_queue_delay_microseconds: 2000 }',
     `instance_group { count: ${options.instances} kind: KIND_CPU }`,
     `parameters { key: "max_audio_seconds" value: { string_value: "${options.maxAudioSeconds}" } }`,
     `parameters { key: "quantize" value: { string_value: "${options.quantize}" } }`,

@@ -55,3 +55,16 @@ export const SPEECH_WAVS = [
   `${TEST_WAVS_DIR}/cards/005.wav`,
   `${TEST_WAVS_DIR}/librivox/sense_and_sensibility_01_austen_64kb-0890.wav`,
 ];
+
+const ONLINE_SCRIPT = new URL('../fixtures/speech/paraformer-online-model.py', import.meta.url).pathname;
+
+/** Writes ParaformerStreaming-tiny (paraformer-online-model.py) under `dir`; returns its path. */
+export function makeTinyStreamingParaformer(dir: string): string {
+  execFileSync(SPEECH_PYTHON, [ONLINE_SCRIPT, 'make', dir]);
+  return `${dir}/ParaformerStreaming-tiny`;
+}
+
+/** The independent numpy reference's text per chunk when `wav` is streamed in chunks of `chunkSamples`, and the text of all their pieces. */
+export function referenceStreaming(folder: string, wav: string, chunkSamples: number): { texts: string[]; text: string } {
+  return JSON.parse(execFileSync(SPEECH_PYTHON, [ONLINE_SCRIPT, 'reference', folder, wav, String(chunkSamples)], { encoding: 'utf8' })) as { texts: string[]; text: string };
+}

@@ -6,7 +6,7 @@ import { parseHotwords } from '../../adapters/funasr/funasr-session.js';
 import { createError, statusOf } from '../../errors/index.js';
 import { CLOSE, closeReason } from '../../server/socket-connection.js';
 import type { ServerSpeechModels } from '../../speech/server-speech-models.js';
-import { SpeechModelRecognizer } from '../../speech/speech-model-recognizer.js';
+import { SpeechModelRecognizer, type RecognizerModels } from '../../speech/speech-model-recognizer.js';
 import { WholeUtteranceVad } from '../../speech/whole-utterance-vad.js';
 import { validateDto } from '../../validation/dto-validator.js';
 import { SocketInbox } from '../../wire/socket-session.js';
@@ -16,8 +16,10 @@ import { SocketInbox } from '../../wire/socket-session.js';
  * served speech models: `?model=` picks one, else the first. The session bookkeeping (modes,
  * chunks, is_final) is the FunASR adapter's (src/adapters/funasr), which follows FunASR's C++
  * server: `is_final` is true only on the reply to `{"is_speaking": false}`. Without a VAD model the
- * utterance is one segment. Mode `online` needs a streaming model and hotwords a contextual one;
- * neither is served yet, so both are refused with an error message and close code 1008.
+ * utterance is one segment. Online passes (modes `online` and `2pass`) go to a streaming Paraformer
+ * and whole segments (`offline`, `2pass`) to an offline model, as FunASR's 2pass server pairs them
+ * (ServerSpeechModels.recognizerModels); a mode whose model is not served, and hotwords (they need a
+ * contextual Paraformer), are refused with an error message and close code 1008.
  */
 export async function funAsrSocketRoute(scope: FastifyInstance, models: ServerSpeechModels, maxPayload: number): Promise<void> {
   if (!scope.hasDecorator('websocketServer')) await scope.register(websocket, { options: { maxPayload } });
@@ -36,9 +38,9 @@ export async function funAsrSocketRoute(scope: FastifyInstance, models: ServerSp
         socket.close(status >= 500 ? CLOSE.internalError : CLOSE.policyViolation, closeReason(message));
       }
     };
-    let model;
+    let pair: RecognizerModels;
     try {
-      model = models.find((request.query as { model?: string }).model);
+      pair = models.recognizerModels((request.query as { model?: string }).model);
     } catch (err) {
       fail(err);
       return;
@@ -49,14 +51,14 @@ export async function funAsrSocketRoute(scope: FastifyInstance, models: ServerSp
       chain = chain.then(async () => {
         if (failed) return;
         try {
-          inbox.push(isBinary ? toBytes(data) : await configFrame(toBytes(data)));
+          inbox.push(isBinary ? toBytes(data) : await configFrame(toBytes(data), pair));
         } catch (err) {
           fail(err);
         }
       });
     });
     socket.on('close', () => void chain.then(() => inbox.end()));
-    const session = funAsrSession(inbox, { recognizer: new SpeechModelRecognizer(model), createVad: () => new WholeUtteranceVad() });
+    const session = funAsrSession(inbox, { recognizer: new SpeechModelRecognizer(pair), createVad: () => new WholeUtteranceVad() });
     void (async () => {
       try {
         for await (const reply of session) if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(reply));
@@ -67,7 +69,7 @@ export async function funAsrSocketRoute(scope: FastifyInstance, models: ServerSp
   });
 }
 
-async function configFrame(bytes: Uint8Array): Promise<FunAsrMessage> {
+async function configFrame(bytes: Uint8Array, pair: RecognizerModels): Promise<FunAsrMessage> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(new TextDecoder().decode(bytes));
@@ -75,7 +77,8 @@ async function configFrame(bytes: Uint8Array): Promise<FunAsrMessage> {
     throw createError('SF_ERR_BAD_REQUEST', 'FunASR protocol: a text frame is not JSON.');
   }
   const message = await validateDto<FunAsrMessage>(FunAsrMessage, parsed, 'message');
-  if (message.mode === 'online') throw createError('SF_ERR_BAD_REQUEST', "FunASR protocol: mode 'online' needs a streaming model, and the served model decodes whole utterances; use mode 'offline' or '2pass'.");
+  if (message.mode === 'online' && !pair.online) throw createError('SF_ERR_BAD_REQUEST', "FunASR protocol: mode 'online' needs a streaming model, and the served model decodes whole utterances; use mode 'offline' or '2pass'.");
+  if ((message.mode === 'offline' || message.mode === '2pass') && !pair.offline) throw createError('SF_ERR_BAD_REQUEST', `FunASR protocol: mode '${message.mode}' needs an offline model, and the served model is a streaming Paraformer; use mode 'online', or serve an offline model beside it (a folder of both, as FunASR's 2pass server takes them).`);
   if (message.hotwords !== undefined && parseHotwords(message.hotwords).length > 0) throw createError('SF_ERR_BAD_REQUEST', 'FunASR protocol: hotwords need a contextual Paraformer (model_eb.onnx), which is not served; send no hotwords.');
   return message;
 }
