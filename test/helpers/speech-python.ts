@@ -55,3 +55,16 @@ export const SPEECH_WAVS = [
   `${TEST_WAVS_DIR}/cards/005.wav`,
   `${TEST_WAVS_DIR}/librivox/sense_and_sensibility_01_austen_64kb-0890.wav`,
 ];
+
+const VAD_PUNC_SCRIPT = new URL('../fixtures/speech/funasr-vad-punc.py', import.meta.url).pathname;
+
+/** Writes fsmn-vad-tiny and ct-punc-tiny (funasr-vad-punc.py) under `dir`; returns their paths. */
+export function makeTinyVadAndPunctuation(dir: string): { vad: string; punctuation: string } {
+  execFileSync(SPEECH_PYTHON, [VAD_PUNC_SCRIPT, 'make', dir]);
+  return { vad: `${dir}/fsmn-vad-tiny`, punctuation: `${dir}/ct-punc-tiny` };
+}
+
+/** The numpy reference's logits [T, 248] of the tiny VAD model over the whole of `wav`, written to `out` as float32. */
+export function referenceVadLogits(folder: string, wav: string, out: string): void {
+  execFileSync(SPEECH_PYTHON, [VAD_PUNC_SCRIPT, 'vad-logits', folder, wav, out]);
+}
