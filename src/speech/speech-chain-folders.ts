@@ -28,6 +28,16 @@ export interface PunctuationFolder {
 /** The FSMN-VAD template's front end (funasr/models/fsmn_vad_streaming/template.yaml and its exports: 80 bins, lfr_m 5, lfr_n 1, 400 dims). */
 const VAD_FRONT_END = { numMelBins: 80, frameLengthMs: 25, frameShiftMs: 10, lfrM: 5, lfrN: 1 } as const;
 
+/** 'vad' or 'punctuation' for a folder whose config.yaml names FsmnVADStreaming or CTTransformer (the models a chain adds to an ASR model). */
+export function chainFolderRole(dir: string): 'vad' | 'punctuation' | undefined {
+  try {
+    const model = (parse(readFileSync(join(dir, SPEECH_FILES.config), 'utf8')) as { model?: unknown } | null)?.model;
+    return model === 'FsmnVADStreaming' ? 'vad' : model === 'CTTransformer' ? 'punctuation' : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function readConfig(dir: string, expected: string): { config: Record<string, unknown>; fail: (why: string, cause?: unknown) => Error } {
   const fail = (why: string, cause?: unknown): Error => createError('SF_ERR_SPEECH_FOLDER_INVALID', dir, why, ...(cause === undefined ? [] : [{ cause }]));
   let config: Record<string, unknown>;

@@ -16,8 +16,10 @@ export class SpeechModelRecognizer implements FunAsrRecognizer {
     if (options.pass === 'online' || audio.length === 0) return { text: '' };
     const pcm = new Int16Array(audio.length);
     for (let i = 0; i < audio.length; i++) pcm[i] = Math.max(-32768, Math.min(32767, Math.round(audio[i] * 32768)));
-    const result = await this.model.transcribe({ audio: new Uint8Array(pcm.buffer), sampleRate: FUNASR_SAMPLE_RATE, language: options.svsLang, itn: options.svsItn ?? options.itn });
+    const request = { audio: new Uint8Array(pcm.buffer), sampleRate: FUNASR_SAMPLE_RATE, language: options.svsLang, itn: options.svsItn ?? options.itn };
+    // A VAD segment (or the whole utterance): through the chain's punctuation when one is served, not its VAD again.
+    const result = await (this.model.chain ? this.model.chain.segment(this.model, request) : this.model.transcribe(request));
     const text = this.model.folder.kind === 'SenseVoiceSmall' ? result.richText : result.text;
-    return result.timestamp ? { text, timestamp: result.timestamp } : { text };
+    return { text, ...(result.timestamp ? { timestamp: result.timestamp } : {}), ...(result.stampSents ? { stampSents: result.stampSents } : {}) };
   }
 }

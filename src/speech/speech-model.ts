@@ -3,6 +3,7 @@ import type { ServerModel } from '../inference/model-catalogue.js';
 import type { ServedModel } from '../inference/served-model.js';
 import { createTensor } from '../tensor/tensor-factory.js';
 import type { Tensor } from '../spec/tensor.js';
+import type { SpeechChain } from './speech-chain.js';
 import type { SpeechFolder } from './speech-folder.js';
 import { SPEECH_INPUTS, SPEECH_OUTPUTS } from './speech-tensors.js';
 import type { Transcription, TranscribeOptions } from './transcription.js';
@@ -42,7 +43,16 @@ export class SpeechModel implements ServerModel {
     return this.ready() ? { name, version, state: 'READY' } : { name, version, state: 'UNAVAILABLE', reason: 'its instances are not ready' };
   }
 
-  async transcribe(request: SpeechRequest): Promise<Transcription> {
+  /** The VAD and punctuation models served beside this one (ServerSpeechModels attaches them), if any. */
+  chain?: SpeechChain;
+
+  /** A whole file through the chain when one is served (VAD segments, punctuation), else decoded whole. */
+  transcribe(request: SpeechRequest): Promise<Transcription> {
+    return this.chain ? this.chain.transcribe(this, request) : this.transcribeUtterance(request);
+  }
+
+  /** The audio decoded whole, as one utterance, by this model alone. */
+  async transcribeUtterance(request: SpeechRequest): Promise<Transcription> {
     const inputs: Tensor[] = [createTensor(SPEECH_INPUTS.audio, 'BYTES', [1, 1], [request.audio])];
     // Every optional input is always sent, so all requests share one signature and may share a batch.
     inputs.push(createTensor(SPEECH_INPUTS.sampleRate, 'INT32', [1, 1], Int32Array.of(request.sampleRate ?? 0)));
