@@ -43,6 +43,7 @@ export class SpeechChain {
     const spoken = parts.filter((p) => p.result.text !== '');
     const first = spoken[0]?.result;
     const timestamp = spoken.flatMap((p) => (p.result.timestamp ?? []).map(([a, b]) => [a + p.start, b + p.start] as [number, number]));
+    const stampSents = spoken.flatMap((p) => (p.result.stampSents ?? []).map((s) => ({ ...s, start: s.start + p.start, end: s.end + p.start, ts_list: s.ts_list.map(([a, b]) => [a + p.start, b + p.start] as const) })));
     const words = spoken.flatMap((p) => (p.result.words ?? []).map((w) => ({ ...w, start: w.start + p.start / 1000, end: w.end + p.start / 1000 })));
     return {
       text: join(spoken.map((p) => p.result.text)),
@@ -50,6 +51,7 @@ export class SpeechChain {
       duration,
       ...(first?.language ? { language: first.language, emotion: first.emotion, event: first.event, itn: first.itn } : {}),
       ...(spoken.some((p) => p.result.timestamp) ? { timestamp, words } : {}),
+      ...(spoken.some((p) => p.result.stampSents) ? { stampSents } : {}),
       segments: spoken.map((p) => ({ start: p.start / 1000, end: p.end / 1000, text: p.result.text })),
     };
   }
@@ -77,6 +79,8 @@ export class SpeechChain {
   async vadRequest(id: string, audio: Uint8Array, sampleRate: number, start: boolean, end: boolean, signal?: AbortSignal): Promise<readonly Tensor[]> {
     const response = await this.vad!.infer({
       inputs: [createTensor(CHAIN_TENSORS.audio, 'BYTES', [1], [audio]), createTensor(CHAIN_TENSORS.sampleRate, 'INT32', [1], Int32Array.of(sampleRate))],
+      // Only a stream's END request answers its segments and audio.
+      outputs: (end ? [CHAIN_TENSORS.boundaries, CHAIN_TENSORS.segments, CHAIN_TENSORS.pcm16k] : [CHAIN_TENSORS.boundaries]).map((name) => ({ name })),
       parameters: { sequence_id: id, sequence_start: start, sequence_end: end },
       signal,
     });

@@ -49,7 +49,7 @@ export function openAiTranscriptionRoute(scope: FastifyInstance, models: ServerS
     }
     const usage = { type: 'duration', seconds: Math.ceil(result.duration) };
     // The VAD's segments when a VAD model is chained (speech-chain.ts), else the whole audio as one.
-    const segments: TimedText[] = result.segments ?? [{ start: 0, end: result.duration, text: result.text }];
+    const segments: readonly TimedText[] = result.segments ?? [{ start: 0, end: result.duration, text: result.text }];
     if (stream) return streamEvents(reply, result, usage);
     switch (format) {
       case 'text':
