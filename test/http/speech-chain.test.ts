@@ -1,4 +1,6 @@
+import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
@@ -8,7 +10,10 @@ import { ServeFnServer } from '../../src/serve-fn-server.js';
 import { decodeAudioFile } from '../../src/speech/audio-input.js';
 import { CtPunctuation } from '../../src/speech/ct-punctuation.js';
 import { readPunctuationFolder } from '../../src/speech/speech-chain-folders.js';
-import { makeTinyFunAsrModels, makeTinyVadAndPunctuation, missingPython, SPEECH_WAVS } from '../helpers/speech-python.js';
+import { makeTinyFunAsrModels, makeTinyVadAndPunctuation, missingPython, SPEECH_PYTHON, SPEECH_WAVS } from '../helpers/speech-python.js';
+
+/** FunASR's own client (test/protocol/speech-clients.test.ts finds it the same way). */
+const FUNASR_CLIENT = process.env.FUNASR_CHECKOUT && join(process.env.FUNASR_CHECKOUT, 'runtime/python/websocket/funasr_wss_client.py');
 
 const missing = missingPython(['onnx', 'numpy', 'torchaudio']) ?? (existsSync(SPEECH_WAVS[0]) ? undefined : 'pocketsphinx-testdata is not installed');
 const WAV = SPEECH_WAVS[0];
@@ -95,4 +100,14 @@ describe.skipIf(missing)(`VAD → ASR → punctuation, as FunASR's 2pass server 
     expect(replies.map((r) => r.text)).toEqual([...expected, '']);
     expect(replies.map((r) => r.is_final)).toEqual([false, false, false, true]);
   });
+
+  it.skipIf(!FUNASR_CLIENT).each(['offline', '2pass'])("works with FunASR's own funasr_wss_client.py in %s mode: one result per VAD segment (set FUNASR_CHECKOUT)", async (mode) => {
+    const port = new URL(chainedBase).port;
+    const args = [FUNASR_CLIENT!, '--host', '127.0.0.1', '--port', port, '--mode', mode, '--audio_in', WAV, '--ssl', '0', '--log_dir', mkdtempSync(join(tmpdir(), 'funasr-client-'))];
+    const { stdout } = await promisify(execFile)(process.env.FUNASR_PYTHON ?? SPEECH_PYTHON, args, { timeout: 60_000 });
+    const expected = await Promise.all(SEGMENTS_MS.map(async ([s, e]) => punctuation.punctuate(await aloneOn(s, e))));
+    const printed = stdout.split('\n').filter((l) => l.startsWith('pid0_0: ')).at(-1);
+    // The client prints the segments' texts as they arrive, joined.
+    expect(printed).toBe(mode === 'offline' ? `pid0_0: demo: ${expected.join('')}` : `pid0_0: ${expected.join('')}`);
+  }, 90_000);
 });
