@@ -69,7 +69,7 @@ export class ServerSpeechModels {
     const vadDir = chosenFolder(all, 'vad', options.vadDir, '--vad-dir');
     const puncDir = chosenFolder(all, 'punctuation', options.puncDir, '--punc-dir');
     const chainBuild = async (dir: string, role: 'vad' | 'punctuation'): Promise<ServedModel> => {
-      const name = `${basename(dir)}`;
+      const name = basename(dir);
       const text = role === 'vad' ? vadModelConfig(name, { maxAudioSeconds: options.maxAudioSeconds ?? DEFAULT_AUDIO_LIMITS.maxSeconds, quantize: options.quantize === true }) : punctuationModelConfig(name, { quantize: options.quantize === true, maxBatchSize: options.maxBatchSize ?? SPEECH_MAX_BATCH });
       // Read now, so a bad folder is refused at start-up with what is wrong, as an ASR folder is.
       if (role === 'vad') readVadFolder(dir, { quantize: options.quantize });
