@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { createRequire } from 'node:module';
 import { inspect } from 'node:util';
 import { Command, InvalidArgumentError, Option } from 'commander';
@@ -64,6 +65,8 @@ interface StartFlags extends BodyLimitFlags, TextFlags, GenerationFlags {
   host: string;
   quantize?: boolean;
   maxAudioSeconds?: number;
+  vadDir?: string;
+  puncDir?: string;
   port: number;
   gracePeriod: number;
   shutdownDelay?: number;
@@ -182,7 +185,9 @@ export function buildProgram(): Command {
     .addOption(new Option('--metrics-summary-latencies [bool]', "add Triton's nv_inference_*_summary_us latency summaries to /metrics, as Triton's --metrics-config summary_latencies=true").argParser(bool).env('SERVE_FN_METRICS_SUMMARY_LATENCIES'))
     .optionsGroup('Speech models (FunASR export folders, docs/speech.md):')
     .addOption(withNotes(new Option('--quantize [bool]', "serve model_quant.onnx, as FunASR's runtime's --quantize").argParser(bool), { default: 'false' }))
-    .addOption(withNotes(new Option('--max-audio-seconds <seconds>', 'longest audio a speech model takes').argParser(positiveInt), { default: '600' }));
+    .addOption(withNotes(new Option('--max-audio-seconds <seconds>', 'longest audio a speech model takes').argParser(positiveInt), { default: '600' }))
+    .addOption(new Option('--vad-dir <folder>', "an FSMN-VAD export to segment the ASR models' audio with, as FunASR's server's --vad-dir (default: the one among the served folders)"))
+    .addOption(new Option('--punc-dir <folder>', "a CT-Transformer export to punctuate the ASR models' text with, as FunASR's server's --punc-dir (default: the one among the served folders)"));
   generationFlagOptions(textFlagOptions(start)).action(async (entries: string[], opts: StartFlags) => {
       await withTypeScriptLoader();
       const { startCommand } = await import('./start-command.js');
@@ -204,7 +209,12 @@ export function buildProgram(): Command {
         restartPolicy: opts.restartLimit,
         text: textServeOptions(opts),
         generation: generationServeOptions(opts, opts.servedModelName),
-        speech: { quantize: opts.quantize === true, ...(opts.maxAudioSeconds === undefined ? {} : { maxAudioSeconds: opts.maxAudioSeconds }) },
+        speech: {
+          quantize: opts.quantize === true,
+          ...(opts.maxAudioSeconds === undefined ? {} : { maxAudioSeconds: opts.maxAudioSeconds }),
+          ...(opts.vadDir === undefined ? {} : { vadDir: resolve(opts.vadDir) }),
+          ...(opts.puncDir === undefined ? {} : { puncDir: resolve(opts.puncDir) }),
+        },
         metricsSummaryLatencies: opts.metricsSummaryLatencies,
         diffusion: {
           ...(opts.maxNumSeqs === undefined ? {} : { maxRunning: opts.maxNumSeqs }),

@@ -66,7 +66,8 @@ export function readSpeechFolder(dir: string, options: SpeechFolderOptions = {})
   const kind = streamingParaformer(declared, dir) ? 'ParaformerStreaming' : SPEECH_KINDS.find((k) => k === declared);
   if (!kind) throw fail(`config.yaml's model '${declared}' is not a FunASR model serve-fn knows (${SPEECH_KINDS.join(', ')})`);
   if (!OFFLINE_ASR_KINDS.includes(kind) && kind !== 'ParaformerStreaming') {
-    throw fail(`it is a ${kind} export; serve-fn serves SenseVoiceSmall, Paraformer and BiCifParaformer folders and streaming Paraformer (ParaformerStreaming) ones so far (docs/speech.md lists what is not done)`);
+    const chained = kind === 'FsmnVADStreaming' || kind === 'CTTransformer' ? ' (a VAD or punctuation folder is read by speech-chain-folders.ts and served beside an ASR folder)' : ' (docs/speech.md lists what is not done)';
+    throw fail(`it is a ${kind} export; serve-fn transcribes with SenseVoiceSmall, Paraformer, BiCifParaformer and streaming Paraformer (ParaformerStreaming) folders so far${chained}`);
   }
   const modelName = options.quantize ? SPEECH_FILES.quantModel : SPEECH_FILES.model;
   const decoderName = options.quantize ? SPEECH_FILES.quantDecoder : SPEECH_FILES.decoder;
@@ -104,7 +105,7 @@ function streamingParaformer(declared: string, dir: string): boolean {
 }
 
 /** frontend_conf, as FunASR's WavFrontend reads it (fs, window, n_mels, frame_length, frame_shift, lfr_m, lfr_n). */
-function frontEndConfig(raw: unknown, fail: (why: string) => Error): FrontEndConfig {
+export function frontEndConfig(raw: unknown, fail: (why: string) => Error, defaults: FrontEndConfig = DEFAULT_FRONT_END): FrontEndConfig {
   const conf = (raw ?? {}) as Record<string, unknown>;
   if (conf.fs !== undefined && conf.fs !== 16000) throw fail(`frontend_conf.fs is ${String(conf.fs)}; FunASR's front end runs at 16000 Hz`);
   if (conf.window !== undefined && conf.window !== 'hamming') throw fail(`frontend_conf.window is ${String(conf.window)}; FunASR's runtimes use hamming`);
@@ -114,10 +115,10 @@ function frontEndConfig(raw: unknown, fail: (why: string) => Error): FrontEndCon
     return value as number;
   };
   return {
-    numMelBins: int('n_mels', DEFAULT_FRONT_END.numMelBins),
-    frameLengthMs: int('frame_length', DEFAULT_FRONT_END.frameLengthMs),
-    frameShiftMs: int('frame_shift', DEFAULT_FRONT_END.frameShiftMs),
-    lfrM: int('lfr_m', DEFAULT_FRONT_END.lfrM),
-    lfrN: int('lfr_n', DEFAULT_FRONT_END.lfrN),
+    numMelBins: int('n_mels', defaults.numMelBins),
+    frameLengthMs: int('frame_length', defaults.frameLengthMs),
+    frameShiftMs: int('frame_shift', defaults.frameShiftMs),
+    lfrM: int('lfr_m', defaults.lfrM),
+    lfrN: int('lfr_n', defaults.lfrN),
   };
 }

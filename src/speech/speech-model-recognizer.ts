@@ -26,9 +26,11 @@ export class SpeechModelRecognizer implements FunAsrRecognizer {
     if (options.pass === 'online') return this.online(audio, options);
     const model = this.models.offline;
     if (!model || audio.length === 0) return { text: '' };
-    const result = await model.transcribe({ audio: pcm16(audio), sampleRate: FUNASR_SAMPLE_RATE, language: options.svsLang, itn: options.svsItn ?? options.itn });
+    const request = { audio: pcm16(audio), sampleRate: FUNASR_SAMPLE_RATE, language: options.svsLang, itn: options.svsItn ?? options.itn };
+    // A VAD segment (or the whole utterance): through the chain's punctuation when one is served, not its VAD again.
+    const result = await (model.chain ? model.chain.segment(model, request) : model.transcribe(request));
     const text = model.folder.kind === 'SenseVoiceSmall' ? result.richText : result.text;
-    return result.timestamp ? { text, timestamp: result.timestamp } : { text };
+    return { text, ...(result.timestamp ? { timestamp: result.timestamp } : {}), ...(result.stampSents ? { stampSents: result.stampSents } : {}) };
   }
 
   /** A chunk of the open segment: the segment's first chunk STARTs its sequence, its final one ENDs it. */

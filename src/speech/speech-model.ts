@@ -3,6 +3,7 @@ import type { ServerModel } from '../inference/model-catalogue.js';
 import type { ServedModel } from '../inference/served-model.js';
 import { createTensor } from '../tensor/tensor-factory.js';
 import type { Tensor } from '../spec/tensor.js';
+import type { SpeechChain } from './speech-chain.js';
 import type { SpeechFolder } from './speech-folder.js';
 import { SPEECH_SAMPLE_RATE } from './audio-input.js';
 import { CHUNK_SIZE_INPUT } from './paraformer-online-config.js';
@@ -77,7 +78,16 @@ export class SpeechModel implements ServerModel {
     return `serve-fn-speech-${++sequenceCount}`;
   }
 
-  async transcribe(request: SpeechRequest): Promise<Transcription> {
+  /** The VAD and punctuation models served beside this one (ServerSpeechModels attaches them), if any. */
+  chain?: SpeechChain;
+
+  /** A whole file through the chain when one is served (VAD segments, punctuation), else decoded whole. */
+  transcribe(request: SpeechRequest): Promise<Transcription> {
+    return this.chain ? this.chain.transcribe(this, request) : this.transcribeUtterance(request);
+  }
+
+  /** The audio decoded whole, as one utterance, by this model alone. */
+  async transcribeUtterance(request: SpeechRequest): Promise<Transcription> {
     // A streaming model takes a whole utterance as a sequence of one request, START and END at once.
     return this.run(request, [], this.streaming ? { sequence_id: this.newSequenceId(), sequence_start: true, sequence_end: true } : undefined);
   }

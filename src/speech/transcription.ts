@@ -1,3 +1,5 @@
+import type { StampSentence } from './stamp-sentences.js';
+
 /**
  * What a speech model answers for one utterance; plain data, since it crosses from the instance's
  * thread as the RESULT output's JSON.
@@ -18,6 +20,16 @@ export interface Transcription {
   readonly words?: readonly TimedWord[];
   /** BiCifParaformer: `[start_ms, end_ms]` per token, FunASR's `timestamp`. */
   readonly timestamp?: readonly (readonly [number, number])[];
+  /** With a VAD model served: the VAD's segments, each with its text, in seconds (speech-chain.ts). */
+  readonly segments?: readonly TimedSegment[];
+  /** With a punctuation model and token times: FunASR's `stamp_sents` (stamp-sentences.ts). */
+  readonly stampSents?: readonly StampSentence[];
+}
+
+export interface TimedSegment {
+  readonly start: number;
+  readonly end: number;
+  readonly text: string;
 }
 
 export interface TimedWord {

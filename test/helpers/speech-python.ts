@@ -68,3 +68,16 @@ export function makeTinyStreamingParaformer(dir: string): string {
 export function referenceStreaming(folder: string, wav: string, chunkSamples: number): { texts: string[]; text: string } {
   return JSON.parse(execFileSync(SPEECH_PYTHON, [ONLINE_SCRIPT, 'reference', folder, wav, String(chunkSamples)], { encoding: 'utf8' })) as { texts: string[]; text: string };
 }
+
+const VAD_PUNC_SCRIPT = new URL('../fixtures/speech/funasr-vad-punc.py', import.meta.url).pathname;
+
+/** Writes fsmn-vad-tiny and ct-punc-tiny (funasr-vad-punc.py) under `dir`; returns their paths. */
+export function makeTinyVadAndPunctuation(dir: string): { vad: string; punctuation: string } {
+  execFileSync(SPEECH_PYTHON, [VAD_PUNC_SCRIPT, 'make', dir]);
+  return { vad: `${dir}/fsmn-vad-tiny`, punctuation: `${dir}/ct-punc-tiny` };
+}
+
+/** The numpy reference's logits [T, 248] of the tiny VAD model over the whole of `wav`, written to `out` as float32. */
+export function referenceVadLogits(folder: string, wav: string, out: string): void {
+  execFileSync(SPEECH_PYTHON, [VAD_PUNC_SCRIPT, 'vad-logits', folder, wav, out]);
+}

@@ -1,4 +1,5 @@
 import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Max, MaxLength, Min, ValidateBy } from 'class-validator';
+import type { StampSentenceReply } from './funasr-recognizer.js';
 
 export const FUNASR_MODES = ['offline', 'online', '2pass'] as const;
 export type FunAsrMode = (typeof FUNASR_MODES)[number];
@@ -100,5 +101,7 @@ export interface FunAsrReply {
   readonly is_final: boolean;
   /** Token times in ms from the start of the utterance, as a JSON string: `"[[100,200],[200,500]]"`. */
   readonly timestamp?: string;
+  /** Punctuated sentences with their times in ms from the start of the utterance, where the model gives token times. */
+  readonly stamp_sents?: readonly StampSentenceReply[];
   readonly is_end?: true;
 }

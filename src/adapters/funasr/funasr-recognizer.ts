@@ -38,6 +38,17 @@ export interface RecognitionResult {
   readonly text: string;
   /** Token times in ms from the start of the audio passed in; the adapter shifts them to the utterance. */
   readonly timestamp?: readonly (readonly [number, number])[];
+  /** FunASR's `stamp_sents` (punctuated sentences with their times), in ms from the start of the audio passed in. */
+  readonly stampSents?: readonly StampSentenceReply[];
+}
+
+/** One sentence of `stamp_sents`, as FunASR's C++ server writes it (runtime/onnxruntime/src/util.cpp TimestampSentence). */
+export interface StampSentenceReply {
+  readonly text_seg: string;
+  readonly punc: string;
+  readonly start: number;
+  readonly end: number;
+  readonly ts_list: readonly (readonly [number, number])[];
 }
 
 /**

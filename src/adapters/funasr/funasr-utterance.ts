@@ -120,7 +120,8 @@ export class Utterance {
     const reply = { mode: replyMode(this.#config.mode, pass), text: result.text, wav_name: this.#config.wavName, is_final: false };
     if (!result.timestamp) return reply;
     const shift = toMs(from);
-    return { ...reply, timestamp: JSON.stringify(result.timestamp.map(([a, b]) => [a + shift, b + shift])) };
+    const stampSents = result.stampSents?.map((s) => ({ ...s, start: s.start + shift, end: s.end + shift, ts_list: s.ts_list.map(([a, b]) => [a + shift, b + shift] as const) }));
+    return { ...reply, timestamp: JSON.stringify(result.timestamp.map(([a, b]) => [a + shift, b + shift])), ...(stampSents ? { stamp_sents: stampSents } : {}) };
   }
 
   #append(samples: Float32Array): void {

@@ -34,6 +34,7 @@ export function funAsrHttpRoute(scope: FastifyInstance, models: ServerSpeechMode
       is_final: false,
       wav_name: wavName,
       ...(result.timestamp ? { timestamp: JSON.stringify(result.timestamp) } : {}),
+      ...(result.stampSents ? { stamp_sents: result.stampSents } : {}),
     };
   });
 }

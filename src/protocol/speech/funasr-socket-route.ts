@@ -15,7 +15,8 @@ import { SocketInbox } from '../../wire/socket-session.js';
  * FunASR's WebSocket protocol at `/` (where FunASR's clients connect: `ws://host:port`), over the
  * served speech models: `?model=` picks one, else the first. The session bookkeeping (modes,
  * chunks, is_final) is the FunASR adapter's (src/adapters/funasr), which follows FunASR's C++
- * server: `is_final` is true only on the reply to `{"is_speaking": false}`. Without a VAD model the
+ * server: `is_final` is true only on the reply to `{"is_speaking": false}`. With an FSMN-VAD model
+ * served beside the ASR model its segments are the offline passes (speech-chain.ts); without one the
  * utterance is one segment. Online passes (modes `online` and `2pass`) go to a streaming Paraformer
  * and whole segments (`offline`, `2pass`) to an offline model, as FunASR's 2pass server pairs them
  * (ServerSpeechModels.recognizerModels); a mode whose model is not served, and hotwords (they need a
@@ -58,7 +59,8 @@ export async function funAsrSocketRoute(scope: FastifyInstance, models: ServerSp
       });
     });
     socket.on('close', () => void chain.then(() => inbox.end()));
-    const session = funAsrSession(inbox, { recognizer: new SpeechModelRecognizer(pair), createVad: () => new WholeUtteranceVad() });
+    const vad = (pair.offline ?? pair.online)?.chain;
+    const session = funAsrSession(inbox, { recognizer: new SpeechModelRecognizer(pair), createVad: () => vad?.streamingVad() ?? new WholeUtteranceVad() });
     void (async () => {
       try {
         for await (const reply of session) if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(reply));

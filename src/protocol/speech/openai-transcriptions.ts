@@ -23,7 +23,8 @@ function badField(param: string, message: string): Error {
  * models take no prompt and decode greedily), `response_format` json / text / srt / vtt /
  * verbose_json, `timestamp_granularities[]` (verbose_json only, as OpenAI), `stream` with
  * `transcript.text.delta` / `transcript.text.done` events. `usage` is `{type: "duration", seconds}`.
- * Without a VAD model the audio is one segment, from 0 to its duration.
+ * With an FSMN-VAD model chained, `segments` (verbose_json, srt, vtt) are its segments; without one the
+ * audio is one segment, from 0 to its duration.
  */
 export function openAiTranscriptionRoute(scope: FastifyInstance, models: ServerSpeechModels): void {
   scope.post('/v1/audio/transcriptions', async (request: FastifyRequest, reply: FastifyReply) => {
@@ -47,7 +48,8 @@ export function openAiTranscriptionRoute(scope: FastifyInstance, models: ServerS
       throw badField('timestamp_granularities', `model '${model.info.name}' (${model.folder.kind}) gives no word timestamps; a BiCifParaformer export does`);
     }
     const usage = { type: 'duration', seconds: Math.ceil(result.duration) };
-    const segments: TimedText[] = [{ start: 0, end: result.duration, text: result.text }];
+    // The VAD's segments when a VAD model is chained (speech-chain.ts), else the whole audio as one.
+    const segments: readonly TimedText[] = result.segments ?? [{ start: 0, end: result.duration, text: result.text }];
     if (stream) return streamEvents(reply, result, usage);
     switch (format) {
       case 'text':
@@ -57,21 +59,21 @@ export function openAiTranscriptionRoute(scope: FastifyInstance, models: ServerS
       case 'vtt':
         return reply.type('text/vtt; charset=utf-8').send(toVtt(segments));
       case 'verbose_json':
-        return verbose(result, granularities, usage);
+        return verbose(result, segments, granularities, usage);
       default:
         return { text: result.text, usage };
     }
   });
 }
 
-function verbose(result: Transcription, granularities: readonly string[], usage: object): object {
+function verbose(result: Transcription, segments: readonly TimedText[], granularities: readonly string[], usage: object): object {
   const withSegments = granularities.length === 0 || granularities.includes('segment');
   return {
     task: 'transcribe',
     language: (result.language && LANGUAGE_NAMES[result.language]) ?? result.language ?? 'unknown',
     duration: result.duration,
     text: result.text,
-    ...(withSegments ? { segments: [{ id: 0, seek: 0, start: 0, end: result.duration, text: result.text, tokens: [], temperature: 0, avg_logprob: 0, compression_ratio: 0, no_speech_prob: 0 }] } : {}),
+    ...(withSegments ? { segments: segments.map((s, id) => ({ id, seek: 0, start: s.start, end: s.end, text: s.text, tokens: [], temperature: 0, avg_logprob: 0, compression_ratio: 0, no_speech_prob: 0 })) } : {}),
     ...(granularities.includes('word') ? { words: result.words } : {}),
     usage,
   };

@@ -33,7 +33,7 @@ describe('speech folders', () => {
   it.each([
     ['no am.mvn or tokens.json', { 'config.yaml': 'model: SenseVoiceSmall\n', 'model.onnx': '' }, /has no am\.mvn, tokens\.json.*tokens\.json; a SentencePiece/],
     ['an unknown model', { 'config.yaml': 'model: Whisper\n' }, /model 'Whisper' is not a FunASR model/],
-    ['a VAD export, not served yet', { 'config.yaml': 'model: FsmnVADStreaming\n' }, /it is a FsmnVADStreaming export; serve-fn serves SenseVoiceSmall, Paraformer and BiCifParaformer/],
+    ['a VAD export, which transcribes nothing itself', { 'config.yaml': 'model: FsmnVADStreaming\n' }, /it is a FsmnVADStreaming export; serve-fn transcribes with SenseVoiceSmall, Paraformer, BiCifParaformer and streaming Paraformer \(ParaformerStreaming\) folders so far \(a VAD or punctuation folder is read by speech-chain-folders.ts and served beside an ASR folder\)/],
     ['am.mvn of the wrong width', { 'config.yaml': 'model: Paraformer\nfrontend_conf:\n  lfr_m: 5\n', 'model.onnx': '', 'am.mvn': MVN, 'tokens.json': '[]' }, /560 values per frame, where frontend_conf's n_mels × lfr_m is 400/],
     ['tokens.json that is not a list of pieces', { 'config.yaml': 'model: Paraformer\n', 'model.onnx': '', 'am.mvn': MVN, 'tokens.json': '{"a": 1}' }, /not a JSON array of strings/],
   ])('refuses a folder with %s, saying what is wrong', (_, files, message) => {
