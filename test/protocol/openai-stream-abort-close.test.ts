@@ -8,7 +8,8 @@ import { writeDecoderFolder } from '../fixtures/generation/decoder-folders.js';
 
 /**
  * A streamed generation that the official openai SDK aborts (its `signal` option, an AbortController)
- * must end its reply: a server close() afterwards returns, rather than waiting on a response that is never ended.
+ * must not hold the server's close(): the SDK's fetch (undici) opens a fresh connection on the abort
+ * and sends nothing on it, which Node 20's server.close() waited on (src/server/unused-connections.ts).
  */
 const root = mkdtempSync(join(tmpdir(), 'serve-fn-stream-abort-'));
 
