@@ -27,9 +27,14 @@ export function installUnusedConnectionClose(app: FastifyInstance): void {
     unused.add(socket);
     socket.once('close', () => used(socket));
   });
-  // A WebSocket upgrade is a request too; its session is closed by its own route.
-  server.on('request', (request: { socket: Socket }) => used(request.socket));
-  server.on('upgrade', (request: { socket: Socket }) => used(request.socket));
+  // A hook rather than the server's 'request' event, so that a WebSocket upgrade (which
+  // @fastify/websocket routes through fastify) counts as a request too: its session is closed by its
+  // own route. Not the 'upgrade' event: listening to it turns Node's handling of every Upgrade header on.
+  app.addHook('onRequest', (request, _reply, done) => {
+    // No socket: a request injected in-process.
+    if (request.raw.socket) used(request.raw.socket);
+    done();
+  });
   // preClose runs just before fastify's server.close(), which stops accepting connections.
   app.addHook('preClose', (done) => {
     for (const socket of unused) socket.destroy();
