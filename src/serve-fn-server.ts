@@ -40,6 +40,7 @@ import { installErrorHandling } from './server/error-handler.js';
 import { healthRoutes } from './server/health-routes.js';
 import { DEFAULT_JSON_BODY_LIMIT, installJsonBodyParser } from './server/json-body-parser.js';
 import { installLingeringClose } from './server/lingering-close.js';
+import { installUnusedConnectionClose } from './server/unused-connections.js';
 import { metricsRoutes } from './server/metrics-routes.js';
 import { collectDtoSchemas, registerOpenApi } from './server/openapi-plugin.js';
 import { readProjectInfo } from './server/project-info.js';
@@ -331,6 +332,7 @@ export class ServeFnServer {
       closingConnections: () => this.state.phase === 'terminating' || this.state.phase === 'draining',
     });
     installLingeringClose(app);
+    installUnusedConnectionClose(app);
     installJsonBodyParser(app, this.jsonBodyLimit);
     await securityPlugin(app, { ...this.options.security, publicDocs: this.options.docs?.access === 'public' });
     await app.register(multipart, { limits: { fileSize: this.bodyLimit, fieldSize: this.bodyLimit } });
