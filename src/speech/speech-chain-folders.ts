@@ -1,11 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { parse } from 'yaml';
-import { createError } from '../errors/index.js';
 import { parseAmMvn } from './cmvn.js';
 import type { FsmnVadConfig } from './fsmn-vad.js';
 import { vadOptions } from './fsmn-vad-state-machine.js';
-import { frontEndConfig, SPEECH_FILES } from './speech-folder.js';
+import { frontEndConfig, readSpeechConfig, SPEECH_FILES } from './speech-folder.js';
 
 /** A FunASR FSMN-VAD export (`model: FsmnVADStreaming`): model.onnx, am.mvn, config.yaml. */
 export interface VadFolder {
@@ -39,13 +38,7 @@ export function chainFolderRole(dir: string): 'vad' | 'punctuation' | undefined 
 }
 
 function readConfig(dir: string, expected: string): { config: Record<string, unknown>; fail: (why: string, cause?: unknown) => Error } {
-  const fail = (why: string, cause?: unknown): Error => createError('SF_ERR_SPEECH_FOLDER_INVALID', dir, why, ...(cause === undefined ? [] : [{ cause }]));
-  let config: Record<string, unknown>;
-  try {
-    config = (parse(readFileSync(join(dir, SPEECH_FILES.config), 'utf8')) ?? {}) as Record<string, unknown>;
-  } catch (err) {
-    throw fail(`its config.yaml could not be read (${(err as Error).message})`, err);
-  }
+  const { config, fail } = readSpeechConfig(dir);
   if (config.model !== expected) throw fail(`its config.yaml's model is '${String(config.model)}', not ${expected}`);
   return { config, fail };
 }

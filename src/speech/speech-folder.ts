@@ -53,15 +53,19 @@ export function isSpeechFolder(dir: string): boolean {
   }
 }
 
-/** Reads and checks a FunASR export folder; SF_ERR_SPEECH_FOLDER_INVALID names what is missing or wrong. */
-export function readSpeechFolder(dir: string, options: SpeechFolderOptions = {}): SpeechFolder {
+/** A FunASR export folder's config.yaml, and how to refuse the folder (SF_ERR_SPEECH_FOLDER_INVALID, naming it). */
+export function readSpeechConfig(dir: string): { config: Record<string, unknown>; fail: (why: string, cause?: unknown) => Error } {
   const fail = (why: string, cause?: unknown): Error => createError('SF_ERR_SPEECH_FOLDER_INVALID', dir, why, ...(cause === undefined ? [] : [{ cause }]));
-  let config: Record<string, unknown>;
   try {
-    config = (parse(readFileSync(join(dir, SPEECH_FILES.config), 'utf8')) ?? {}) as Record<string, unknown>;
+    return { config: (parse(readFileSync(join(dir, SPEECH_FILES.config), 'utf8')) ?? {}) as Record<string, unknown>, fail };
   } catch (err) {
     throw fail(`its config.yaml could not be read (${(err as Error).message})`, err);
   }
+}
+
+/** Reads and checks a FunASR export folder; SF_ERR_SPEECH_FOLDER_INVALID names what is missing or wrong. */
+export function readSpeechFolder(dir: string, options: SpeechFolderOptions = {}): SpeechFolder {
+  const { config, fail } = readSpeechConfig(dir);
   const declared = String(config.model ?? '');
   const kind = streamingParaformer(declared, dir) ? 'ParaformerStreaming' : SPEECH_KINDS.find((k) => k === declared);
   if (!kind) throw fail(`config.yaml's model '${declared}' is not a FunASR model serve-fn knows (${SPEECH_KINDS.join(', ')})`);
