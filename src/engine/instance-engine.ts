@@ -4,7 +4,7 @@ import type { TensorWireRequest, TensorWireResult } from '../wire/tensor-model-p
 import type { InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { BatchPolicy } from '../spec/batch-policy.js';
 import { DynamicBatcher, type BatchEntry, type BatcherHooks, type SubmitOptions } from './dynamic-batcher.js';
-import type { BatchFormationHooks } from './batch-formation.js';
+import { lengthBudget, type LengthBatching } from './length-batching.js';
 import type { Scheduler } from './scheduler.js';
 import { systemClock, type Clock } from './clock.js';
 import { InstancePool, type Acquired, type PoolEvents } from './instance-pool.js';
@@ -26,22 +26,6 @@ export interface ValidatedRequest {
   /** Rows along dimension 0; 1 for models without batching. */
   readonly rows: number;
   readonly signature: string;
-}
-
-/**
- * Batch formation by length for a tensor model whose rows are padded to the longest (speech):
- * Triton's and FunASR's sort-by-length, as BatchFormation's budget `minFill` forms batches.
- */
-export interface LengthBatching {
-  /** A request's length, in any unit proportional to its padded cost. */
-  cost(request: ValidatedRequest): number;
-  /** The least share of a batch's padded cost that is its requests' own. */
-  readonly minFill: number;
-}
-
-/** The token budget's formation with no limit: each batch is the oldest request and the queued ones nearest its length. */
-export function lengthBudget(byLength: LengthBatching): NonNullable<BatchFormationHooks<QueuedTensorRequest>['budget']> {
-  return { limit: Infinity, minFill: byLength.minFill, cost: (queued) => byLength.cost(queued.request) };
 }
 
 /** A tensor request on its way to an instance, with the times the metrics need. */

@@ -1,7 +1,8 @@
 import { createError, ServeFnError } from '../errors/index.js';
 import { SequenceScheduler } from '../engine/sequence-scheduler.js';
 import type { StreamRequests } from '../inference/decoupled-model-version.js';
-import type { ValidatedRequest, InstanceEngine, LengthBatching, QueuedTensorRequest } from '../engine/instance-engine.js';
+import type { ValidatedRequest, InstanceEngine, QueuedTensorRequest } from '../engine/instance-engine.js';
+import type { LengthBatching } from '../engine/length-batching.js';
 import { refuseSequenceParameters } from '../engine/sequence-parameters.js';
 import type { TensorRequests } from '../inference/tensor-model-version.js';
 import type { TensorWireResult } from '../wire/tensor-model-plan.js';

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { extname, join } from 'node:path';
-import type { LengthBatching } from '../engine/instance-engine.js';
+import type { LengthBatching } from '../engine/length-batching.js';
 import { createError } from '../errors/index.js';
 import type { TensorModelKind } from '../wire/tensor-model-plan.js';
 import { parseModelConfigJson } from './config-json.js';

@@ -1,4 +1,5 @@
-import type { LengthBatching, ValidatedRequest } from '../engine/instance-engine.js';
+import type { ValidatedRequest } from '../engine/instance-engine.js';
+import type { LengthBatching } from '../engine/length-batching.js';
 import { SPEECH_INPUTS } from './speech-tensors.js';
 
 /**

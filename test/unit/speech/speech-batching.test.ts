@@ -1,7 +1,8 @@
 import wavefile from 'wavefile';
 import { describe, expect, it } from 'vitest';
 import { DynamicBatcher, type BatcherHooks } from '../../../src/engine/dynamic-batcher.js';
-import { lengthBudget, type QueuedTensorRequest } from '../../../src/engine/instance-engine.js';
+import type { QueuedTensorRequest } from '../../../src/engine/instance-engine.js';
+import { lengthBudget } from '../../../src/engine/length-batching.js';
 import { normalizeBatchPolicy } from '../../../src/spec/batch-policy.js';
 import { createTensor } from '../../../src/tensor/tensor-factory.js';
 import { audioSeconds, SPEECH_BATCH_BY_LENGTH } from '../../../src/speech/speech-batching.js';
