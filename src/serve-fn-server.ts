@@ -147,7 +147,8 @@ export class ServeFnServer {
       forceCloseConnections: 'idle',
       ...securityServerOptions(options.security ?? {}, options.tls),
     });
-    this.repository = options.repository && new FolderModelRepository({ ...options.repository, ...this.repositoryContext() });
+    // A folder that appears later under a name the server serves otherwise stays unloaded (poll mode).
+    this.repository = options.repository && new FolderModelRepository({ ...options.repository, ...this.repositoryContext(), takenName: (name) => this.catalogue.takenFromRepository(name) });
   }
 
   /** Builds runtimes and routes without starting any instance (enough for the OpenAPI document). */

@@ -4,7 +4,7 @@ import type { ModelContextData, InferOptions } from '../definition/model-context
 import type { InferCall } from '../instance/context-services.js';
 import { createError, deserializeError, serializeError } from '../errors/index.js';
 import type { TensorModelPlan } from '../wire/tensor-model-plan.js';
-import type { TextForwardPlan } from '../wire/tensor-model-plan.js';
+import type { TextForwardPlan, TokenizerPlan } from '../wire/tensor-model-plan.js';
 import type { DecoderPlan } from '../wire/decoder-step-call.js';
 import type { InstanceEvents, ModelInstance } from './model-instance.js';
 import { forEachMessage, MessageOutbox, type Bundle } from '../wire/message-outbox.js';
@@ -50,7 +50,7 @@ export class WorkerInstance implements ModelInstance {
     private readonly events: InstanceEvents,
     private readonly infer: InferCall,
     /** A repository model or a text model folder to host instead of the decorated class in `moduleUrl`. */
-    private readonly hosted?: TensorModelPlan | TextForwardPlan | DecoderPlan,
+    private readonly hosted?: TensorModelPlan | TextForwardPlan | DecoderPlan | TokenizerPlan,
     /** The server's logger, which writes the lines of the worker's ctx.logger. */
     private readonly logger: ModelLogger = silentLogger(),
   ) {}
@@ -64,7 +64,7 @@ export class WorkerInstance implements ModelInstance {
       workerEntry: WORKER_ENTRY_URL.href,
       moduleUrl: this.moduleUrl,
       context: this.context,
-      ...(this.hosted?.kind === 'text-forward' ? { textForward: this.hosted } : this.hosted?.kind === 'decoder' ? { decoder: this.hosted } : { tensorModel: this.hosted }),
+      ...hostedPlan(this.hosted),
       niceness: instanceNiceness(),
       logLevel: this.logger.level,
     };
@@ -246,4 +246,18 @@ export class WorkerInstance implements ModelInstance {
 
 function revived(result: WireResult): WireResult {
   return result.ok ? { ok: true, value: reviveBuffers(result.value) } : result;
+}
+
+/** The boot data's field for what a worker hosts instead of a decorated class. */
+function hostedPlan(hosted: TensorModelPlan | TextForwardPlan | DecoderPlan | TokenizerPlan | undefined): Partial<WorkerBootData> {
+  switch (hosted?.kind) {
+    case 'text-forward':
+      return { textForward: hosted };
+    case 'decoder':
+      return { decoder: hosted };
+    case 'tokenizer':
+      return { tokenizer: hosted };
+    default:
+      return { tensorModel: hosted };
+  }
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { InferOptions } from '../definition/model-context.js';
 import { EXECUTE_METHOD } from '../definition/tensor-interface-builder.js';
-import { createError } from '../errors/index.js';
+import { createError, type ServeFnError } from '../errors/index.js';
 import type { RequestTrace } from '../tracing/request-tracing.js';
 import { validateDto } from '../validation/dto-validator.js';
 import { DecoratedModel } from './decorated-model.js';
@@ -60,9 +60,15 @@ export class ModelCatalogue implements ModelRepository {
    */
   async refuseRepositoryNames(): Promise<void> {
     for (const entry of await this.repository.index()) {
-      const own = this.ownNamed(entry.name);
-      if (own.length > 0) throw createError('SF_ERR_MODEL_NAME_TAKEN', 'repository model', this.kinds.get(own[0]) ?? 'served model', entry.name);
+      const taken = this.takenFromRepository(entry.name);
+      if (taken) throw taken;
     }
+  }
+
+  /** Why a repository model named `name` cannot be served (one of the server's own has the name), or undefined. */
+  takenFromRepository(name: string): ServeFnError | undefined {
+    const own = this.ownNamed(name);
+    return own.length > 0 ? createError('SF_ERR_MODEL_NAME_TAKEN', 'repository model', this.kinds.get(own[0]!) ?? 'served model', name) : undefined;
   }
 
   get controlMode(): ModelRepository['controlMode'] {

@@ -83,6 +83,7 @@ export class ModelHost implements InstanceHost {
     if (call.kind === 'tensor') return this.executeTensors(call);
     if (call.kind === 'text-forward') return this.executeTextForward(call);
     if (call.kind === 'decoder-step') return this.executeDecoderStep(call);
+    if (call.kind === 'tokenize') throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, call.kind, "a model class's instance hosts no tokenizer");
     const endpoint = this.endpoints.get(call.methodName);
     if (!endpoint) throw createError('SF_ERR_EXECUTION_FAILED', this.definition.name, call.methodName, 'no such endpoint method');
     const method = this.instance[call.methodName] as (...args: unknown[]) => unknown;

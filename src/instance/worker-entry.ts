@@ -5,6 +5,7 @@ import type { ModelDefinition } from '../definition/model-definition.js';
 import { createError, deserializeError, serializeError } from '../errors/index.js';
 import { TensorModelHost } from './tensor-model-host.js';
 import { TextForwardHost } from './text-forward-host.js';
+import { TokenizerHost } from './tokenizer-host.js';
 import { DecoderHost } from './decoder-host.js';
 import { ContextServices } from './context-services.js';
 import { firstTrace, runTraced } from './caller-trace.js';
@@ -173,6 +174,10 @@ port.on('message', (message: ToWorker) => forEachMessage(message, receive));
   }
   if (data.decoder) {
     host = await DecoderHost.start(data.decoder, services.context);
+    return;
+  }
+  if (data.tokenizer) {
+    host = await TokenizerHost.start(data.tokenizer, services.context);
     return;
   }
   if (data.tensorModel) {

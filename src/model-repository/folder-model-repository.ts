@@ -31,6 +31,12 @@ export interface FolderModelRepositoryOptions {
   /** Most instances of one model version a config may ask for (--max-instances); DEFAULT_MAX_INSTANCES by default. */
   readonly maxInstances?: number;
   readonly instanceFactory?: TensorInstanceFactory;
+  /**
+   * Why a folder's name cannot be served from the repository (a model the server serves otherwise
+   * has it), or undefined. Poll mode leaves such a folder unloaded, its index entry saying why; at
+   * start and on explicit loads the server refuses the name itself (ModelCatalogue).
+   */
+  readonly takenName?: (name: string) => Error | undefined;
 }
 
 interface ModelRecord {
@@ -192,7 +198,13 @@ export class FolderModelRepository implements ModelRepository {
       const fingerprint = folderFingerprint(join(this.options.root, name));
       if (this.records.get(name)?.fingerprint === fingerprint) continue;
       this.recordOf(name).fingerprint = fingerprint;
-      changed.push(name);
+      const taken = this.options.takenName?.(name);
+      if (taken) {
+        this.markFailed(this.recordOf(name), name, taken);
+        this.builder.log('error', taken.message);
+      } else {
+        changed.push(name);
+      }
     }
     for (const err of await this.loadAll(changed)) this.builder.log('error', err.message);
   }

@@ -4,8 +4,11 @@ import type { DecoratedModel } from '../inference/decorated-model.js';
 import type { VersionBuilderContext } from '../model-repository/model-version-builder.js';
 import { TextInferenceModel } from './text-inference-model.js';
 import { TextMetrics } from './text-metrics.js';
-import { loadClassTextModel, loadFolderTextModel, type FolderForward, type TextServeOptions } from './text-model-loader.js';
+import { loadClassTextModel, loadFolderTextModel, type LoadedTextModel, type TextServeOptions } from './text-model-loader.js';
 import { TextModelSet } from './text-model-set.js';
+
+/** A text model's parts on instances of their own: its tokenizer, and a folder's forward model (a class's is its runtime's). */
+type ServedTextParts = Pick<LoadedTextModel, 'tokenizer'> & Partial<Pick<LoadedTextModel, 'forward'>>;
 
 export interface ServerTextModelsOptions {
   /** Model folders served with no code. */
@@ -33,7 +36,8 @@ export class ServerTextModels {
     readonly views: readonly TextInferenceModel[],
     /** The @TextModel classes, whose names their text views take on /v2. */
     readonly classNames: ReadonlySet<string>,
-    private readonly forwards: readonly FolderForward[],
+    /** What starts and stops with the server: the folders' tokenizers and forward models, and the classes' tokenizers. */
+    private readonly served: readonly ServedTextParts[],
   ) {}
 
   static readonly none = new ServerTextModels(new TextModelSet([]), [], new Set(), []);
@@ -47,21 +51,30 @@ export class ServerTextModels {
     const fromFolders = [];
     for (const dir of folders) fromFolders.push(await loadFolderTextModel(dir, options, opts.builder, engine));
     const views = fromFolders.map((f) => new TextInferenceModel(f.text, '1'));
+    const served: ServedTextParts[] = [...fromFolders];
     for (const model of classes) {
       const def = model.runtime.definition;
-      views.push(new TextInferenceModel(await loadClassTextModel(model, opts.modelDir, options, engine), def.version));
+      const loaded = await loadClassTextModel(model, opts.modelDir, options, opts.builder, engine);
+      views.push(new TextInferenceModel(loaded.text, def.version));
+      served.push({ tokenizer: loaded.tokenizer });
     }
-    return new ServerTextModels(new TextModelSet(views.map((v) => v.text)), views, new Set(classes.map((m) => m.info.name)), fromFolders.map((f) => f.forward));
+    return new ServerTextModels(new TextModelSet(views.map((v) => v.text)), views, new Set(classes.map((m) => m.info.name)), served);
   }
 
-  /** Loads the folders' forward models (instances, warmup); a @TextModel class starts with its runtime. */
+  /** Loads the tokenizers and the folders' forward models (instances, warmup); a @TextModel class's model starts with its runtime. */
   async start(): Promise<void> {
-    await Promise.all(this.forwards.map((f) => f.start()));
+    await Promise.all(this.served.flatMap((f) => [f.tokenizer.start(), f.forward?.start()]));
   }
 
-  /** Stops the folders' forward models once their queued and running batches are done (a @TextModel class's drain with its runtime). */
+  /**
+   * Stops each folder's tokenizer once the texts queued on it are encoded, then its forward model
+   * once the batches those texts joined are done (a @TextModel class's drain with its runtime).
+   */
   async stop(): Promise<void> {
-    await Promise.allSettled(this.forwards.map((f) => f.stop()));
+    await Promise.allSettled(this.served.map(async (f) => {
+      await f.tokenizer.stop().catch(() => undefined);
+      await f.forward?.stop();
+    }));
   }
 
   /** Why a text model cannot serve now (its forward model is not ready), or undefined. */

@@ -7,7 +7,7 @@ import { admittedPair, admittedText, codePoints } from './text-characters.js';
 import { answerPermits, inputPermits, TextPermits } from './text-permits.js';
 import type { TextInput } from './text-inputs.js';
 import type { TextFailure, TextMetricFamily } from './text-metrics.js';
-import type { TextEncoding, TextTokenizer } from '../tokenizer/tokenizer.js';
+import type { TextEncoding, TextTokenization } from '../tokenizer/tokenizer.js';
 import { now } from '../wire/epoch-time.js';
 
 import type { EmbedOptions, PromptOptions, ScoredLabel, TextAnswer, TokenInfo, TruncateOptions } from './text-answers.js';
@@ -38,7 +38,7 @@ export class TextEngine {
 
   constructor(
     spec: TextModelSpec,
-    readonly tokenizer: TextTokenizer,
+    readonly tokenizer: TextTokenization,
     private readonly forward: TextForward,
     private readonly options: TextModelOptions,
   ) {
@@ -64,7 +64,7 @@ export class TextEngine {
   }
 
   ready(): boolean {
-    return this.batches.ready();
+    return this.batches.ready() && (this.tokenizer.ready?.() ?? true);
   }
 
   async embed(inputs: readonly TextInput[], options: EmbedOptions = {}): Promise<TextAnswer<Float32Array>> {
@@ -140,10 +140,10 @@ export class TextEngine {
       // here: TEI's /tokenize refuses a text over its character bound.
       const admitted = admittedText(input, { maxInputLength: this.spec.maxInputLength, cut: false, direction: 'right' });
       const text = this.withPrompt(admitted, options.promptName ?? this.spec.defaultPromptName);
-      const encoding = await this.tokenizer.encode(text, { addSpecialTokens: options.addSpecialTokens ?? true });
+      const encoding = await this.tokenizer.encode(text, { addSpecialTokens: options.addSpecialTokens ?? true, offsets: true });
       const bytes = Buffer.from(text, 'utf8');
       return Array.from(encoding.ids, (id, i) => {
-        const offsets = encoding.offsets[i];
+        const offsets = encoding.offsets![i];
         const special = encoding.special[i] === 1;
         return offsets === null
           ? { id, text: this.tokenizer.idToToken(id) ?? '', special, start: null, stop: null }
@@ -315,10 +315,10 @@ export class TextEngine {
   }
 }
 
-/** Token ids as an encoding: no special tokens added, no offsets. */
+/** Token ids as an encoding: no special tokens added. */
 function idsEncoding(ids: readonly number[], untruncatedLength: number): TextEncoding {
   return {
-    ids: Uint32Array.from(ids), typeIds: new Uint32Array(ids.length), offsets: ids.map(() => null), special: new Uint8Array(ids.length),
+    ids: Uint32Array.from(ids), typeIds: new Uint32Array(ids.length), special: new Uint8Array(ids.length),
     sequenceIds: new Int8Array(ids.length), untruncatedLength,
   };
 }

@@ -16,6 +16,7 @@ import { readTextModelFolder, type TextModelFolder, type TextTask } from './mode
 import type { PoolingMode } from './pooling.js';
 import { DEFAULT_TEXT_LIMITS, TextEngine, type TextLimits, type TextModelOptions, type TextModelSpec } from './text-engine.js';
 import { TextTokenizer } from '../tokenizer/tokenizer.js';
+import { InstanceTokenizer } from './instance-tokenizer.js';
 
 /** The server-wide text flags, named as TEI's (`serve-fn start <folder> --max-batch-tokens ...`). */
 export interface TextServeOptions {
@@ -38,6 +39,8 @@ export type TextEngineServices = Pick<TextModelOptions, 'metrics' | 'log'>;
 
 export interface LoadedTextModel {
   readonly text: TextEngine;
+  /** The folder's tokenizer on an instance of its own, which the server starts and stops. */
+  readonly tokenizer: InstanceTokenizer;
   /** The folder's model file on its own instances, which the server starts and stops. */
   readonly forward: FolderForward;
 }
@@ -85,7 +88,7 @@ export class FolderForward implements TextForward {
   }
 }
 
-/** A no-code text model: a sentence-transformers / optimum export folder, its tokenizer loaded here and its model file run on an instance of its own. */
+/** A no-code text model: a sentence-transformers / optimum export folder, its tokenizer and its model file each run on an instance of its own. */
 export async function loadFolderTextModel(dir: string, options: TextServeOptions, builder: VersionBuilderContext, engine: TextEngineServices): Promise<LoadedTextModel> {
   const folder = readTextModelFolder(dir, { task: options.task, pooling: options.pooling });
   const name = options.servedModelName ?? folder.name;
@@ -99,17 +102,18 @@ export async function loadFolderTextModel(dir: string, options: TextServeOptions
     modelName: name, modelVersion: '1', instanceName: `${name}_0`, instanceIndex: 0, instanceCount: 1, deviceKind: device.kind, deviceId: device.id, modelDir: folder.dir, config: { name },
   };
   const forward = new FolderForward(name, inputs, plan, context, builder);
-  const tokenizer = await TextTokenizer.fromFile(folder.tokenizerFile);
+  const tokenizer = new InstanceTokenizer(await TextTokenizer.fromFile(folder.tokenizerFile), folder.tokenizerFile, context, builder);
   const spec = specOf(folder, { name, modelId: folder.dir, defaultPromptName: options.promptName ?? folder.defaultPromptName });
   const text = new TextEngine(spec, tokenizer, forward, { ...engine, limits, computeType: onNpu ? 'npu' : 'cpu', dtype: options.dtype });
-  return { text, forward };
+  return { text, tokenizer, forward };
 }
 
 /**
- * A @TextModel class: its folder or tokenizer read from beside its module, its forward batches a
- * scheduler on the class's own engine, run through its tensor interface (`execute`) by its host.
+ * A @TextModel class: its folder or tokenizer read from beside its module and run on an instance of
+ * its own, its forward batches a scheduler on the class's own engine, run through its tensor
+ * interface (`execute`) by its host.
  */
-export async function loadClassTextModel(model: DecoratedModel, modelDir: string, options: TextServeOptions, engine: TextEngineServices): Promise<TextEngine> {
+export async function loadClassTextModel(model: DecoratedModel, modelDir: string, options: TextServeOptions, builder: VersionBuilderContext, engine: TextEngineServices): Promise<{ text: TextEngine; tokenizer: InstanceTokenizer }> {
   const def = model.runtime.definition;
   const declared = def.text!;
   const inside = (path: string, what: string): string => {
@@ -119,7 +123,10 @@ export async function loadClassTextModel(model: DecoratedModel, modelDir: string
   };
   const folder = declared.folder === undefined ? undefined : readTextModelFolder(inside(declared.folder, 'folder'), { task: declared.task, pooling: declared.pooling });
   const tokenizerFile = declared.tokenizer !== undefined ? inside(declared.tokenizer, 'tokenizer') : folder!.tokenizerFile;
-  const tokenizer = await TextTokenizer.fromFile(tokenizerFile);
+  const context: ModelContextData = {
+    modelName: def.name, modelVersion: def.version, instanceName: `${def.name}_0`, instanceIndex: 0, instanceCount: 1, deviceKind: 'cpu', deviceId: 0, modelDir, config: { name: def.name },
+  };
+  const tokenizer = new InstanceTokenizer(await TextTokenizer.fromFile(tokenizerFile), tokenizerFile, context, builder);
   const pooling = declared.pooling ?? folder?.pooling ?? (declared.task === 'sparse' ? 'splade' : 'cls');
   const spec: TextModelSpec = {
     name: def.name,
@@ -137,7 +144,7 @@ export async function loadClassTextModel(model: DecoratedModel, modelDir: string
   }).filter(([, v]) => v !== undefined));
   const limits = { ...DEFAULT_TEXT_LIMITS, ...options.limits, ...own };
   const forward: TextForward = { engine: model.runtime.engine, inputs: model.info.inputs, maxRows: model.info.maxBatchSize, ready: () => model.ready() };
-  return new TextEngine(spec, tokenizer, forward, { ...engine, limits, computeType: def.instances.kind });
+  return { text: new TextEngine(spec, tokenizer, forward, { ...engine, limits, computeType: def.instances.kind }), tokenizer };
 }
 
 function specOf(folder: TextModelFolder, names: Pick<TextModelSpec, 'name' | 'modelId' | 'defaultPromptName'>): TextModelSpec {

@@ -18,14 +18,19 @@ export interface EncodeOptions {
   readonly maxLength?: number;
   /** Which end loses tokens when cutting; default 'right'. */
   readonly direction?: 'left' | 'right';
+  /** Whether the encoding must carry `offsets` (TEI's /tokenize); they cost as much as the other arrays together. */
+  readonly offsets?: boolean;
 }
 
 export interface TextEncoding {
   readonly ids: Uint32Array;
   /** token_type_ids (0s for single texts, 1s for the 2nd of a pair on BERT) */
   readonly typeIds: Uint32Array;
-  /** UTF-8 BYTE offsets [start, stop) into the text the token came from (the pair's own text for the 2nd one); null for special tokens */
-  readonly offsets: ReadonlyArray<readonly [number, number] | null>;
+  /**
+   * UTF-8 BYTE offsets [start, stop) into the text the token came from (the pair's own text for the
+   * 2nd one); null for special tokens. Present when the encode asked for them (`offsets: true`).
+   */
+  readonly offsets?: ReadonlyArray<readonly [number, number] | null>;
   /** 1 = special token */
   readonly special: Uint8Array;
   /** For pairs: which text each token came from (0 or 1), -1 for specials; single texts: 0/-1 */
@@ -40,7 +45,23 @@ interface SpecialTokenCounts {
   readonly pair: number;
 }
 
-export class TextTokenizer {
+/**
+ * What a text model asks of its tokenizer: a TextTokenizer in this thread, or one on an instance
+ * of its own (text/instance-tokenizer.ts), which encodes off the HTTP thread.
+ */
+export interface TextTokenization {
+  readonly vocabSize: number;
+  readonly padId: number;
+  specialTokenCount(pair: boolean): number;
+  encode(text: string, options?: EncodeOptions): Promise<TextEncoding>;
+  encodePair(first: string, second: string, options?: EncodeOptions): Promise<TextEncoding>;
+  decode(ids: readonly number[], skipSpecialTokens: boolean): Promise<string>;
+  idToToken(id: number): string | undefined;
+  /** Whether it can encode now: one on an instance, once its instance runs; one in this thread, always (absent). */
+  ready?(): boolean;
+}
+
+export class TextTokenizer implements TextTokenization {
   readonly vocabSize: number;
   readonly padId: number;
 
@@ -127,7 +148,7 @@ export class TextTokenizer {
         starts = spans.map((span) => span.start);
       }
     }
-    return encodedTexts(this.native.postProcess(bare[0]!, bare[1] ?? null, addSpecialTokens), texts, untruncatedLength, starts);
+    return encodedTexts(this.native.postProcess(bare[0]!, bare[1] ?? null, addSpecialTokens), texts, untruncatedLength, starts, options.offsets ?? false);
   }
 
   /**
@@ -178,30 +199,26 @@ function keptLengths(lengths: readonly number[], budget: number): number[] {
 }
 
 /**
- * One encode's answer, a plain object. Offsets are read from the library only when asked for: they
- * cost as much as all the other arrays together (bench/text/tokenizers.ts) and only /tokenize needs
- * them. The getter is an own enumerable property, so a structured clone (postMessage to an instance
- * thread) reads it and carries plain offsets; the library's encoding stays in this closure.
+ * One encode's answer, a plain object of typed arrays, so it crosses a thread boundary as it is
+ * (text/instance-tokenizer.ts). Offsets are read from the library only when asked for: they cost as
+ * much as all the other arrays together (bench/text/tokenizers.ts) and only /tokenize needs them.
  */
-function encodedTexts(encoding: Encoding, texts: readonly [string, string?], untruncatedLength: number, starts: readonly number[]): TextEncoding {
+function encodedTexts(encoding: Encoding, texts: readonly [string, string?], untruncatedLength: number, starts: readonly number[], withOffsets: boolean): TextEncoding {
   const special = new Uint8Array(encoding.getSpecialTokensMask());
   // postProcess of a pair encoded text by text loses the first text's sequence ids (the binding
   // answers null for them, 0.23.2), while the second's and the special mask are right: every token
-  // that is neither special nor from the second text is from the first.
-  const sequenceIds = texts.length === 1
-    ? Int8Array.from(special, (isSpecial) => (isSpecial === 1 ? -1 : 0))
-    : Int8Array.from(encoding.getSequenceIds(), (id, index) => (special[index] === 1 ? -1 : (id ?? 0)));
-  let offsets: ReadonlyArray<readonly [number, number] | null> | undefined;
+  // that is neither special nor from the second text is from the first. (Counted loops: V8 runs
+  // TypedArray.from with a map function through the iterator protocol, several times slower.)
+  const sequenceIds = new Int8Array(special.length);
+  const second = texts.length === 1 ? undefined : encoding.getSequenceIds();
+  for (let i = 0; i < special.length; i++) sequenceIds[i] = special[i] === 1 ? -1 : (second?.[i] ?? 0);
   return {
     ids: new Uint32Array(encoding.getIds()),
     typeIds: new Uint32Array(encoding.getTypeIds()),
     special,
     sequenceIds,
     untruncatedLength,
-    get offsets() {
-      offsets ??= byteOffsets(encoding, texts, sequenceIds, starts);
-      return offsets;
-    },
+    ...(withOffsets ? { offsets: byteOffsets(encoding, texts, sequenceIds, starts) } : {}),
   };
 }
 

@@ -54,3 +54,10 @@ export interface TextForwardPlan {
   readonly file: string;
   readonly sessionOptions: Readonly<Record<string, unknown>>;
 }
+
+/** What a text model's tokenizer instance boots from: the folder's tokenizer.json. */
+export interface TokenizerPlan {
+  readonly kind: 'tokenizer';
+  /** Absolute path of tokenizer.json (tokenizer_config.json and special_tokens_map.json are read beside it). */
+  readonly file: string;
+}

@@ -4,6 +4,7 @@ import type { SerializedError } from '../errors/index.js';
 import type { TensorWireRequest } from './tensor-model-plan.js';
 import type { PoolingModeName } from '../metadata/records.js';
 import type { DecoderStepCall } from './decoder-step-call.js';
+import type { EncodeOptions } from '../tokenizer/tokenizer.js';
 
 /** What crosses between the HTTP thread and an instance, in both directions. */
 
@@ -74,7 +75,23 @@ export interface TextForwardCall {
   readonly padId: number;
 }
 
-export type ExecuteCall = EndpointCall | TensorCall | TextForwardCall | DecoderStepCall;
+/** One text (or pair) for a tokenizer instance, with the encode's options. */
+export interface TokenizeText {
+  readonly first: string;
+  readonly second?: string;
+  readonly options: EncodeOptions;
+}
+
+/**
+ * Texts for a text model's tokenizer instance (instance/tokenizer-host.ts), which encodes them off
+ * the HTTP thread as TEI's tokenization workers do; one TextEncoding (or its error) each comes back.
+ */
+export interface TokenizeCall {
+  readonly kind: 'tokenize';
+  readonly texts: readonly TokenizeText[];
+}
+
+export type ExecuteCall = EndpointCall | TensorCall | TextForwardCall | DecoderStepCall | TokenizeCall;
 
 /**
  * The calls an instance can run as a stream, holding the instance until the stream ends (a decorated
@@ -135,8 +152,8 @@ export type OnResult = (index: number, outcome: ExecuteOutcome) => void;
  */
 export function callTransferables(call: ExecuteCall): ArrayBuffer[] {
   // A forward batch's token ids are a few KB, and the tokenizer's arrays are not the call's to detach.
-  // A decoder step's token ids and grammar masks are a few KB too.
-  if (call.kind === 'text-forward' || call.kind === 'decoder-step') return [];
+  // A decoder step's token ids and grammar masks are a few KB too; texts to tokenize are strings.
+  if (call.kind === 'text-forward' || call.kind === 'decoder-step' || call.kind === 'tokenize') return [];
   if (call.kind !== 'endpoint') return collectTransferables(call.requests);
   const out: ArrayBuffer[] = [];
   for (const request of call.requests) collectTransferables(request.payload, out, 2);

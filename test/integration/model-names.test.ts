@@ -8,6 +8,8 @@ import { ServeFnServer, type ServeOptions } from '../../src/serve-fn-server.js';
 import { writeDecoderFolder } from '../fixtures/generation/decoder-folders.js';
 import { writeBertEncoder } from '../fixtures/text/text-model-folders.js';
 import { makeTinyFunAsrModels, missingPython } from '../helpers/speech-python.js';
+import { buildAddSubModel } from '../../src/backends/onnx/onnx-model-builder.js';
+import { writeFiles } from '../fixtures/repository/repository-files.js';
 
 /**
  * One registry of served names: the catalogue refuses a name two models of any kinds would share,
@@ -60,5 +62,26 @@ describe('one name, two models: the server refuses to start', () => {
     writeBertEncoder(text);
     const err = await refusal({ models: [], textFolders: [text], text: { servedModelName: 'Paraformer-tiny' }, speechFolders: [speech] });
     expect(err).toEqual(taken('The text model and the speech model', 'Paraformer-tiny'));
+  }, 60_000);
+});
+
+describe('one name, two models, a repository in poll mode', () => {
+  it('leaves a folder that appears under a served name unloaded, its index entry saying why', async () => {
+    const repo = join(root, 'poll');
+    writeFiles(repo, { 'other/1/model.onnx': buildAddSubModel({ size: 4 }) });
+    const server = new ServeFnServer({ models: [SharedName], repository: { root: repo, controlMode: 'poll', pollIntervalMs: 3_600_000 }, collectProcessMetrics: false });
+    await server.start();
+    try {
+      writeFiles(repo, { 'shared/1/model.onnx': buildAddSubModel({ size: 4 }) });
+      await server.repository!.poll();
+      const index = (await server.app.inject({ method: 'POST', url: '/v2/repository/index', payload: {} })).json() as { name: string; state: string; reason?: string }[];
+      // The catalogue lists the @Model class under its name; the repository's record says why its folder is not served.
+      expect(index.filter((e) => e.name === 'shared')).toEqual([expect.objectContaining({ state: 'READY' })]);
+      expect(server.repository!.models('shared')).toEqual([]);
+      expect((await server.repository!.index()).find((e) => e.name === 'shared')).toEqual({ name: 'shared', state: 'UNAVAILABLE', reason: expect.stringContaining("The repository model and the @Model class: two models would be served as 'shared'") });
+      expect((await server.app.inject({ method: 'POST', url: '/shared' })).body).toBe('decorated');
+    } finally {
+      await server.close();
+    }
   }, 60_000);
 });

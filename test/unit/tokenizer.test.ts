@@ -188,21 +188,21 @@ describe('byte offsets', () => {
   }
 
   it.each(QWEN_TEXTS)('Qwen3 offsets are the UTF-8 bytes each token came from in %j', async (text) => {
-    const encoding = await qwen.encode(text);
+    const encoding = await qwen.encode(text, { offsets: true });
     expect(encoding.offsets).toEqual(expectedByteLevelOffsets(text, [...encoding.ids]));
   });
 
   it('counts bytes, not UTF-16 units or code points, for emoji and CJK', async () => {
     const text = 'a😀b你';
-    const encoding = await qwen.encode(text);
-    expect(encoding.offsets.map((offset) => bytesOf(text, offset!))).toEqual(['a', '😀', 'b', '你']);
-    expect(encoding.offsets.at(-1)![1]).toBe(Buffer.byteLength(text));
+    const encoding = await qwen.encode(text, { offsets: true });
+    expect(encoding.offsets!.map((offset) => bytesOf(text, offset!))).toEqual(['a', '😀', 'b', '你']);
+    expect(encoding.offsets!.at(-1)![1]).toBe(Buffer.byteLength(text));
   });
 
   it.each(WORDPIECE_TEXTS)('WordPiece offsets slice the original text of each piece in %j; specials have none', async (text) => {
-    const encoding = await wordPiece.encode(text);
+    const encoding = await wordPiece.encode(text, { offsets: true });
     const tokens = [...encoding.ids].map((id) => wordPiece.idToToken(id)!);
-    encoding.offsets.forEach((offset, index) => {
+    encoding.offsets!.forEach((offset, index) => {
       if (encoding.special[index] === 1) return expect(offset).toBeNull();
       const original = bytesOf(text, offset!);
       if (tokens[index] === '[UNK]') return expect(original).toMatch(/^\S+$/u);
@@ -211,15 +211,21 @@ describe('byte offsets', () => {
   });
 
   it('an encoding survives a structured clone (postMessage to an instance thread) with its offsets', async () => {
-    const encoding = await wordPiece.encodePair('how do I bake bread', '你好');
+    const encoding = await wordPiece.encodePair('how do I bake bread', '你好', { offsets: true });
     const copy = structuredClone(encoding);
     expect(copy).toEqual({ ids: encoding.ids, typeIds: encoding.typeIds, special: encoding.special, sequenceIds: encoding.sequenceIds, untruncatedLength: encoding.untruncatedLength, offsets: encoding.offsets });
   });
 
+  it('reads offsets from the library only when they are asked for', async () => {
+    const encoding = await wordPiece.encode('how do I bake bread');
+    expect(encoding).not.toHaveProperty('offsets');
+    expect(Object.keys(structuredClone(encoding)).sort()).toEqual(['ids', 'sequenceIds', 'special', 'typeIds', 'untruncatedLength']);
+  });
+
   it("a pair's second text has offsets into itself", async () => {
     const [first, second] = ['how do I bake bread', '你好，世界 bread'];
-    const encoding = await wordPiece.encodePair(first, second);
-    const seconds = encoding.offsets.filter((_, index) => encoding.sequenceIds[index] === 1);
+    const encoding = await wordPiece.encodePair(first, second, { offsets: true });
+    const seconds = encoding.offsets!.filter((_, index) => encoding.sequenceIds[index] === 1);
     expect(seconds.map((offset) => bytesOf(second, offset!))).toEqual(wordPieceReference.tokenize(second));
   });
 });
@@ -230,10 +236,10 @@ describe('truncation', () => {
   it.each(['right', 'left'] as const)('cuts a BERT input from the %s and keeps [CLS] and [SEP]', async (direction) => {
     const content = wordPieceReference.encode(long, undefined, false).ids;
     for (const maxLength of [2, 3, 7, 12, content.length + 1]) {
-      const encoding = await wordPiece.encode(long, { maxLength, direction });
+      const encoding = await wordPiece.encode(long, { maxLength, direction, offsets: true });
       expect([...encoding.ids]).toEqual([wordPieceReference.id('[CLS]'), ...cut(content, maxLength - 2, direction), wordPieceReference.id('[SEP]')]);
       expect(encoding.untruncatedLength).toBe(content.length + 2);
-      expect(encoding.offsets.at(-1)).toBeNull();
+      expect(encoding.offsets!.at(-1)).toBeNull();
     }
   });
 
@@ -251,7 +257,7 @@ describe('truncation', () => {
     const postProcess = vi.spyOn(native, 'postProcess');
     const [a, b] = [wordPieceReference.encode(first, undefined, false).ids, wordPieceReference.encode(second, undefined, false).ids];
     for (const maxLength of [3, 20, 51]) {
-      const encoding = await wordPiece.encodePair(first, second, { maxLength, direction });
+      const encoding = await wordPiece.encodePair(first, second, { maxLength, direction, offsets: true });
       // LongestFirst halves the budget, the longer (first) text taking the odd token.
       const [keepA, keepB] = [Math.ceil((maxLength - 3) / 2), Math.floor((maxLength - 3) / 2)];
       expect([...encoding.ids]).toEqual([wordPieceReference.id('[CLS]'), ...cut(a, keepA, direction), wordPieceReference.id('[SEP]'), ...cut(b, keepB, direction), wordPieceReference.id('[SEP]')]);
@@ -259,7 +265,7 @@ describe('truncation', () => {
       const [encoded, pair] = postProcess.mock.calls.at(-1)!;
       expect([encoded.getOverflowing().length, pair!.getOverflowing().length]).toEqual([0, 0]);
       // Offsets stay offsets into each whole text: a left cut keeps each text's last bytes.
-      const stops = [0, 1].map((sequence) => encoding.offsets.filter((o, i) => o !== null && encoding.sequenceIds[i] === sequence).map((o) => o![1]));
+      const stops = [0, 1].map((sequence) => encoding.offsets!.filter((o, i) => o !== null && encoding.sequenceIds[i] === sequence).map((o) => o![1]));
       if (direction === 'left' && keepA > 0) expect([stops[0]!.at(-1), stops[1]!.at(-1)]).toEqual([Buffer.byteLength(first), Buffer.byteLength(second)]);
     }
     postProcess.mockRestore();
