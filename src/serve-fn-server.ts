@@ -408,7 +408,9 @@ export class ServeFnServer {
   /** How a @Model class's instances are made: in worker threads importing the module, or inline; their ctx.infer is the server's. */
   private instanceFactory(def: ModelDefinition): InstanceFactory {
     const infer = (model: string, input: unknown, opts: InferOptions, traceparent?: string): Promise<unknown> => this.infer(model, input, opts, traceparent);
-    return decoratedInstanceFactory(def, { moduleUrl: this.options.moduleUrl, modelDir: this.modelDir, infer, logger: this.modelLogger });
+    // A @GenerativeModel class's instances read its folder's tokenizer.json for structured outputs; the folder is read by prepare(), before any instance is made.
+    const grammarVocabulary = () => this.folderModels.generators.classVocabulary(def.name);
+    return decoratedInstanceFactory(def, { moduleUrl: this.options.moduleUrl, modelDir: this.modelDir, infer, logger: this.modelLogger, grammarVocabulary });
   }
 
   /** The folder of the models' module, where their relative paths start (the working folder without one). */

@@ -4,6 +4,7 @@ import { firstTrace, runTraced } from '../instance/caller-trace.js';
 import type { ModelDefinition } from '../definition/model-definition.js';
 import { ModelHost } from '../instance/model-host.js';
 import type { ModelLogger } from '../instance/instance-logger.js';
+import type { TokenizerFileVocabulary } from '../wire/decoder-step-call.js';
 import type { ModelInstance } from './model-instance.js';
 import { SocketLink, type SocketSession } from '../wire/socket-session.js';
 import { StreamChannel } from '../wire/stream-channel.js';
@@ -23,12 +24,14 @@ export class InlineInstance implements ModelInstance {
     context: ModelContextData,
     infer: InferCall,
     logger?: ModelLogger,
+    /** A @GenerativeModel class's: where its grammar engine reads its vocabulary (ModelHost.create). */
+    private readonly grammarVocabulary?: TokenizerFileVocabulary,
   ) {
     this.services = new ContextServices(context, infer, logger);
   }
 
   async start(): Promise<void> {
-    const host = ModelHost.create(this.definition);
+    const host = ModelHost.create(this.definition, undefined, this.grammarVocabulary);
     await host.initialize(this.services.context);
     this.host = host;
   }

@@ -5,7 +5,7 @@ import type { InferCall } from '../instance/context-services.js';
 import { createError, deserializeError, serializeError } from '../errors/index.js';
 import type { TensorModelPlan } from '../wire/tensor-model-plan.js';
 import type { TextForwardPlan, TokenizerPlan } from '../wire/tensor-model-plan.js';
-import type { DecoderPlan } from '../wire/decoder-step-call.js';
+import type { DecoderPlan, GeneratorClassPlan } from '../wire/decoder-step-call.js';
 import type { InstanceEvents, ModelInstance } from './model-instance.js';
 import { forEachMessage, MessageOutbox, type Bundle } from '../wire/message-outbox.js';
 import { SocketLink } from '../wire/socket-session.js';
@@ -49,8 +49,12 @@ export class WorkerInstance implements ModelInstance {
     private readonly context: ModelContextData,
     private readonly events: InstanceEvents,
     private readonly infer: InferCall,
-    /** A repository model or a text model folder to host instead of the decorated class in `moduleUrl`. */
-    private readonly hosted?: TensorModelPlan | TextForwardPlan | DecoderPlan | TokenizerPlan,
+    /**
+     * A repository model, a text or generative model folder, or a text model's tokenizer to host
+     * instead of the decorated class in `moduleUrl`; or, for a @GenerativeModel class, what its host
+     * needs besides the class.
+     */
+    private readonly hosted?: TensorModelPlan | TextForwardPlan | DecoderPlan | GeneratorClassPlan | TokenizerPlan,
     /** The server's logger, which writes the lines of the worker's ctx.logger. */
     private readonly logger: ModelLogger = silentLogger(),
   ) {}
@@ -64,7 +68,7 @@ export class WorkerInstance implements ModelInstance {
       workerEntry: WORKER_ENTRY_URL.href,
       moduleUrl: this.moduleUrl,
       context: this.context,
-      ...hostedPlan(this.hosted),
+      ...hostedBootData(this.hosted),
       niceness: instanceNiceness(),
       logLevel: this.logger.level,
     };
@@ -248,16 +252,11 @@ function revived(result: WireResult): WireResult {
   return result.ok ? { ok: true, value: reviveBuffers(result.value) } : result;
 }
 
-/** The boot data's field for what a worker hosts instead of a decorated class. */
-function hostedPlan(hosted: TensorModelPlan | TextForwardPlan | DecoderPlan | TokenizerPlan | undefined): Partial<WorkerBootData> {
-  switch (hosted?.kind) {
-    case 'text-forward':
-      return { textForward: hosted };
-    case 'decoder':
-      return { decoder: hosted };
-    case 'tokenizer':
-      return { tokenizer: hosted };
-    default:
-      return { tensorModel: hosted };
-  }
+/** Where the boot data carries what the worker hosts (worker-entry.ts reads one of these fields). */
+function hostedBootData(hosted: TensorModelPlan | TextForwardPlan | DecoderPlan | GeneratorClassPlan | TokenizerPlan | undefined): Partial<WorkerBootData> {
+  if (hosted?.kind === 'text-forward') return { textForward: hosted };
+  if (hosted?.kind === 'decoder') return { decoder: hosted };
+  if (hosted?.kind === 'generator-class') return { generatorClass: hosted };
+  if (hosted?.kind === 'tokenizer') return { tokenizer: hosted };
+  return { tensorModel: hosted };
 }

@@ -1,7 +1,7 @@
 import { createError } from '../errors/index.js';
 import type { DecoratedModel } from '../inference/decorated-model.js';
 import { pathInside } from '../model-repository/repository-scan.js';
-import { generatorLimits, scheduleOn, servedFromFolder, type GeneratorServeOptions, type LoadedGenerator } from './folder-generator.js';
+import { generatorLimits, grammarVocabulary, scheduleOn, servedFromFolder, type GeneratorServeOptions, type LoadedGenerator } from './folder-generator.js';
 import type { GenerationMetrics } from './generation-metrics.js';
 import { readGenerativeConfig } from './generative-folder.js';
 
@@ -9,7 +9,9 @@ import { readGenerativeConfig } from './generative-folder.js';
  * A @GenerativeModel class as a generator: its folder (config.json, tokenizer.json, the chat
  * template, generation_config.json) read from beside its module, an IterationScheduler registered
  * on the class's own engine, whose instances run the class's step hook (instance/model-host.ts) and
- * sample there as a decoder folder's instance does. Served under the @Model's name; it starts,
+ * sample there as a decoder folder's instance does, structured outputs included: the class's
+ * instances get the folder's tokenizer.json as their grammar vocabulary (`classVocabulary`, which
+ * the server hands to the class's instance factory). Served under the @Model's name; it starts,
  * drains and stops with the class's runtime, as a @TextModel class does.
  */
 export async function loadClassGenerator(model: DecoratedModel, modelDir: string, options: GeneratorServeOptions, metrics: GenerationMetrics): Promise<LoadedGenerator> {
@@ -27,6 +29,7 @@ export async function loadClassGenerator(model: DecoratedModel, modelDir: string
     name: def.name, limits, maxModelLen, vocabSize: folder.vocabSize, eosTokenIds: folder.eosTokenIds, defaults: folder.defaults, metrics,
   }, () => model.ready());
   const nothing = (): Promise<void> => Promise.resolve();
-  // A class's instance has no grammar engine over its vocabulary yet, so structured outputs answer 400 (docs/generation.md).
-  return { served: { ...(await servedFromFolder(folder, generator, false)), version: def.version }, generator, start: nothing, stop: nothing };
+  // Masks as wide as the logits the scheduler samples from: config.json's vocab_size.
+  const classVocabulary = grammarVocabulary(folder, folder.vocabSize);
+  return { served: { ...(await servedFromFolder(folder, generator)), version: def.version }, generator, classVocabulary, start: nothing, stop: nothing };
 }

@@ -7,7 +7,7 @@ import { WorkerInstance } from '../engine/worker-instance.js';
 import { decoderLayout } from '../instance/onnx-decoder-runtime.js';
 import { readModelFileMetadata, type VersionBuilderContext } from '../model-repository/model-version-builder.js';
 import { TextTokenizer } from '../tokenizer/tokenizer.js';
-import type { DecoderPlan } from '../wire/decoder-step-call.js';
+import type { DecoderPlan, TokenizerFileVocabulary } from '../wire/decoder-step-call.js';
 import { EngineStepTarget } from '../engine/step-target.js';
 import type { GenerationMetrics } from './generation-metrics.js';
 import { readGenerativeFolder, type GenerativeConfig } from './generative-folder.js';
@@ -87,6 +87,8 @@ export class ScheduledGenerator implements TextGenerator {
 export interface LoadedGenerator {
   readonly served: ServedGenerator;
   readonly generator: ScheduledGenerator;
+  /** A @GenerativeModel class's: what its instances' grammar engine reads (a folder's decoder plan carries its own). */
+  readonly classVocabulary?: TokenizerFileVocabulary;
   start(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -102,14 +104,21 @@ export async function loadGeneratorFolder(dir: string, options: GeneratorServeOp
   const { limits, maxModelLen } = generatorLimits(folder, options, { kvBytesPerToken, prefixCaching: true });
   const plan: DecoderPlan = {
     kind: 'decoder', file: folder.modelFile, sessionOptions: generatorSessionOptions(), vocabSize: folder.vocabSize,
-    // The instance's grammar engine reads the same tokenizer.json; masks are as wide as the logits (the padded vocabulary).
-    grammarVocabulary: { tokenizerFile: folder.tokenizerFile, vocabSize: layout.vocabSize, stopTokenIds: folder.eosTokenIds },
+    grammarVocabulary: grammarVocabulary(folder, layout.vocabSize),
   };
   const { generator, start, stop } = scheduleOnEngine({
     name, plan, moduleUrl: pathToFileURL(folder.modelFile).href, modelDir: folder.dir, limits, maxModelLen, vocabSize: layout.vocabSize,
     eosTokenIds: folder.eosTokenIds, defaults: folder.defaults, builder, metrics,
   });
-  return { served: await servedFromFolder(folder, generator, true), generator, start, stop };
+  return { served: await servedFromFolder(folder, generator), generator, start, stop };
+}
+
+/**
+ * What the instance's grammar engine reads: the same tokenizer.json the HTTP thread tokenizes with,
+ * every end-of-sequence id as a stop token, masks as wide as the logits (`vocabSize`, the padded vocabulary).
+ */
+export function grammarVocabulary(folder: GenerativeConfig, vocabSize: number): TokenizerFileVocabulary {
+  return { tokenizerFile: folder.tokenizerFile, vocabSize, stopTokenIds: folder.eosTokenIds };
 }
 
 /** How the scheduler of a folder's model is bounded: the server's flags (and a class's own), and the KV cache they give. */
@@ -144,15 +153,16 @@ export function generatorLimits(folder: GenerativeConfig, options: GeneratorServ
 }
 
 /**
- * What the protocols serve of a folder's model: its tokenizer.json, chat template and, where the
- * instance has a grammar engine over the vocabulary, the check of a structured-output spec.
+ * What the protocols serve of a folder's model, whatever runs its weights (its decoder export or a
+ * @GenerativeModel class): its tokenizer.json, chat template and the check of a structured-output
+ * spec, whose grammar the instance compiles over the same tokenizer.json (grammarVocabulary).
  */
-export async function servedFromFolder(folder: GenerativeConfig, generator: ScheduledGenerator, grammar: boolean): Promise<ServedGenerator> {
+export async function servedFromFolder(folder: GenerativeConfig, generator: ScheduledGenerator): Promise<ServedGenerator> {
   const tokenizer = new FolderPromptTokenizer(await TextTokenizer.fromFile(folder.tokenizerFile));
   // The HTTP thread only checks a spec (no vocabulary, no masks); the instance compiles and masks.
-  const checker = grammar ? new StructuredOutputChecker() : undefined;
-  const structuredOutputs = checker && (async (output: StructuredOutput): Promise<void> => void (await checker.ebnf(output)));
-  return { generator, tokenizer, ...(structuredOutputs ? { structuredOutputs } : {}), ...(folder.chatTemplate ? { chatTemplate: folder.chatTemplate } : {}) };
+  const checker = new StructuredOutputChecker();
+  const structuredOutputs = async (output: StructuredOutput): Promise<void> => void (await checker.ebnf(output));
+  return { generator, tokenizer, structuredOutputs, ...(folder.chatTemplate ? { chatTemplate: folder.chatTemplate } : {}) };
 }
 
 /** An IterationScheduler registered on `engine` (a decoder's own, or a @GenerativeModel class's), and the generator the protocols call. */

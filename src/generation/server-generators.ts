@@ -7,6 +7,7 @@ import { loadGeneratorFolder, type GeneratorServeOptions, type LoadedGenerator }
 import { GenerationMetrics } from './generation-metrics.js';
 import { loadGeneratorGguf } from './gguf/gguf-generator.js';
 import type { ServedGenerator } from './text-generator.js';
+import type { TokenizerFileVocabulary } from '../wire/decoder-step-call.js';
 
 export interface ServerGeneratorsOptions {
   /** Generative model folders (decoder exports) served with no code. */
@@ -51,6 +52,11 @@ export class ServerGenerators {
     for (const model of classes) loaded.push(await loadClassGenerator(model, opts.modelDir ?? process.cwd(), options, metrics));
     for (const dir of folders) loaded.push(ggufFiles.has(dir) ? await loadGeneratorGguf(dir, options, opts.builder, metrics) : await loadGeneratorFolder(dir, options, opts.builder, metrics));
     return new ServerGenerators(loaded, classNames);
+  }
+
+  /** What the instances of @GenerativeModel class `name` read as their grammar vocabulary; undefined for any other model. */
+  classVocabulary(name: string): TokenizerFileVocabulary | undefined {
+    return this.loaded.find((l) => l.classVocabulary && l.generator.name === name)?.classVocabulary;
   }
 
   get served(): readonly ServedGenerator[] {

@@ -87,7 +87,10 @@ export interface ServedGenerator {
   readonly generator: TextGenerator;
   readonly tokenizer: PromptTokenizer;
   readonly chatTemplate?: ChatTemplateSource;
-  /** Absent when no grammar engine can serve this model's vocabulary: structured outputs are then refused with a 400. */
+  /**
+   * Every generator the server loads (a folder, a GGUF file, a @GenerativeModel class) has one;
+   * absent for an embedder's generator with no grammar engine: structured outputs are then refused with a 400.
+   */
   readonly structuredOutputs?: StructuredOutputCheck;
   /** Its version on /v2: a @GenerativeModel class's @Model version; '1' when absent (a folder). */
   readonly version?: string;

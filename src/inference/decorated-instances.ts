@@ -5,6 +5,7 @@ import type { InstanceFactory } from '../engine/model-instance.js';
 import { WorkerInstance } from '../engine/worker-instance.js';
 import { createError } from '../errors/index.js';
 import type { ModelLogger } from '../instance/instance-logger.js';
+import type { GeneratorClassPlan, TokenizerFileVocabulary } from '../wire/decoder-step-call.js';
 
 export interface DecoratedInstancesOptions {
   /** URL of the module exporting the model classes; worker-thread instances import it. */
@@ -14,6 +15,12 @@ export interface DecoratedInstancesOptions {
   /** ctx.infer of every instance: the server's, so a call resolves through its catalogue. */
   readonly infer: (model: string, input: unknown, options: InferOptions, traceparent?: string) => Promise<unknown>;
   readonly logger: ModelLogger;
+  /**
+   * For a @GenerativeModel class: where its instances' grammar engine reads the vocabulary (the
+   * tokenizer.json of the class's folder). Asked when an instance is made, since the class's
+   * generator reads its folder after its runtime is built.
+   */
+  readonly grammarVocabulary?: () => TokenizerFileVocabulary | undefined;
 }
 
 /**
@@ -28,9 +35,11 @@ export function decoratedInstanceFactory(def: ModelDefinition, options: Decorate
   }
   return (index, events) => {
     const context = contextFor(def, index, modelDir);
+    const grammarVocabulary = def.generative && options.grammarVocabulary?.();
+    const plan: GeneratorClassPlan | undefined = grammarVocabulary && { kind: 'generator-class', grammarVocabulary };
     return def.instances.inline
-      ? new InlineInstance(index, def, context, infer, logger)
-      : new WorkerInstance(index, moduleUrl!, context, events, infer, undefined, logger);
+      ? new InlineInstance(index, def, context, infer, logger, grammarVocabulary)
+      : new WorkerInstance(index, moduleUrl!, context, events, infer, plan, logger);
   };
 }
 

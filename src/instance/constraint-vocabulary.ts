@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type { ConstraintVocabulary } from '../spec/structured-output.js';
+import type { TokenizerFileVocabulary } from '../wire/decoder-step-call.js';
 
 export type { ConstraintVocabulary };
 
@@ -41,4 +42,12 @@ export function vocabularyFromGguf(tokens: readonly string[], tokenizerModel: st
 /** A decoder folder's tokenizer.json as a vocabulary, read when the instance first needs it. */
 export async function vocabularyFromTokenizerFile(file: string, vocabSize: number, stopTokenIds: readonly number[]): Promise<ConstraintVocabulary> {
   return vocabularyFromTokenizerJson(JSON.parse(await readFile(file, 'utf8')) as TokenizerJson, vocabSize, stopTokenIds);
+}
+
+/**
+ * What an instance's grammar engine reads on its first structured output, from the tokenizer.json
+ * its plan names: a decoder folder's and a @GenerativeModel class's alike. Undefined without one.
+ */
+export function tokenizerFileVocabulary(plan: TokenizerFileVocabulary | undefined): (() => Promise<ConstraintVocabulary>) | undefined {
+  return plan && (() => vocabularyFromTokenizerFile(plan.tokenizerFile, plan.vocabSize, plan.stopTokenIds));
 }

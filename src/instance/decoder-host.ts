@@ -5,7 +5,7 @@ import type { ConstraintVocabulary } from '../spec/structured-output.js';
 import type { DecoderPlan } from '../wire/decoder-step-call.js';
 import { StreamPump, type StreamEvent } from '../wire/stream-channel.js';
 import type { ExecuteCall, ExecuteOutcome } from '../wire/wire-format.js';
-import { vocabularyFromTokenizerFile } from './constraint-vocabulary.js';
+import { tokenizerFileVocabulary } from './constraint-vocabulary.js';
 import { DecoderSteps } from './decoder-steps.js';
 import { timedExecution, type InstanceHost } from './instance-host.js';
 import { decoderLayout, OnnxDecoderRuntime } from './onnx-decoder-runtime.js';
@@ -42,9 +42,7 @@ export class DecoderHost implements InstanceHost {
     const session = await ctx.loadModel(plan.file, { options: plan.sessionOptions });
     const { inputs, outputs } = session.metadata();
     const runtime = new OnnxDecoderRuntime(decoderLayout(ctx.modelName, inputs, outputs, plan.vocabSize), (feeds, names) => session.run(feeds, names));
-    const grammar = plan.grammarVocabulary;
-    const vocabulary = grammar ? () => vocabularyFromTokenizerFile(grammar.tokenizerFile, grammar.vocabSize, grammar.stopTokenIds) : undefined;
-    return new DecoderHost(runtime, ctx.modelName, undefined, vocabulary);
+    return new DecoderHost(runtime, ctx.modelName, undefined, tokenizerFileVocabulary(plan.grammarVocabulary));
   }
 
   execute(call: ExecuteCall): Promise<ExecuteOutcome> {

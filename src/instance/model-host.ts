@@ -12,7 +12,8 @@ import { ModuleExecutor } from './module-executor.js';
 import { ClassDecoderRuntime } from './class-decoder-runtime.js';
 import { DecoderSteps } from './decoder-steps.js';
 import type { DecoderStepHook } from '../spec/decoder-step.js';
-import type { DecoderStepCall } from '../wire/decoder-step-call.js';
+import type { DecoderStepCall, TokenizerFileVocabulary } from '../wire/decoder-step-call.js';
+import { tokenizerFileVocabulary } from './constraint-vocabulary.js';
 import type { TensorModel } from './tensor-model-api.js';
 import { type ExecuteCall, type ExecuteOutcome, type OnResult, type SocketCall, type SocketInput, type StreamCall, type TensorCall, type TextForwardCall, type WireRequestInfo, type WireResult, reviveBuffers } from '../wire/wire-format.js';
 import { REFUSED_MESSAGE, SocketInbox, SocketSession } from '../wire/socket-session.js';
@@ -44,21 +45,29 @@ export class ModelHost implements InstanceHost {
   private constructor(
     private readonly definition: ModelDefinition,
     private readonly instance: Hooked,
+    grammarVocabulary: TokenizerFileVocabulary | undefined,
   ) {
     this.endpoints = new Map(definition.endpoints.map((e) => [e.methodName, e]));
     this.sockets = new Map(definition.sockets.map((e) => [e.methodName, e]));
-    if (definition.generative) this.decoderSteps = new DecoderSteps(new ClassDecoderRuntime(instance as unknown as DecoderStepHook, definition.className));
+    if (definition.generative) {
+      const runtime = new ClassDecoderRuntime(instance as unknown as DecoderStepHook, definition.className);
+      this.decoderSteps = new DecoderSteps(runtime, tokenizerFileVocabulary(grammarVocabulary));
+    }
     if (definition.tensors) this.tensors = ModuleExecutor.forTensorInterface(instance as unknown as TensorModel, definition.tensors, definition.name);
   }
 
-  static create(definition: ModelDefinition, container: DependencyContainer = rootContainer.createChildContainer()): ModelHost {
+  /**
+   * `grammarVocabulary`: for a @GenerativeModel class, the tokenizer.json of its folder, which its
+   * grammar engine reads on the first structured output, as a decoder folder's instance does.
+   */
+  static create(definition: ModelDefinition, container: DependencyContainer = rootContainer.createChildContainer(), grammarVocabulary?: TokenizerFileVocabulary): ModelHost {
     let instance: Hooked;
     try {
       instance = container.resolve(definition.target as unknown as new () => Hooked);
     } catch (err) {
       throw createError('SF_ERR_DEPENDENCY_UNRESOLVED', definition.className, (err as Error).message, { cause: err });
     }
-    return new ModelHost(definition, instance);
+    return new ModelHost(definition, instance, grammarVocabulary);
   }
 
   async initialize(ctx: ModelContext): Promise<void> {

@@ -184,7 +184,7 @@ port.on('message', (message: ToWorker) => forEachMessage(message, receive));
     host = await TensorModelHost.start(data.tensorModel, services.context);
     return;
   }
-  const created = ModelHost.create(await findDefinition());
+  const created = ModelHost.create(await findDefinition(), undefined, data.generatorClass?.grammarVocabulary);
   await created.initialize(services.context);
   host = created;
 })().then(

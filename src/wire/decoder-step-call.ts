@@ -25,6 +25,15 @@ export interface TokenizerFileVocabulary {
   readonly stopTokenIds: readonly number[];
 }
 
+/**
+ * A @GenerativeModel class's instance: the class itself is hosted as any decorated class is, and
+ * its grammar engine reads the tokenizer.json of the class's folder, as a decoder folder's does.
+ */
+export interface GeneratorClassPlan {
+  readonly kind: 'generator-class';
+  readonly grammarVocabulary: TokenizerFileVocabulary;
+}
+
 /** A `.gguf` file run by node-llama-cpp (src/instance/gguf-runtime.ts) with a context sequence per scheduler sequence. */
 export interface GgufDecoderPlan {
   readonly kind: 'decoder';

@@ -3,7 +3,7 @@ import type { SerializedError } from '../errors/index.js';
 import type { TensorModelPlan } from './tensor-model-plan.js';
 import type { TextForwardPlan, TokenizerPlan } from './tensor-model-plan.js';
 import type { Bundle } from './message-outbox.js';
-import type { DecoderPlan } from './decoder-step-call.js';
+import type { DecoderPlan, GeneratorClassPlan } from './decoder-step-call.js';
 import type { StreamEvent } from './stream-channel.js';
 import type { ExecuteCall, ExecuteOutcome, SocketCall, SocketInput, StreamCall } from './wire-format.js';
 
@@ -23,6 +23,8 @@ export interface WorkerBootData {
   readonly decoder?: DecoderPlan;
   /** Present for a text model's tokenizer: the worker encodes texts with TokenizerHost. */
   readonly tokenizer?: TokenizerPlan;
+  /** Present for a @GenerativeModel class: the decorated class is hosted, with its grammar engine's vocabulary. */
+  readonly generatorClass?: GeneratorClassPlan;
   /** OS niceness the worker gives its own thread before loading the model (see thread-priority.ts). */
   readonly niceness: number;
   /** The server logger's level, so the worker builds only the lines the server writes. */
