@@ -14,6 +14,18 @@ export interface DenoiserInterface {
   readonly output: string;
 }
 
+/**
+ * A denoiser input beyond the latents, timestep and text states, fixed for the whole denoising
+ * (SDXL's `text_embeds` and `time_ids`): one row per branch, unconditional first with guidance,
+ * as diffusers concatenates `[negative, positive]`.
+ */
+export interface AddedCondition {
+  readonly name: string;
+  /** One row's shape, without the batch dimension. */
+  readonly shape: readonly number[];
+  readonly rows: readonly Float32Array[];
+}
+
 /** What one image's denoising starts from. */
 export interface DenoiseStart {
   readonly schedule: DenoiseSchedule;
@@ -24,6 +36,8 @@ export interface DenoiseStart {
   readonly text: Float32Array;
   readonly textShape: readonly number[];
   readonly negativeText?: Float32Array;
+  /** Further FP32 inputs, as many rows as the request sends (two with guidance). */
+  readonly added?: readonly AddedCondition[];
   readonly guidanceScale: number;
   /** Steps after which a preview (the clean-latent estimate) is handed to `onPreview`. */
   readonly previewAfter: ReadonlySet<number>;
@@ -78,6 +92,11 @@ export class DenoiseWork implements StepWork {
       { name: this.names.latentInput, datatype: 'FP32', shape: [rows, ...latentShape.slice(1)], data: x },
       { name: this.names.timestepInput, datatype: this.names.timestepType, shape: [rows], data: timestepData(this.names.timestepType, t, rows) },
       { name: this.names.textInput, datatype: 'FP32', shape: [rows, ...textShape.slice(1)], data: states },
+      ...(this.start.added ?? []).map((condition): Tensor => {
+        const data = new Float32Array(condition.rows.reduce((sum, row) => sum + row.length, 0));
+        condition.rows.forEach((row, r) => data.set(row, r * row.length));
+        return { name: condition.name, datatype: 'FP32', shape: [rows, ...condition.shape], data };
+      }),
     ];
     return { inputs, outputs: [this.names.output], parameters: {} };
   }

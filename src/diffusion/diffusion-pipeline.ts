@@ -11,7 +11,9 @@ import { scheduleFor } from './denoise-schedule.js';
 import { DenoiseWork } from './denoise-work.js';
 import type { DiffusionMetrics } from './diffusion-metrics.js';
 import type { DiffusionFolder } from './pipeline-folder.js';
-import { buildPipelineStages, type PipelineStages } from './pipeline-stages.js';
+import { DualTextEncoding } from './dual-text-encoding.js';
+import { buildPipelineStages, stageList, type PipelineStages } from './pipeline-stages.js';
+import { SingleTextEncoding, type PromptEncoder } from './prompt-encoding.js';
 import { seededNormal } from './seeded-noise.js';
 import { StepScheduler, type StepLimits } from './step-scheduler.js';
 import { VAE_IMAGE_OUTPUT } from './vae-decoder-instance.js';
@@ -19,7 +21,10 @@ import { VAE_IMAGE_OUTPUT } from './vae-decoder-instance.js';
 /** One image to generate, its fields checked by the protocol. */
 export interface ImageRequest {
   readonly prompt: string;
-  /** The unconditional branch of classifier-free guidance; '' when absent, as diffusers encodes it. */
+  /**
+   * The unconditional branch of classifier-free guidance; when absent, '' encoded as diffusers
+   * does, or zeros for an SDXL-style pipeline with force_zeros_for_empty_prompt.
+   */
   readonly negativePrompt?: string;
   readonly width: number;
   readonly height: number;
@@ -43,7 +48,7 @@ export interface DecodedImage {
 }
 
 /**
- * A diffusers pipeline folder served with no code: its tokenizer here, its three stages as models
+ * A diffusers pipeline folder served with no code: its tokenizer(s) here, its stages as models
  * on the engine (pipeline-stages.ts), the denoiser's steps batched across requests by a
  * StepScheduler on the denoiser's engine. `generate` runs one image: encode, denoise, decode, as
  * diffusers' pipelines do (pipeline_stable_diffusion_3.py `__call__`).
@@ -53,37 +58,37 @@ export class DiffusionPipeline {
     readonly name: string,
     readonly folder: DiffusionFolder,
     private readonly stages: PipelineStages,
-    private readonly tokenizer: TextTokenizer,
+    private readonly prompts: PromptEncoder,
     private readonly steps: StepScheduler,
     private readonly metrics: DiffusionMetrics,
   ) {}
 
   static async load(folder: DiffusionFolder, name: string, ctx: VersionBuilderContext, limits: StepLimits, metrics: DiffusionMetrics): Promise<DiffusionPipeline> {
     const stages = await buildPipelineStages(folder, name, ctx);
-    const tokenizer = await TextTokenizer.fromFile(folder.tokenizerFile);
+    const prompts = await promptEncoder(folder, stages);
     const engine = stages.denoiser.engine;
     const steps = engine.register(new StepScheduler(`${name}_denoiser`, engine, limits, metrics.observer(name)));
-    return new DiffusionPipeline(name, folder, stages, tokenizer, steps, metrics);
+    return new DiffusionPipeline(name, folder, stages, prompts, steps, metrics);
   }
 
   /** The stages as /v2 models with their own statistics. */
   stageModels(): ServerModel[] {
-    return [this.stages.textEncoder, this.stages.denoiser, this.stages.vaeDecoder].map(ownModel);
+    return stageList(this.stages).map(ownModel);
   }
 
   async start(): Promise<void> {
-    await Promise.all([this.stages.textEncoder.load(), this.stages.denoiser.load(), this.stages.vaeDecoder.load()]);
+    await Promise.all(stageList(this.stages).map((stage) => stage.load()));
   }
 
   /** Refuses new images, waits for those being generated, then stops the stages. */
   async stop(): Promise<void> {
     this.stopping = true;
     await Promise.all([...this.inFlight]);
-    await Promise.allSettled([this.stages.textEncoder.unload(), this.stages.denoiser.unload(), this.stages.vaeDecoder.unload()]);
+    await Promise.allSettled(stageList(this.stages).map((stage) => stage.unload()));
   }
 
   ready(): boolean {
-    return this.stages.textEncoder.ready() && this.stages.denoiser.ready() && this.stages.vaeDecoder.ready();
+    return stageList(this.stages).every((stage) => stage.ready());
   }
 
   /** Pixels per latent cell times the DiT's 2×2 patch: the multiple sizes must be (16 for the usual VAEs). */
@@ -108,7 +113,7 @@ export class DiffusionPipeline {
     if (!this.ready()) throw createError('SF_ERR_MODEL_NOT_READY', this.name, '1');
     const started = now();
     const guided = request.guidanceScale > 1;
-    const [text, negativeText, textShape] = await this.encode(request.prompt, guided ? (request.negativePrompt ?? '') : undefined);
+    const encoded = await this.prompts.encode({ prompt: request.prompt, negativePrompt: request.negativePrompt, width: request.width, height: request.height, guided });
     const h = request.height / this.folder.vaeScaleFactor;
     const w = request.width / this.folder.vaeScaleFactor;
     const channels = this.folder.latentChannels ?? fixedDim(this.stages.denoiser.info.inputs.find((s) => s.name === this.stages.names.denoiser.latentInput)?.shape[0]) ?? 4;
@@ -123,7 +128,7 @@ export class DiffusionPipeline {
     const decodingPartials: Promise<void>[] = [];
     const work = new DenoiseWork(
       {
-        schedule, latents, latentShape, text, textShape, negativeText, guidanceScale: request.guidanceScale, previewAfter, onStep: request.onStep,
+        ...encoded, schedule, latents, latentShape, guidanceScale: request.guidanceScale, previewAfter, onStep: request.onStep,
         onPreview: request.onPartial && ((preview) => {
           const index = partialIndex++;
           const decoding = this.decode(preview, latentShape).then((image) => request.onPartial!(image, index));
@@ -148,31 +153,6 @@ export class DiffusionPipeline {
   }
 
   /**
-   * The prompt (and the negative prompt) through the tokenizer, cut and padded to model_max_length
-   * as the pipelines call it (`padding="max_length", truncation=True`), then the text encoder in one call.
-   */
-  private async encode(prompt: string, negative: string | undefined): Promise<[Float32Array, Float32Array | undefined, number[]]> {
-    const texts = negative === undefined ? [prompt] : [negative, prompt];
-    const length = this.folder.maxLength;
-    const { tokens, textOutput } = this.stages.names;
-    const ids = tokens.datatype === 'INT64' ? new BigInt64Array(texts.length * length) : new Int32Array(texts.length * length);
-    for (const [row, text] of texts.entries()) {
-      const encoding = await this.tokenizer.encode(text, { maxLength: length });
-      for (let i = 0; i < length; i++) {
-        const id = i < encoding.ids.length ? encoding.ids[i] : this.tokenizer.padId;
-        if (ids instanceof BigInt64Array) ids[row * length + i] = BigInt(id);
-        else ids[row * length + i] = id;
-      }
-    }
-    const response = await this.stages.textEncoder.infer({ inputs: [{ name: tokens.name, datatype: tokens.datatype, shape: [texts.length, length], data: ids }], outputs: [{ name: textOutput }] });
-    const states = response.outputs[0];
-    const data = states.data as Float32Array;
-    const perRow = data.length / texts.length;
-    const shape = [1, ...states.shape.slice(1)];
-    return negative === undefined ? [data.slice(0, perRow), undefined, shape] : [data.slice(perRow), data.slice(0, perRow), shape];
-  }
-
-  /**
    * Latents to pixels in the VAE stage's instance (vae-decoder-instance.ts: the scaling, the
    * decoder, diffusers' rounding to 8-bit RGB): the HTTP thread only receives the bytes.
    */
@@ -181,6 +161,15 @@ export class DiffusionPipeline {
     const [, height, width] = response.outputs[0].shape;
     return { width, height, rgb: response.outputs[0].data as Uint8Array };
   }
+}
+
+/** The folder's prompt encoding: SDXL's two encoders (dual-text-encoding.ts) or one. */
+async function promptEncoder(folder: DiffusionFolder, stages: PipelineStages): Promise<PromptEncoder> {
+  const first = { tokenizer: await TextTokenizer.fromFile(folder.tokenizerFile), stage: { model: stages.textEncoder, tokens: stages.names.tokens } };
+  const { dual } = stages.names;
+  if (!folder.secondEncoder || !stages.textEncoder2 || !dual) return new SingleTextEncoding(first.tokenizer, first.stage, stages.names.textOutput, folder.maxLength);
+  const second = { tokenizer: await TextTokenizer.fromFile(folder.secondEncoder.tokenizerFile), stage: { model: stages.textEncoder2, tokens: dual.second.tokens } };
+  return new DualTextEncoding([first, second], dual, folder.maxLength, folder.forceZerosForEmptyPrompt);
 }
 
 function fixedDim(dim: number | undefined): number | undefined {

@@ -7,6 +7,7 @@ import type { ModelSource } from '../model-repository/model-source.js';
 import { TensorModelVersion } from '../inference/tensor-model-version.js';
 import type { TensorSpec } from '../spec/tensor.js';
 import { TIMESTEP_TYPES, type DenoiserInterface } from './denoise-work.js';
+import { dualEncoderNames, SDXL_ADDED_INPUTS, type DualEncoderNames } from './dual-text-encoding.js';
 import type { DiffusionFolder } from './pipeline-folder.js';
 import { withStageConfig } from './stage-config.js';
 import { VAE_IMAGE_OUTPUT, VAE_PARAMETERS } from './vae-decoder-instance.js';
@@ -17,7 +18,7 @@ const STAGE_MAX_BATCH = 64;
 const VAE_DECODER_MODULE = fileURLToPath(new URL(`./vae-decoder-instance${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url));
 
 /**
- * A pipeline's three stages, each a model of its own on the engine (its own InstanceEngine and
+ * A pipeline's stages (text encoder — two for SDXL-style folders —, denoiser, VAE decoder), each a model of its own on the engine (its own InstanceEngine and
  * worker-thread instances, nv_* statistics, a /v2 model named `<pipeline>_<stage>`): built as
  * repository models are, from a config that names the stage's model.onnx, completed from the
  * file's own inputs and outputs, with the stage folder's own config.pbtxt instance_group and
@@ -28,11 +29,15 @@ const VAE_DECODER_MODULE = fileURLToPath(new URL(`./vae-decoder-instance${import
  */
 export interface PipelineStages {
   readonly textEncoder: TensorModelVersion;
+  /** An SDXL-style pipeline's text_encoder_2, `<pipeline>_text_encoder_2`. */
+  readonly textEncoder2?: TensorModelVersion;
   readonly denoiser: TensorModelVersion;
   readonly vaeDecoder: TensorModelVersion;
   readonly names: {
     readonly tokens: TensorSpec;
+    /** text_encoder's output read: last_hidden_state (else its first output), or SDXL's penultimate layer (dual). */
     readonly textOutput: string;
+    readonly dual?: DualEncoderNames;
     readonly denoiser: DenoiserInterface;
     /** The VAE stage's latents input; it answers VAE_IMAGE_OUTPUT, 8-bit RGB. */
     readonly vaeInput: string;
@@ -54,6 +59,7 @@ export async function buildPipelineStages(folder: DiffusionFolder, name: string,
   };
   const onnx = (batching: boolean) => ({ platform: 'onnxruntime_onnx', backend: 'onnxruntime', ...(batching ? { dynamic_batching: {} } : {}) });
   const textEncoder = await stage('text_encoder', 'text_encoder', folder.textEncoderFile, 'onnx', onnx(true));
+  const textEncoder2 = folder.secondEncoder && await stage('text_encoder_2', 'text_encoder_2', folder.secondEncoder.textEncoderFile, 'onnx', onnx(true));
   const denoiser = await stage('denoiser', folder.denoiser.kind, folder.denoiser.file, 'onnx', onnx(false));
   const vae = await vaeInterface(folder);
   const vaeDecoder = await stage('vae_decoder', 'vae_decoder', VAE_DECODER_MODULE, 'module', {
@@ -68,7 +74,12 @@ export async function buildPipelineStages(folder: DiffusionFolder, name: string,
       [VAE_PARAMETERS.shift]: { string_value: String(folder.shiftFactor) },
     },
   });
-  return { textEncoder, denoiser, vaeDecoder, names: interfaceOf(folder, textEncoder, denoiser, vae.input) };
+  return { textEncoder, ...(textEncoder2 ? { textEncoder2 } : {}), denoiser, vaeDecoder, names: interfaceOf(folder, textEncoder, textEncoder2, denoiser, vae.input) };
+}
+
+/** Every stage of a pipeline, text encoders first. */
+export function stageList(stages: PipelineStages): TensorModelVersion[] {
+  return [stages.textEncoder, ...(stages.textEncoder2 ? [stages.textEncoder2] : []), stages.denoiser, stages.vaeDecoder];
 }
 
 /**
@@ -86,7 +97,7 @@ async function vaeInterface(folder: DiffusionFolder): Promise<{ input: string; o
 }
 
 /** The stages' tensors by the names diffusers / optimum export them; anything else is refused, naming it. */
-function interfaceOf(folder: DiffusionFolder, textEncoder: TensorModelVersion, denoiser: TensorModelVersion, vaeInput: string): PipelineStages['names'] {
+function interfaceOf(folder: DiffusionFolder, textEncoder: TensorModelVersion, textEncoder2: TensorModelVersion | undefined, denoiser: TensorModelVersion, vaeInput: string): PipelineStages['names'] {
   const fail = (why: string): never => {
     throw createError('SF_ERR_DIFFUSION_FOLDER_INVALID', folder.dir, why);
   };
@@ -94,17 +105,20 @@ function interfaceOf(folder: DiffusionFolder, textEncoder: TensorModelVersion, d
     model.info.inputs.find((s) => names.includes(s.name)) ?? fail(`${what} has no input named ${names.join(' or ')} (its inputs: ${model.info.inputs.map((s) => s.name).join(', ')})`);
   const tokens = find(textEncoder, ['input_ids'], 'text_encoder/model.onnx');
   if (tokens.datatype !== 'INT64' && tokens.datatype !== 'INT32') fail(`text_encoder's input_ids is ${tokens.datatype}; INT64 or INT32 expected`);
-  const textOutput = textEncoder.info.outputs.find((s) => s.name === 'last_hidden_state')?.name ?? textEncoder.info.outputs[0].name;
+  const dual = textEncoder2 && dualEncoderNames(textEncoder, textEncoder2, denoiser, fail);
+  const textOutput = dual?.firstHidden ?? textEncoder.info.outputs.find((s) => s.name === 'last_hidden_state')?.name ?? textEncoder.info.outputs[0].name;
   const latent = find(denoiser, folder.denoiser.kind === 'unet' ? ['sample'] : ['hidden_states'], `${folder.denoiser.kind}/model.onnx`);
   const timestep = find(denoiser, ['timestep'], `${folder.denoiser.kind}/model.onnx`);
   const text = find(denoiser, ['encoder_hidden_states'], `${folder.denoiser.kind}/model.onnx`);
-  const others = denoiser.info.inputs.filter((s) => ![latent, timestep, text].includes(s) && !s.optional);
-  if (others.length > 0) fail(`the denoiser also needs ${others.map((s) => s.name).join(', ')}, which this server does not feed (pooled projections, guidance embeddings)`);
+  const fed = (s: TensorSpec): boolean => [latent, timestep, text].includes(s) || (dual !== undefined && (SDXL_ADDED_INPUTS as readonly string[]).includes(s.name));
+  const others = denoiser.info.inputs.filter((s) => !fed(s) && !s.optional);
+  if (others.length > 0) fail(`the denoiser also needs ${others.map((s) => s.name).join(', ')}, which this server does not feed (pooled projections, guidance embeddings; SDXL's text_embeds and time_ids only beside tokenizer_2/ and text_encoder_2/)`);
   if (latent.datatype !== 'FP32' || text.datatype !== 'FP32') fail(`the denoiser's ${latent.name} and ${text.name} must be FP32 (fp16 exports are not served yet)`);
   if (!TIMESTEP_TYPES.includes(timestep.datatype)) fail(`the denoiser's timestep is ${timestep.datatype}; one of ${TIMESTEP_TYPES.join(', ')} expected`);
   return {
     tokens,
     textOutput,
+    ...(dual ? { dual } : {}),
     denoiser: { latentInput: latent.name, timestepInput: timestep.name, timestepType: timestep.datatype, textInput: text.name, output: denoiser.info.outputs[0].name },
     vaeInput,
   };
