@@ -73,7 +73,8 @@ export class VadInstanceModel implements TensorModel {
       this.streams.delete(key);
       const pcm = new Int16Array(samples.length);
       for (let i = 0; i < samples.length; i++) pcm[i] = Math.max(-32768, Math.min(32767, Math.round(samples[i] * 32768)));
-      outputs.push(createTensor(CHAIN_TENSORS.segments, 'BYTES', [1], [encoder.encode(JSON.stringify(stream.vad.segments()))]));
+      const segments = stream.vad.segments();
+      outputs.push(createTensor(CHAIN_TENSORS.segments, 'INT32', [segments.length, 2], Int32Array.from(segments.flat())));
       outputs.push(createTensor(CHAIN_TENSORS.pcm16k, 'BYTES', [1], [new Uint8Array(pcm.buffer)]));
     }
     outputs.push(createTensor(CHAIN_TENSORS.boundaries, 'BYTES', [1], [encoder.encode(JSON.stringify(boundaries))]));

@@ -32,7 +32,8 @@ export class SpeechChain {
     if (!this.vad) return this.segment(asr, request);
     const id = `vad-file-${nextStream++}`;
     const produced = await this.vadRequest(id, request.audio, request.sampleRate ?? 0, true, true, request.signal);
-    const spans = JSON.parse(text(produced, CHAIN_TENSORS.segments)) as [number, number][];
+    const flat = produced.find((o) => o.name === CHAIN_TENSORS.segments)!.data as Int32Array;
+    const spans = Array.from({ length: flat.length / 2 }, (_, i) => [flat[2 * i], flat[2 * i + 1]] as const);
     const pcm = new Int16Array(Uint8Array.from(bytes(produced, CHAIN_TENSORS.pcm16k)).buffer);
     const parts = await Promise.all(spans.map(async ([start, end]) => {
       const cut = pcm.subarray(Math.min(pcm.length, start * SAMPLES_PER_MS), Math.min(pcm.length, end * SAMPLES_PER_MS));
