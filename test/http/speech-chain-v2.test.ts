@@ -1,6 +1,7 @@
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OnnxBackend } from '../../src/backends/onnx/onnx-backend.js';
 import { ServeFnServer } from '../../src/serve-fn-server.js';
@@ -48,7 +49,7 @@ describe.skipIf(missing)(`FSMN-VAD and CT-Transformer folders are KServe v2 mode
     await server?.close();
   });
 
-  const inject = (options: Parameters<ServeFnServer['app']['inject']>[0]) => server.app.inject(options);
+  const inject = (options: InjectOptions) => server.app.inject(options);
 
   it('lists them in the repository index, READY, with their metadata and ready routes', async () => {
     const index = (await inject({ method: 'POST', url: '/v2/repository/index' })).json() as { name: string; state: string }[];
