@@ -81,7 +81,11 @@ export class VadInstanceModel implements TensorModel {
     return { outputs };
   }
 
-  /** A stream whose client went away without its END request (Triton's sequence idle timeout releases its slot; this drops its state). */
+  /**
+   * A stream the sequence batcher expired without its END (max_sequence_idle_microseconds): one whose
+   * FunASR client stays connected but sends nothing. A client that disconnects has its stream ended
+   * at once by the WebSocket route (funasr-socket-route.ts), and a whole file is START and END at once.
+   */
   private dropIdle(): void {
     const now = Date.now();
     for (const [key, stream] of this.streams) if (now - stream.touched > this.idleMs) this.streams.delete(key);
