@@ -43,20 +43,34 @@ describe.skipIf(missing)(`a FunASR client that disconnects mid-stream${missing ?
     return condition();
   }
 
-  it('ends its VAD stream and its streaming Paraformer stream at once when the socket is terminated (serve_fn_sequences_live falls to 0)', async () => {
+  /** A 2pass utterance left open: 300 ms online chunks, 1.3 s of audio, so the VAD's second segment (from 900 ms) is open with one online chunk of it sent. */
+  async function openStreams(): Promise<WebSocket> {
     const pcm = readFileSync(SPEECH_WAVS[0]).subarray(44);
     const socket = new WebSocket(`${base.replace('http', 'ws')}/`);
     await new Promise((resolve, reject) => socket.on('open', resolve).on('error', reject));
-    // 300 ms online chunks; 1.3 s of audio: the VAD's second segment (from 900 ms) is open, one online chunk of it sent.
     socket.send(JSON.stringify({ mode: '2pass', wav_name: 'gone', is_speaking: true, chunk_size: [5, 5, 5] }));
     for (let at = 0; at < 1300 * 32; at += 3200) socket.send(pcm.subarray(at, at + 3200));
-    const open = await until(async () => {
+    await until(async () => {
       const live = await liveSequences();
       return live['fsmn-vad-tiny'] === 1 && live['ParaformerStreaming-tiny'] === 1;
     }, 30_000);
     expect(await liveSequences()).toMatchObject({ 'fsmn-vad-tiny': 1, 'ParaformerStreaming-tiny': 1 });
-    expect(open).toBe(true);
+    return socket;
+  }
+
+  it('ends its VAD stream and its streaming Paraformer stream at once when the socket is terminated (serve_fn_sequences_live falls to 0)', async () => {
+    const socket = await openStreams();
     socket.terminate();
+    await until(async () => Object.values(await liveSequences()).every((n) => n === 0), RELEASE_WITHIN_MS);
+    expect(await liveSequences()).toEqual({ 'fsmn-vad-tiny': 0, 'ParaformerStreaming-tiny': 0 });
+  }, 90_000);
+
+  it('ends them too when the server closes the session for a protocol error mid-stream', async () => {
+    const socket = await openStreams();
+    const closed = new Promise<number>((resolve) => socket.on('close', resolve));
+    // A configuration field inside an open utterance is refused with close code 1008.
+    socket.send(JSON.stringify({ mode: 'offline' }));
+    expect(await closed).toBe(1008);
     await until(async () => Object.values(await liveSequences()).every((n) => n === 0), RELEASE_WITHIN_MS);
     expect(await liveSequences()).toEqual({ 'fsmn-vad-tiny': 0, 'ParaformerStreaming-tiny': 0 });
   }, 90_000);
