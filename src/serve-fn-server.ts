@@ -175,7 +175,7 @@ export class ServeFnServer {
       { kind: '@Model class', models: own, versioned: true },
       { kind: 'text model', models: folders.text.views },
       { kind: 'generative model', models: generatorViews },
-      { kind: 'speech model', models: folders.speech.models },
+      { kind: 'speech model', models: folders.speech.inferenceModels },
       { kind: 'image model', models: folders.diffusion.views() },
     ];
     this.catalogue = ModelCatalogue.of(kinds, this.repository ?? new EmptyModelRepository(this.options.modelControlMode));

@@ -99,6 +99,11 @@ export class InstanceEngine {
     recorder.registerModel(name, version);
   }
 
+  /** Reports a sequence scheduler's live sequences in /metrics under this version's labels (serve_fn_sequences_live). */
+  trackLiveSequences(read: () => number): void {
+    this.options.recorder.trackLiveSequences(this.options.name, this.options.version, read);
+  }
+
   /** Feeds `scheduler` this engine's instances from now on: it is offered each freed one, in turn with the others. */
   register<S extends Scheduler>(scheduler: S): S {
     this.schedulers.push(scheduler);

@@ -62,6 +62,7 @@ export class SequenceScheduler implements Scheduler {
     this.registry = new SequenceRegistry({ modelName: name, laneCount: instanceCount, idleUs: options.idleUs, clock: engine.clock, log });
     this.lanes = Array.from({ length: instanceCount }, () => new LinkedQueue<Waiting>());
     engine.register(this);
+    engine.trackLiveSequences(() => this.registry.liveCounts.reduce((sum, n) => sum + n, 0));
   }
 
   get pendingCount(): number {

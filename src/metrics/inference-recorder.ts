@@ -83,6 +83,8 @@ export class InferenceRecorder {
   private readonly batchSize: Histogram<ModelLabel>;
   private readonly restarts: Counter<ModelLabel | 'instance'>;
   private readonly latencies: readonly LatencyObservers[];
+  /** Per stateful model version (`model\0version`), how to read its live sequences (serve_fn_sequences_live). */
+  private readonly liveSequences = new Map<string, () => number>();
 
   constructor(options: InferenceRecorderOptions = {}) {
     this.registry = options.registry ?? new Registry();
@@ -123,6 +125,20 @@ export class InferenceRecorder {
       collect(this: Gauge<ModelLabel>) {
         this.reset();
         for (const t of totals) this.set(t.labels, t.pending);
+      },
+    });
+    const liveSequences = this.liveSequences;
+    new Gauge({
+      name: 'serve_fn_sequences_live',
+      help: 'Instantaneous number of live sequences of a stateful model (sequence_batching): started, not yet ended or expired',
+      labelNames: ['model', 'version'],
+      registers,
+      collect(this: Gauge<ModelLabel>) {
+        this.reset();
+        for (const [key, read] of liveSequences) {
+          const [model, version] = key.split('\u0000');
+          this.set({ model, version }, read());
+        }
       },
     });
     this.batchSize = new Histogram({
@@ -215,6 +231,11 @@ export class InferenceRecorder {
   pendingChanged(model: string, version: string, delta: number): void {
     if (!Number.isInteger(delta)) throw new RangeError(`Pending delta must be an integer, got ${delta}.`);
     this.totalsOf(model, version).pending += delta;
+  }
+
+  /** Reports a stateful model version's live sequences in serve_fn_sequences_live; a reloaded version's scheduler replaces its predecessor's. */
+  trackLiveSequences(model: string, version: string, read: () => number): void {
+    this.liveSequences.set(`${model}\u0000${version}`, read);
   }
 
   instanceRestarted(model: string, version: string, instance: number): void {

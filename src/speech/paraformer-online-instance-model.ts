@@ -100,7 +100,11 @@ export default class ParaformerOnlineInstanceModel implements TensorModel {
     };
   }
 
-  /** Streams whose sequence the batcher has expired (idle past max_sequence_idle_microseconds) never get an END: drop their state. */
+  /**
+   * Streams whose sequence the batcher has expired (idle past max_sequence_idle_microseconds) never get
+   * an END: a KServe v2 client's stream it abandoned, or a FunASR client connected but silent. A
+   * FunASR client that disconnects has its stream ended at once by the WebSocket route.
+   */
   private evictIdle(): void {
     const now = Date.now();
     for (const [key, { lastUsed }] of this.streams) if (now - lastUsed > this.idleMs) this.streams.delete(key);

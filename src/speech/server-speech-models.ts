@@ -6,10 +6,12 @@ import { buildModelVersions, type VersionBuilderContext } from '../model-reposit
 import { parseModelConfig } from '../model-repository/model-config.js';
 import type { ModelSource } from '../model-repository/model-source.js';
 import { DEFAULT_AUDIO_LIMITS } from './audio-input.js';
+import type { ServerModel } from '../inference/model-catalogue.js';
 import type { ServedModel } from '../inference/served-model.js';
 import { SPEECH_BATCH_BY_LENGTH } from './speech-batching.js';
 import { SpeechChain } from './speech-chain.js';
 import { chainFolderRole, readPunctuationFolder, readVadFolder } from './speech-chain-folders.js';
+import { PunctuationInferenceModel, VadInferenceModel } from './speech-chain-models.js';
 import { punctuationModelConfig, vadModelConfig } from './speech-chain-tensors.js';
 import { OFFLINE_ASR_KINDS, readSpeechFolder } from './speech-folder.js';
 import type { RecognizerModels } from './speech-model-recognizer.js';
@@ -60,9 +62,16 @@ const CHAIN_MODULES = { vad: moduleFile('fsmn-vad-instance-model'), punctuation:
 export class ServerSpeechModels {
   private constructor(
     readonly models: readonly SpeechModel[],
-    /** The VAD and punctuation model versions the ASR models chain with (speech-chain.ts); not served on /v2 themselves. */
+    /** The VAD and punctuation model versions the ASR models chain with (speech-chain.ts). */
     private readonly chained: readonly ServedModel[] = [],
+    /** Their KServe v2 faces (speech-chain-models.ts): every speech model is a v2 model. */
+    private readonly chainFaces: readonly ServerModel[] = [],
   ) {}
+
+  /** Every speech model as /v2 (HTTP and gRPC) serves it: the ASR models, then the VAD and punctuation models. */
+  get inferenceModels(): readonly ServerModel[] {
+    return [...this.models, ...this.chainFaces];
+  }
 
   static readonly none = new ServerSpeechModels([]);
 
@@ -97,7 +106,8 @@ export class ServerSpeechModels {
       models.push(model);
     }
     if (models.length === 0) throw createError('SF_ERR_SPEECH_FOLDER_INVALID', all[0], 'a VAD or punctuation folder is served beside an ASR folder (SenseVoiceSmall, Paraformer, BiCifParaformer), and none was given');
-    return new ServerSpeechModels(models, [vad, punctuation].filter((m): m is ServedModel => m !== undefined));
+    const faces = [vad && new VadInferenceModel(vad), punctuation && new PunctuationInferenceModel(punctuation)].filter((m): m is VadInferenceModel | PunctuationInferenceModel => m !== undefined);
+    return new ServerSpeechModels(models, [vad, punctuation].filter((m): m is ServedModel => m !== undefined), faces);
   }
 
   /** Starts every model's instances. */

@@ -73,14 +73,19 @@ export class VadInstanceModel implements TensorModel {
       this.streams.delete(key);
       const pcm = new Int16Array(samples.length);
       for (let i = 0; i < samples.length; i++) pcm[i] = Math.max(-32768, Math.min(32767, Math.round(samples[i] * 32768)));
-      outputs.push(createTensor(CHAIN_TENSORS.segments, 'BYTES', [1], [encoder.encode(JSON.stringify(stream.vad.segments()))]));
+      const segments = stream.vad.segments();
+      outputs.push(createTensor(CHAIN_TENSORS.segments, 'INT32', [segments.length, 2], Int32Array.from(segments.flat())));
       outputs.push(createTensor(CHAIN_TENSORS.pcm16k, 'BYTES', [1], [new Uint8Array(pcm.buffer)]));
     }
     outputs.push(createTensor(CHAIN_TENSORS.boundaries, 'BYTES', [1], [encoder.encode(JSON.stringify(boundaries))]));
     return { outputs };
   }
 
-  /** A stream whose client went away without its END request (Triton's sequence idle timeout releases its slot; this drops its state). */
+  /**
+   * A stream the sequence batcher expired without its END (max_sequence_idle_microseconds): one whose
+   * FunASR client stays connected but sends nothing. A client that disconnects has its stream ended
+   * at once by the WebSocket route (funasr-socket-route.ts), and a whole file is START and END at once.
+   */
   private dropIdle(): void {
     const now = Date.now();
     for (const [key, stream] of this.streams) if (now - stream.touched > this.idleMs) this.streams.delete(key);

@@ -3,7 +3,7 @@
  * declared as Triton config.pbtxt text for the repository's parser:
  * - VAD, a stateful model under the sequence batcher (each sequence one audio stream): AUDIO (BYTES [1], raw
  *   16-bit PCM at SAMPLE_RATE > 0, or a WAV file), SAMPLE_RATE (INT32 [1]) → BOUNDARIES (BYTES [1], JSON
- *   `[{kind, ms}]`), and on the sequence's END request SEGMENTS (JSON `[[start_ms, end_ms], ...]`) and PCM16K;
+ *   `[{kind, ms}]`), and on the sequence's END request SEGMENTS (INT32 [n, 2]: FunASR's `[[start_ms, end_ms], ...]`) and PCM16K;
  * - punctuation: TEXT (BYTES [1]) → PUNCTUATED (BYTES [1]).
  */
 export const CHAIN_TENSORS = {
@@ -25,7 +25,7 @@ export function vadModelConfig(name: string, options: { readonly maxAudioSeconds
     input(CHAIN_TENSORS.audio, 'TYPE_STRING'),
     input(CHAIN_TENSORS.sampleRate, 'TYPE_INT32'),
     output(CHAIN_TENSORS.boundaries),
-    output(CHAIN_TENSORS.segments),
+    `output { name: "${CHAIN_TENSORS.segments}" data_type: TYPE_INT32 dims: [ -1, 2 ] }`,
     output(CHAIN_TENSORS.pcm16k),
     // Triton's sequence batcher: a stream's requests run in order on the instance that holds its state.
     `sequence_batching { max_sequence_idle_microseconds: ${VAD_STREAM_IDLE_MS * 1000} }`,

@@ -32,7 +32,8 @@ export class SpeechChain {
     if (!this.vad) return this.segment(asr, request);
     const id = `vad-file-${nextStream++}`;
     const produced = await this.vadRequest(id, request.audio, request.sampleRate ?? 0, true, true, request.signal);
-    const spans = JSON.parse(text(produced, CHAIN_TENSORS.segments)) as [number, number][];
+    const flat = produced.find((o) => o.name === CHAIN_TENSORS.segments)!.data as Int32Array;
+    const spans = Array.from({ length: flat.length / 2 }, (_, i) => [flat[2 * i], flat[2 * i + 1]] as const);
     const pcm = new Int16Array(Uint8Array.from(bytes(produced, CHAIN_TENSORS.pcm16k)).buffer);
     const parts = await Promise.all(spans.map(async ([start, end]) => {
       const cut = pcm.subarray(Math.min(pcm.length, start * SAMPLES_PER_MS), Math.min(pcm.length, end * SAMPLES_PER_MS));
@@ -72,7 +73,7 @@ export class SpeechChain {
   }
 
   /** A live stream's VAD for FunASR's WebSocket sessions, or undefined when no VAD is served. */
-  streamingVad(): StreamingVad | undefined {
+  streamingVad(): ReleasableVad | undefined {
     return this.vad ? new FsmnStreamingVad(this, `vad-stream-${nextStream++}`) : undefined;
   }
 
@@ -88,10 +89,16 @@ export class SpeechChain {
   }
 }
 
+/** A stream's VAD whose state lives in a model instance, which `release` frees when its client goes away before the stream's end. */
+export interface ReleasableVad extends StreamingVad {
+  release(): Promise<void>;
+}
+
 /** FunASR's WebSocket adapter's VAD over the served FSMN-VAD model: each pushed chunk is one request of the stream's sequence. */
-class FsmnStreamingVad implements StreamingVad {
+class FsmnStreamingVad implements ReleasableVad {
   processedSamples = 0;
   private started = false;
+  private ended = false;
 
   constructor(
     private readonly chain: SpeechChain,
@@ -106,11 +113,25 @@ class FsmnStreamingVad implements StreamingVad {
     return this.send(new Float32Array(0), true);
   }
 
+  /**
+   * Ends the stream's sequence with an empty END request if it is open (its START sent, no END yet),
+   * so the instance drops the stream's state now: the client is gone. As Triton's sequence batcher,
+   * the END runs after the stream's request in flight, if any.
+   */
+  async release(): Promise<void> {
+    if (!this.started || this.ended) return;
+    this.ended = true;
+    await this.chain.vadRequest(this.id, new Uint8Array(0), 16_000, false, true);
+  }
+
   private async send(samples: Float32Array, end: boolean): Promise<VadEvent[]> {
     const pcm = new Int16Array(samples.length);
     for (let i = 0; i < samples.length; i++) pcm[i] = Math.max(-32768, Math.min(32767, Math.round(samples[i] * 32768)));
-    const outputs = await this.chain.vadRequest(this.id, new Uint8Array(pcm.buffer), 16_000, !this.started, end);
+    // Marked before the request goes: once submitted its sequence is live, and release() must end it.
+    const start = !this.started;
     this.started = true;
+    this.ended ||= end;
+    const outputs = await this.chain.vadRequest(this.id, new Uint8Array(pcm.buffer), 16_000, start, end);
     this.processedSamples += samples.length;
     const boundaries = JSON.parse(text(outputs, CHAIN_TENSORS.boundaries)) as VadBoundary[];
     return boundaries.map((b) => ({ kind: b.kind, sample: Math.min(this.processedSamples, b.ms * SAMPLES_PER_MS) }));

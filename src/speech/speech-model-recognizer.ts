@@ -20,13 +20,20 @@ export interface RecognizerModels {
 export class SpeechModelRecognizer implements FunAsrRecognizer {
   private stream?: { readonly id: string; readonly segment: number };
 
-  constructor(private readonly models: RecognizerModels) {}
+  constructor(
+    private readonly models: RecognizerModels,
+    /**
+     * The connection's: aborts its offline passes still queued when the client goes away. A stream's
+     * chunks are not aborted: each is a request of its sequence, which release() ends in order.
+     */
+    private readonly signal?: AbortSignal,
+  ) {}
 
   async recognize(audio: Float32Array, options: RecognizeOptions): Promise<RecognitionResult> {
     if (options.pass === 'online') return this.online(audio, options);
     const model = this.models.offline;
     if (!model || audio.length === 0) return { text: '' };
-    const request = { audio: pcm16(audio), sampleRate: FUNASR_SAMPLE_RATE, language: options.svsLang, itn: options.svsItn ?? options.itn };
+    const request = { audio: pcm16(audio), sampleRate: FUNASR_SAMPLE_RATE, language: options.svsLang, itn: options.svsItn ?? options.itn, signal: this.signal };
     // A VAD segment (or the whole utterance): through the chain's punctuation when one is served, not its VAD again.
     const result = await (model.chain ? model.chain.segment(model, request) : model.transcribe(request));
     const text = model.folder.kind === 'SenseVoiceSmall' ? result.richText : result.text;
@@ -40,9 +47,23 @@ export class SpeechModelRecognizer implements FunAsrRecognizer {
     const start = this.stream?.segment !== options.segment;
     if (start) this.stream = { id: model.newSequenceId(), segment: options.segment };
     const { id } = this.stream!;
+    // Cleared before the request goes: once submitted, its END has ended the sequence.
     if (options.final) this.stream = undefined;
     const result = await model.streamChunk({ sequenceId: id, start, end: options.final, pcm: pcm16(audio), chunkSize: options.chunkSize });
     return { text: result.text };
+  }
+
+  /**
+   * The client went away with a segment's stream open: an empty END request ends its sequence, so the
+   * streaming model's instance drops the stream's decoder state now (it decodes the look-ahead it
+   * holds, at most one chunk's work, whose text nobody reads), rather than at the idle expiry.
+   */
+  async release(): Promise<void> {
+    const open = this.stream;
+    const model = this.models.online;
+    if (!open || !model) return;
+    this.stream = undefined;
+    await model.streamChunk({ sequenceId: open.id, start: false, end: true, pcm: new Uint8Array(0) });
   }
 }
 

@@ -294,7 +294,7 @@ describe('docs/metrics.md', () => {
 
   it('documents every nv_* and serve_fn_* metric the registry has, with its type', async () => {
     const registered = [...(await typesOf(everyMetric())).entries()].filter(([name]) => ownMetric.test(name));
-    expect(registered.length).toBe(20);
+    expect(registered.length).toBe(21);
     expect(documented.filter((d) => ownMetric.test(d.name)).map((d) => [d.name, d.type]).sort()).toEqual(registered.sort());
   });
 
@@ -311,6 +311,7 @@ describe('docs/metrics.md', () => {
     r.batchExecuted('m', '1', 1, batch);
     r.pendingChanged('m', '1', 1);
     r.instanceRestarted('m', '1', 0);
+    r.trackLiveSequences('m', '1', () => 1);
     const samples = await scrape(r);
     for (const d of documented.filter((x) => ownMetric.test(x.name))) {
       const ofMetric = samples.filter((s) => s.name === d.name || ((d.type === 'histogram' || d.type === 'summary') && s.name.startsWith(`${d.name}_`)));

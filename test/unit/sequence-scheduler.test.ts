@@ -219,4 +219,19 @@ describe('SequenceScheduler', () => {
     await expect(running).resolves.toEqual({ outputs: [], parameters: { id: 'a1' } });
     await engine.stop();
   });
+
+  it('reports its live sequences in serve_fn_sequences_live: up at START, down at END', async () => {
+    const { instances, engine, sequences, recorder } = setup();
+    await engine.start();
+    const live = async (): Promise<number | undefined> => (await recorder.registry.getSingleMetric('serve_fn_sequences_live')!.get()).values.find((v) => v.labels.model === 'acc')?.value;
+    const first = [sequences.submit(request('a1', seq(1, 'start'))), sequences.submit(request('b1', seq(2, 'start')))];
+    expect(await live()).toBe(2);
+    await instances.finish();
+    await Promise.all(first);
+    const ended = sequences.submit(request('a2', seq(1, 'end')));
+    expect(await live()).toBe(1);
+    await instances.finish();
+    await ended;
+    await engine.stop();
+  });
 });

@@ -7,6 +7,8 @@ import { createError, statusOf } from '../../errors/index.js';
 import { CLOSE, closeReason } from '../../server/socket-connection.js';
 import type { ServerSpeechModels } from '../../speech/server-speech-models.js';
 import { SpeechModelRecognizer, type RecognizerModels } from '../../speech/speech-model-recognizer.js';
+import type { StreamingVad } from '../../adapters/funasr/streaming-vad.js';
+import type { ReleasableVad } from '../../speech/speech-chain.js';
 import { WholeUtteranceVad } from '../../speech/whole-utterance-vad.js';
 import { validateDto } from '../../validation/dto-validator.js';
 import { SocketInbox } from '../../wire/socket-session.js';
@@ -50,7 +52,7 @@ export async function funAsrSocketRoute(scope: FastifyInstance, models: ServerSp
     socket.on('message', (data: RawData, isBinary: boolean) => {
       // Parsed in arrival order; a text frame's validation is asynchronous.
       chain = chain.then(async () => {
-        if (failed) return;
+        if (failed || gone.signal.aborted) return;
         try {
           inbox.push(isBinary ? toBytes(data) : await configFrame(toBytes(data), pair));
         } catch (err) {
@@ -58,17 +60,46 @@ export async function funAsrSocketRoute(scope: FastifyInstance, models: ServerSp
         }
       });
     });
-    socket.on('close', () => void chain.then(() => inbox.end()));
+    // The client went away: its frames not yet taken are dropped, its queued offline passes
+    // aborted, and once the step in flight settles its open streams (VAD, streaming Paraformer) are
+    // ended (below), so their instances free their state now. The sequence batcher's idle expiry
+    // (max_sequence_idle_microseconds, 60 s) is then left to what has no connection to end its
+    // streams: a KServe v2 client driving the streaming Paraformer's sequences itself, as Triton's.
+    const gone = new AbortController();
+    socket.on('close', () => {
+      gone.abort();
+      inbox.end();
+    });
     const vad = (pair.offline ?? pair.online)?.chain;
-    const session = funAsrSession(inbox, { recognizer: new SpeechModelRecognizer(pair), createVad: () => vad?.streamingVad() ?? new WholeUtteranceVad() });
+    const recognizer = new SpeechModelRecognizer(pair, gone.signal);
+    const vads: ReleasableVad[] = [];
+    const createVad = (): StreamingVad => {
+      const made = vad?.streamingVad();
+      if (!made) return new WholeUtteranceVad();
+      vads.push(made);
+      return made;
+    };
+    const session = funAsrSession(untilGone(inbox, gone.signal), { recognizer, createVad });
     void (async () => {
       try {
         for await (const reply of session) if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(reply));
       } catch (err) {
-        fail(err);
+        // A step cut short by the client's going (an aborted offline pass) is no failure to report.
+        if (!gone.signal.aborted) fail(err);
       }
+      // The session is over (its client gone, or a protocol error): whatever stream it left open ends now.
+      const released = await Promise.allSettled([recognizer.release(), ...vads.map((v) => v.release())]);
+      for (const r of released) if (r.status === 'rejected') request.log.warn({ err: r.reason }, 'FunASR WebSocket: ending a departed client\'s stream failed; the idle expiry will free it');
     })();
   });
+}
+
+/** The inbox's messages until the client goes: what it sent and the session has not taken yet is dropped. */
+async function* untilGone<T>(inbox: AsyncIterable<T>, gone: AbortSignal): AsyncGenerator<T> {
+  for await (const message of inbox) {
+    if (gone.aborted) return;
+    yield message;
+  }
 }
 
 async function configFrame(bytes: Uint8Array, pair: RecognizerModels): Promise<FunAsrMessage> {
