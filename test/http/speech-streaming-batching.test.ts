@@ -83,4 +83,10 @@ describe.skipIf(missing)(`chunks of concurrent streams batched across streams${m
     const batched = [...after].filter(([rows, count]) => rows > 1 && count > (before.get(rows) ?? 0));
     expect(batched.length, JSON.stringify([...after])).toBeGreaterThan(0);
   }, 120_000);
+
+  it("serves the wait as Triton's direct strategy in the model's config, from speech: { maxQueueDelayUs }", async () => {
+    const config = (await (await fetch(`${base}/v2/models/ParaformerStreaming-tiny/config`)).json()) as { max_batch_size: number; sequence_batching: { direct: unknown } };
+    expect(config.max_batch_size).toBe(8);
+    expect(config.sequence_batching.direct).toEqual({ max_queue_delay_microseconds: 500_000, minimum_slot_utilization: 1 });
+  });
 });
