@@ -9,7 +9,8 @@ import { decodeAudioFile } from '../../src/speech/audio-input.js';
 import { readSpeechFolder } from '../../src/speech/speech-folder.js';
 import { SpeechFrontEnd } from '../../src/speech/speech-front-end.js';
 import { SpeechRecognizer } from '../../src/speech/speech-recognizer.js';
-import { makeTinyFunAsrModels, SPEECH_PYTHON, SPEECH_WAVS } from '../../test/helpers/speech-python.js';
+import WebSocket from 'ws';
+import { makeTinyFunAsrModels, makeTinyStreamingParaformer, SPEECH_PYTHON, SPEECH_WAVS } from '../../test/helpers/speech-python.js';
 
 /**
  * Issue 27's speech benchmark, in one run on one machine, on the tiny SenseVoice-shaped export the
@@ -19,7 +20,11 @@ import { makeTinyFunAsrModels, SPEECH_PYTHON, SPEECH_WAVS } from '../../test/hel
  *     process and through torchaudio + numpy in Python on one thread;
  * (2) served transcription (POST /v1/audio/transcriptions) real-time factor with 1 and 8 concurrent
  *     streams, each sending one recording after another, vs the same model run in this process;
- * (3) at 8 concurrent streams, audio seconds per wall second with batches of up to 8 vs 1 (unbatched).
+ * (3) at 8 concurrent streams, audio seconds per wall second with batches of up to 8 vs 1 (unbatched);
+ * (4) streaming (FunASR's WebSocket, mode online, chunk_size [5, 10, 5]) on the tiny streaming
+ *     Paraformer export the tests build: real-time factor per stream with 1 and 8 concurrent
+ *     streams, each sending one recording after another as fast as the server answers, with the
+ *     chunks of concurrent streams batched into one pass (up to 8) vs one chunk at a time (1).
  */
 const durationS = Number(process.env.DURATION_S ?? 8);
 const here = fileURLToPath(new URL('.', import.meta.url));
@@ -103,3 +108,54 @@ for (const streams of [1, 8]) {
 }
 const unbatched = await served(1, 8);
 console.log(`served, 8 streams, unbatched: RTF ${unbatched.rtf.toFixed(4)} per stream, ${unbatched.throughput.toFixed(1)} s of audio per s, ${unbatched.inferences} requests in ${unbatched.executions} forward passes`);
+
+// (4) streaming: one WebSocket utterance in mode online, every 100 ms frame sent at once; the time to its is_final reply.
+const streamingFolder = makeTinyStreamingParaformer(mkdtempSync(join(tmpdir(), 'bench-speech-online-')));
+const pcms = wavs.map((bytes) => {
+  const { samples } = decodeAudioFile(bytes);
+  return new Uint8Array(Int16Array.from(samples, (v) => Math.max(-32768, Math.min(32767, Math.round(v * 32768)))).buffer);
+});
+
+function onlineUtterance(base: string, pcm: Uint8Array): Promise<void> {
+  const socket = new WebSocket(`${base.replace('http', 'ws')}/`);
+  return new Promise((resolve, reject) => {
+    socket.on('error', reject);
+    socket.on('message', (data) => {
+      if ((JSON.parse(String(data)) as { is_final?: boolean }).is_final === true) socket.close();
+    });
+    socket.on('close', () => resolve());
+    socket.on('open', () => {
+      socket.send(JSON.stringify({ mode: 'online', wav_name: 'bench', chunk_size: [5, 10, 5], is_speaking: true }));
+      for (let at = 0; at < pcm.length; at += 3200) socket.send(pcm.subarray(at, at + 3200));
+      socket.send(JSON.stringify({ is_speaking: false }));
+    });
+  });
+}
+
+async function streamed(maxBatchSize: number, streams: number): Promise<{ rtf: number; rowsPerPass: number }> {
+  const server = new ServeFnServer({ models: [], speechFolders: [streamingFolder], speech: { maxBatchSize } });
+  const base = await server.listen(0, '127.0.0.1');
+  for (const pcm of pcms) await onlineUtterance(base, pcm);
+  const statsOf = async (): Promise<{ inference_count: number; execution_count: number }> => ((await (await fetch(`${base}/v2/models/ParaformerStreaming-tiny/stats`)).json()) as { model_stats: { inference_count: number; execution_count: number }[] }).model_stats[0];
+  const warm = await statsOf();
+  let latency = 0;
+  let audio = 0;
+  const start = performance.now();
+  await Promise.all(Array.from({ length: streams }, async (_, s) => {
+    for (let i = s; (performance.now() - start) / 1000 < durationS; i++) {
+      const t0 = performance.now();
+      await onlineUtterance(base, pcms[i % pcms.length]);
+      latency += (performance.now() - t0) / 1000;
+      audio += audios[i % audios.length].seconds;
+    }
+  }));
+  const stats = await statsOf();
+  await server.close();
+  return { rtf: latency / audio, rowsPerPass: (stats.inference_count - warm.inference_count) / Math.max(1, stats.execution_count - warm.execution_count) };
+}
+
+for (const streams of [1, 8]) {
+  const batched = await streamed(8, streams);
+  const single = await streamed(1, streams);
+  console.log(`streaming online, ${streams} stream(s): batched across streams RTF ${batched.rtf.toFixed(4)} per stream (${batched.rowsPerPass.toFixed(2)} chunks per pass); one chunk at a time RTF ${single.rtf.toFixed(4)} per stream (${single.rowsPerPass.toFixed(2)})`);
+}

@@ -182,6 +182,11 @@ export class InstanceEngine {
     return this.options.instanceCount;
   }
 
+  /** Whether instance `index` is idle, for a scheduler that decides to wait before taking it. */
+  isIdle(index: number): boolean {
+    return this.pool.isIdle(index);
+  }
+
   /** Takes instance `index` if it is idle, for a scheduler that binds requests to one instance. */
   acquireIndex(index: number): Acquired | undefined {
     const instance = this.pool.acquireIndex(index);

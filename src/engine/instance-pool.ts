@@ -124,6 +124,11 @@ export class InstancePool {
     return [...this.up];
   }
 
+  /** Whether instance `index` is idle, without taking it. */
+  isIdle(index: number): boolean {
+    return this.idle.some((i) => i.index === index);
+  }
+
   /** Takes instance `index` if it is idle (sequences are bound to one instance). */
   acquireIndex(index: number): ModelInstance | undefined {
     const at = this.idle.findIndex((i) => i.index === index);

@@ -61,6 +61,16 @@ export class SequenceRegistry {
     return [...this.loads];
   }
 
+  /** How many live sequences instance `lane` holds. */
+  liveOn(lane: number): number {
+    return this.loads[lane];
+  }
+
+  /** Whether the sequence `key` is live (started, not ended or released). */
+  isLive(key: string): boolean {
+    return this.live.has(key);
+  }
+
   /**
    * Binds a request to its sequence's instance, in arrival order. Throws a 400 for a request with
    * no correlation id, or one whose sequence is not live and which does not START one.

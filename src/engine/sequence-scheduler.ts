@@ -18,6 +18,12 @@ export interface SequenceSchedulerOptions {
   readonly idleUs: number;
   readonly controls: readonly SequenceControlInput[];
   readonly log: PoolEvents['onLog'];
+  /**
+   * Triton's direct strategy's wait (StrategyDirect): an idle instance waits up to
+   * `maxQueueDelayUs` for `minimumSlotUtilization` of its active sequences to have a request ready,
+   * so that chunks of concurrent streams share an execution. Either at 0 (Triton's default): no wait.
+   */
+  readonly direct?: { readonly maxQueueDelayUs: number; readonly minimumSlotUtilization: number };
 }
 
 interface SequenceRequest extends QueuedTensorRequest {
@@ -26,6 +32,8 @@ interface SequenceRequest extends QueuedTensorRequest {
 
 interface Waiting {
   readonly queued: SequenceRequest;
+  /** When it was queued, on the engine's clock. */
+  readonly enqueuedUs: number;
   link?: Link<Waiting>;
   detach?: () => void;
   readonly resolve: (result: TensorWireResult) => void;
@@ -44,6 +52,8 @@ export class SequenceScheduler implements Scheduler {
   readonly owner: string;
   /** Per instance, the waiting requests of the sequences bound to it, in arrival order. */
   private readonly lanes: LinkedQueue<Waiting>[];
+  /** Per instance, the timer of the direct strategy's wait, while one runs. */
+  private readonly laneTimers: unknown[];
   private readonly registry: SequenceRegistry;
   /** Most rows one execution may hold: max(1, max_batch_size). */
   private readonly maxRows: number;
@@ -61,6 +71,7 @@ export class SequenceScheduler implements Scheduler {
     this.maxRows = Math.max(1, options.maxBatchSize);
     this.registry = new SequenceRegistry({ modelName: name, laneCount: instanceCount, idleUs: options.idleUs, clock: engine.clock, log });
     this.lanes = Array.from({ length: instanceCount }, () => new LinkedQueue<Waiting>());
+    this.laneTimers = Array.from({ length: instanceCount }, () => undefined);
     engine.register(this);
     engine.trackLiveSequences(() => this.registry.liveCounts.reduce((sum, n) => sum + n, 0));
   }
@@ -126,6 +137,8 @@ export class SequenceScheduler implements Scheduler {
       let resolve!: () => void;
       const promise = new Promise<void>((r) => (resolve = r));
       this.draining = { promise, resolve };
+      // Nothing more joins a batch while draining: what waits for the queue delay goes now.
+      this.notifyIdle();
       this.checkDrained();
     }
     return this.draining.promise;
@@ -145,7 +158,7 @@ export class SequenceScheduler implements Scheduler {
     if (signal?.aborted) return Promise.reject(createError('SF_ERR_CANCELLED'));
     return new Promise((resolve, reject) => {
       const lane = this.lanes[queued.route.lane];
-      const waiting: Waiting = { queued, resolve, reject };
+      const waiting: Waiting = { queued, enqueuedUs: this.engine.clock.now(), resolve, reject };
       waiting.link = lane.push(waiting);
       if (signal) {
         const onAbort = (): void => {
@@ -164,6 +177,7 @@ export class SequenceScheduler implements Scheduler {
 
   private rejectLane(index: number, error: Error): void {
     const lane = this.lanes[index];
+    this.stopWaiting(index);
     for (const waiting of lane) {
       lane.remove(waiting.link!);
       waiting.link = undefined;
@@ -175,13 +189,12 @@ export class SequenceScheduler implements Scheduler {
 
   /**
    * Sends instance `index`, when idle, the oldest waiting request of each of up to maxRows sequences
-   * whose inputs have the oldest one's shapes (one execution); the others wait for the next.
+   * whose inputs have the oldest one's shapes (one execution); the others wait for the next. Under
+   * the direct strategy's wait, the execution may first wait for more sequences' requests.
    */
   private pump(index: number): void {
     const lane = this.lanes[index];
-    if (lane.size === 0) return;
-    const acquired = this.engine.acquireIndex(index);
-    if (!acquired) return;
+    if (lane.size === 0 || !this.engine.isIdle(index)) return;
     const taken: Waiting[] = [];
     const sequences = new Set<string>();
     for (const waiting of lane) {
@@ -189,10 +202,16 @@ export class SequenceScheduler implements Scheduler {
       if (sequences.has(waiting.queued.route.key)) continue;
       sequences.add(waiting.queued.route.key);
       if (taken.length > 0 && waiting.queued.request.signature !== taken[0].queued.request.signature) continue;
+      taken.push(waiting);
+    }
+    if (this.waitsForMore(index, taken, sequences)) return;
+    const acquired = this.engine.acquireIndex(index);
+    if (!acquired) return;
+    this.stopWaiting(index);
+    for (const waiting of taken) {
       lane.remove(waiting.link!);
       waiting.link = undefined;
       waiting.detach?.();
-      taken.push(waiting);
     }
     this.inflight += taken.length;
     void this.engine.runTensorBatch(taken.map((w) => w.queued), acquired).then((results) => {
@@ -204,6 +223,38 @@ export class SequenceScheduler implements Scheduler {
       this.inflight -= taken.length;
       this.checkDrained();
     });
+  }
+
+  /**
+   * Triton's DirectSequenceBatch wait: while fewer than `minimumSlotUtilization` of the instance's
+   * active sequences (its slots in use, at most maxRows) have a request ready, and the oldest ready
+   * one has waited less than `maxQueueDelayUs`, the execution waits; a new request or the timer
+   * pumps again. `waitingKeys` are the sequences with a request waiting on this instance.
+   */
+  private waitsForMore(index: number, taken: readonly Waiting[], waitingKeys: ReadonlySet<string>): boolean {
+    const direct = this.options.direct;
+    const ready = taken.length;
+    if (!direct || direct.maxQueueDelayUs <= 0 || direct.minimumSlotUtilization <= 0 || this.draining || ready >= this.maxRows) return false;
+    // A sequence whose END request waits is no longer live, but it still holds its slot.
+    let active = this.registry.liveOn(index);
+    for (const key of waitingKeys) if (!this.registry.isLive(key)) active++;
+    if (ready >= Math.ceil(direct.minimumSlotUtilization * Math.min(this.maxRows, active) - 1e-9)) return false;
+    const now = this.engine.clock.now();
+    const dueUs = taken[0].enqueuedUs + direct.maxQueueDelayUs;
+    if (now >= dueUs) return false;
+    if (this.laneTimers[index] === undefined) {
+      this.laneTimers[index] = this.engine.clock.setTimer(() => {
+        this.laneTimers[index] = undefined;
+        this.pump(index);
+      }, dueUs - now);
+    }
+    return true;
+  }
+
+  private stopWaiting(index: number): void {
+    if (this.laneTimers[index] === undefined) return;
+    this.engine.clock.clearTimer(this.laneTimers[index]);
+    this.laneTimers[index] = undefined;
   }
 
   private checkDrained(): void {

@@ -30,7 +30,7 @@ export function schedulerFor(config: ModelConfig, version: string, engine: Insta
   const { name } = config;
   const sequence = sequenceBatchingPlan(config);
   if (sequence) {
-    const scheduler = new SequenceScheduler(engine, engine.instanceCount, { name, maxBatchSize: config.max_batch_size, idleUs: sequence.idleUs, controls: sequence.controls, log });
+    const scheduler = new SequenceScheduler(engine, engine.instanceCount, { name, maxBatchSize: config.max_batch_size, idleUs: sequence.idleUs, controls: sequence.controls, log, ...(sequence.direct ? { direct: sequence.direct } : {}) });
     return { decoupled: false, requests: scheduler };
   }
   const owner = `${name} version ${version}`;

@@ -8,6 +8,8 @@ export interface SequenceBatchingPlan {
   /** `max_sequence_idle_microseconds` (1,000,000 when not written). */
   readonly idleUs: number;
   readonly controls: readonly SequenceControlInput[];
+  /** The direct strategy's wait for a share of an instance's sequences (SequenceSchedulerOptions.direct). */
+  readonly direct?: { readonly maxQueueDelayUs: number; readonly minimumSlotUtilization: number };
 }
 
 const CORRID_TYPES = ['TYPE_UINT64', 'TYPE_INT64', 'TYPE_UINT32', 'TYPE_INT32', 'TYPE_STRING'];
@@ -34,7 +36,9 @@ export function sequenceBatchingPlan(config: ModelConfig): SequenceBatchingPlan 
     if (controls.some((c) => c.kind === control.kind)) throw invalid(`${control.kind} is given more than once`);
     controls.push(control);
   }
-  return { idleUs: batching.max_sequence_idle_microseconds, controls };
+  const direct = batching.direct;
+  if (direct && !(direct.minimum_slot_utilization >= 0 && direct.minimum_slot_utilization <= 1)) throw invalid(`direct.minimum_slot_utilization must be between 0 and 1 (got ${direct.minimum_slot_utilization})`);
+  return { idleUs: batching.max_sequence_idle_microseconds, controls, ...(direct ? { direct: { maxQueueDelayUs: direct.max_queue_delay_microseconds, minimumSlotUtilization: direct.minimum_slot_utilization } } : {}) };
 }
 
 function readControl(name: string, control: SequenceControl, invalid: (why: string) => ServeFnError): SequenceControlInput {

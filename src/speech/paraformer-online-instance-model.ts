@@ -11,6 +11,16 @@ import { readSpeechFolder } from './speech-folder.js';
 import { SPEECH_INPUTS, SPEECH_OUTPUTS } from './speech-tensors.js';
 import type { Transcription } from './transcription.js';
 
+/** One request's share of an execution: its stream and the audio it brings. */
+interface ChunkWork {
+  readonly key: string;
+  /** The request ENDs its stream, whose state is dropped once it ran. */
+  readonly end: boolean;
+  readonly stream: ParaformerOnlineStream;
+  readonly pieces: readonly { readonly samples: Float32Array; readonly final: boolean }[];
+  readonly seconds: number;
+}
+
 /** FunASR's chunk unit: one LFR frame, 60 ms of 16 kHz audio. */
 const SAMPLES_PER_CHUNK_UNIT = 960;
 
@@ -42,20 +52,35 @@ export default class ParaformerOnlineInstanceModel implements TensorModel {
     this.model = new ParaformerOnline(folder, await ctx.loadModel(folder.modelFile, options), await ctx.loadModel(folder.streaming!.decoderFile, options));
   }
 
+  /**
+   * The requests of one execution are chunks of different streams (the sequence batcher sends at
+   * most one request per sequence): their forward passes run as rows of one encoder and decoder
+   * call (ParaformerOnline.acceptChunks). A request that is refused (no live stream, bad PCM)
+   * fails alone; the others still run.
+   */
   async execute(requests: readonly ExecuteRequest[]): Promise<ExecuteResponse[]> {
-    const responses: ExecuteResponse[] = [];
-    // One forward pass per chunk, as funasr_onnx's online model runs (batch 1); streams take turns.
-    for (const request of requests) {
+    const responses: (ExecuteResponse | undefined)[] = [];
+    const chunks: { index: number; chunk: ChunkWork }[] = [];
+    requests.forEach((request, index) => {
       try {
-        responses.push(this.respond(await this.chunk(request)));
+        chunks.push({ index, chunk: this.chunk(request) });
       } catch (error) {
-        responses.push({ error: error as Error });
+        responses[index] = { error: error as Error };
       }
+    });
+    try {
+      const pieces = await this.model!.acceptChunks(chunks.map(({ chunk }) => chunk));
+      chunks.forEach(({ index, chunk }, i) => (responses[index] = this.respond({ text: paraformerSentence(pieces[i]).text, richText: '', duration: chunk.seconds })));
+    } catch (error) {
+      for (const { index } of chunks) responses[index] = { error: error as Error };
+    } finally {
+      for (const { chunk } of chunks) if (chunk.end) this.streams.delete(chunk.key);
     }
-    return responses;
+    return responses as ExecuteResponse[];
   }
 
-  private async chunk(request: ExecuteRequest): Promise<Transcription> {
+  /** A request's stream and its audio, split into the model's chunks when it is a whole utterance. */
+  private chunk(request: ExecuteRequest): ChunkWork {
     const model = this.model!;
     const start = (request.flags & REQUEST_FLAG_SEQUENCE_START) !== 0;
     const end = (request.flags & REQUEST_FLAG_SEQUENCE_END) !== 0;
@@ -70,23 +95,23 @@ export default class ParaformerOnlineInstanceModel implements TensorModel {
     if (!entry) throw createError('SF_ERR_SEQUENCE_NOT_STARTED', key, this.modelName, this.idleMs * 1000);
     entry.lastUsed = Date.now();
     try {
-      if (start && end) return await this.wholeUtterance(entry.stream, bytes, rate);
+      if (start && end) return this.wholeUtterance(key, entry.stream, bytes, rate);
       if (rate !== SPEECH_SAMPLE_RATE) throw createError('SF_ERR_AUDIO_INVALID', `a chunk of a stream must be 16-bit PCM at ${SPEECH_SAMPLE_RATE} Hz (SAMPLE_RATE ${SPEECH_SAMPLE_RATE}); resample the whole stream on the client, or send the whole utterance as one request`);
       const audio = decodePcm16(bytes, rate, this.limits);
-      return { text: await model.accept(entry.stream, audio.samples, end), richText: '', duration: audio.seconds };
-    } finally {
+      return { key, end, stream: entry.stream, pieces: [{ samples: audio.samples, final: end }], seconds: audio.seconds };
+    } catch (error) {
       if (end) this.streams.delete(key);
+      throw error;
     }
   }
 
-  private async wholeUtterance(stream: ParaformerOnlineStream, bytes: Uint8Array, rate: number): Promise<Transcription> {
+  /** A whole utterance, cut into chunk_size pieces as a stream would send them. */
+  private wholeUtterance(key: string, stream: ParaformerOnlineStream, bytes: Uint8Array, rate: number): ChunkWork {
     const audio = rate > 0 ? decodePcm16(bytes, rate, this.limits) : decodeAudioFile(bytes, this.limits);
     const size = stream.chunkSize[1] * SAMPLES_PER_CHUNK_UNIT;
-    const pieces: string[] = [];
-    for (let at = 0; at < audio.samples.length; at += size) {
-      pieces.push(...(await this.model!.acceptPieces(stream, audio.samples.subarray(at, at + size), at + size >= audio.samples.length)));
-    }
-    return { text: paraformerSentence(pieces).text, richText: '', duration: audio.seconds };
+    const pieces: { samples: Float32Array; final: boolean }[] = [];
+    for (let at = 0; at < audio.samples.length; at += size) pieces.push({ samples: audio.samples.subarray(at, at + size), final: at + size >= audio.samples.length });
+    return { key, end: true, stream, pieces, seconds: audio.seconds };
   }
 
   private respond(result: Transcription): ExecuteResponse {

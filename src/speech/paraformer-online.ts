@@ -42,6 +42,25 @@ export class ParaformerOnlineStream {
   }
 }
 
+/** One forward pass of one stream: its encoder window (overlap and chunk frames) and whether it is the stream's last. */
+interface ChunkPass {
+  readonly stream: ParaformerOnlineStream;
+  readonly feats: Float32Array;
+  readonly lastChunk: boolean;
+}
+
+/** A row of a decoder call: the pass it answers, its encoder output and CIF embeddings. */
+interface DecoderRow {
+  readonly index: number;
+  readonly hidden: Float32Array;
+  readonly encFrames: number;
+  readonly encLen: number;
+  /** The encoder's enc_len type, which the decoder's input has (int32 in FunASR's export). */
+  readonly encLenType: string;
+  readonly embeds: Float32Array;
+  readonly tokens: number;
+}
+
 /**
  * A streaming Paraformer export (`model.onnx`: encoder + CIF weights; `decoder.onnx`: the SANM
  * decoder with its FSMN caches) run chunk by chunk, following funasr_onnx's
@@ -49,8 +68,8 @@ export class ParaformerOnlineStream {
  * chunk's frames are scaled by √output_size, get sinusoidal positions from `start_idx`, and are
  * encoded with the look-back and look-ahead frames of the overlap cache in front; the CIF predictor
  * integrates only the chunk's own frames, carrying its leftover into the next chunk; the decoder
- * reads its FSMN caches and returns them. The text returned is the chunk's new words. Batch 1 per
- * forward pass, as funasr_onnx's online model.
+ * reads its FSMN caches and returns them. The text returned is the chunk's new words. funasr_onnx
+ * runs one stream per forward pass; `acceptChunks` stacks the passes of several streams as rows.
  */
 export class ParaformerOnline {
   private readonly conf: StreamingParaformerConfig;
@@ -87,23 +106,49 @@ export class ParaformerOnline {
 
   /** As `accept`, the token pieces before FunASR's sentence_postprocess joins them. */
   async acceptPieces(stream: ParaformerOnlineStream, samples: Float32Array, final: boolean): Promise<string[]> {
+    const [pieces] = await this.acceptChunks([{ stream, pieces: [{ samples, final }] }]);
+    return pieces;
+  }
+
+  /**
+   * Chunks of several streams at once, each stream's pieces of audio in order: every stream's
+   * n-th forward pass runs in one encoder call (and one decoder call) with the others' n-th, rows
+   * of equal shape together (Triton's equal-shape rule); each row keeps its own overlap, positions,
+   * CIF carry and decoder caches, so every stream decodes exactly as alone. Each stream appears
+   * once (a stream's passes depend on each other's state); one list of token pieces per stream.
+   */
+  async acceptChunks(work: readonly { readonly stream: ParaformerOnlineStream; readonly pieces: readonly { readonly samples: Float32Array; readonly final: boolean }[] }[]): Promise<string[][]> {
+    if (new Set(work.map((w) => w.stream)).size !== work.length) throw new Error('a stream may have one batch row at a time');
+    // The passes are planned first: what the encoder is given depends on the front end and the overlap only, not on earlier passes' outputs.
+    const planned = work.map(({ stream, pieces }) => pieces.flatMap(({ samples, final }) => this.plan(stream, samples, final)));
+    const out = work.map((): string[] => []);
+    for (let round = 0; planned.some((passes) => round < passes.length); round++) {
+      const rows = planned.flatMap((passes, i) => (round < passes.length ? [{ pass: passes[round], into: i }] : []));
+      const results = await this.inferRows(rows.map((r) => r.pass));
+      // funasr_onnx concatenates two passes' postprocessed strings; joining the pieces first keeps English words apart.
+      rows.forEach((row, i) => out[row.into].push(...results[i]));
+    }
+    return out;
+  }
+
+  /** funasr_onnx's `__call__` up to its `infer` calls: the forward passes `samples` need, in order. */
+  private plan(stream: ParaformerOnlineStream, samples: Float32Array, final: boolean): ChunkPass[] {
     const [, chunk, ahead] = stream.chunkSize;
     const dim = this.conf.featureDim;
-    if (final && stream.started && samples.length < SHORT_FINAL_SAMPLES) return this.infer(stream, stream.overlap, true);
+    const pass = (feats: Float32Array, lastChunk: boolean): ChunkPass => ({ stream, feats, lastChunk });
+    if (final && stream.started && samples.length < SHORT_FINAL_SAMPLES) return [pass(stream.overlap, true)];
     const feats = stream.frontEnd.accept(samples, final);
     const frames = feats.length / dim;
-    if (frames === 0) return final && stream.started ? this.infer(stream, stream.overlap, true) : [];
+    if (frames === 0) return final && stream.started ? [pass(stream.overlap, true)] : [];
     this.scaleAndPosition(feats, stream.startIdx);
     stream.startIdx += frames;
     stream.started = true;
-    if (!final) return this.infer(stream, this.addOverlap(stream, feats, false, false), false);
-    if (frames + ahead <= chunk) return this.infer(stream, this.addOverlap(stream, feats, true, true), true);
+    if (!final) return [pass(this.addOverlap(stream, feats, false, false), false)];
+    if (frames + ahead <= chunk) return [pass(this.addOverlap(stream, feats, true, true), true)];
     // A final call with more than a chunk's worth: the first chunk, then the rest as the last chunk.
-    const first = await this.infer(stream, this.addOverlap(stream, feats.subarray(0, Math.min(frames, chunk) * dim), true, false), false);
+    const first = pass(this.addOverlap(stream, feats.subarray(0, Math.min(frames, chunk) * dim), true, false), false);
     const restFrames = frames + ahead - chunk;
-    const last = await this.infer(stream, this.addOverlap(stream, feats.subarray((frames - restFrames) * dim), true, true), true);
-    // funasr_onnx concatenates the two chunks' postprocessed strings; joining the pieces first keeps English words apart.
-    return [...first, ...last];
+    return [first, pass(this.addOverlap(stream, feats.subarray((frames - restFrames) * dim), true, true), true)];
   }
 
   /** feats × √output_size + SinusoidalPositionEncoderOnline at positions start_idx + 1, ... */
@@ -143,35 +188,59 @@ export class ParaformerOnline {
     return padded;
   }
 
-  private async infer(stream: ParaformerOnlineStream, feats: Float32Array, lastChunk: boolean): Promise<string[]> {
+  /** One forward pass of each row (of distinct streams): rows of equal frames share an encoder call, rows of equal frames and tokens a decoder call. */
+  private async inferRows(rows: readonly ChunkPass[]): Promise<string[][]> {
     const dim = this.conf.featureDim;
-    const frames = feats.length / dim;
-    const encoded = await this.encoder.run({
-      speech: createTensor('speech', 'FP32', [1, frames, dim], feats),
-      speech_lengths: createTensor('speech_lengths', 'INT32', [1], Int32Array.of(frames)),
-    }, ['enc', 'enc_len', 'alphas']);
-    const enc = float32(encoded.enc, 'enc');
-    const alphas = Float32Array.from(float32(encoded.alphas, 'alphas').data);
-    const embeds = this.cifSearch(stream, enc.data, alphas, lastChunk);
-    const tokens = embeds.length / this.conf.outputSize;
-    if (tokens === 0) return [];
+    const out = rows.map((): string[] => []);
+    const decodes: DecoderRow[] = [];
+    for (const group of groupBy(rows.map((_, i) => i), (i) => rows[i].feats.length / dim)) {
+      const frames = rows[group[0]].feats.length / dim;
+      const encoded = await this.encoder.run({
+        speech: createTensor('speech', 'FP32', [group.length, frames, dim], concat(group.map((i) => rows[i].feats))),
+        speech_lengths: createTensor('speech_lengths', 'INT32', [group.length], new Int32Array(group.length).fill(frames)),
+      }, ['enc', 'enc_len', 'alphas']);
+      const enc = float32(encoded.enc, 'enc');
+      const alphas = float32(encoded.alphas, 'alphas').data;
+      const encFrames = enc.shape[1];
+      const encLen = encoded.enc_len;
+      group.forEach((i, r) => {
+        const hidden = enc.data.subarray(r * encFrames * this.conf.outputSize, (r + 1) * encFrames * this.conf.outputSize);
+        const embeds = this.cifSearch(rows[i].stream, hidden, alphas.slice(r * encFrames, (r + 1) * encFrames), rows[i].lastChunk);
+        const tokens = embeds.length / this.conf.outputSize;
+        if (tokens > 0) decodes.push({ index: i, hidden, encFrames, encLen: encLen ? rowOf(encLen, r) : frames, encLenType: encLen?.datatype ?? 'INT32', embeds, tokens });
+      });
+    }
+    for (const group of groupBy(decodes, (d) => `${d.encFrames}/${d.tokens}`)) {
+      const pieces = await this.decode(rows, group);
+      group.forEach((d, r) => (out[d.index] = pieces[r]));
+    }
+    return out;
+  }
+
+  /** The SANM decoder over rows of equal encoder frames and tokens, each with its stream's FSMN caches, which it updates. */
+  private async decode(rows: readonly ChunkPass[], group: readonly DecoderRow[]): Promise<string[][]> {
     const [encName, encLenName, embedsName, embedsLenName, ...cacheNames] = this.decoderInputs;
     const H = this.conf.outputSize;
     const L = this.conf.fsmnLorder;
+    const B = group.length;
+    const { encFrames, tokens } = group[0];
     const inputs: Record<string, Tensor> = {
-      [encName]: createTensor(encName, 'FP32', enc.shape, enc.data),
-      [encLenName]: encoded.enc_len,
-      [embedsName]: createTensor(embedsName, 'FP32', [1, tokens, H], embeds),
-      [embedsLenName]: createTensor(embedsLenName, 'INT32', [1], Int32Array.of(tokens)),
+      [encName]: createTensor(encName, 'FP32', [B, encFrames, H], concat(group.map((d) => d.hidden))),
+      [encLenName]: group[0].encLenType === 'INT64' ? createTensor(encLenName, 'INT64', [B], BigInt64Array.from(group, (d) => BigInt(d.encLen))) : createTensor(encLenName, 'INT32', [B], Int32Array.from(group, (d) => d.encLen)),
+      [embedsName]: createTensor(embedsName, 'FP32', [B, tokens, H], concat(group.map((d) => d.embeds))),
+      [embedsLenName]: createTensor(embedsLenName, 'INT32', [B], new Int32Array(B).fill(tokens)),
     };
-    cacheNames.forEach((name, i) => (inputs[name] = createTensor(name, 'FP32', [1, H, L], stream.decoderCaches[i])));
+    cacheNames.forEach((name, c) => (inputs[name] = createTensor(name, 'FP32', [B, H, L], concat(group.map((d) => rows[d.index].stream.decoderCaches[c])))));
     const decoded = await this.decoder.run(inputs, this.decoderOutputs);
     const [logitsName, , ...outCacheNames] = this.decoderOutputs;
-    // Each returned cache holds the block's new frames after the old ones; the last lorder are kept.
-    stream.decoderCaches = outCacheNames.map((name) => lastColumns(float32(decoded[name], name), L));
     const logits = float32(decoded[logitsName], logitsName);
+    const caches = outCacheNames.map((name) => float32(decoded[name], name));
     const vocab = logits.shape[2];
-    return paraformerTokens(logits.data.subarray(0, tokens * vocab), vocab, tokens, 0, this.folder.tokens);
+    return group.map((d, r) => {
+      // Each returned cache holds the block's new frames after the old ones; the last lorder are kept.
+      rows[d.index].stream.decoderCaches = caches.map((cache) => lastColumns(cache, r, L));
+      return paraformerTokens(logits.data.subarray(r * tokens * vocab, (r + 1) * tokens * vocab), vocab, tokens, 0, this.folder.tokens);
+    });
   }
 
   /**
@@ -215,10 +284,38 @@ function float32(tensor: Tensor | undefined, name: string): { data: Float32Array
   return { data: tensor.data, shape: tensor.shape };
 }
 
-/** [1, H, W] → its last `keep` columns, [1, H, keep]. */
-function lastColumns(cache: { data: Float32Array; shape: readonly number[] }, keep: number): Float32Array {
+/** Row `row` of [B, H, W] → its last `keep` columns, [H, keep]. */
+function lastColumns(cache: { data: Float32Array; shape: readonly number[] }, row: number, keep: number): Float32Array {
   const [, rows, width] = cache.shape;
+  const base = row * rows * width;
   const out = new Float32Array(rows * keep);
-  for (let r = 0; r < rows; r++) out.set(cache.data.subarray(r * width + width - keep, (r + 1) * width), r * keep);
+  for (let r = 0; r < rows; r++) out.set(cache.data.subarray(base + r * width + width - keep, base + (r + 1) * width), r * keep);
   return out;
+}
+
+/** Row `row` of a [B] length tensor. */
+function rowOf(lengths: Tensor, row: number): number {
+  return Number((lengths.data as ArrayLike<number | bigint>)[row]);
+}
+
+function concat(parts: readonly Float32Array[]): Float32Array {
+  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
+}
+
+/** `items` in groups of equal key, each in the items' order. */
+function groupBy<T>(items: readonly T[], key: (item: T) => number | string): T[][] {
+  const groups = new Map<number | string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const group = groups.get(k);
+    if (group) group.push(item);
+    else groups.set(k, [item]);
+  }
+  return [...groups.values()];
 }

@@ -40,8 +40,10 @@ export interface SpeechServeOptions {
   readonly maxAudioSeconds?: number;
   /** Instances per model (1 unless set); each runs ONNX Runtime on its share of the cores. */
   readonly instances?: number;
-  /** Most utterances per forward pass (SPEECH_MAX_BATCH unless set; 1: each alone). */
+  /** Most utterances per forward pass, or chunks of streams per pass of a streaming model (SPEECH_MAX_BATCH unless set; 1: each alone). */
   readonly maxBatchSize?: number;
+  /** How long a pass waits for more utterances or stream chunks to join it, in µs (SPEECH_QUEUE_DELAY_US unless set; 0: no wait). */
+  readonly maxQueueDelayUs?: number;
   /** --vad-dir / --punc-dir (FunASR's server's flags): the FSMN-VAD and CT-Transformer folders to chain with the ASR models, when several are served. */
   readonly vadDir?: string;
   readonly puncDir?: string;
@@ -97,7 +99,7 @@ export class ServerSpeechModels {
     const models: SpeechModel[] = [];
     for (const dir of all.filter((d) => chainFolderRole(d) === undefined)) {
       const folder = readSpeechFolder(dir, { quantize: options.quantize });
-      const text = speechModelConfig(folder.name, { maxAudioSeconds: options.maxAudioSeconds ?? DEFAULT_AUDIO_LIMITS.maxSeconds, quantize: options.quantize === true, instances: options.instances ?? 1, maxBatchSize: options.maxBatchSize ?? SPEECH_MAX_BATCH, streaming: folder.kind === 'ParaformerStreaming' });
+      const text = speechModelConfig(folder.name, { maxAudioSeconds: options.maxAudioSeconds ?? DEFAULT_AUDIO_LIMITS.maxSeconds, quantize: options.quantize === true, instances: options.instances ?? 1, maxBatchSize: options.maxBatchSize ?? SPEECH_MAX_BATCH, ...(options.maxQueueDelayUs === undefined ? {} : { maxQueueDelayUs: options.maxQueueDelayUs }), streaming: folder.kind === 'ParaformerStreaming' });
       const { config } = parseModelConfig(text, `${dir} (generated config.pbtxt)`, folder.name);
       const source: ModelSource = { name: folder.name, dir, config, kind: 'module', versions: [{ version: '1', file: folder.kind === 'ParaformerStreaming' ? STREAMING_INSTANCE_MODULE : INSTANCE_MODULE }], warnings: [], ...(folder.kind === 'ParaformerStreaming' ? {} : { batchByLength: SPEECH_BATCH_BY_LENGTH }) };
       const [version] = await buildModelVersions(source, builder);

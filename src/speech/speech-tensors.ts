@@ -17,8 +17,12 @@ export const SPEECH_OUTPUTS = { transcript: 'TRANSCRIPT', result: 'RESULT' } as 
 /** Most utterances in one forward pass (Triton's max_batch_size; FunASR's Triton ensemble takes 16). */
 export const SPEECH_MAX_BATCH = 8;
 
+/** How long a forward pass waits for more utterances, or for the chunks of more streams, to share it (µs). */
+export const SPEECH_QUEUE_DELAY_US = 2000;
+
 /** config.pbtxt text of a speech model, for the repository's parser and /v2/models/{m}/config. */
-export function speechModelConfig(name: string, options: { readonly maxAudioSeconds: number; readonly quantize: boolean; readonly instances: number; readonly maxBatchSize: number; readonly streaming?: boolean }): string {
+export function speechModelConfig(name: string, options: { readonly maxAudioSeconds: number; readonly quantize: boolean; readonly instances: number; readonly maxBatchSize: number; readonly maxQueueDelayUs?: number; readonly streaming?: boolean }): string {
+  const delay = options.maxQueueDelayUs ?? SPEECH_QUEUE_DELAY_US;
   const input = (n: string, type: string, optional: boolean): string => `input { name: "${n}" data_type: ${type} dims: [ 1 ]${optional ? ' optional: true' : ''} }`;
   return [
     `name: "${name}"`,
@@ -33,8 +37,12 @@ export function speechModelConfig(name: string, options: { readonly maxAudioSeco
     `output { name: "${SPEECH_OUTPUTS.transcript}" data_type: TYPE_STRING dims: [ 1 ] }`,
     `output { name: "${SPEECH_OUTPUTS.result}" data_type: TYPE_STRING dims: [ 1 ] }`,
     // Whole utterances arrive one by one; a short wait lets concurrent ones share a forward pass.
-    // A stream's chunks go, in order, to the instance holding its state: Triton's sequence batcher.
-    options.streaming ? `sequence_batching { max_sequence_idle_microseconds: ${STREAM_IDLE_MICROSECONDS} }` : 'dynamic_batching { max_queue_delay_microseconds: 2000 }',
+    // A stream's chunks go, in order, to the instance holding its state: Triton's sequence batcher,
+    // whose direct strategy waits as long for every stream on the instance to have its chunk ready,
+    // so the chunks of concurrent streams run as the rows of one pass (paraformer-online.ts).
+    options.streaming
+      ? `sequence_batching { max_sequence_idle_microseconds: ${STREAM_IDLE_MICROSECONDS} direct { max_queue_delay_microseconds: ${delay} minimum_slot_utilization: 1.0 } }`
+      : `dynamic_batching { max_queue_delay_microseconds: ${delay} }`,
     `instance_group { count: ${options.instances} kind: KIND_CPU }`,
     `parameters { key: "max_audio_seconds" value: { string_value: "${options.maxAudioSeconds}" } }`,
     `parameters { key: "quantize" value: { string_value: "${options.quantize}" } }`,

@@ -37,6 +37,11 @@ describe('sequenceBatchingPlan', () => {
     expect(plan('')).toBeUndefined();
   });
 
+  it("reads the direct strategy's wait, and refuses a slot utilization outside 0–1", () => {
+    expect(plan('sequence_batching { direct { max_queue_delay_microseconds: 2000 minimum_slot_utilization: 1.0 } }')).toEqual({ idleUs: 1_000_000, controls: [], direct: { maxQueueDelayUs: 2000, minimumSlotUtilization: 1 } });
+    expect(thrown(() => plan('sequence_batching { direct { minimum_slot_utilization: 1.5 } }')).message).toMatch(/direct\.minimum_slot_utilization must be between 0 and 1 \(got 1\.5\)/);
+  });
+
   it('refuses controls Triton refuses, naming the field', () => {
     const why = (text: string): string => thrown(() => plan(text)).message.replace("Model configuration for 'seq' is invalid: sequence_batching: ", '');
     expect(why('sequence_batching { control_input [ { name: "S" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0 ] } ] } ] }'))

@@ -7,19 +7,20 @@ import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import type { Clock } from '../../src/engine/clock.js';
 import type { RestartPolicy } from '../../src/spec/restart-policy.js';
 import { settle } from '../helpers/settle.js';
+import { FakeClock } from '../helpers/fake-clock.js';
 import { ManualTensorInstances } from '../helpers/manual-tensor-instances.js';
 
 /** A clock whose time never moves: these tests do not reach the idle limit. */
 const stillClock: Clock = { now: () => 0, setTimer: () => undefined, clearTimer: () => undefined };
 
-function setup(options: { instances?: number; maxBatchSize?: number; controls?: SequenceControlInput[]; restartPolicy?: RestartPolicy } = {}) {
+function setup(options: { instances?: number; maxBatchSize?: number; controls?: SequenceControlInput[]; restartPolicy?: RestartPolicy; clock?: Clock; direct?: { maxQueueDelayUs: number; minimumSlotUtilization: number } } = {}) {
   const instances = new ManualTensorInstances();
   const recorder = new InferenceRecorder({ collectProcessMetrics: false });
   const logs: string[] = [];
   const log = (level: string, message: string): void => void logs.push(`${level}: ${message}`);
   const instanceCount = options.instances ?? 2;
-  const engine = new InstanceEngine({ name: 'acc', version: '1', instanceCount, factory: instances.factory, recorder, log, clock: stillClock, restartPolicy: options.restartPolicy });
-  const sequences = new SequenceScheduler(engine, instanceCount, { name: 'acc', maxBatchSize: options.maxBatchSize ?? 0, idleUs: 1_000_000, controls: options.controls ?? [], log });
+  const engine = new InstanceEngine({ name: 'acc', version: '1', instanceCount, factory: instances.factory, recorder, log, clock: options.clock ?? stillClock, restartPolicy: options.restartPolicy });
+  const sequences = new SequenceScheduler(engine, instanceCount, { name: 'acc', maxBatchSize: options.maxBatchSize ?? 0, idleUs: 1_000_000, controls: options.controls ?? [], log, ...(options.direct ? { direct: options.direct } : {}) });
   return { instances, recorder, engine, sequences, logs };
 }
 
@@ -89,6 +90,50 @@ describe('SequenceScheduler', () => {
     for (let i = 0; i < 3; i++) await instances.finish();
     expect(instances.trace).toEqual(['0: a1', '0: b1 d1', '0: c1']);
     await Promise.all(results);
+  });
+
+  it("waits, under the direct strategy's delay, for every active sequence of the instance to have a request ready, then runs them as one execution", async () => {
+    const clock = new FakeClock();
+    const { instances, engine, sequences } = setup({ instances: 1, maxBatchSize: 4, clock, direct: { maxQueueDelayUs: 5000, minimumSlotUtilization: 1 } });
+    await engine.start();
+    const results = [sequences.submit(request('a1', seq(1, 'start'))), sequences.submit(request('b1', seq(2, 'start'))), sequences.submit(request('c1', seq(3, 'start')))];
+    // The first sequence is the only active one when it arrives: it is all there is to wait for.
+    expect(instances.trace).toEqual(['0: a1']);
+    await instances.finish();
+    // b1 and c1 are ready, a is active with nothing ready: the idle instance waits for it.
+    expect(instances.trace).toEqual(['0: a1']);
+    results.push(sequences.submit(request('a2', seq(1))));
+    await settle();
+    expect(instances.trace).toEqual(['0: a1', '0: b1 c1 a2']);
+    await instances.finish();
+    results.push(sequences.submit(request('b2', seq(2))), sequences.submit(request('c2', seq(3, 'end'))));
+    await clock.advance(4999);
+    expect(instances.trace).toHaveLength(2);
+    // The delay passed with a's request still missing: what is ready goes.
+    await clock.advance(1);
+    expect(instances.trace).toEqual(['0: a1', '0: b1 c1 a2', '0: b2 c2']);
+    await instances.finish();
+    await Promise.all(results);
+  });
+
+  it('does not wait for sequences beyond max_batch_size, nor while draining', async () => {
+    const clock = new FakeClock();
+    const { instances, engine, sequences } = setup({ instances: 1, maxBatchSize: 2, clock, direct: { maxQueueDelayUs: 5000, minimumSlotUtilization: 1 } });
+    await engine.start();
+    const results = [sequences.submit(request('a1', seq(1, 'start'))), sequences.submit(request('b1', seq(2, 'start'))), sequences.submit(request('c1', seq(3, 'start')))];
+    await instances.finish();
+    // Two of the three active sequences fill max_batch_size 2: no wait.
+    expect(instances.trace).toEqual(['0: a1', '0: b1 c1']);
+    await instances.finish();
+    results.push(sequences.submit(request('b2', seq(2, 'end'))));
+    await settle();
+    expect(instances.trace).toHaveLength(2);
+    const drained = engine.drain();
+    await settle();
+    expect(instances.trace).toEqual(['0: a1', '0: b1 c1', '0: b2']);
+    await instances.finish();
+    await Promise.all(results);
+    await drained;
   });
 
   it('hands the model the correlation id and flags, without the sequence parameters', async () => {

@@ -2,9 +2,11 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import type { BackendSession } from '../../../src/backends/backend.js';
 import { OnnxBackend } from '../../../src/backends/onnx/onnx-backend.js';
 import { decodeAudioFile } from '../../../src/speech/audio-input.js';
-import { ParaformerOnline } from '../../../src/speech/paraformer-online.js';
+import { ParaformerOnline, type ParaformerOnlineStream } from '../../../src/speech/paraformer-online.js';
+import { paraformerSentence } from '../../../src/speech/paraformer-decoder.js';
 import { StreamingFrontEnd } from '../../../src/speech/paraformer-online-front-end.js';
 import { readSpeechFolder, type SpeechFolder } from '../../../src/speech/speech-folder.js';
 import { SpeechFrontEnd } from '../../../src/speech/speech-front-end.js';
@@ -16,6 +18,19 @@ const CHUNK_SAMPLES = 9600;
 
 function samplesOf(wav: string): Float32Array {
   return decodeAudioFile(readFileSync(wav)).samples;
+}
+
+/** `session` with the rows of every call it runs recorded in `rows`. */
+function counted(session: BackendSession, rows: number[]): BackendSession {
+  return {
+    backend: session.backend,
+    metadata: () => session.metadata(),
+    dispose: () => session.dispose(),
+    run(inputs, outputs) {
+      rows.push(Object.values(inputs)[0].shape[0]);
+      return session.run(inputs, outputs);
+    },
+  };
 }
 
 function chunksOf(samples: Float32Array, size: number): Float32Array[] {
@@ -78,4 +93,56 @@ describe.skipIf(missing)('streaming Paraformer (tiny export with fixed weights)'
     expect(outA).toEqual(await alone(a));
     expect(outB).toEqual(await alone(b));
   }, 60_000);
+
+  it('stacks chunks of four streams as rows of one encoder and decoder call, each stream decoding as alone', async () => {
+    const encoderRows: number[] = [];
+    const decoderRows: number[] = [];
+    const backend = new OnnxBackend();
+    const batched = new ParaformerOnline(folder, counted(await backend.load(folder.modelFile), encoderRows), counted(await backend.load(folder.streaming!.decoderFile), decoderRows));
+    // Three streams in FunASR's 600 ms chunks, whose chunks after the first have equal shapes, and one in odd sizes, which has rows of its own.
+    const streams = [[SPEECH_WAVS[0], CHUNK_SAMPLES], [SPEECH_WAVS[3], CHUNK_SAMPLES], [SPEECH_WAVS[7], CHUNK_SAMPLES], [SPEECH_WAVS[5], 7000]] as const;
+    const chunks = streams.map(([wav, size]) => chunksOf(samplesOf(wav), size));
+    const alone = async (list: Float32Array[]): Promise<string[]> => {
+      const stream = model.newStream();
+      const out: string[] = [];
+      for (const [i, chunk] of list.entries()) out.push(await model.accept(stream, chunk, i === list.length - 1));
+      return out;
+    };
+    const states: ParaformerOnlineStream[] = streams.map(() => batched.newStream());
+    const texts: string[][] = streams.map(() => []);
+    for (let step = 0; chunks.some((list) => step < list.length); step++) {
+      const live = chunks.flatMap((list, s) => (step < list.length ? [s] : []));
+      const pieces = await batched.acceptChunks(live.map((s) => ({ stream: states[s], pieces: [{ samples: chunks[s][step], final: step === chunks[s].length - 1 }] })));
+      live.forEach((s, i) => texts[s].push(paraformerSentence(pieces[i]).text));
+    }
+    for (const [s, list] of chunks.entries()) expect(texts[s]).toEqual(await alone(list));
+    expect(texts.flat().join('').length).toBeGreaterThan(0);
+    expect(Math.max(...encoderRows)).toBeGreaterThan(1);
+    expect(Math.max(...decoderRows)).toBeGreaterThan(1);
+  }, 60_000);
+
+  it('decodes whole utterances of different lengths together, a final call of two passes included, as each alone', async () => {
+    const wavs = [SPEECH_WAVS[0], SPEECH_WAVS[2], SPEECH_WAVS[7]];
+    // 600 ms chunks, the last two as one final call: more than a chunk's frames, which funasr_onnx runs as two passes.
+    const listOf = (wav: string): Float32Array[] => {
+      const samples = samplesOf(wav);
+      const list = chunksOf(samples, CHUNK_SAMPLES);
+      return [...list.slice(0, -2), samples.subarray((list.length - 2) * CHUNK_SAMPLES)];
+    };
+    const work = wavs.map((wav) => ({ stream: model.newStream(), pieces: listOf(wav).map((samples, i, all) => ({ samples, final: i === all.length - 1 })) }));
+    const together = await model.acceptChunks(work);
+    for (const [i, wav] of wavs.entries()) {
+      const stream = model.newStream();
+      const list = listOf(wav);
+      const pieces: string[] = [];
+      for (const [j, chunk] of list.entries()) pieces.push(...(await model.acceptPieces(stream, chunk, j === list.length - 1)));
+      expect(together[i]).toEqual(pieces);
+    }
+  }, 60_000);
+
+  it('refuses the same stream twice in one call: its passes depend on each other', async () => {
+    const stream = model.newStream();
+    const piece = { samples: new Float32Array(9600), final: false };
+    await expect(model.acceptChunks([{ stream, pieces: [piece] }, { stream, pieces: [piece] }])).rejects.toThrow(/one batch row at a time/);
+  });
 });
