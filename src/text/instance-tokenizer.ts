@@ -5,6 +5,7 @@ import type { BatchEntry, DynamicBatcher } from '../engine/dynamic-batcher.js';
 import { InstanceEngine } from '../engine/instance-engine.js';
 import type { RequestClock } from '../engine/request-accounting.js';
 import { WorkerInstance } from '../engine/worker-instance.js';
+import { OwnInstances } from './own-instances.js';
 import { InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { VersionBuilderContext } from '../model-repository/model-version-builder.js';
 import { normalizeBatchPolicy } from '../spec/batch-policy.js';
@@ -27,10 +28,8 @@ const TEXTS_PER_CALL = 256;
  * encoding. What is rare and small — vocabulary lookups, decoding ids — is answered by the same
  * tokenizer loaded on this thread.
  */
-export class InstanceTokenizer implements TextTokenization {
-  readonly engine: InstanceEngine;
+export class InstanceTokenizer extends OwnInstances implements TextTokenization {
   private readonly batcher: DynamicBatcher<QueuedText, TextEncoding>;
-  private started = false;
 
   constructor(
     private readonly local: TextTokenizer,
@@ -40,13 +39,13 @@ export class InstanceTokenizer implements TextTokenization {
   ) {
     const name = `${context.modelName} tokenizer`;
     const plan = { kind: 'tokenizer', file } as const;
-    this.engine = new InstanceEngine({
+    super(new InstanceEngine({
       name, version: context.modelVersion, instanceCount: 1,
       // Its executions are not the model's: nv_* statistics stay the forward model's alone.
       recorder: new InferenceRecorder({ collectProcessMetrics: false }),
       log: builder.log, restartPolicy: builder.restartPolicy,
       factory: (index, events) => new WorkerInstance(index, pathToFileURL(file).href, { ...context, instanceName: `${context.modelName}_tokenizer` }, events, builder.infer, plan, builder.logger),
-    });
+    }));
     this.batcher = this.engine.batcher(name, normalizeBatchPolicy({ maxBatchSize: TEXTS_PER_CALL, maxQueueDelayUs: 0 }, name), (batch) => this.run(batch), { queueBehind: true });
   }
 
@@ -76,22 +75,6 @@ export class InstanceTokenizer implements TextTokenization {
 
   idToToken(id: number): string | undefined {
     return this.local.idToToken(id);
-  }
-
-  ready(): boolean {
-    return this.started && this.engine.available;
-  }
-
-  async start(): Promise<void> {
-    await this.engine.start();
-    this.started = true;
-  }
-
-  /** Encodes what is queued, then stops the instance. */
-  async stop(): Promise<void> {
-    this.started = false;
-    await this.engine.drain();
-    await this.engine.stop();
   }
 
   private async run(batch: readonly BatchEntry<QueuedText>[]): Promise<(TextEncoding | Error)[]> {

@@ -17,6 +17,7 @@ import type { PoolingMode } from './pooling.js';
 import { DEFAULT_TEXT_LIMITS, TextEngine, type TextLimits, type TextModelOptions, type TextModelSpec } from './text-engine.js';
 import { TextTokenizer } from '../tokenizer/tokenizer.js';
 import { InstanceTokenizer } from './instance-tokenizer.js';
+import { OwnInstances } from './own-instances.js';
 
 /** The server-wide text flags, named as TEI's (`serve-fn start <folder> --max-batch-tokens ...`). */
 export interface TextServeOptions {
@@ -51,11 +52,9 @@ export interface LoadedTextModel {
  * forward batches; nv_* statistics under the served name. One instance, with ONNX Runtime's
  * intra-op threads on every core, as TEI runs its ORT backend.
  */
-export class FolderForward implements TextForward {
-  readonly engine: InstanceEngine;
+export class FolderForward extends OwnInstances implements TextForward {
   /** The folder's model takes as many rows as the token budget lets a batch have. */
   readonly maxRows = 0;
-  private started = false;
 
   constructor(
     readonly name: string,
@@ -65,26 +64,10 @@ export class FolderForward implements TextForward {
     builder: VersionBuilderContext,
   ) {
     const moduleUrl = pathToFileURL(plan.file).href;
-    this.engine = new InstanceEngine({
+    super(new InstanceEngine({
       name, version: context.modelVersion, instanceCount: context.instanceCount, recorder: builder.recorder, log: builder.log, restartPolicy: builder.restartPolicy,
       factory: (index, events) => new WorkerInstance(index, moduleUrl, context, events, builder.infer, plan, builder.logger),
-    });
-  }
-
-  ready(): boolean {
-    return this.started && this.engine.available;
-  }
-
-  async start(): Promise<void> {
-    await this.engine.start();
-    this.started = true;
-  }
-
-  /** Waits for queued and running forward batches, then stops the instance. */
-  async stop(): Promise<void> {
-    this.started = false;
-    await this.engine.drain();
-    await this.engine.stop();
+    }));
   }
 }
 
