@@ -62,7 +62,8 @@ export class DiffusionPipeline {
     const stages = await buildPipelineStages(folder, name, ctx);
     const tokenizer = await TextTokenizer.fromFile(folder.tokenizerFile);
     const engine = stages.denoiser.engine;
-    const steps = engine.register(new StepScheduler(`${name}_denoiser`, engine, limits, metrics.observer(name)));
+    // A step's rows stay within the denoiser's max_batch_size: an .om's largest gear (pipeline-stages.ts).
+    const steps = engine.register(new StepScheduler(`${name}_denoiser`, engine, limits, metrics.observer(name), stages.denoiser.info.maxBatchSize));
     return new DiffusionPipeline(name, folder, stages, tokenizer, steps, metrics);
   }
 

@@ -1,6 +1,6 @@
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createError } from '../errors/index.js';
+import { createError, ServeFnError } from '../errors/index.js';
 import { buildModelVersions, readModelFileMetadata, type VersionBuilderContext } from '../model-repository/model-version-builder.js';
 import { parseModelConfigJson } from '../model-repository/config-json.js';
 import type { ModelSource } from '../model-repository/model-source.js';
@@ -8,7 +8,7 @@ import { TensorModelVersion } from '../inference/tensor-model-version.js';
 import type { TensorSpec } from '../spec/tensor.js';
 import { TIMESTEP_TYPES, type DenoiserInterface } from './denoise-work.js';
 import type { DiffusionFolder } from './pipeline-folder.js';
-import { withStageConfig } from './stage-config.js';
+import { onnxStageBackend, withStageConfig } from './stage-config.js';
 import { VAE_IMAGE_OUTPUT, VAE_PARAMETERS } from './vae-decoder-instance.js';
 
 /** The most rows one stage call takes: requests times two with guidance; vLLM-Omni's step batches are far smaller. */
@@ -45,11 +45,12 @@ export async function buildPipelineStages(folder: DiffusionFolder, name: string,
     const built = { name: stageName, max_batch_size: STAGE_MAX_BATCH, ...json };
     try {
       const config = withStageConfig(parseModelConfigJson(JSON.stringify(built), stageName).config, join(folder.dir, stageDir), stageName);
-      const source: ModelSource = { name: stageName, dir: folder.dir, config, kind, versions: [{ version: '1', file }], warnings: [] };
+      const backend = kind === 'onnx' ? onnxStageBackend(config, join(folder.dir, stageDir), file) : { kind, file, config };
+      const source: ModelSource = { name: stageName, dir: folder.dir, config: backend.config, kind: backend.kind, versions: [{ version: '1', file: backend.file }], warnings: [] };
       const [version] = await buildModelVersions(source, ctx);
       return version as TensorModelVersion;
     } catch (cause) {
-      throw createError('SF_ERR_DIFFUSION_FOLDER_INVALID', folder.dir, `${stageDir}: ${(cause as Error).message}`, { cause });
+      throw stageError(folder, stageDir, stageName, cause as Error);
     }
   };
   const onnx = (batching: boolean) => ({ platform: 'onnxruntime_onnx', backend: 'onnxruntime', ...(batching ? { dynamic_batching: {} } : {}) });
@@ -69,6 +70,17 @@ export async function buildPipelineStages(folder: DiffusionFolder, name: string,
     },
   });
   return { textEncoder, denoiser, vaeDecoder, names: interfaceOf(folder, textEncoder, denoiser, vae.input) };
+}
+
+/**
+ * A stage that cannot be built: an NPU that is not there keeps its own error (SF_ERR_NPU_*, which
+ * says how to get the library or the GE addon), naming the stage; anything else is the folder's.
+ */
+export function stageError(folder: DiffusionFolder, stageDir: string, stageName: string, cause: Error): ServeFnError {
+  if (cause instanceof ServeFnError && cause.code.startsWith('SF_ERR_NPU_')) {
+    return new ServeFnError(cause.code, `stage ${stageName} (${join(folder.dir, stageDir)}): ${cause.message}`, cause.statusCode, { cause });
+  }
+  return createError('SF_ERR_DIFFUSION_FOLDER_INVALID', folder.dir, `${stageDir}: ${cause.message}`, { cause });
 }
 
 /**
