@@ -11,7 +11,7 @@ import { scheduleFor } from './denoise-schedule.js';
 import { DenoiseWork } from './denoise-work.js';
 import type { DiffusionMetrics } from './diffusion-metrics.js';
 import type { DiffusionFolder } from './pipeline-folder.js';
-import { buildPipelineStages, type PipelineStages } from './pipeline-stages.js';
+import { buildPipelineStages, npuStageError, type PipelineStages } from './pipeline-stages.js';
 import { seededNormal } from './seeded-noise.js';
 import { StepScheduler, type StepLimits } from './step-scheduler.js';
 import { VAE_IMAGE_OUTPUT } from './vae-decoder-instance.js';
@@ -72,8 +72,13 @@ export class DiffusionPipeline {
     return [this.stages.textEncoder, this.stages.denoiser, this.stages.vaeDecoder].map(ownModel);
   }
 
+  /** Loads the stages; a stage that fails on its NPU says which stage (npuStageError). */
   async start(): Promise<void> {
-    await Promise.all([this.stages.textEncoder.load(), this.stages.denoiser.load(), this.stages.vaeDecoder.load()]);
+    const { textEncoder, denoiser, vaeDecoder } = this.stages;
+    const stages = [[textEncoder, 'text_encoder'], [denoiser, this.folder.denoiser.kind], [vaeDecoder, 'vae_decoder']] as const;
+    await Promise.all(stages.map(([stage, dir]) => stage.load().catch((cause: Error) => {
+      throw npuStageError(this.folder, dir, stage.info.name, cause) ?? cause;
+    })));
   }
 
   /** Refuses new images, waits for those being generated, then stops the stages. */

@@ -76,11 +76,22 @@ export async function buildPipelineStages(folder: DiffusionFolder, name: string,
  * A stage that cannot be built: an NPU that is not there keeps its own error (SF_ERR_NPU_*, which
  * says how to get the library or the GE addon), naming the stage; anything else is the folder's.
  */
-export function stageError(folder: DiffusionFolder, stageDir: string, stageName: string, cause: Error): ServeFnError {
-  if (cause instanceof ServeFnError && cause.code.startsWith('SF_ERR_NPU_')) {
-    return new ServeFnError(cause.code, `stage ${stageName} (${join(folder.dir, stageDir)}): ${cause.message}`, cause.statusCode, { cause });
+function stageError(folder: DiffusionFolder, stageDir: string, stageName: string, cause: Error): ServeFnError {
+  return npuStageError(folder, stageDir, stageName, cause) ?? createError('SF_ERR_DIFFUSION_FOLDER_INVALID', folder.dir, `${stageDir}: ${cause.message}`, { cause });
+}
+
+/** An NPU's error (SF_ERR_NPU_*) in a stage's build or load failure, again with that code, naming the stage; else undefined. */
+export function npuStageError(folder: DiffusionFolder, stageDir: string, stageName: string, cause: Error): ServeFnError | undefined {
+  const npu = npuError(cause);
+  return npu && new ServeFnError(npu.code, `stage ${stageName} (${join(folder.dir, stageDir)}): ${npu.message}`, npu.statusCode, { cause });
+}
+
+/** The SF_ERR_NPU_* error in `err`'s cause chain (an instance's failed load wraps it), if any. */
+function npuError(err: unknown): ServeFnError | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e instanceof ServeFnError && e.code.startsWith('SF_ERR_NPU_')) return e;
   }
-  return createError('SF_ERR_DIFFUSION_FOLDER_INVALID', folder.dir, `${stageDir}: ${cause.message}`, { cause });
+  return undefined;
 }
 
 /**

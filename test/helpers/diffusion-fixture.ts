@@ -103,15 +103,20 @@ const TARGET_INITS: OnnxInitializer[] = [
   { name: 'col', datatype: 'INT64', shape: [4], data: [-1, 1, 1, 1] },
 ];
 
-function denoiser(kind: DenoiserKind): Uint8Array {
+/**
+ * The denoiser's model.onnx; with `latentSize`, its latent and text dims fixed (latentSize² cells,
+ * MAX_LENGTH tokens), only the batch left symbolic, as an .om compiled with dynamic-batch gears needs.
+ */
+export function denoiser(kind: DenoiserKind, latentSize?: number): Uint8Array {
   const unet = kind === 'ddim' || kind === 'euler';
   const x = unet ? 'sample' : 'hidden_states';
+  const cells = latentSize === undefined ? ['height', 'width'] : [latentSize, latentSize];
   const inputs = [
-    { name: x, datatype: 'FP32' as const, shape: ['batch', HIDDEN, 'height', 'width'] },
+    { name: x, datatype: 'FP32' as const, shape: ['batch', HIDDEN, ...cells] },
     { name: 'timestep', datatype: unet ? ('INT64' as const) : ('FP32' as const), shape: ['batch'] },
-    { name: 'encoder_hidden_states', datatype: 'FP32' as const, shape: ['batch', 'sequence', HIDDEN] },
+    { name: 'encoder_hidden_states', datatype: 'FP32' as const, shape: ['batch', latentSize === undefined ? 'sequence' : MAX_LENGTH, HIDDEN] },
   ];
-  const outputs = [{ name: unet ? 'out_sample' : 'out_hidden_states', datatype: 'FP32' as const, shape: ['batch', HIDDEN, 'height', 'width'] }];
+  const outputs = [{ name: unet ? 'out_sample' : 'out_hidden_states', datatype: 'FP32' as const, shape: ['batch', HIDDEN, ...cells] }];
   const out = outputs[0].name;
   if (kind === 'flow') {
     return buildOnnxModel({
