@@ -13,6 +13,7 @@ import type { DiffusionMetrics } from './diffusion-metrics.js';
 import type { DiffusionFolder } from './pipeline-folder.js';
 import { buildPipelineStages, npuStageError, type PipelineStages } from './pipeline-stages.js';
 import { seededNormal } from './seeded-noise.js';
+import type { StageInstances } from './stage-instances.js';
 import { StepScheduler, type StepLimits } from './step-scheduler.js';
 import { VAE_IMAGE_OUTPUT } from './vae-decoder-instance.js';
 
@@ -58,8 +59,8 @@ export class DiffusionPipeline {
     private readonly metrics: DiffusionMetrics,
   ) {}
 
-  static async load(folder: DiffusionFolder, name: string, ctx: VersionBuilderContext, limits: StepLimits, metrics: DiffusionMetrics): Promise<DiffusionPipeline> {
-    const stages = await buildPipelineStages(folder, name, ctx);
+  static async load(folder: DiffusionFolder, name: string, ctx: VersionBuilderContext, limits: StepLimits, metrics: DiffusionMetrics, instances?: StageInstances): Promise<DiffusionPipeline> {
+    const stages = await buildPipelineStages(folder, name, ctx, instances);
     const tokenizer = await TextTokenizer.fromFile(folder.tokenizerFile);
     const engine = stages.denoiser.engine;
     // A step's rows stay within the denoiser's max_batch_size: an .om's largest gear (pipeline-stages.ts).

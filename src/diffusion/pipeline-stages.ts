@@ -9,6 +9,7 @@ import type { TensorSpec } from '../spec/tensor.js';
 import { TIMESTEP_TYPES, type DenoiserInterface } from './denoise-work.js';
 import type { DiffusionFolder } from './pipeline-folder.js';
 import { onnxStageBackend, withStageConfig } from './stage-config.js';
+import { withInstanceCount, type StageInstances, type StageName } from './stage-instances.js';
 import { VAE_IMAGE_OUTPUT, VAE_PARAMETERS } from './vae-decoder-instance.js';
 
 /** The most rows one stage call takes: requests times two with guidance; vLLM-Omni's step batches are far smaller. */
@@ -39,12 +40,14 @@ export interface PipelineStages {
   };
 }
 
-export async function buildPipelineStages(folder: DiffusionFolder, name: string, ctx: VersionBuilderContext): Promise<PipelineStages> {
-  const stage = async (suffix: string, stageDir: string, file: string, kind: 'onnx' | 'module', json: Record<string, unknown>): Promise<TensorModelVersion> => {
+/** `instances`: per-stage instance counts that win over the stage folders' config.pbtxt (`--stage-instances`). */
+export async function buildPipelineStages(folder: DiffusionFolder, name: string, ctx: VersionBuilderContext, instances: StageInstances = {}): Promise<PipelineStages> {
+  const stage = async (suffix: StageName, stageDir: string, file: string, kind: 'onnx' | 'module', json: Record<string, unknown>): Promise<TensorModelVersion> => {
     const stageName = `${name}_${suffix}`;
     const built = { name: stageName, max_batch_size: STAGE_MAX_BATCH, ...json };
     try {
-      const config = withStageConfig(parseModelConfigJson(JSON.stringify(built), stageName).config, join(folder.dir, stageDir), stageName);
+      const own = withStageConfig(parseModelConfigJson(JSON.stringify(built), stageName).config, join(folder.dir, stageDir), stageName);
+      const config = withInstanceCount(own, instances[suffix]);
       const backend = kind === 'onnx' ? onnxStageBackend(config, join(folder.dir, stageDir), file) : { kind, file, config };
       const source: ModelSource = { name: stageName, dir: folder.dir, config: backend.config, kind: backend.kind, versions: [{ version: '1', file: backend.file }], warnings: [] };
       const [version] = await buildModelVersions(source, ctx);

@@ -8,6 +8,7 @@ import { createError } from '../../src/errors/index.js';
 import { DiffusionMetrics } from '../../src/diffusion/diffusion-metrics.js';
 import { DiffusionPipeline } from '../../src/diffusion/diffusion-pipeline.js';
 import { readDiffusionFolder } from '../../src/diffusion/pipeline-folder.js';
+import type { StageInstances } from '../../src/diffusion/stage-instances.js';
 import type { StepLimits } from '../../src/diffusion/step-scheduler.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import type { TensorInstanceFactory, VersionBuilderContext } from '../../src/model-repository/model-version-builder.js';
@@ -222,7 +223,7 @@ export async function oraclePixel(prompt: string, guidance = 1, negative = ''): 
 }
 
 /** A started pipeline on a fixture folder, its stages' instances in the test's thread unless `instanceFactory` says otherwise. */
-export async function loadFixturePipeline(dir: string, name: string, options: { limits?: StepLimits; instanceFactory?: TensorInstanceFactory } = {}) {
+export async function loadFixturePipeline(dir: string, name: string, options: { limits?: StepLimits; instanceFactory?: TensorInstanceFactory; instances?: StageInstances } = {}) {
   const registry = new Registry();
   const recorder = new InferenceRecorder({ collectProcessMetrics: false });
   const ctx: VersionBuilderContext = {
@@ -232,7 +233,7 @@ export async function loadFixturePipeline(dir: string, name: string, options: { 
     },
     instanceFactory: options.instanceFactory ?? inThreadInstances,
   };
-  const p = await DiffusionPipeline.load(readDiffusionFolder(dir), name, ctx, options.limits ?? { maxRunning: 8, admissionWaitUs: 1000 }, new DiffusionMetrics(registry));
+  const p = await DiffusionPipeline.load(readDiffusionFolder(dir), name, ctx, options.limits ?? { maxRunning: 8, admissionWaitUs: 1000 }, new DiffusionMetrics(registry), options.instances);
   await p.start();
   return { p, registry, recorder };
 }
