@@ -73,13 +73,20 @@ export class DiffusionPipeline {
     return [this.stages.textEncoder, this.stages.denoiser, this.stages.vaeDecoder].map(ownModel);
   }
 
-  /** Loads the stages; a stage that fails on its NPU says which stage (npuStageError). */
+  /**
+   * Loads the stages. When one fails, the others' loads are waited for first, so a caller that
+   * then stops the pipeline finds no stage still loading; a stage that fails on its NPU says which
+   * stage (npuStageError).
+   */
   async start(): Promise<void> {
     const { textEncoder, denoiser, vaeDecoder } = this.stages;
     const stages = [[textEncoder, 'text_encoder'], [denoiser, this.folder.denoiser.kind], [vaeDecoder, 'vae_decoder']] as const;
-    await Promise.all(stages.map(([stage, dir]) => stage.load().catch((cause: Error) => {
-      throw npuStageError(this.folder, dir, stage.info.name, cause) ?? cause;
-    })));
+    const loads = await Promise.allSettled(stages.map(([stage]) => stage.load()));
+    const failed = loads.findIndex((load) => load.status === 'rejected');
+    if (failed < 0) return;
+    const [stage, dir] = stages[failed];
+    const cause = (loads[failed] as PromiseRejectedResult).reason as Error;
+    throw npuStageError(this.folder, dir, stage.info.name, cause) ?? cause;
   }
 
   /** Refuses new images, waits for those being generated, then stops the stages. */

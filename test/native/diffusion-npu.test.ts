@@ -41,8 +41,9 @@ describe.skipIf(!TOOLCHAIN || REAL_HARDWARE)('diffusion stages on the simulated 
     target = await setUpGeTarget();
     restoreEnv = setEnv({ ACL_SIM_DEVICE_COUNT: '2' });
     const cpu = writeDiffusionFolder(join(scratch, 'on-cpu'), { denoiser: 'flow' });
-    // The denoiser through GE on NPU 1, the VAE decoder (its instance loads vae_decoder/model.onnx) through GE on NPU 0.
+    // Every stage through GE: the text encoder and the VAE decoder (its instance loads vae_decoder/model.onnx) on NPU 0, the denoiser on NPU 1.
     const ge = writeDiffusionFolder(join(scratch, 'on-ge'), { denoiser: 'flow' });
+    writeFileSync(join(ge, 'text_encoder', 'config.pbtxt'), npuGroup(0));
     writeFileSync(join(ge, 'transformer', 'config.pbtxt'), npuGroup(1));
     writeFileSync(join(ge, 'vae_decoder', 'config.pbtxt'), npuGroup(0));
     // The denoiser as an .om compiled for gears 1, 2, 4 (fixed 4×4 latents: an .om has only a dynamic batch).
@@ -108,11 +109,12 @@ describe.skipIf(!TOOLCHAIN || REAL_HARDWARE)('diffusion stages on the simulated 
     }
   }
 
-  it('runs the denoiser through npu_ge on NPU 1 and the VAE decoder\'s ONNX through GE on NPU 0, as their config.pbtxt say', async () => {
+  it('runs the text encoder and denoiser through npu_ge and the VAE decoder\'s ONNX through GE, on the NPUs their config.pbtxt name', async () => {
     const config = async (stage: string) => (await server.app.inject({ method: 'GET', url: `/v2/models/${stage}/config` })).json();
+    expect(await config('on-ge_text_encoder')).toMatchObject({ backend: 'npu_ge', instance_group: [{ kind: 'KIND_NPU', gpus: [0] }] });
     expect(await config('on-ge_denoiser')).toMatchObject({ backend: 'npu_ge', instance_group: [{ kind: 'KIND_NPU', gpus: [1] }] });
     expect(await config('on-ge_vae_decoder')).toMatchObject({ backend: 'serve-fn', instance_group: [{ kind: 'KIND_NPU', gpus: [0] }] });
-    expect(await config('on-ge_text_encoder')).toMatchObject({ platform: 'onnxruntime_onnx' });
+    expect(await config('on-om_text_encoder')).toMatchObject({ platform: 'onnxruntime_onnx' });
     expect(await config('on-om_denoiser')).toMatchObject({ backend: 'npu_om', max_batch_size: 4 });
   });
 
@@ -124,8 +126,11 @@ describe.skipIf(!TOOLCHAIN || REAL_HARDWARE)('diffusion stages on the simulated 
     // 36 steps in fewer calls: some calls carried several requests' steps.
     expect(calls).toBeLessThan(36);
     expect(upTo).toBeLessThan(calls);
-    // Every denoiser call and every VAE decode ran on the simulated NPU.
-    expect(target.ge('executes') - executes).toBe(calls + REQUESTS.length);
+    // Every execution of the three stages ran on the simulated NPU.
+    const executions = async (stage: string) => (await server.app.inject({ method: 'GET', url: `/v2/models/on-ge_${stage}/stats` })).json().model_stats[0].execution_count as number;
+    const stages = await Promise.all(['text_encoder', 'denoiser', 'vae_decoder'].map(executions));
+    expect(stages[1]).toBe(calls);
+    expect(target.ge('executes') - executes).toBe(stages[0] + stages[1] + stages[2]);
   });
 
   it('npu_om: guided requests (2 rows each) are admitted only up to the largest gear, 4 rows, and give the oracle\'s image, as on the CPU', async () => {
