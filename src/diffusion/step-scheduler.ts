@@ -164,7 +164,7 @@ export class StepScheduler implements Scheduler {
       const key = keys[this.nextWaitingKey++ % keys.length];
       const queue = this.waiting.get(key)!;
       const fits = (entry: Entry): boolean => entry.signal?.aborted === true || this.runningRows(key) + entry.work.rows <= this.maxRows;
-      const admittedBefore = this.waitingCount;
+      const waitingBefore = this.waitingCount;
       let deficit = (this.deficits.get(key) ?? 0) + (fits(queue[0]) ? QUANTUM_ROWS : 0);
       while (queue.length > 0 && deficit >= queue[0].work.rows && this.runningCount < this.limits.maxRunning && fits(queue[0])) {
         const entry = queue.shift()!;
@@ -176,7 +176,7 @@ export class StepScheduler implements Scheduler {
         deficit -= entry.work.rows;
         this.start(entry);
       }
-      idleVisits = this.waitingCount < admittedBefore ? 0 : idleVisits + 1;
+      idleVisits = this.waitingCount < waitingBefore ? 0 : idleVisits + 1;
       if (queue.length === 0) {
         this.waiting.delete(key);
         this.deficits.delete(key);
