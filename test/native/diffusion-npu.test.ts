@@ -15,7 +15,8 @@ import { encodeSimModel } from './sim/om-writer.js';
  * or npu_om on a model.om with dynamic-batch gears, the VAE decoder through GE, each placed by its
  * stage folder's config.pbtxt (KIND_NPU). The oracle denoiser's image is known exactly, so the
  * NPU pipelines must give it, byte for byte as the CPU pipeline does, for concurrent requests at
- * different step counts whose steps share calls. Simulation only: nothing here ran on an NPU.
+ * different step counts whose steps share calls. Simulation only: nothing here ran on an NPU, and
+ * with SERVE_FN_NPU_REAL=1 it is skipped (it writes a simulated .om and reads the simulation's counters).
  */
 
 /** The simulation and the GE addon against it are compiled by the tests with gcc and g++ (build-sim.ts, build-sim-ge.ts, build-ge-addon.ts). */
