@@ -6,6 +6,7 @@ import { addApiRestriction, parseApiRestriction, type ApiRestriction } from '../
 import { DEFAULT_MAX_INSTANCES } from '../model-repository/instance-placement.js';
 import type { RestartPolicy } from '../spec/restart-policy.js';
 import { parseRestartLimit, RESTART_LIMIT_FORM } from '../definition/restart-limit.js';
+import { parseStageInstances, type StageInstances } from '../diffusion/stage-instances.js';
 import { batchGears, convertCommand, existingFile, flagConflict, irOption } from './convert-command.js';
 import { DEFAULT_SERVE_FN_SPEC, TEMPLATE_NAMES, newCommand } from './new-command.js';
 import { optionDescription, withNotes } from './option-help.js';
@@ -45,6 +46,14 @@ function nonNegativeInt(value: string): number {
 function apiRestriction(value: string, previous: readonly ApiRestriction[]): ApiRestriction[] {
   try {
     return addApiRestriction(previous, parseApiRestriction(value));
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+}
+
+function stageInstances(value: string): StageInstances {
+  try {
+    return parseStageInstances(value);
   } catch (err) {
     throw new InvalidArgumentError((err as Error).message);
   }
@@ -90,6 +99,7 @@ interface StartFlags extends BodyLimitFlags, TextFlags, GenerationFlags {
   metricsSummaryLatencies?: boolean;
   maxNumSeqs?: number;
   diffusionAdmissionWaitMs?: number;
+  stageInstances?: StageInstances;
 }
 
 interface ConvertFlags {
@@ -181,6 +191,7 @@ export function buildProgram(): Command {
         env: 'SERVE_FN_RESTART_LIMIT',
       }),
     )
+    .addOption(new Option('--stage-instances <stage=count,...>', "diffusion folders: instances of each pipeline stage (text_encoder, denoiser, vae_decoder), e.g. denoiser=2,vae_decoder=1; over the stage folders' config.pbtxt counts").argParser(stageInstances))
     .addOption(withNotes(new Option('--diffusion-admission-wait-ms <ms>', "diffusion folders: an idle denoiser's first step waits this long so a burst starts together").argParser(nonNegativeInt).env('SERVE_FN_DIFFUSION_ADMISSION_WAIT_MS'), { default: '2' }))
     .addOption(new Option('--metrics-summary-latencies [bool]', "add Triton's nv_inference_*_summary_us latency summaries to /metrics, as Triton's --metrics-config summary_latencies=true").argParser(bool).env('SERVE_FN_METRICS_SUMMARY_LATENCIES'))
     .optionsGroup('Speech models (FunASR export folders, docs/speech.md):')
@@ -219,6 +230,7 @@ export function buildProgram(): Command {
         diffusion: {
           ...(opts.maxNumSeqs === undefined ? {} : { maxRunning: opts.maxNumSeqs }),
           ...(opts.diffusionAdmissionWaitMs === undefined ? {} : { admissionWaitUs: opts.diffusionAdmissionWaitMs * 1000 }),
+          ...(opts.stageInstances === undefined ? {} : { stageInstances: opts.stageInstances }),
         },
         sharedMemoryLimits: { ...(opts.shmMaxRegions === undefined ? {} : { maxRegions: opts.shmMaxRegions }), ...(opts.shmMaxBytes === undefined ? {} : { maxBytes: opts.shmMaxBytes }) },
       });

@@ -12,9 +12,10 @@ import { DenoiseWork } from './denoise-work.js';
 import type { DiffusionMetrics } from './diffusion-metrics.js';
 import type { DiffusionFolder } from './pipeline-folder.js';
 import { DualTextEncoding } from './dual-text-encoding.js';
-import { buildPipelineStages, stageList, type PipelineStages } from './pipeline-stages.js';
+import { buildPipelineStages, npuStageError, stageList, type PipelineStages } from './pipeline-stages.js';
 import { SingleTextEncoding, type PromptEncoder } from './prompt-encoding.js';
 import { seededNormal } from './seeded-noise.js';
+import type { StageInstances } from './stage-instances.js';
 import { StepScheduler, type StepLimits } from './step-scheduler.js';
 import { VAE_IMAGE_OUTPUT } from './vae-decoder-instance.js';
 
@@ -63,11 +64,12 @@ export class DiffusionPipeline {
     private readonly metrics: DiffusionMetrics,
   ) {}
 
-  static async load(folder: DiffusionFolder, name: string, ctx: VersionBuilderContext, limits: StepLimits, metrics: DiffusionMetrics): Promise<DiffusionPipeline> {
-    const stages = await buildPipelineStages(folder, name, ctx);
+  static async load(folder: DiffusionFolder, name: string, ctx: VersionBuilderContext, limits: StepLimits, metrics: DiffusionMetrics, instances?: StageInstances): Promise<DiffusionPipeline> {
+    const stages = await buildPipelineStages(folder, name, ctx, instances);
     const prompts = await promptEncoder(folder, stages);
     const engine = stages.denoiser.engine;
-    const steps = engine.register(new StepScheduler(`${name}_denoiser`, engine, limits, metrics.observer(name)));
+    // A step's rows stay within the denoiser's max_batch_size: an .om's largest gear (pipeline-stages.ts).
+    const steps = engine.register(new StepScheduler(`${name}_denoiser`, engine, limits, metrics.observer(name), stages.denoiser.info.maxBatchSize));
     return new DiffusionPipeline(name, folder, stages, prompts, steps, metrics);
   }
 
@@ -76,8 +78,22 @@ export class DiffusionPipeline {
     return stageList(this.stages).map(ownModel);
   }
 
+  /**
+   * Loads the stages. When one fails, the others' loads are waited for first, so a caller that
+   * then stops the pipeline finds no stage still loading; a stage that fails on its NPU says which
+   * stage (npuStageError).
+   */
   async start(): Promise<void> {
-    await Promise.all(stageList(this.stages).map((stage) => stage.load()));
+    const { textEncoder, textEncoder2, denoiser, vaeDecoder } = this.stages;
+    const stages = [
+      [textEncoder, 'text_encoder'], ...(textEncoder2 ? [[textEncoder2, 'text_encoder_2'] as const] : []), [denoiser, this.folder.denoiser.kind], [vaeDecoder, 'vae_decoder'],
+    ] as const;
+    const loads = await Promise.allSettled(stages.map(([stage]) => stage.load()));
+    const failed = loads.findIndex((load) => load.status === 'rejected');
+    if (failed < 0) return;
+    const [stage, dir] = stages[failed]!;
+    const cause = (loads[failed] as PromiseRejectedResult).reason as Error;
+    throw npuStageError(this.folder, dir, stage.info.name, cause) ?? cause;
   }
 
   /** Refuses new images, waits for those being generated, then stops the stages. */

@@ -1,6 +1,6 @@
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createError } from '../errors/index.js';
+import { createError, ServeFnError } from '../errors/index.js';
 import { buildModelVersions, readModelFileMetadata, type VersionBuilderContext } from '../model-repository/model-version-builder.js';
 import { parseModelConfigJson } from '../model-repository/config-json.js';
 import type { ModelSource } from '../model-repository/model-source.js';
@@ -9,7 +9,8 @@ import type { TensorSpec } from '../spec/tensor.js';
 import { TIMESTEP_TYPES, type DenoiserInterface } from './denoise-work.js';
 import { dualEncoderNames, SDXL_ADDED_INPUTS, type DualEncoderNames } from './dual-text-encoding.js';
 import type { DiffusionFolder } from './pipeline-folder.js';
-import { withStageConfig } from './stage-config.js';
+import { onnxStageBackend, withStageConfig } from './stage-config.js';
+import { withInstanceCount, type StageInstances, type StageName } from './stage-instances.js';
 import { VAE_IMAGE_OUTPUT, VAE_PARAMETERS } from './vae-decoder-instance.js';
 
 /** The most rows one stage call takes: requests times two with guidance; vLLM-Omni's step batches are far smaller. */
@@ -44,17 +45,20 @@ export interface PipelineStages {
   };
 }
 
-export async function buildPipelineStages(folder: DiffusionFolder, name: string, ctx: VersionBuilderContext): Promise<PipelineStages> {
-  const stage = async (suffix: string, stageDir: string, file: string, kind: 'onnx' | 'module', json: Record<string, unknown>): Promise<TensorModelVersion> => {
+/** `instances`: per-stage instance counts that win over the stage folders' config.pbtxt (`--stage-instances`). */
+export async function buildPipelineStages(folder: DiffusionFolder, name: string, ctx: VersionBuilderContext, instances: StageInstances = {}): Promise<PipelineStages> {
+  const stage = async (suffix: StageName, stageDir: string, file: string, kind: 'onnx' | 'module', json: Record<string, unknown>): Promise<TensorModelVersion> => {
     const stageName = `${name}_${suffix}`;
     const built = { name: stageName, max_batch_size: STAGE_MAX_BATCH, ...json };
     try {
-      const config = withStageConfig(parseModelConfigJson(JSON.stringify(built), stageName).config, join(folder.dir, stageDir), stageName);
-      const source: ModelSource = { name: stageName, dir: folder.dir, config, kind, versions: [{ version: '1', file }], warnings: [] };
+      const own = withStageConfig(parseModelConfigJson(JSON.stringify(built), stageName).config, join(folder.dir, stageDir), stageName);
+      const config = withInstanceCount(own, instances[suffix]);
+      const backend = kind === 'onnx' ? onnxStageBackend(config, join(folder.dir, stageDir), file) : { kind, file, config };
+      const source: ModelSource = { name: stageName, dir: folder.dir, config: backend.config, kind: backend.kind, versions: [{ version: '1', file: backend.file }], warnings: [] };
       const [version] = await buildModelVersions(source, ctx);
       return version as TensorModelVersion;
     } catch (cause) {
-      throw createError('SF_ERR_DIFFUSION_FOLDER_INVALID', folder.dir, `${stageDir}: ${(cause as Error).message}`, { cause });
+      throw stageError(folder, stageDir, stageName, cause as Error);
     }
   };
   const onnx = (batching: boolean) => ({ platform: 'onnxruntime_onnx', backend: 'onnxruntime', ...(batching ? { dynamic_batching: {} } : {}) });
@@ -80,6 +84,28 @@ export async function buildPipelineStages(folder: DiffusionFolder, name: string,
 /** Every stage of a pipeline, text encoders first. */
 export function stageList(stages: PipelineStages): TensorModelVersion[] {
   return [stages.textEncoder, ...(stages.textEncoder2 ? [stages.textEncoder2] : []), stages.denoiser, stages.vaeDecoder];
+}
+
+/**
+ * A stage that cannot be built: an NPU that is not there keeps its own error (SF_ERR_NPU_*, which
+ * says how to get the library or the GE addon), naming the stage; anything else is the folder's.
+ */
+function stageError(folder: DiffusionFolder, stageDir: string, stageName: string, cause: Error): ServeFnError {
+  return npuStageError(folder, stageDir, stageName, cause) ?? createError('SF_ERR_DIFFUSION_FOLDER_INVALID', folder.dir, `${stageDir}: ${cause.message}`, { cause });
+}
+
+/** An NPU's error (SF_ERR_NPU_*) in a stage's build or load failure, again with that code, naming the stage; else undefined. */
+export function npuStageError(folder: DiffusionFolder, stageDir: string, stageName: string, cause: Error): ServeFnError | undefined {
+  const npu = npuError(cause);
+  return npu && new ServeFnError(npu.code, `stage ${stageName} (${join(folder.dir, stageDir)}): ${npu.message}`, npu.statusCode, { cause });
+}
+
+/** The SF_ERR_NPU_* error in `err`'s cause chain (an instance's failed load wraps it), if any. */
+function npuError(err: unknown): ServeFnError | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e instanceof ServeFnError && e.code.startsWith('SF_ERR_NPU_')) return e;
+  }
+  return undefined;
 }
 
 /**

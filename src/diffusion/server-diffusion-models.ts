@@ -6,12 +6,20 @@ import { DiffusionInferenceModel } from './diffusion-inference-model.js';
 import { DiffusionPipeline } from './diffusion-pipeline.js';
 import { readDiffusionFolder } from './pipeline-folder.js';
 import { DEFAULT_STEP_LIMITS, type StepLimits } from './step-scheduler.js';
+import { checkStageInstances, type StageInstances } from './stage-instances.js';
+import { createError } from '../errors/index.js';
+
+/** A server's settings for its pipelines: the denoisers' step-scheduler limits and per-stage instance counts. */
+export interface DiffusionServeOptions extends Partial<StepLimits> {
+  /** `--stage-instances`: instances per stage, over the stage folders' config.pbtxt counts. */
+  readonly stageInstances?: StageInstances;
+}
 
 export interface ServerDiffusionModelsOptions {
   /** Diffusers pipeline folders served with no code, each under its folder's name. */
   readonly folders: readonly string[];
-  /** The denoisers' step-scheduler limits (`--max-num-seqs`, `--diffusion-admission-wait-ms`). */
-  readonly limits?: Partial<StepLimits>;
+  /** `--max-num-seqs`, `--diffusion-admission-wait-ms`, `--stage-instances`. */
+  readonly limits?: DiffusionServeOptions;
   readonly builder: VersionBuilderContext;
   readonly registry: Registry;
 }
@@ -28,11 +36,19 @@ export class ServerDiffusionModels {
   static async load(opts: ServerDiffusionModelsOptions): Promise<ServerDiffusionModels> {
     if (opts.folders.length === 0) return ServerDiffusionModels.none;
     const metrics = new DiffusionMetrics(opts.registry);
-    const limits = { ...DEFAULT_STEP_LIMITS, ...opts.limits };
+    const { stageInstances, ...given } = opts.limits ?? {};
+    if (stageInstances) {
+      try {
+        checkStageInstances(stageInstances);
+      } catch (cause) {
+        throw createError('SF_ERR_BAD_REQUEST', `stage instances: ${(cause as Error).message}`, { cause });
+      }
+    }
+    const limits = { ...DEFAULT_STEP_LIMITS, ...given };
     const pipelines: DiffusionPipeline[] = [];
     for (const dir of opts.folders) {
       const folder = readDiffusionFolder(dir);
-      pipelines.push(await DiffusionPipeline.load(folder, folder.name, opts.builder, limits, metrics));
+      pipelines.push(await DiffusionPipeline.load(folder, folder.name, opts.builder, limits, metrics, stageInstances));
     }
     return new ServerDiffusionModels(pipelines);
   }

@@ -77,11 +77,17 @@ export class StepScheduler implements Scheduler {
   private drained: (() => void) | undefined;
   private readonly target: EngineStepTarget;
 
+  /**
+   * `maxRows` bounds one denoiser call: the denoiser's max_batch_size, which for an `.om` on an NPU
+   * is its largest dynamic-batch gear (a larger batch is refused there); a key's running set is
+   * admitted up to it, so every tick fits.
+   */
   constructor(
     readonly owner: string,
     private readonly engine: InstanceEngine,
     private readonly limits: StepLimits,
     private readonly observer: StepObserver,
+    private readonly maxRows = Number.POSITIVE_INFINITY,
   ) {
     this.target = new EngineStepTarget(engine);
   }
@@ -98,6 +104,9 @@ export class StepScheduler implements Scheduler {
   submit(work: StepWork, options: SubmitOptions = {}): Promise<void> {
     if (this.draining) return Promise.reject(createError('SF_ERR_DRAINING'));
     if (options.signal?.aborted) return Promise.reject(createError('SF_ERR_CANCELLED'));
+    if (work.rows > this.maxRows) {
+      return Promise.reject(createError('SF_ERR_BAD_REQUEST', `a step of this request takes ${work.rows} rows (classifier-free guidance doubles them), but ${this.owner} runs at most ${this.maxRows} per call (its max_batch_size or largest batch gear); ask with guidance_scale <= 1`));
+    }
     return new Promise<void>((resolve, reject) => {
       const entry: Entry = { work, signal: options.signal, enqueuedUs: this.engine.clock.now(), resolve, reject };
       const queue = this.waiting.get(work.key) ?? [];
@@ -143,15 +152,21 @@ export class StepScheduler implements Scheduler {
     });
   }
 
-  /** Deficit round robin over the waiting keys until the running set is full. */
+  /**
+   * Deficit round robin over the waiting keys until the running set is full, or until a whole round
+   * admits nothing because every waiting key's running set is at `maxRows` (a key so blocked gains no deficit).
+   */
   private admit(): void {
     if (this.limits.wavesOnly && this.runningCount > 0) return;
-    while (this.runningCount < this.limits.maxRunning && this.waitingCount > 0) {
+    let idleVisits = 0;
+    while (this.runningCount < this.limits.maxRunning && this.waitingCount > 0 && idleVisits < this.waiting.size) {
       const keys = [...this.waiting.keys()];
       const key = keys[this.nextWaitingKey++ % keys.length];
       const queue = this.waiting.get(key)!;
-      let deficit = (this.deficits.get(key) ?? 0) + QUANTUM_ROWS;
-      while (queue.length > 0 && deficit >= queue[0].work.rows && this.runningCount < this.limits.maxRunning) {
+      const fits = (entry: Entry): boolean => entry.signal?.aborted === true || this.runningRows(key) + entry.work.rows <= this.maxRows;
+      const waitingBefore = this.waitingCount;
+      let deficit = (this.deficits.get(key) ?? 0) + (fits(queue[0]) ? QUANTUM_ROWS : 0);
+      while (queue.length > 0 && deficit >= queue[0].work.rows && this.runningCount < this.limits.maxRunning && fits(queue[0])) {
         const entry = queue.shift()!;
         this.waitingCount--;
         if (entry.signal?.aborted) {
@@ -161,6 +176,7 @@ export class StepScheduler implements Scheduler {
         deficit -= entry.work.rows;
         this.start(entry);
       }
+      idleVisits = this.waitingCount < waitingBefore ? 0 : idleVisits + 1;
       if (queue.length === 0) {
         this.waiting.delete(key);
         this.deficits.delete(key);
@@ -168,6 +184,11 @@ export class StepScheduler implements Scheduler {
         this.deficits.set(key, deficit);
       }
     }
+  }
+
+  /** Rows one tick of `key` takes now: those of its running requests. */
+  private runningRows(key: string): number {
+    return (this.running.get(key) ?? []).reduce((sum, entry) => sum + entry.work.rows, 0);
   }
 
   private start(entry: Entry): void {

@@ -3,6 +3,7 @@ import type { ModelContext } from '../definition/model-context.js';
 import type { Tensor } from '../spec/tensor.js';
 import { concatBatch, splitBatch } from '../tensor/tensor-batching.js';
 import { createTensor } from '../tensor/tensor-factory.js';
+import { geSessionOptions } from '../model-repository/ge-parameters.js';
 import { sessionOptionsFromParameters } from '../model-repository/instance-placement.js';
 import type { ExecuteRequest, ExecuteResponse, TensorModel } from '../instance/tensor-model-api.js';
 
@@ -33,8 +34,10 @@ export default class VaeDecoderInstance implements TensorModel {
     this.output = value(VAE_PARAMETERS.output);
     this.scaling = Number(value(VAE_PARAMETERS.scaling));
     this.shift = Number(value(VAE_PARAMETERS.shift));
-    const options = sessionOptionsFromParameters({ name: ctx.modelName, parameters: parameters as Record<string, { string_value: string }> });
-    // A path relative to the pipeline folder (modelDir), which pipeline-stages.ts wrote itself.
+    const own = parameters as Record<string, { string_value: string }>;
+    // On an NPU (KIND_NPU) the file goes to GE, which takes GE's options, not ONNX Runtime's.
+    const options = ctx.deviceKind === 'npu' ? geSessionOptions(own) : sessionOptionsFromParameters({ name: ctx.modelName, parameters: own });
+    // A path relative to the pipeline folder (modelDir), which pipeline-stages.ts wrote itself; on the instance's own device.
     this.session = await ctx.loadModel(value(VAE_PARAMETERS.model), { options });
   }
 

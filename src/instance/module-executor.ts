@@ -65,7 +65,8 @@ export class ModuleExecutor implements TensorExecutor {
       model = new ModelClass();
       await model.initialize?.(ctx);
     } catch (err) {
-      throw fail((err as Error)?.message ?? String(err));
+      // The cause crosses the thread with the error (serializeError), so an NPU's own error stays findable.
+      throw createError('SF_ERR_INITIALIZE_FAILED', ctx.modelName, ctx.instanceIndex, (err as Error)?.message ?? String(err), { cause: err });
     }
     return new ModuleExecutor({ ...plan, declaredIn: 'config.pbtxt' }, ctx.modelName, model, isDecoupledConfig(ctx.config));
   }

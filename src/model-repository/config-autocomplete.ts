@@ -15,7 +15,7 @@ export function needsAutoComplete(config: ModelConfig): boolean {
  * model file whose inputs and outputs the backend can list. It runs only when config.pbtxt lacks
  * `input` or `output` (or is absent):
  * - the model can batch when every input and output has a variable (-1) first dimension; then a
- *   max_batch_size of 0 becomes DEFAULT_MAX_BATCH_SIZE, and with max_batch_size > 1 and no
+ *   max_batch_size of 0 becomes DEFAULT_MAX_BATCH_SIZE (a model with batch gears: its largest), and with max_batch_size > 1 and no
  *   scheduler (neither dynamic_batching nor sequence_batching) `dynamic_batching {}` is added (preferred size [max_batch_size], as Triton's
  *   normalisation then fills in). A model that cannot batch with max_batch_size > 0 is an error;
  * - a missing `input` / `output` list is filled from the model, dims without the batch dimension
@@ -28,7 +28,9 @@ export function autoCompleteConfig(config: ModelConfig, model: BackendMetadata, 
   let maxBatchSize = config.max_batch_size;
   let dynamicBatching = config.dynamic_batching;
   if (batchable) {
-    if (maxBatchSize === 0) maxBatchSize = DEFAULT_MAX_BATCH_SIZE;
+    // A model compiled for fixed batch sizes (an .om's dynamic-batch gears) batches up to its largest, as
+    // Triton's TensorRT backend takes max_batch_size from the engine's largest profile batch.
+    if (maxBatchSize === 0) maxBatchSize = model.batchSizes?.length ? Math.max(...model.batchSizes) : DEFAULT_MAX_BATCH_SIZE;
     if (maxBatchSize > 1 && !dynamicBatching && !config.sequence_batching) {
       dynamicBatching = {
         preferred_batch_size: [maxBatchSize], max_queue_delay_microseconds: 0, preserve_ordering: false,

@@ -62,17 +62,26 @@ export function geExecBlocks(config: ModelConfig): { instance?: number; device?:
 }
 
 /**
+ * The GE scopes of config.pbtxt `parameters` passed through, and precision_mode_v2 for each
+ * session: what a model that loads its ONNX file itself on an NPU (a pipeline's VAE stage) takes.
+ */
+export function geSessionOptions(parameters: Readonly<Record<string, { readonly string_value: string }>>): Record<string, string> {
+  const options: Record<string, string> = {};
+  for (const [key, { string_value }] of Object.entries(parameters)) {
+    if (/^(global\.|session\.|graph\.)?ge\./.test(key)) options[key] = string_value;
+  }
+  const precision = parameters.precision_mode_v2?.string_value;
+  if (precision !== undefined) options['session.ge.exec.precision_mode_v2'] = precision;
+  return options;
+}
+
+/**
  * The npu_ge load options (src/backends/npu/ge-load-options.ts) a configuration asks for, once its
  * inputs are known: the GE scopes passed through, precision_mode_v2 for each session, and
  * static_model's parser input_shape (`name:1,d1,...` when the model batches, `name:d0,...` otherwise).
  */
 export function geLoadOptions(config: ModelConfig): Record<string, string> {
-  const options: Record<string, string> = {};
-  for (const [key, { string_value }] of Object.entries(config.parameters)) {
-    if (/^(global\.|session\.|graph\.)?ge\./.test(key)) options[key] = string_value;
-  }
-  const precision = parameter(config, 'precision_mode_v2');
-  if (precision !== undefined) options['session.ge.exec.precision_mode_v2'] = precision;
+  const options = geSessionOptions(config.parameters);
   if (isStatic(config)) {
     const shapes = config.input.map((input) => {
       const dims = input.reshape?.shape ?? input.dims;

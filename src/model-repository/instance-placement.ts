@@ -27,7 +27,8 @@ export const DEFAULT_MAX_INSTANCES = 8;
  * Where each instance of a model runs, from its instance_group list (normalised by the config
  * parser, so every group has a name and a count >= 1). As in Triton, `count` instances run on each
  * device a group lists. KIND_GPU groups use CUDA devices `gpus` (default 0); KIND_CPU, KIND_AUTO
- * and KIND_MODEL run on the CPU (serve-fn does not probe for GPUs). npu_om and npu_ge models
+ * and KIND_MODEL run on the CPU (serve-fn does not probe for GPUs); serve-fn's KIND_NPU groups on
+ * Ascend NPUs `gpus` (default 0), which makes an ONNX file npu_ge (model-source.ts). npu_om and npu_ge models
  * always run on Ascend NPUs, the group's `gpus` naming NPU ids (default 0); an npu_ge model's
  * `device_ids` parameter overrides them (gePlacements).
  */
@@ -42,7 +43,7 @@ export function instancePlacements(config: ModelConfig, kind: TensorModelKind, m
 
 function tritonPlacements(config: ModelConfig, onNpu: boolean): InstancePlacement[] {
   return config.instance_group.flatMap((group) => {
-    const device = onNpu ? 'npu' : group.kind === 'KIND_GPU' ? 'gpu' : 'cpu';
+    const device = onNpu || group.kind === 'KIND_NPU' ? 'npu' : group.kind === 'KIND_GPU' ? 'gpu' : 'cpu';
     const ids = device === 'cpu' || group.gpus.length === 0 ? [0] : group.gpus;
     let n = 0;
     return ids.flatMap((id) => Array.from({ length: group.count }, () => ({ name: `${group.name}_${n++}`, kind: device, id })));

@@ -97,7 +97,10 @@ function kindOf(config: ModelConfig, dir: string, versions: readonly number[]): 
     return 'npu_ge';
   }
   if (backend === 'npu_om') return 'npu_om';
-  if (backend === 'onnxruntime' || platform === 'onnxruntime_onnx') return 'onnx';
+  if (backend === 'onnxruntime' || platform === 'onnxruntime_onnx') {
+    if (placedOnNpu(config)) throw createError('SF_ERR_CONFIG_INVALID', config.name, 'ONNX Runtime does not run on an NPU (KIND_NPU): leave platform and backend out, or set backend "npu_ge", and the ONNX file runs through GE');
+    return 'onnx';
+  }
   if (backend === 'serve-fn') return 'module';
   if (backend === 'python') {
     const newest = versions.length > 0 ? join(dir, String(versions[versions.length - 1])) : dir;
@@ -107,7 +110,9 @@ function kindOf(config: ModelConfig, dir: string, versions: readonly number[]): 
   if (backend !== '' || platform !== '') {
     throw createError('SF_ERR_BACKEND_UNSUPPORTED', backend || platform, `model '${config.name}': serve-fn serves onnxruntime, npu_om, npu_ge, python (model.py), serve-fn (model.ts) and ensemble models`);
   }
-  return detectKind(config, dir, versions);
+  const detected = detectKind(config, dir, versions);
+  if (detected === 'npu_ge') checkGeParameters(config);
+  return detected;
 }
 
 /** Without platform or backend, the newest version folder's model file says which backend to use. */
@@ -116,10 +121,37 @@ function detectKind(config: ModelConfig, dir: string, versions: readonly number[
   const newest = join(dir, String(versions[versions.length - 1]));
   const named = config.default_model_filename;
   const found = candidateFiles(config, Object.values(DEFAULT_FILES).flat(), newest).find((path) => existsSync(path));
-  const kind = found === undefined ? undefined : KIND_BY_EXTENSION[extname(found)];
+  const kind = found === undefined ? undefined : kindOfFile(config, found);
   if (kind) return kind;
   const expected = named !== '' ? `${named} (an .onnx, .om, .ts or .js file)` : 'model.onnx, model.ts, model.js or model.om';
   throw createError('SF_ERR_REPOSITORY_INVALID', dir, `${newest} holds no ${expected}; set backend or platform in config.pbtxt, or add the model file`);
+}
+
+/**
+ * The backend of a model file, by its extension and where the configuration places it: an ONNX
+ * file on an Ascend NPU (KIND_NPU) runs through GE (npu_ge), as backendForFile picks for
+ * `ctx.loadModel`; undefined for a file no backend takes.
+ */
+export function kindOfFile(config: ModelConfig, file: string): Exclude<ModelKind, 'ensemble'> | undefined {
+  const kind = KIND_BY_EXTENSION[extname(file)] as Exclude<ModelKind, 'ensemble'> | undefined;
+  return kind === 'onnx' && placedOnNpu(config) ? 'npu_ge' : kind;
+}
+
+/** Triton's platform and backend names of a kind, as readModelSource fills them into a configuration. */
+export function backendNames(kind: ModelKind): { platform: string; backend: string } {
+  return NAMES[kind];
+}
+
+/**
+ * Whether the instance groups are serve-fn's KIND_NPU (Triton has none: docs/model-repository.md).
+ * One model's groups are all on NPUs or none: an NPU runs another backend than the CPU or a GPU.
+ */
+export function placedOnNpu(config: ModelConfig): boolean {
+  const npu = config.instance_group.filter((group) => group.kind === 'KIND_NPU').length;
+  if (npu > 0 && npu < config.instance_group.length) {
+    throw createError('SF_ERR_CONFIG_INVALID', config.name, 'instance_group mixes KIND_NPU with other kinds; a model runs either on Ascend NPUs or elsewhere');
+  }
+  return npu > 0;
 }
 
 function modelFile(root: string, config: ModelConfig, kind: Exclude<ModelKind, 'ensemble'>, versionDir: string): string {

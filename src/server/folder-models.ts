@@ -1,5 +1,4 @@
-import type { StepLimits } from '../diffusion/step-scheduler.js';
-import { ServerDiffusionModels } from '../diffusion/server-diffusion-models.js';
+import { ServerDiffusionModels, type DiffusionServeOptions } from '../diffusion/server-diffusion-models.js';
 import type { GeneratorServeOptions } from '../generation/folder-generator.js';
 import { ServerGenerators } from '../generation/server-generators.js';
 import { ServerSpeechModels, type SpeechServeOptions } from '../speech/server-speech-models.js';
@@ -32,8 +31,8 @@ export interface FolderModelsOptions {
   readonly speech?: SpeechServeOptions;
   /** Diffusers pipeline folders (ONNX exports) served with no code, on the OpenAI Images routes (docs/diffusion.md). */
   readonly diffusionFolders?: readonly string[];
-  /** The denoisers' step-level batching limits (`--max-num-seqs`, `--diffusion-admission-wait-ms`). */
-  readonly diffusion?: Partial<StepLimits>;
+  /** The denoisers' step-level batching limits (`--max-num-seqs`, `--diffusion-admission-wait-ms`) and `--stage-instances`. */
+  readonly diffusion?: DiffusionServeOptions;
 }
 
 /** What the loaders share: the server's @Model classes (for @TextModel and @GenerativeModel), their module's folder, how versions are built, the registry, the log. */

@@ -9,7 +9,11 @@ export const CONFIG_DATA_TYPES = [
   'TYPE_INT32', 'TYPE_INT64', 'TYPE_FP16', 'TYPE_FP32', 'TYPE_FP64', 'TYPE_STRING', 'TYPE_BF16',
 ] as const;
 export const INPUT_FORMATS = ['FORMAT_NONE', 'FORMAT_NHWC', 'FORMAT_NCHW'] as const;
-export const INSTANCE_KINDS = ['KIND_AUTO', 'KIND_GPU', 'KIND_CPU', 'KIND_MODEL'] as const;
+/**
+ * Triton's kinds (model_config.proto's InstanceGroup.Kind) and serve-fn's `KIND_NPU`: Triton has no
+ * NPU kind, so a group on Ascend NPUs (ids in `gpus`) says so with its own (model-source.ts, instance-placement.ts).
+ */
+export const INSTANCE_KINDS = ['KIND_AUTO', 'KIND_GPU', 'KIND_CPU', 'KIND_MODEL', 'KIND_NPU'] as const;
 export const CONTROL_KINDS = [
   'CONTROL_SEQUENCE_START', 'CONTROL_SEQUENCE_READY', 'CONTROL_SEQUENCE_END', 'CONTROL_SEQUENCE_CORRID',
 ] as const;

@@ -36,4 +36,21 @@ describe('serve-fn start <diffusion pipeline folder>', () => {
       expect(await cli.stop()).toBe(0);
     }
   }, 90_000);
+
+  it('--stage-instances sets instances per stage over the stage folders\' config.pbtxt; an unknown stage is refused by name', async () => {
+    const cli = await startCli(['start', folder, '--host', '127.0.0.1', '--stage-instances', 'denoiser=2,vae_decoder=1']);
+    try {
+      await cli.waitForOutput(/serve-fn ready/, 60_000);
+      const counts = await Promise.all(['text_encoder', 'denoiser', 'vae_decoder'].map(async (stage) => {
+        const config = (await (await fetch(`${cli.base}/v2/models/tiny-dit_${stage}/config`)).json()) as { instance_group: { count: number }[] };
+        return config.instance_group.map((g) => g.count);
+      }));
+      expect(counts).toEqual([[1], [2], [1]]);
+    } finally {
+      expect(await cli.stop()).toBe(0);
+    }
+    const refused = await startCli(['start', folder, '--host', '127.0.0.1', '--stage-instances', 'unet=2']);
+    expect(await refused.waitForExit(30_000)).not.toBe(0);
+    expect(refused.output()).toContain("unknown pipeline stage 'unet'; the stages are text_encoder, text_encoder_2, denoiser, vae_decoder");
+  }, 120_000);
 });

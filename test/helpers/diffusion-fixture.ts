@@ -8,6 +8,7 @@ import { createError } from '../../src/errors/index.js';
 import { DiffusionMetrics } from '../../src/diffusion/diffusion-metrics.js';
 import { DiffusionPipeline } from '../../src/diffusion/diffusion-pipeline.js';
 import { readDiffusionFolder } from '../../src/diffusion/pipeline-folder.js';
+import type { StageInstances } from '../../src/diffusion/stage-instances.js';
 import type { StepLimits } from '../../src/diffusion/step-scheduler.js';
 import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import type { TensorInstanceFactory, VersionBuilderContext } from '../../src/model-repository/model-version-builder.js';
@@ -103,15 +104,20 @@ const TARGET_INITS: OnnxInitializer[] = [
   { name: 'col', datatype: 'INT64', shape: [4], data: [-1, 1, 1, 1] },
 ];
 
-function denoiser(kind: DenoiserKind): Uint8Array {
+/**
+ * The denoiser's model.onnx; with `latentSize`, its latent and text dims fixed (latentSize² cells,
+ * MAX_LENGTH tokens), only the batch left symbolic, as an .om compiled with dynamic-batch gears needs.
+ */
+export function denoiser(kind: DenoiserKind, latentSize?: number): Uint8Array {
   const unet = kind === 'ddim' || kind === 'euler';
   const x = unet ? 'sample' : 'hidden_states';
+  const cells = latentSize === undefined ? ['height', 'width'] : [latentSize, latentSize];
   const inputs = [
-    { name: x, datatype: 'FP32' as const, shape: ['batch', HIDDEN, 'height', 'width'] },
+    { name: x, datatype: 'FP32' as const, shape: ['batch', HIDDEN, ...cells] },
     { name: 'timestep', datatype: unet ? ('INT64' as const) : ('FP32' as const), shape: ['batch'] },
-    { name: 'encoder_hidden_states', datatype: 'FP32' as const, shape: ['batch', 'sequence', HIDDEN] },
+    { name: 'encoder_hidden_states', datatype: 'FP32' as const, shape: ['batch', latentSize === undefined ? 'sequence' : MAX_LENGTH, HIDDEN] },
   ];
-  const outputs = [{ name: unet ? 'out_sample' : 'out_hidden_states', datatype: 'FP32' as const, shape: ['batch', HIDDEN, 'height', 'width'] }];
+  const outputs = [{ name: unet ? 'out_sample' : 'out_hidden_states', datatype: 'FP32' as const, shape: ['batch', HIDDEN, ...cells] }];
   const out = outputs[0].name;
   if (kind === 'flow') {
     return buildOnnxModel({
@@ -217,7 +223,7 @@ export async function oraclePixel(prompt: string, guidance = 1, negative = ''): 
 }
 
 /** A started pipeline on a fixture folder, its stages' instances in the test's thread unless `instanceFactory` says otherwise. */
-export async function loadFixturePipeline(dir: string, name: string, options: { limits?: StepLimits; instanceFactory?: TensorInstanceFactory } = {}) {
+export async function loadFixturePipeline(dir: string, name: string, options: { limits?: StepLimits; instanceFactory?: TensorInstanceFactory; instances?: StageInstances } = {}) {
   const registry = new Registry();
   const recorder = new InferenceRecorder({ collectProcessMetrics: false });
   const ctx: VersionBuilderContext = {
@@ -227,7 +233,7 @@ export async function loadFixturePipeline(dir: string, name: string, options: { 
     },
     instanceFactory: options.instanceFactory ?? inThreadInstances,
   };
-  const p = await DiffusionPipeline.load(readDiffusionFolder(dir), name, ctx, options.limits ?? { maxRunning: 8, admissionWaitUs: 1000 }, new DiffusionMetrics(registry));
+  const p = await DiffusionPipeline.load(readDiffusionFolder(dir), name, ctx, options.limits ?? { maxRunning: 8, admissionWaitUs: 1000 }, new DiffusionMetrics(registry), options.instances);
   await p.start();
   return { p, registry, recorder };
 }

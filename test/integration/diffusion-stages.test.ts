@@ -90,6 +90,21 @@ describe('a pipeline\'s stages', () => {
     }
   });
 
+  it('per-stage instance counts (--stage-instances) win over the stage folders\' config.pbtxt counts, keeping their devices', async () => {
+    const dir = writeDiffusionFolder(join(root, 'counted'), { denoiser: 'flow' });
+    writeFileSync(join(dir, 'vae_decoder', 'config.pbtxt'), 'instance_group [ { count: 3, kind: KIND_CPU } ]\n');
+    const { factory, started } = recordingInstances();
+    const { p } = await loadFixturePipeline(dir, 'counted', { instanceFactory: factory, instances: { denoiser: 2, vae_decoder: 1 } });
+    try {
+      const count = (model: string) => started.filter((s) => s.model === model).map((s) => s.index);
+      expect([count('counted_text_encoder'), count('counted_denoiser'), count('counted_vae_decoder')]).toEqual([[0], [0, 1], [0]]);
+      const images = await Promise.all(['a red fox', 'sky'].map((prompt, i) => p.generate({ prompt, width: 16, height: 16, steps: 2 + i, guidanceScale: 1, seed: i })));
+      for (const [i, prompt] of ['a red fox', 'sky'].entries()) expectUniform(images[i], await oraclePixel(prompt));
+    } finally {
+      await p.stop();
+    }
+  });
+
   it('a KIND_GPU group places the stage\'s instances on the GPU it names', async () => {
     // The VAE stage's instance is handed gpu:1 (this test's factory then refuses to start it: no GPU here).
     const dir = writeDiffusionFolder(join(root, 'gpu'), { denoiser: 'flow' });

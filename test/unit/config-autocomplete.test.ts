@@ -29,6 +29,10 @@ describe('autoCompleteConfig', () => {
     ]);
   });
 
+  it("takes a model's largest batch gear (an .om's dynamic batch) for max_batch_size, as Triton's TensorRT backend takes its engine's", () => {
+    expect(autoCompleteConfig(config(''), { ...batchable, batchSizes: [1, 2, 16] }, 'model.om').max_batch_size).toBe(16);
+  });
+
   it('keeps a configured max_batch_size and scheduler', () => {
     const done = autoCompleteConfig(config('max_batch_size: 16\ndynamic_batching { max_queue_delay_microseconds: 50 }'), batchable, 'model.onnx');
     expect(done.max_batch_size).toBe(16);

@@ -69,13 +69,13 @@ const observed = () => {
   return { log, observer };
 };
 
-async function setUp(limits: Partial<StepLimits> = {}, clock?: FakeClock) {
+async function setUp(limits: Partial<StepLimits> = {}, clock?: FakeClock, maxRows?: number) {
   const denoiser = new ManualDenoiser();
   const recorder = new InferenceRecorder({ collectProcessMetrics: false });
   const engine = new InstanceEngine({ name: 'denoiser', version: '1', instanceCount: 1, factory: denoiser.factory, recorder, log: () => undefined, clock });
   await engine.start();
   const { log, observer } = observed();
-  const scheduler = engine.register(new StepScheduler('denoiser', engine, { maxRunning: 8, admissionWaitUs: 0, ...limits }, observer));
+  const scheduler = engine.register(new StepScheduler('denoiser', engine, { maxRunning: 8, admissionWaitUs: 0, ...limits }, observer, maxRows));
   return { denoiser, engine, scheduler, log, recorder };
 }
 
@@ -110,6 +110,26 @@ describe('StepScheduler (step-level batching of the denoiser)', () => {
     expect(log.maxRunning).toBe(3);
     works.forEach((w, i) => expect(w.done).toBe(2 + (i % 3)));
     expect(log.admitted).toBe(7);
+  });
+
+  it("keeps each call within maxRows (an .om's largest gear): a key full of rows admits more only as its requests finish, other keys go on", async () => {
+    const { denoiser, engine, scheduler, log } = await setUp({}, undefined, 4);
+    // Guided requests (2 rows) of one key, steps 1..4, and two plain ones of another key.
+    const guided = Array.from({ length: 4 }, (_, i) => work(`g${i}`, 'cfg', 1 + i, 2));
+    const plain = [work('p0', 'plain', 3), work('p1', 'plain', 2)];
+    const done = [...guided, ...plain].map((w) => engine.submit(scheduler, w, {}));
+    await settle();
+    await denoiser.runAll();
+    await Promise.all(done);
+    expect(Math.max(...denoiser.calls.map((c) => c.rows))).toBe(4);
+    expect(denoiser.calls.some((c) => c.ids.includes('p0') && c.ids.includes('p1'))).toBe(true);
+    [...guided, ...plain].forEach((w, i) => expect(w.done).toBe(i < 4 ? 1 + i : 3 - (i - 4)));
+    expect(log.admitted).toBe(6);
+  });
+
+  it('refuses a request whose one step takes more rows than maxRows, saying why', async () => {
+    const { engine, scheduler } = await setUp({}, undefined, 1);
+    await expect(engine.submit(scheduler, work('g', 'cfg', 2, 2), {})).rejects.toMatchObject({ code: 'SF_ERR_BAD_REQUEST', message: expect.stringContaining('at most 1 per call') });
   });
 
   it('admits by deficit round robin across keys: a lone request of another resolution is not stuck behind a long queue', async () => {

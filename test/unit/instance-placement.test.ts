@@ -20,6 +20,13 @@ describe('instancePlacements', () => {
     expect(instancePlacements(config(''), 'module')).toEqual([{ name: 'm_0', kind: 'cpu', id: 0 }]);
     expect(instancePlacements(config('instance_group [ { count: 1 gpus: [ 3 ] } ]'), 'npu_om')).toEqual([{ name: 'm_0_0', kind: 'npu', id: 3 }]);
   });
+
+  it('puts KIND_NPU groups on the NPUs their gpus list, whatever runs them (a model.ts too)', () => {
+    expect(instancePlacements(config('instance_group [ { count: 1 kind: KIND_NPU gpus: [ 0, 2 ] } ]'), 'module')).toEqual([
+      { name: 'm_0_0', kind: 'npu', id: 0 },
+      { name: 'm_0_1', kind: 'npu', id: 2 },
+    ]);
+  });
 });
 
 describe('the ceiling on instances', () => {

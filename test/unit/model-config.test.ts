@@ -404,10 +404,10 @@ describe('buildModelConfig errors', () => {
     expect(configError('name: simple').message).toBe("config.pbtxt:1:7: field 'name' expects a quoted string, found 'simple'");
     expect(configError('response_cache { enable: yes }').message).toBe("config.pbtxt:1:26: field 'enable' expects true or false, found 'yes'");
     expect(configError('instance_group { kind: KIND_TPU }').message).toBe(
-      "config.pbtxt:1:24: field 'kind' expects a Kind value (KIND_AUTO, KIND_GPU, KIND_CPU, KIND_MODEL), found 'KIND_TPU'",
+      "config.pbtxt:1:24: field 'kind' expects a Kind value (KIND_AUTO, KIND_GPU, KIND_CPU, KIND_MODEL, KIND_NPU), found 'KIND_TPU'",
     );
     expect(configError('instance_group { kind: 7 }').message).toBe(
-      "config.pbtxt:1:24: field 'kind' expects a Kind value (KIND_AUTO, KIND_GPU, KIND_CPU, KIND_MODEL), found number 7",
+      "config.pbtxt:1:24: field 'kind' expects a Kind value (KIND_AUTO, KIND_GPU, KIND_CPU, KIND_MODEL, KIND_NPU), found number 7",
     );
     expect(configError('max_batch_size: 1.5').message).toBe("config.pbtxt:1:17: field 'max_batch_size' expects an integer (int32), found number 1.5");
     expect(configError('sequence_batching { direct { minimum_slot_utilization: "x" } }').message).toBe(

@@ -55,6 +55,22 @@ describe('readModelSource', () => {
     expect(named.versions[0].file).toBe(join(root, 'ge_named', '1', 'clip.onnx'));
   });
 
+  it('runs a model.onnx placed on NPUs (serve-fn\'s KIND_NPU) through GE, a model.om through AscendCL', () => {
+    const ge = source('npu_kind_onnx', { 'config.pbtxt': 'instance_group [ { kind: KIND_NPU gpus: [ 1 ] } ]', '1/model.onnx': '' });
+    expect(ge.kind).toBe('npu_ge');
+    expect(ge.config).toMatchObject({ platform: '', backend: 'npu_ge' });
+    expect(source('npu_kind_om', { 'config.pbtxt': 'instance_group [ { kind: KIND_NPU } ]', '1/model.om': '' }).kind).toBe('npu_om');
+  });
+
+  it('refuses KIND_NPU with ONNX Runtime, or mixed with other kinds', () => {
+    expect(failure(() => source('npu_ort', { 'config.pbtxt': 'platform: "onnxruntime_onnx" instance_group [ { kind: KIND_NPU } ]', '1/model.onnx': '' }))).toMatchObject({
+      code: 'SF_ERR_CONFIG_INVALID', message: expect.stringContaining('ONNX Runtime does not run on an NPU (KIND_NPU)'),
+    });
+    expect(failure(() => source('npu_mixed', { 'config.pbtxt': 'instance_group [ { kind: KIND_NPU }, { kind: KIND_CPU } ]', '1/model.onnx': '' }))).toMatchObject({
+      code: 'SF_ERR_CONFIG_INVALID', message: expect.stringContaining('mixes KIND_NPU with other kinds'),
+    });
+  });
+
   it('reads npu_om models and ensembles, an ensemble without a version folder as version 1', () => {
     expect(source('om', { 'config.pbtxt': 'backend: "npu_om"', '1/model.om': '' }).versions).toEqual([{ version: '1', file: join(root, 'om', '1', 'model.om') }]);
     const ensemble = source('ens', { 'config.pbtxt': 'platform: "ensemble"\nensemble_scheduling { step [ { model_name: "a" } ] }' });
