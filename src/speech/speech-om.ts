@@ -26,8 +26,9 @@ export async function omMaxBatchSize(folder: SpeechFolder, npuId: number, asked:
   const invalid = (why: string): Error => createError('SF_ERR_SPEECH_FOLDER_INVALID', folder.dir, `its model.om ${why}`);
   if (!speech) throw invalid('has no input named speech');
   if (speech.shape.slice(1).some((d) => d < 1)) throw invalid(`has a speech input of shape [${speech.shape.join(', ')}]: compile it with a fixed frames axis (e.g. --input_shape "speech:-1,500,560;speech_lengths:-1" with --dynamic_batch_size), since the npu_om backend takes no dynamic dims`);
+  // A static OM runs its exact batch, and only the gears' path pads rows: a static one must be of batch 1.
   const largest = metadata.batchSizes?.length ? Math.max(...metadata.batchSizes) : speech.shape[0];
-  if (!(largest >= 1)) throw invalid(`has a speech input of shape [${speech.shape.join(', ')}] and no dynamic-batch gears`);
+  if (!metadata.batchSizes?.length && largest !== 1) throw invalid(`is static with a batch of ${largest} rows: compile it with --dynamic_batch_size, or for batch 1`);
   if (asked !== undefined && asked > largest) throw invalid(`was compiled for batches of at most ${largest} rows (its largest gear), under the ${asked} asked for; ask for at most ${largest}`);
   return Math.min(asked ?? SPEECH_MAX_BATCH, largest);
 }

@@ -116,6 +116,24 @@ describe.skipIf(missing)(`offline ASR folders served from a simulated model.om (
     expect((await transcribe('SenseVoiceSmall-tiny', OVER_LONG)).status).toBe(200);
   });
 
+  it("refuses it on FunASR's HTTP route with a 400", async () => {
+    const form = new FormData();
+    form.append('file', new Blob([readFileSync(OVER_LONG)], { type: 'audio/wav' }), 'long.wav');
+    form.append('model', 'Paraformer-om');
+    const res = await fetch(`${base}/recognition`, { method: 'POST', body: form });
+    expect(res.status).toBe(400);
+    expect(await res.text()).toMatch(/takes at most 6\.01 s \(100 frames\)/);
+  });
+
+  it('refuses at start-up a batch size over the largest gear of the OM', async () => {
+    const other = new ServeFnServer({ models: [], speechFolders: [om.paraformer], speech: { maxBatchSize: 8 }, collectProcessMetrics: false });
+    try {
+      await expect(other.start()).rejects.toMatchObject({ code: 'SF_ERR_SPEECH_FOLDER_INVALID', message: expect.stringMatching(/compiled for batches of at most 4 rows \(its largest gear\), under the 8 asked for/) });
+    } finally {
+      await other.close().catch(() => undefined);
+    }
+  });
+
   it('refuses it on KServe v2 with a 400 and its error body', async () => {
     const audio = readFileSync(OVER_LONG);
     const element = new Uint8Array(4 + audio.length);
