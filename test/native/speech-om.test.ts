@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadNpuBinding } from '../../src/backends/npu/native-binding.js';
 import { ACL_LIBRARY_ENV } from '../../src/backends/npu/npu-library.js';
 import { ServeFnServer } from '../../src/serve-fn-server.js';
-import { amMvnText, makeTinyFunAsrModels, missingPython, referenceTranscript, SPEECH_WAVS, staticFramesOnnx } from '../helpers/speech-python.js';
+import { amMvnText, makeTinyFunAsrModels, makeTinyVadAndPunctuation, missingPython, referenceTranscript, SPEECH_WAVS, staticFramesOnnx } from '../helpers/speech-python.js';
 import { REAL_HARDWARE, setUpNpuTests, type NpuTestEnv } from './npu-test-env.js';
 import { writeSimModel } from './sim/om-writer.js';
 
@@ -20,6 +20,8 @@ const GEARS = [1, 2, 4];
 /** The recordings that fit in FRAMES (all but the 7.1 s one), and the one that does not. */
 const FITTING = SPEECH_WAVS.filter((w) => !w.endsWith('-0870.wav'));
 const OVER_LONG = SPEECH_WAVS.find((w) => w.endsWith('-0870.wav'))!;
+/** The VAD's longest segment in the chained test (SERVE_FN_TEST_SEGMENT_MS only to check that the test fails without the cut). */
+const SEGMENT_MS = Number(process.env.SERVE_FN_TEST_SEGMENT_MS ?? 5000);
 
 /** A FunASR folder beside `onnxFolder` holding model.om instead of model.onnx: its graph with the frames axis fixed, in a simulated OM with GEARS. */
 function omFolder(onnxFolder: string, dir: string): string {
@@ -133,6 +135,35 @@ describe.skipIf(missing)(`offline ASR folders served from a simulated model.om (
       await other.close().catch(() => undefined);
     }
   });
+
+  it('takes an over-long recording when a VAD served beside it cuts it into segments within the compiled length', async () => {
+    const { vad } = makeTinyVadAndPunctuation(join(dir, 'chain'));
+    // FunASR's FSMN-VAD cuts a segment at max_single_segment_time (ms): under the OM's 6.01 s. Pauses
+    // end no segment here (max_end_silence_time a minute), so only that limit keeps them short.
+    const config = join(vad, 'config.yaml');
+    writeFileSync(config, readFileSync(config, 'utf8').replace('max_end_silence_time: 300', 'max_end_silence_time: 60000').replace('max_single_segment_time: 60000', `max_single_segment_time: ${SEGMENT_MS}`));
+    const chained = new ServeFnServer({ models: [], speechFolders: [models.senseVoice, om.senseVoice, vad], collectProcessMetrics: false });
+    const chainBase = await chained.listen(0, '127.0.0.1');
+    try {
+      const ask = async (model: string) => {
+        const form = new FormData();
+        form.append('file', new Blob([readFileSync(OVER_LONG)], { type: 'audio/wav' }), 'long.wav');
+        form.append('model', model);
+        form.append('response_format', 'verbose_json');
+        const res = await fetch(`${chainBase}/v1/audio/transcriptions`, { method: 'POST', body: form });
+        return { status: res.status, body: (await res.json()) as { text: string; segments: { start: number; end: number }[] } };
+      };
+      const [fromOm, fromOnnx] = [await ask('SenseVoiceSmall-om'), await ask('SenseVoiceSmall-tiny')];
+      expect(fromOm.status).toBe(200);
+      // The first segment is the one the limit cut (5 s of speech and a frame), none over the OM's length.
+      expect(fromOm.body.segments[0].end - fromOm.body.segments[0].start).toBeCloseTo(SEGMENT_MS / 1000, 1);
+      expect(fromOm.body.segments.every((seg) => seg.end - seg.start <= 6.01)).toBe(true);
+      expect(fromOm.body.text.length).toBeGreaterThan(0);
+      expect(fromOm.body.text).toBe(fromOnnx.body.text);
+    } finally {
+      await chained.close();
+    }
+  }, 60_000);
 
   it('refuses it on KServe v2 with a 400 and its error body', async () => {
     const audio = readFileSync(OVER_LONG);
