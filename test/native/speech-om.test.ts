@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import wavefile from 'wavefile';
@@ -7,31 +7,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadNpuBinding } from '../../src/backends/npu/native-binding.js';
 import { ACL_LIBRARY_ENV } from '../../src/backends/npu/npu-library.js';
 import { ServeFnServer } from '../../src/serve-fn-server.js';
-import { amMvnText, makeTinyFunAsrModels, makeTinyVadAndPunctuation, missingPython, referenceTranscript, SPEECH_WAVS, staticFramesOnnx } from '../helpers/speech-python.js';
+import { amMvnText, makeTinyFunAsrModels, makeTinyVadAndPunctuation, missingPython, referenceTranscript, SPEECH_WAVS } from '../helpers/speech-python.js';
 import { REAL_HARDWARE, setUpNpuTests, type NpuTestEnv } from './npu-test-env.js';
-import { writeSimModel } from './sim/om-writer.js';
+import { GEARS, omFolder } from './speech-om-folder.js';
 
 const ADDON_BUILT = !('reason' in loadNpuBinding());
 const missing = !ADDON_BUILT ? 'the NPU addon is not built (npm run build:native)' : REAL_HARDWARE ? 'the simulated .om of the tiny models is made by the simulation' : (missingPython(['onnx', 'numpy', 'torchaudio']) ?? (existsSync(SPEECH_WAVS[0]) ? undefined : 'pocketsphinx-testdata is not installed'));
 
-/** The compiled frames axis: 100 LFR frames hold 6.015 s (25 ms + 599 × 10 ms of fbank frames). */
-const FRAMES = 100;
-const GEARS = [1, 2, 4];
 /** The recordings that fit in FRAMES (all but the 7.1 s one), and the one that does not. */
 const FITTING = SPEECH_WAVS.filter((w) => !w.endsWith('-0870.wav'));
 const OVER_LONG = SPEECH_WAVS.find((w) => w.endsWith('-0870.wav'))!;
 /** The VAD's longest segment in the chained test (SERVE_FN_TEST_SEGMENT_MS only to check that the test fails without the cut). */
 const SEGMENT_MS = Number(process.env.SERVE_FN_TEST_SEGMENT_MS ?? 5000);
-
-/** A FunASR folder beside `onnxFolder` holding model.om instead of model.onnx: its graph with the frames axis fixed, in a simulated OM with GEARS. */
-function omFolder(onnxFolder: string, dir: string): string {
-  mkdirSync(dir);
-  for (const file of ['config.yaml', 'am.mvn', 'tokens.json']) copyFileSync(join(onnxFolder, file), join(dir, file));
-  const fixed = join(dir, '..', `${onnxFolder.split('/').at(-1)}-static.onnx`);
-  staticFramesOnnx(join(onnxFolder, 'model.onnx'), FRAMES, fixed);
-  writeSimModel(join(dir, 'model.om'), { op: 'onnx', onnx: readFileSync(fixed), batchGears: GEARS });
-  return dir;
-}
 
 function useLibrary(path: string | undefined): () => void {
   const previous = process.env[ACL_LIBRARY_ENV];
