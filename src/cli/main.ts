@@ -30,6 +30,12 @@ function port(value: string): number {
   return n;
 }
 
+/** --device of speech folders: where their offline ASR models run (speech-folder.ts speechModelFile). */
+function speechDevice(value: string): string {
+  if (!/^(cpu|npu(:\d+)?)$/.test(value.trim())) throw new InvalidArgumentError('expected cpu, npu or npu:<id>');
+  return value.trim();
+}
+
 function positiveInt(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive integer');
@@ -74,6 +80,7 @@ interface StartFlags extends BodyLimitFlags, TextFlags, GenerationFlags {
   host: string;
   quantize?: boolean;
   maxAudioSeconds?: number;
+  device?: string;
   vadDir?: string;
   puncDir?: string;
   port: number;
@@ -197,6 +204,7 @@ export function buildProgram(): Command {
     .optionsGroup('Speech models (FunASR export folders, docs/speech.md):')
     .addOption(withNotes(new Option('--quantize [bool]', "serve model_quant.onnx, as FunASR's runtime's --quantize").argParser(bool), { default: 'false' }))
     .addOption(withNotes(new Option('--max-audio-seconds <seconds>', 'longest audio a speech model takes').argParser(positiveInt), { default: '600' }))
+    .addOption(new Option('--device <device>', 'cpu, npu or npu:<id>: npu serves offline ASR folders from their model.om on an Ascend NPU (default: model.om when it is the only model file)').argParser(speechDevice))
     .addOption(new Option('--vad-dir <folder>', "an FSMN-VAD export to segment the ASR models' audio with, as FunASR's server's --vad-dir (default: the one among the served folders)"))
     .addOption(new Option('--punc-dir <folder>', "a CT-Transformer export to punctuate the ASR models' text with, as FunASR's server's --punc-dir (default: the one among the served folders)"));
   generationFlagOptions(textFlagOptions(start)).action(async (entries: string[], opts: StartFlags) => {
@@ -223,6 +231,7 @@ export function buildProgram(): Command {
         speech: {
           quantize: opts.quantize === true,
           ...(opts.maxAudioSeconds === undefined ? {} : { maxAudioSeconds: opts.maxAudioSeconds }),
+          ...(opts.device === undefined ? {} : { device: opts.device }),
           ...(opts.vadDir === undefined ? {} : { vadDir: resolve(opts.vadDir) }),
           ...(opts.puncDir === undefined ? {} : { puncDir: resolve(opts.puncDir) }),
         },

@@ -180,6 +180,7 @@ export const ERROR_CATALOGUE = {
   SF_ERR_SPEECH_FOLDER_INVALID: spec(500, "Speech model folder '%s' is invalid: %s"),
   SF_ERR_AUDIO_INVALID: spec(400, 'Audio could not be used: %s'),
   SF_ERR_AUDIO_TOO_LONG: spec(413, 'Audio is %s s long, over the limit of %s s; split it into shorter files'),
+  SF_ERR_AUDIO_OVER_MODEL_LENGTH: spec(400, "Audio is %s s long; speech model '%s' is a compiled .om whose speech input takes at most %s s (%s frames); send shorter audio, or serve a VAD model beside it to cut the audio into segments"),
   SF_ERR_SPEECH_MODEL_UNKNOWN: spec(404, "Speech model '%s' is not served here (served: %s)"),
   SF_ERR_DIFFUSION_FOLDER_INVALID: spec(500, "Diffusion pipeline folder '%s' cannot be served: %s"),
   SF_ERR_DIFFUSION_MODEL_UNKNOWN: spec(404, "The model '%s' does not exist (served image models: %s)"),

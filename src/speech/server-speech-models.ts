@@ -16,6 +16,8 @@ import { punctuationModelConfig, vadModelConfig } from './speech-chain-tensors.j
 import { OFFLINE_ASR_KINDS, readSpeechFolder } from './speech-folder.js';
 import type { RecognizerModels } from './speech-model-recognizer.js';
 import { SpeechModel } from './speech-model.js';
+import { omMaxBatchSize } from './speech-om.js';
+import { parseDevice } from '../backends/backend-for-file.js';
 import { SPEECH_MAX_BATCH, speechModelConfig } from './speech-tensors.js';
 
 /**
@@ -47,6 +49,8 @@ export interface SpeechServeOptions {
   /** --vad-dir / --punc-dir (FunASR's server's flags): the FSMN-VAD and CT-Transformer folders to chain with the ASR models, when several are served. */
   readonly vadDir?: string;
   readonly puncDir?: string;
+  /** --device (`cpu`, `npu`, `npu:<id>`): `npu` serves the offline ASR folders' model.om through npu_om (speech-folder.ts speechModelFile); unset, each folder's files decide. */
+  readonly device?: string;
 }
 
 /** The instance module: this folder's .ts under the TypeScript loader (tests), its .js in dist. */
@@ -81,6 +85,8 @@ export class ServerSpeechModels {
     const all = [...folders, ...[options.vadDir, options.puncDir].filter((d): d is string => d !== undefined && !folders.includes(d))];
     if (all.length === 0) return ServerSpeechModels.none;
     if (!existsSync(INSTANCE_MODULE)) throw new Error(`serve-fn's speech instance module is missing (${INSTANCE_MODULE}); rebuild serve-fn`);
+    const device = options.device === undefined ? undefined : parseDevice(options.device);
+    if (device && device.kind !== 'cpu' && device.kind !== 'npu') throw createError('SF_ERR_BAD_REQUEST', `--device ${options.device}: speech models run on cpu (ONNX Runtime) or npu (a model.om)`);
     const vadDir = chosenFolder(all, 'vad', options.vadDir, '--vad-dir');
     const puncDir = chosenFolder(all, 'punctuation', options.puncDir, '--punc-dir');
     const chainBuild = async (dir: string, role: 'vad' | 'punctuation'): Promise<ServedModel> => {
@@ -98,8 +104,10 @@ export class ServerSpeechModels {
     const chain = vad || punctuation ? new SpeechChain(vad, punctuation) : undefined;
     const models: SpeechModel[] = [];
     for (const dir of all.filter((d) => chainFolderRole(d) === undefined)) {
-      const folder = readSpeechFolder(dir, { quantize: options.quantize });
-      const text = speechModelConfig(folder.name, { maxAudioSeconds: options.maxAudioSeconds ?? DEFAULT_AUDIO_LIMITS.maxSeconds, quantize: options.quantize === true, instances: options.instances ?? 1, maxBatchSize: options.maxBatchSize ?? SPEECH_MAX_BATCH, ...(options.maxQueueDelayUs === undefined ? {} : { maxQueueDelayUs: options.maxQueueDelayUs }), streaming: folder.kind === 'ParaformerStreaming' });
+      const folder = readSpeechFolder(dir, { quantize: options.quantize, ...(device ? { device: device.kind === 'npu' ? 'npu' : 'cpu' } : {}) });
+      const npuId = device?.kind === 'npu' ? device.id : 0;
+      const maxBatchSize = folder.device === 'npu' ? await omMaxBatchSize(folder, npuId, options.maxBatchSize) : (options.maxBatchSize ?? SPEECH_MAX_BATCH);
+      const text = speechModelConfig(folder.name, { maxAudioSeconds: options.maxAudioSeconds ?? DEFAULT_AUDIO_LIMITS.maxSeconds, quantize: options.quantize === true, instances: options.instances ?? 1, maxBatchSize, ...(device || folder.device === 'npu' ? { device: { kind: folder.device, id: npuId } } : {}), ...(options.maxQueueDelayUs === undefined ? {} : { maxQueueDelayUs: options.maxQueueDelayUs }), streaming: folder.kind === 'ParaformerStreaming' });
       const { config } = parseModelConfig(text, `${dir} (generated config.pbtxt)`, folder.name);
       const source: ModelSource = { name: folder.name, dir, config, kind: 'module', versions: [{ version: '1', file: folder.kind === 'ParaformerStreaming' ? STREAMING_INSTANCE_MODULE : INSTANCE_MODULE }], warnings: [], ...(folder.kind === 'ParaformerStreaming' ? {} : { batchByLength: SPEECH_BATCH_BY_LENGTH }) };
       const [version] = await buildModelVersions(source, builder);

@@ -17,15 +17,17 @@ export type SpeechKind = (typeof SPEECH_KINDS)[number];
 export const OFFLINE_ASR_KINDS: readonly SpeechKind[] = ['SenseVoiceSmall', 'Paraformer', 'BiCifParaformer'];
 
 /** File names FunASR's runtimes look for (runtime/onnxruntime/include/com-define.h). */
-export const SPEECH_FILES = { model: 'model.onnx', quantModel: 'model_quant.onnx', config: 'config.yaml', cmvn: 'am.mvn', tokens: 'tokens.json', segDict: 'seg_dict', decoder: 'decoder.onnx', quantDecoder: 'decoder_quant.onnx', senseVoiceBpe: 'chn_jpn_yue_eng_ko_spectok.bpe.model' } as const;
+export const SPEECH_FILES = { model: 'model.onnx', quantModel: 'model_quant.onnx', config: 'config.yaml', cmvn: 'am.mvn', tokens: 'tokens.json', segDict: 'seg_dict', decoder: 'decoder.onnx', om: 'model.om', quantDecoder: 'decoder_quant.onnx', senseVoiceBpe: 'chn_jpn_yue_eng_ko_spectok.bpe.model' } as const;
 
 export interface SpeechFolder {
   readonly dir: string;
   /** The served name: the folder's name. */
   readonly name: string;
   readonly kind: SpeechKind;
-  /** model.onnx, or model_quant.onnx with --quantize (FunASR's runtime's choice). */
+  /** model.onnx, or model_quant.onnx with --quantize (FunASR's runtime's choice), or model.om (speechModelFile). */
   readonly modelFile: string;
+  /** Where modelFile runs: `npu` for a model.om (the npu_om backend, through AscendCL), else `cpu` (ONNX Runtime). */
+  readonly device: SpeechDevice;
   readonly frontEnd: FrontEndConfig;
   readonly cmvn: Cmvn;
   /** tokens.json: piece per id. */
@@ -36,9 +38,27 @@ export interface SpeechFolder {
   readonly streaming?: StreamingParaformerConfig;
 }
 
+export type SpeechDevice = 'cpu' | 'npu';
+
 export interface SpeechFolderOptions {
   /** --quantize: serve model_quant.onnx. */
   readonly quantize?: boolean;
+  /** --device: `npu` serves an offline ASR folder's model.om; unset, the folder's files decide (speechModelFile). */
+  readonly device?: SpeechDevice;
+}
+
+/**
+ * The model file an offline ASR folder is served from, inferred from its files as BentoML infers a
+ * runner's default device: model.om (FunASR's runtime names, compiled by ATC or `serve-fn convert`)
+ * with `--device npu`, or when it is the only model file, so a folder made for an Ascend server
+ * needs no flag; beside an ONNX file the ONNX file stays the default, since it runs everywhere.
+ * Streaming Paraformer, VAD and punctuation folders stay on ONNX Runtime (docs/speech.md).
+ */
+export function speechModelFile(dir: string, kind: SpeechKind, options: SpeechFolderOptions): { name: string; device: SpeechDevice } {
+  const onnx = options.quantize ? SPEECH_FILES.quantModel : SPEECH_FILES.model;
+  if (!OFFLINE_ASR_KINDS.includes(kind) || options.device === 'cpu') return { name: onnx, device: 'cpu' };
+  const om = options.device === 'npu' || (!existsSync(join(dir, onnx)) && existsSync(join(dir, SPEECH_FILES.om)));
+  return om ? { name: SPEECH_FILES.om, device: 'npu' } : { name: onnx, device: 'cpu' };
 }
 
 /** A FunASR export folder: config.yaml whose `model:` names a FunASR model. What else it needs is checked when it is read. */
@@ -73,14 +93,14 @@ export function readSpeechFolder(dir: string, options: SpeechFolderOptions = {})
     const chained = kind === 'FsmnVADStreaming' || kind === 'CTTransformer' ? ' (a VAD or punctuation folder is read by speech-chain-folders.ts and served beside an ASR folder)' : ' (docs/speech.md lists what is not done)';
     throw fail(`it is a ${kind} export; serve-fn transcribes with SenseVoiceSmall, Paraformer, BiCifParaformer and streaming Paraformer (ParaformerStreaming) folders so far${chained}`);
   }
-  const modelName = options.quantize ? SPEECH_FILES.quantModel : SPEECH_FILES.model;
+  const { name: modelName, device } = speechModelFile(dir, kind, options);
   const decoderName = options.quantize ? SPEECH_FILES.quantDecoder : SPEECH_FILES.decoder;
   // SenseVoice's export ships its SentencePiece model, which funasr_onnx reads; FunASR's C++ runtime reads tokens.json.
   const bpeModel = kind === 'SenseVoiceSmall' && !existsSync(join(dir, SPEECH_FILES.tokens)) && existsSync(join(dir, SPEECH_FILES.senseVoiceBpe));
   const missing = [modelName, ...(kind === 'ParaformerStreaming' ? [decoderName] : []), SPEECH_FILES.cmvn, ...(bpeModel ? [] : [SPEECH_FILES.tokens])].filter((f) => !existsSync(join(dir, f)));
   if (missing.length > 0) {
     const bpe = missing.includes(SPEECH_FILES.tokens) && kind === 'SenseVoiceSmall' ? ` (FunASR's C++ runtime reads tokens.json; a SentencePiece model is read too, named ${SPEECH_FILES.senseVoiceBpe} as funasr_onnx names it)` : '';
-    const export_ = missing.includes(modelName) ? ` (export it with funasr-export or funasr.AutoModel(...).export(type="onnx"${options.quantize ? ', quantize=True' : ''}))` : '';
+    const export_ = modelName === SPEECH_FILES.om && missing.includes(modelName) ? ' (--device npu serves a model.om: compile model.onnx with ATC or `serve-fn convert`, docs/speech.md)' : missing.includes(modelName) ? ` (export it with funasr-export or funasr.AutoModel(...).export(type="onnx"${options.quantize ? ', quantize=True' : ''}))` : '';
     throw fail(`it has no ${missing.join(', ')}${export_}${bpe}`);
   }
   let cmvn: Cmvn;
@@ -101,7 +121,7 @@ export function readSpeechFolder(dir: string, options: SpeechFolderOptions = {})
   const modelConf = (config.model_conf ?? {}) as Record<string, unknown>;
   const predictorBias = typeof modelConf.predictor_bias === 'number' ? modelConf.predictor_bias : kind === 'SenseVoiceSmall' ? 0 : 1;
   const streaming = kind === 'ParaformerStreaming' ? streamingParaformerConfig(config, join(dir, decoderName), frontEnd, fail) : undefined;
-  return { dir, name: basename(dir), kind, modelFile: join(dir, modelName), frontEnd, cmvn, tokens, predictorBias, ...(streaming ? { streaming } : {}) };
+  return { dir, name: basename(dir), kind, modelFile: join(dir, modelName), device, frontEnd, cmvn, tokens, predictorBias, ...(streaming ? { streaming } : {}) };
 }
 
 function streamingParaformer(declared: string, dir: string): boolean {

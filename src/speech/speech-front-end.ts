@@ -40,6 +40,16 @@ export class SpeechFrontEnd {
     return this.config.numMelBins * this.config.lfrM;
   }
 
+  /** LFR frames of `count` samples, without computing them: ceil(fbank frames / lfr_n) (low-frame-rate.ts). */
+  frameCount(count: number): number {
+    return Math.ceil(this.fbank.frameCount(count) / this.config.lfrN);
+  }
+
+  /** The longest audio, in seconds, whose features fit in `frames` LFR frames: lfr_n × frames fbank frames. */
+  secondsOfFrames(frames: number): number {
+    return (this.config.frameLengthMs + (frames * this.config.lfrN - 1) * this.config.frameShiftMs) / 1000;
+  }
+
   compute(samples: Float32Array): SpeechFeatures {
     const scaled = new Float32Array(samples.length);
     for (let i = 0; i < samples.length; i++) scaled[i] = samples[i] * 32768;

@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import type { BackendSession } from '../backends/backend.js';
 import type { ModelContext } from '../definition/model-context.js';
 import type { ExecuteRequest, ExecuteResponse, TensorModel } from '../instance/tensor-model-api.js';
+import { createError } from '../errors/index.js';
 import { createTensor } from '../tensor/tensor-factory.js';
 import type { Tensor } from '../spec/tensor.js';
 import { DEFAULT_AUDIO_LIMITS, decodeAudioFile, decodePcm16, type AudioLimits } from './audio-input.js';
@@ -19,14 +20,22 @@ export default class SpeechInstanceModel implements TensorModel {
   private recognizer?: SpeechRecognizer;
   private session?: BackendSession;
   private limits: AudioLimits = DEFAULT_AUDIO_LIMITS;
+  private name = '';
 
   async initialize(ctx: ModelContext): Promise<void> {
     const parameter = (key: string): string | undefined => ((ctx.config.parameters as Record<string, { string_value?: string }> | undefined)?.[key])?.string_value;
-    const folder = readSpeechFolder(ctx.modelDir, { quantize: parameter('quantize') === 'true' });
+    const device = parameter('device');
+    const folder = readSpeechFolder(ctx.modelDir, { quantize: parameter('quantize') === 'true', ...(device === 'cpu' || device === 'npu' ? { device } : {}) });
     this.limits = { ...DEFAULT_AUDIO_LIMITS, maxSeconds: Number(parameter('max_audio_seconds') ?? DEFAULT_AUDIO_LIMITS.maxSeconds) };
-    // The instances share the cores: each runs ORT on its share, as TEI's one ORT session takes them all.
-    const threads = Math.max(1, Math.floor(availableParallelism() / ctx.instanceCount));
-    this.session = await ctx.loadModel(folder.modelFile, { options: { intraOpNumThreads: threads } });
+    this.name = ctx.modelName;
+    if (folder.device === 'npu') {
+      // A model.om runs through npu_om (AscendCL) on the NPU --npu-device names; the front end stays on this thread's CPU.
+      this.session = await ctx.loadModel(folder.modelFile, { device: `npu:${parameter('npu_device') ?? '0'}` });
+    } else {
+      // The instances share the cores: each runs ORT on its share, as TEI's one ORT session takes them all.
+      const threads = Math.max(1, Math.floor(availableParallelism() / ctx.instanceCount));
+      this.session = await ctx.loadModel(folder.modelFile, { options: { intraOpNumThreads: threads } });
+    }
     this.recognizer = new SpeechRecognizer(folder, this.session);
   }
 
@@ -65,8 +74,16 @@ export default class SpeechInstanceModel implements TensorModel {
       const decoded = rate > 0 ? decodePcm16(bytes, rate, this.limits) : decodeAudioFile(bytes, this.limits);
       const language = languages ? new TextDecoder().decode((languages.data as Uint8Array[])[row]) : undefined;
       languageId(language);
+      this.checkCompiledLength(decoded.samples.length, decoded.seconds);
       return { samples: decoded.samples, duration: decoded.seconds, language, itn: itns ? rowValue(itns, row) === 1 : undefined };
     });
+  }
+
+  /** A compiled .om takes at most its frames: a longer utterance fails alone, with its 400 naming the limit in seconds. */
+  private checkCompiledLength(samples: number, seconds: number): void {
+    const recognizer = this.recognizer!;
+    if (recognizer.compiledFrames === undefined || recognizer.frameCount(samples) <= recognizer.compiledFrames) return;
+    throw createError('SF_ERR_AUDIO_OVER_MODEL_LENGTH', seconds.toFixed(2), this.name, recognizer.compiledSeconds!.toFixed(2), String(recognizer.compiledFrames));
   }
 }
 

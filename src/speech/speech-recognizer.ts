@@ -25,6 +25,11 @@ export class SpeechRecognizer {
   private readonly frontEnd: SpeechFrontEnd;
   /** BiCifParaformer's export has us_cif_peak among its outputs. */
   private readonly timestamps: boolean;
+  /**
+   * A compiled .om's fixed frames axis of `speech` (ATC fixes every dim but the batch's gears):
+   * every row is padded to it, `speech_lengths` carrying its own length, which the encoder masks by.
+   */
+  readonly compiledFrames?: number;
 
   constructor(
     readonly folder: SpeechFolder,
@@ -37,6 +42,18 @@ export class SpeechRecognizer {
     const missing = [...need.inputs.filter((n) => !inputs.includes(n)), ...need.outputs.filter((n) => !outputs.includes(n))];
     if (missing.length > 0) throw createError('SF_ERR_SPEECH_FOLDER_INVALID', folder.dir, `its ${folder.modelFile} is not a ${folder.kind} export: it lacks ${missing.join(', ')} (funasr/models/*/export_meta.py names them)`);
     this.timestamps = folder.kind === 'BiCifParaformer' || outputs.includes('us_cif_peak');
+    const frames = session.metadata().inputs.find((i) => i.name === 'speech')?.shape[1];
+    if (frames !== undefined && frames > 0) this.compiledFrames = frames;
+  }
+
+  /** An utterance's LFR frames, from its sample count alone (to refuse one over compiledFrames before the batch runs). */
+  frameCount(samples: number): number {
+    return this.frontEnd.frameCount(samples);
+  }
+
+  /** The longest audio, in seconds, that compiledFrames holds. */
+  get compiledSeconds(): number | undefined {
+    return this.compiledFrames === undefined ? undefined : this.frontEnd.secondsOfFrames(this.compiledFrames);
   }
 
   async transcribe(utterances: readonly Utterance[]): Promise<Transcription[]> {
@@ -92,10 +109,12 @@ export class SpeechRecognizer {
     });
   }
 
-  /** `speech` [B, T, dim] zero-padded to the longest row, and `speech_lengths` [B]. */
+  /** `speech` [B, T, dim] zero-padded to the longest row (a compiled .om: to its frames), and `speech_lengths` [B]. */
   private speechInputs(features: readonly SpeechFeatures[]): Record<string, Tensor> {
     const dim = this.frontEnd.dim;
-    const longest = Math.max(...features.map((f) => f.frames));
+    const own = Math.max(...features.map((f) => f.frames));
+    if (this.compiledFrames !== undefined && own > this.compiledFrames) throw new Error(`an utterance of ${own} frames reached a model compiled for ${this.compiledFrames}`);
+    const longest = this.compiledFrames ?? own;
     const speech = new Float32Array(features.length * longest * dim);
     features.forEach((f, b) => speech.set(f.data, b * longest * dim));
     return {

@@ -21,7 +21,7 @@ export const SPEECH_MAX_BATCH = 8;
 export const SPEECH_QUEUE_DELAY_US = 2000;
 
 /** config.pbtxt text of a speech model, for the repository's parser and /v2/models/{m}/config. */
-export function speechModelConfig(name: string, options: { readonly maxAudioSeconds: number; readonly quantize: boolean; readonly instances: number; readonly maxBatchSize: number; readonly maxQueueDelayUs?: number; readonly streaming?: boolean }): string {
+export function speechModelConfig(name: string, options: { readonly maxAudioSeconds: number; readonly quantize: boolean; readonly instances: number; readonly maxBatchSize: number; readonly maxQueueDelayUs?: number; readonly streaming?: boolean; readonly device?: { readonly kind: 'cpu' | 'npu'; readonly id: number } }): string {
   const delay = options.maxQueueDelayUs ?? SPEECH_QUEUE_DELAY_US;
   const input = (n: string, type: string, optional: boolean): string => `input { name: "${n}" data_type: ${type} dims: [ 1 ]${optional ? ' optional: true' : ''} }`;
   return [
@@ -46,5 +46,7 @@ export function speechModelConfig(name: string, options: { readonly maxAudioSeco
     `instance_group { count: ${options.instances} kind: KIND_CPU }`,
     `parameters { key: "max_audio_seconds" value: { string_value: "${options.maxAudioSeconds}" } }`,
     `parameters { key: "quantize" value: { string_value: "${options.quantize}" } }`,
+    // --device: which file of the folder the instance serves (speech-folder.ts speechModelFile), and a model.om's NPU.
+    ...(options.device ? [`parameters { key: "device" value: { string_value: "${options.device.kind}" } }`, `parameters { key: "npu_device" value: { string_value: "${options.device.id}" } }`] : []),
   ].join('\n');
 }

@@ -38,6 +38,11 @@ export function makeTinyFunAsrModels(dir: string): { senseVoice: string; parafor
   return { senseVoice: `${dir}/SenseVoiceSmall-tiny`, paraformer: `${dir}/Paraformer-tiny` };
 }
 
+/** Writes `out`: the tiny model's ONNX with its frames axis fixed at `frames` (funasr-models.py static), as ATC compiles it. */
+export function staticFramesOnnx(onnx: string, frames: number, out: string): void {
+  execFileSync(SPEECH_PYTHON, [MODELS_SCRIPT, 'static', onnx, String(frames), out]);
+}
+
 /** The independent numpy reference's transcription of `wav` by the tiny model in `folder`. */
 export function referenceTranscript(folder: string, wav: string, language = 'auto', itn: 'withitn' | 'woitn' = 'withitn'): { text: string; tags?: string[]; frames: number } {
   return JSON.parse(execFileSync(SPEECH_PYTHON, [MODELS_SCRIPT, 'reference', folder, wav, language, itn], { encoding: 'utf8' })) as { text: string; tags?: string[]; frames: number };

@@ -39,6 +39,12 @@ describe('serve-fn start flags', () => {
     }));
   });
 
+  it('passes --device to the speech folders, and refuses a device they cannot run on as a usage error', async () => {
+    await parse('start', 'SenseVoiceSmall-om', '--device', 'npu:1');
+    expect(commands.start).toHaveBeenCalledWith(['SenseVoiceSmall-om'], expect.objectContaining({ speech: expect.objectContaining({ device: 'npu:1' }) }));
+    await expect(parse('start', 'SenseVoiceSmall-om', '--device', 'gpu')).rejects.toMatchObject({ code: 'commander.invalidArgument' });
+  });
+
   it('passes no restriction when neither is given, so the environment or the loopback default applies', async () => {
     await parse('start', 'models.ts');
     expect(commands.start).toHaveBeenCalledWith(['models.ts'], expect.objectContaining({ restrictedApis: { http: [], grpc: [] } }));

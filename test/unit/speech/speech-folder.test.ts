@@ -30,6 +30,23 @@ describe('speech folders', () => {
     expect(err.message).toMatch(/has no model_quant\.onnx \(export it with .*quantize=True/);
   });
 
+  it('serves model.om when it is the only model file or with device npu; beside model.onnx the ONNX file stays the default', () => {
+    const files = { 'config.yaml': 'model: SenseVoiceSmall\n', 'am.mvn': MVN, 'tokens.json': '["<blank>"]' };
+    const omOnly = folder({ ...files, 'model.om': '' });
+    expect(readSpeechFolder(omOnly)).toMatchObject({ modelFile: join(omOnly, 'model.om'), device: 'npu' });
+    const both = folder({ ...files, 'model.om': '', 'model.onnx': '' });
+    expect(readSpeechFolder(both)).toMatchObject({ modelFile: join(both, 'model.onnx'), device: 'cpu' });
+    expect(readSpeechFolder(both, { device: 'npu' })).toMatchObject({ modelFile: join(both, 'model.om'), device: 'npu' });
+    expect(thrown(() => readSpeechFolder(omOnly, { device: 'cpu' })).message).toMatch(/has no model\.onnx/);
+  });
+
+  it('refuses device npu for a folder without model.om, saying how to make one', () => {
+    const dir = folder({ 'config.yaml': 'model: Paraformer\n', 'model.onnx': '', 'am.mvn': MVN, 'tokens.json': '[]' });
+    const err = thrown(() => readSpeechFolder(dir, { device: 'npu' }));
+    expect(err).toMatchObject({ code: 'SF_ERR_SPEECH_FOLDER_INVALID' });
+    expect(err.message).toMatch(/has no model\.om \(--device npu serves a model\.om: compile model\.onnx with ATC or `serve-fn convert`/);
+  });
+
   it.each([
     ['no am.mvn or tokens.json', { 'config.yaml': 'model: SenseVoiceSmall\n', 'model.onnx': '' }, /has no am\.mvn, tokens\.json.*tokens\.json; a SentencePiece/],
     ['an unknown model', { 'config.yaml': 'model: Whisper\n' }, /model 'Whisper' is not a FunASR model/],

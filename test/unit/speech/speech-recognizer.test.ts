@@ -45,7 +45,7 @@ function bicifSession(calls: number[][]): BackendSession {
 }
 
 const folder: SpeechFolder = {
-  dir: '/x', name: 'bicif', kind: 'BiCifParaformer', modelFile: '/x/model.onnx', frontEnd: DEFAULT_FRONT_END,
+  dir: '/x', name: 'bicif', kind: 'BiCifParaformer', modelFile: '/x/model.onnx', device: 'cpu', frontEnd: DEFAULT_FRONT_END,
   cmvn: { shift: new Float32Array(560), scale: new Float32Array(560).fill(1) }, tokens: TOKENS, predictorBias: 1,
 };
 
