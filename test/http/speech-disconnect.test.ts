@@ -50,11 +50,13 @@ describe.skipIf(missing)(`a FunASR client that disconnects mid-stream${missing ?
     await new Promise((resolve, reject) => socket.on('open', resolve).on('error', reject));
     socket.send(JSON.stringify({ mode: '2pass', wav_name: 'gone', is_speaking: true, chunk_size: [5, 5, 5] }));
     for (let at = 0; at < 1300 * 32; at += 3200) socket.send(pcm.subarray(at, at + 3200));
-    await until(async () => {
+    // Both streams seen open once: read again, the Paraformer's count can be caught between the
+    // VAD's first segment's END and its second's START.
+    const open = await until(async () => {
       const live = await liveSequences();
       return live['fsmn-vad-tiny'] === 1 && live['ParaformerStreaming-tiny'] === 1;
     }, 30_000);
-    expect(await liveSequences()).toMatchObject({ 'fsmn-vad-tiny': 1, 'ParaformerStreaming-tiny': 1 });
+    expect(open, 'the VAD and the streaming Paraformer each hold one live stream').toBe(true);
     return socket;
   }
 
