@@ -78,6 +78,7 @@ export async function devCommand(entryPath: string | undefined, options: DevOpti
       const previous = serving;
       serving = server;
       loading = undefined;
+      if (typeof message.banner === 'string') process.stdout.write(message.banner);
       if (reloadStarted !== undefined) process.stdout.write(`serve-fn dev: reloaded in ${Math.round(performance.now() - reloadStarted)} ms\n`);
       reloadStarted = undefined;
       void stopProcess(previous);

@@ -122,12 +122,22 @@ export async function startCommand(entryPaths: string | readonly string[] | unde
   // A signal before or during the start: close() waits for the start and finalises; it exits the process.
   if (closing) return server;
   const address = await server.listen(options.port, options.host);
-  announce(server, options.devAddress ?? address, options.dev);
-  if (options.devAddress !== undefined) process.send?.({ type: SERVER_READY, port: Number(new URL(address).port) } satisfies ServerReady);
+  if (options.devAddress !== undefined) process.send?.({ type: SERVER_READY, port: Number(new URL(address).port), banner: banner(server, options.devAddress) } satisfies ServerReady);
+  else announce(server, address, options.dev);
   return server;
 }
 
 function announce(server: ServeFnServer, address: string, dev: boolean): void {
+  if (dev) process.stdout.write(banner(server, address));
+  else {
+    const endpoints = server.definitions.flatMap((d) => [...d.endpoints.map((e) => `${e.httpMethod} ${e.path}`), ...d.sockets.map((s) => `WebSocket ${s.path}`)]);
+    const textModels = server.texts.map(({ info }) => ({ name: info.name, task: info.task }));
+    server.app.log.info({ address, grpcPort: server.grpcPort, endpoints, ...(textModels.length > 0 ? { textModels } : {}) }, 'serve-fn ready');
+  }
+}
+
+/** The developer's banner: the address, the docs, and every route and model it serves. */
+function banner(server: ServeFnServer, address: string): string {
   const base = address.replace('0.0.0.0', '127.0.0.1');
   const socketBase = base.replace(/^http/, 'ws');
   const lines = [`serve-fn ready at ${address}`, `  Swagger UI  ${base}/docs`, `  OpenAPI     ${base}/openapi.json`];
@@ -141,12 +151,7 @@ function announce(server: ServeFnServer, address: string, dev: boolean): void {
     lines.push(`  text model  ${info.name} (${info.task}, max ${info.maxInputLength} tokens): POST ${routes.join(', ')}`);
   }
   for (const { generator } of server.generators) lines.push(`  generator   ${generator.name} (context ${generator.maxModelLen} tokens)`);
-  if (dev) process.stdout.write(`${lines.join('\n')}\n`);
-  else {
-    const endpoints = server.definitions.flatMap((d) => [...d.endpoints.map((e) => `${e.httpMethod} ${e.path}`), ...d.sockets.map((s) => `WebSocket ${s.path}`)]);
-    const textModels = server.texts.map(({ info }) => ({ name: info.name, task: info.task }));
-    server.app.log.info({ address, grpcPort: server.grpcPort, endpoints, ...(textModels.length > 0 ? { textModels } : {}) }, 'serve-fn ready');
-  }
+  return `${lines.join('\n')}\n`;
 }
 
 /** The routes a text model answers, by task, for the banner (TEI's first, then OpenAI's and Cohere's). */
