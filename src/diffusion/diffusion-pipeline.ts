@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 import { createError } from '../errors/index.js';
-import type { CancelSignal } from '../engine/dynamic-batcher.js';
+import type { CancelSignal } from '../spec/cancel-signal.js';
 import type { RepositoryIndexEntry } from '../inference/inference-model.js';
 import type { ServerModel } from '../inference/model-catalogue.js';
 import type { TensorModelVersion } from '../inference/tensor-model-version.js';

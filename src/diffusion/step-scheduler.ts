@@ -1,5 +1,6 @@
 import { createError } from '../errors/index.js';
-import type { CancelSignal, SubmitOptions } from '../engine/dynamic-batcher.js';
+import type { SubmitOptions } from '../engine/dynamic-batcher.js';
+import type { CancelSignal } from '../spec/cancel-signal.js';
 import type { InstanceEngine } from '../engine/instance-engine.js';
 import type { Acquired } from '../engine/instance-pool.js';
 import { EngineStepTarget } from '../engine/step-target.js';

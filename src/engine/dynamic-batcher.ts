@@ -2,6 +2,7 @@ import type { Scheduler } from './scheduler.js';
 import { createError } from '../errors/index.js';
 import { oneResultPerRequest } from '../wire/batch-results.js';
 import { priorityLevelFor, queueTimeoutUs, type BatchPolicy } from '../spec/batch-policy.js';
+import type { CancelSignal } from '../spec/cancel-signal.js';
 import { systemClock, type Clock } from './clock.js';
 import { LinkedQueue, type Link } from './linked-queue.js';
 import type { RequestTrace } from '../tracing/request-tracing.js';
@@ -42,16 +43,6 @@ export interface SubmitOptions {
   signal?: CancelSignal;
   /** The request's trace, when tracing is on: the engine records its queue wait and execution under it. */
   trace?: RequestTrace;
-}
-
-/**
- * What the batcher uses of an AbortSignal, so that a caller can pass a cheaper watch (the HTTP
- * routes' disconnectSignal) where building an AbortController per request would be wasted.
- */
-export interface CancelSignal {
-  readonly aborted: boolean;
-  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
-  removeEventListener(type: 'abort', listener: () => void): void;
 }
 
 type Outcome<R> = { readonly ok: true; readonly value: R } | { readonly ok: false; readonly error: unknown };

@@ -4,7 +4,8 @@ import { controlTensors, type SequenceControlInput } from './sequence-controls.j
 import { takeSequenceParameters } from './sequence-parameters.js';
 import { SequenceRegistry, type SequenceRoute } from './sequence-registry.js';
 import type { TensorWireRequest, TensorWireResult } from '../wire/tensor-model-plan.js';
-import type { CancelSignal, SubmitOptions } from './dynamic-batcher.js';
+import type { SubmitOptions } from './dynamic-batcher.js';
+import type { CancelSignal } from '../spec/cancel-signal.js';
 import type { PoolEvents } from './instance-pool.js';
 import { LinkedQueue, type Link } from './linked-queue.js';
 import { now } from '../wire/epoch-time.js';

@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import type { CancelSignal } from '../engine/dynamic-batcher.js';
+import type { CancelSignal } from '../spec/cancel-signal.js';
 
 export interface DisconnectSignal extends CancelSignal {
   /**

@@ -1,7 +1,8 @@
 import { createError, deserializeError, ServeFnError } from '../errors/index.js';
 import { checkForwardInputs, fixedSequenceLength } from '../instance/text-forward-pass.js';
 import { normalizeBatchPolicy } from '../spec/batch-policy.js';
-import type { BatchEntry, CancelSignal, DynamicBatcher } from '../engine/dynamic-batcher.js';
+import type { BatchEntry, DynamicBatcher } from '../engine/dynamic-batcher.js';
+import type { CancelSignal } from '../spec/cancel-signal.js';
 import type { InstanceEngine } from '../engine/instance-engine.js';
 import { batchStartMs, type RequestClock } from '../engine/request-accounting.js';
 import { now } from '../wire/epoch-time.js';

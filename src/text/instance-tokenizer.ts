@@ -9,6 +9,7 @@ import { OwnInstances } from './own-instances.js';
 import { InferenceRecorder } from '../metrics/inference-recorder.js';
 import type { VersionBuilderContext } from '../model-repository/model-version-builder.js';
 import { normalizeBatchPolicy } from '../spec/batch-policy.js';
+import type { CancelSignal } from '../spec/cancel-signal.js';
 import type { EncodeOptions, TextEncoding, TextTokenization, TextTokenizer } from '../tokenizer/tokenizer.js';
 import { now } from '../wire/epoch-time.js';
 import type { TokenizeText } from '../wire/wire-format.js';
@@ -61,12 +62,12 @@ export class InstanceTokenizer extends OwnInstances implements TextTokenization 
     return this.local.specialTokenCount(pair);
   }
 
-  encode(text: string, options: EncodeOptions = {}): Promise<TextEncoding> {
-    return this.engine.submit(this.batcher, { text: { first: text, options }, submittedMs: now() }, {});
+  encode(text: string, options: EncodeOptions = {}, signal?: CancelSignal): Promise<TextEncoding> {
+    return this.engine.submit(this.batcher, { text: { first: text, options }, submittedMs: now() }, { signal });
   }
 
-  encodePair(first: string, second: string, options: EncodeOptions = {}): Promise<TextEncoding> {
-    return this.engine.submit(this.batcher, { text: { first, second, options }, submittedMs: now() }, {});
+  encodePair(first: string, second: string, options: EncodeOptions = {}, signal?: CancelSignal): Promise<TextEncoding> {
+    return this.engine.submit(this.batcher, { text: { first, second, options }, submittedMs: now() }, { signal });
   }
 
   decode(ids: readonly number[], skipSpecialTokens: boolean): Promise<string> {

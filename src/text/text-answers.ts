@@ -1,4 +1,4 @@
-import type { CancelSignal } from '../engine/dynamic-batcher.js';
+import type { CancelSignal } from '../spec/cancel-signal.js';
 import type { RequestTrace } from '../tracing/request-tracing.js';
 
 /** What a text operation takes beside its inputs, and what it answers (src/text/text-engine.ts). */

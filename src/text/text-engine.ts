@@ -202,7 +202,9 @@ export class TextEngine {
         // Promise.all handles every rejection, so a second bad input is not an unhandled one.
         sequences = (await Promise.all(inputs.map(encode))).map((encoding) => ({ ids: encoding.ids, typeIds: encoding.typeIds, want }));
       } catch (err) {
-        failed((err as ServeFnError).code === 'SF_ERR_TOKENIZATION_FAILED' ? 'tokenization' : 'validation');
+        const code = (err as ServeFnError).code;
+        // A client gone while its texts waited for the tokenizer is counted below, as dropped.
+        if (code !== 'SF_ERR_CANCELLED') failed(code === 'SF_ERR_TOKENIZATION_FAILED' ? 'tokenization' : 'validation');
         throw err;
       }
       const tokenizationMs = performance.now() - started;
@@ -264,7 +266,7 @@ export class TextEngine {
     }
     // TEI bounds the request's own text by characters, before the prompt is added.
     const text = this.withPrompt(admittedText(input, { maxInputLength: max, cut, direction }), options.promptName ?? this.spec.defaultPromptName);
-    return this.encoded(() => this.tokenizer.encode(text, cut ? { maxLength: max, direction } : {}));
+    return this.encoded(() => this.tokenizer.encode(text, cut ? { maxLength: max, direction } : {}, options.signal));
   }
 
   /** A pair is cut LongestFirst by the tokenizer when truncation is on, as TEI's /rerank and /predict do. */
@@ -273,7 +275,7 @@ export class TextEngine {
     const direction = options.truncationDirection ?? 'right';
     const maxInputLength = this.spec.maxInputLength;
     const [a, b] = admittedPair(first, second, { maxInputLength, cut, direction });
-    return this.encoded(() => this.tokenizer.encodePair(a, b, cut ? { maxLength: maxInputLength, direction } : {}));
+    return this.encoded(() => this.tokenizer.encodePair(a, b, cut ? { maxLength: maxInputLength, direction } : {}, options.signal));
   }
 
   /** Runs the tokenizer: its failure is the request's (422 Tokenizer), and an uncut encoding over the limit is refused. */

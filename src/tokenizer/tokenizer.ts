@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Encoding, Tokenizer } from 'tokenizers';
 import { createError } from '../errors/index.js';
+import type { CancelSignal } from '../spec/cancel-signal.js';
 
 /*
  * Library choice (measured in bench/text/tokenizers.ts, docs/BENCHMARKS.md "Text: tokenizer
@@ -53,8 +54,9 @@ export interface TextTokenization {
   readonly vocabSize: number;
   readonly padId: number;
   specialTokenCount(pair: boolean): number;
-  encode(text: string, options?: EncodeOptions): Promise<TextEncoding>;
-  encodePair(first: string, second: string, options?: EncodeOptions): Promise<TextEncoding>;
+  /** `signal` drops a text still queued for a tokenizer on an instance once its client has gone; one in this thread encodes at once. */
+  encode(text: string, options?: EncodeOptions, signal?: CancelSignal): Promise<TextEncoding>;
+  encodePair(first: string, second: string, options?: EncodeOptions, signal?: CancelSignal): Promise<TextEncoding>;
   decode(ids: readonly number[], skipSpecialTokens: boolean): Promise<string>;
   idToToken(id: number): string | undefined;
   /** Whether it can encode now: one on an instance, once its instance runs; one in this thread, always (absent). */

@@ -9,7 +9,9 @@ import { openAiRoutes } from '../../src/protocol/openai/openai-routes.js';
 import { DEFAULT_JSON_BODY_LIMIT, installJsonBodyParser } from '../../src/server/json-body-parser.js';
 import { DEFAULT_TEXT_LIMITS, TextEngine } from '../../src/text/text-engine.js';
 import { TextMetrics } from '../../src/text/text-metrics.js';
-import { TextTokenizer } from '../../src/tokenizer/tokenizer.js';
+import { createError } from '../../src/errors/index.js';
+import type { CancelSignal } from '../../src/spec/cancel-signal.js';
+import { TextTokenizer, type EncodeOptions, type TextEncoding, type TextTokenization } from '../../src/tokenizer/tokenizer.js';
 import { fakeForward, forwardOver, WORDPIECE_TOKENIZER, type ForwardLog } from '../helpers/text-model-fixture.js';
 
 /** A forward model that holds every batch until released. */
@@ -75,5 +77,44 @@ describe('a text client that disconnects while its texts are queued', () => {
     expect(await executions()).toBe(2);
     expect(log.batches.map((b) => b.rows)).toEqual([1, 1]);
     expect(await metric('nv_inference_request_failure', { model: 'fake-embed', reason: 'CANCELED' })).toBe(2);
+  });
+
+  it('while its texts wait for the tokenizer: the tokenizer is handed its signal, and the request counts as dropped once', async () => {
+    const tokenizer = await TextTokenizer.fromFile(WORDPIECE_TOKENIZER);
+    // A tokenizer whose queue is full: each text waits until its signal aborts, as one queued for a busy instance does.
+    const signals: CancelSignal[] = [];
+    const queuedTokenizer: TextTokenization = Object.assign(Object.create(tokenizer) as TextTokenizer, {
+      encode: (_text: string, _options?: EncodeOptions, signal?: CancelSignal) => new Promise<TextEncoding>((_resolve, reject) => {
+        if (!signal) return reject(new Error('encoded with no signal'));
+        signals.push(signal);
+        signal.addEventListener('abort', () => reject(createError('SF_ERR_CANCELLED')), { once: true });
+      }),
+    });
+    const log: ForwardLog = { batches: [] };
+    const registry = new Registry();
+    const recorder = new InferenceRecorder({ registry, collectProcessMetrics: false });
+    const spec = { name: 'tiny-embed', modelId: 'test', task: 'embed' as const, pooling: 'mean' as const, maxInputLength: 32, prompts: {}, labels: [] };
+    const forward = forwardOver(fakeForward('embed', tokenizer.vocabSize, log), 1, recorder);
+    const metrics = new TextMetrics(registry);
+    const model = new TextEngine(spec, queuedTokenizer, forward, { limits: DEFAULT_TEXT_LIMITS, computeType: 'cpu', metrics });
+    const app = Fastify();
+    installJsonBodyParser(app, DEFAULT_JSON_BODY_LIMIT);
+    await app.register(openAiRoutes, { models: { all: () => [model], pick: () => model } as never });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    closers.push(() => app.close());
+    const { port } = app.server.address() as AddressInfo;
+
+    const leaving = httpRequest({ port, host: '127.0.0.1', method: 'POST', path: '/v1/embeddings', headers: { 'content-type': 'application/json' } });
+    leaving.on('error', () => undefined);
+    leaving.end(JSON.stringify({ input: ['left behind one', 'left behind two'] }));
+    await expect.poll(() => signals.length).toBe(2);
+    leaving.destroy();
+
+    const failures = async (): Promise<Record<string, number>> => {
+      const found = (await registry.getMetricsAsJSON()).find((m) => m.name === 'te_request_failure');
+      return Object.fromEntries((found?.values ?? []).filter((v) => v.value > 0).map((v) => [String(v.labels.err), v.value]));
+    };
+    await expect.poll(failures).toEqual({ dropped: 1 });
+    expect(log.batches).toEqual([]);
   });
 });

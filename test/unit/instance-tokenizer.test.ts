@@ -84,4 +84,27 @@ describe('an instance tokenizer', () => {
     expect(tokenizer.ready()).toBe(false);
     await expect(tokenizer.encode('late')).rejects.toMatchObject({ statusCode: 503 });
   }, 60_000);
+
+  it("drops a text still queued for the instance once its caller's signal aborts, and encodes the rest", async () => {
+    const file = join(WORDPIECE_DIR, 'tokenizer.json');
+    const reference = await TextTokenizer.fromFile(file);
+    const tokenizer = new InstanceTokenizer(await TextTokenizer.fromFile(file), file, contextOf('cancelled'), builder);
+    await tokenizer.start();
+    try {
+      // More texts than the instance takes in its running call and the one queued behind it (256 each):
+      // the texts after them wait in the queue, where a signal can still remove them.
+      const ahead = Array.from({ length: 600 }, (_, i) => tokenizer.encode(`text ${i}`));
+      const leaving = new AbortController();
+      const left = tokenizer.encodePair('a question', 'an answer', {}, leaving.signal);
+      const after = tokenizer.encode('after');
+      leaving.abort();
+      await expect(left).rejects.toMatchObject({ code: 'SF_ERR_CANCELLED' });
+      expect(fields(await after)).toEqual(fields(await reference.encode('after')));
+      expect(await Promise.all(ahead)).toHaveLength(600);
+      // A signal already aborted is refused before it queues.
+      await expect(tokenizer.encode('gone', {}, leaving.signal)).rejects.toMatchObject({ code: 'SF_ERR_CANCELLED' });
+    } finally {
+      await tokenizer.stop();
+    }
+  }, 60_000);
 });

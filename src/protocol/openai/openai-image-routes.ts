@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { CancelSignal } from '../../engine/dynamic-batcher.js';
+import type { CancelSignal } from '../../spec/cancel-signal.js';
 import { ServeFnError } from '../../errors/index.js';
 import type { DecodedImage, DiffusionPipeline } from '../../diffusion/diffusion-pipeline.js';
 import { encodeImage } from '../../diffusion/image-encoding.js';
