@@ -1,6 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import Fastify from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { InferenceModel } from '../../src/inference/inference-model.js';
@@ -8,6 +8,7 @@ import { InferenceRecorder } from '../../src/metrics/inference-recorder.js';
 import { openAiRoutes } from '../../src/protocol/openai/openai-routes.js';
 import { DEFAULT_JSON_BODY_LIMIT, installJsonBodyParser } from '../../src/server/json-body-parser.js';
 import { DEFAULT_TEXT_LIMITS, TextEngine } from '../../src/text/text-engine.js';
+import type { TextForward } from '../../src/text/forward-scheduler.js';
 import { TextMetrics } from '../../src/text/text-metrics.js';
 import { createError } from '../../src/errors/index.js';
 import type { CancelSignal } from '../../src/spec/cancel-signal.js';
@@ -25,6 +26,18 @@ function heldForward(inner: InferenceModel): { model: InferenceModel; release: (
   };
 }
 
+/** A text embedder over `forward` behind the OpenAI routes, listening on a loopback port. */
+async function servedEmbedder(tokenizer: TextTokenization, forward: TextForward, registry: Registry): Promise<{ app: FastifyInstance; port: number }> {
+  const spec = { name: 'tiny-embed', modelId: 'test', task: 'embed' as const, pooling: 'mean' as const, maxInputLength: 32, prompts: {}, labels: [] };
+  const model = new TextEngine(spec, tokenizer, forward, { limits: DEFAULT_TEXT_LIMITS, computeType: 'cpu', metrics: new TextMetrics(registry) });
+  const app = Fastify();
+  installJsonBodyParser(app, DEFAULT_JSON_BODY_LIMIT);
+  await app.register(openAiRoutes, { models: { all: () => [model], pick: () => model } as never });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  closers.push(() => app.close());
+  return { app, port: (app.server.address() as AddressInfo).port };
+}
+
 const closers: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const close of closers.splice(0)) await close();
@@ -37,15 +50,8 @@ describe('a text client that disconnects while its texts are queued', () => {
     const held = heldForward(fakeForward('embed', tokenizer.vocabSize, log));
     const registry = new Registry();
     const recorder = new InferenceRecorder({ registry, collectProcessMetrics: false });
-    const spec = { name: 'tiny-embed', modelId: 'test', task: 'embed' as const, pooling: 'mean' as const, maxInputLength: 32, prompts: {}, labels: [] };
     const forward = forwardOver(held.model, 1, recorder);
-    const model = new TextEngine(spec, tokenizer, forward, { limits: DEFAULT_TEXT_LIMITS, computeType: 'cpu', metrics: new TextMetrics(registry) });
-    const app = Fastify();
-    installJsonBodyParser(app, DEFAULT_JSON_BODY_LIMIT);
-    await app.register(openAiRoutes, { models: { all: () => [model], pick: () => model } as never });
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    closers.push(() => app.close());
-    const { port } = app.server.address() as AddressInfo;
+    const { app, port } = await servedEmbedder(tokenizer, forward, registry);
 
     const metric = async (name: string, labels: Record<string, string>): Promise<number> => {
       const found = (await registry.getMetricsAsJSON()).find((m) => m.name === name);
@@ -93,16 +99,8 @@ describe('a text client that disconnects while its texts are queued', () => {
     const log: ForwardLog = { batches: [] };
     const registry = new Registry();
     const recorder = new InferenceRecorder({ registry, collectProcessMetrics: false });
-    const spec = { name: 'tiny-embed', modelId: 'test', task: 'embed' as const, pooling: 'mean' as const, maxInputLength: 32, prompts: {}, labels: [] };
     const forward = forwardOver(fakeForward('embed', tokenizer.vocabSize, log), 1, recorder);
-    const metrics = new TextMetrics(registry);
-    const model = new TextEngine(spec, queuedTokenizer, forward, { limits: DEFAULT_TEXT_LIMITS, computeType: 'cpu', metrics });
-    const app = Fastify();
-    installJsonBodyParser(app, DEFAULT_JSON_BODY_LIMIT);
-    await app.register(openAiRoutes, { models: { all: () => [model], pick: () => model } as never });
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    closers.push(() => app.close());
-    const { port } = app.server.address() as AddressInfo;
+    const { port } = await servedEmbedder(queuedTokenizer, forward, registry);
 
     const leaving = httpRequest({ port, host: '127.0.0.1', method: 'POST', path: '/v1/embeddings', headers: { 'content-type': 'application/json' } });
     leaving.on('error', () => undefined);
