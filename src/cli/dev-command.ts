@@ -9,6 +9,7 @@ import { findEntry, findRepository, findGenerativeFolders, findTextModelFolders 
 import { SERVER_READY, type ServerReady } from './dev-messages.js';
 import { devProxy, DevUpstream } from './dev-proxy.js';
 import { assertPortFree } from './port-in-use.js';
+import { SavedFiles } from './saved-files.js';
 
 export interface DevOptions {
   readonly host: string;
@@ -42,9 +43,7 @@ export async function devCommand(entryPath: string | undefined, options: DevOpti
   let serving: RunningServer | undefined;
   let loading: RunningServer | undefined;
   let restartTimer: NodeJS.Timeout | undefined;
-  /** Paths touched since the last reload, and those of them created meanwhile (an editor's or sed's temporary file). */
-  const touched = new Set<string>();
-  const created = new Set<string>();
+  const saved = new SavedFiles((path) => existsSync(resolve(entry.root, path)));
   let reloadStarted: number | undefined;
   let stopping = false;
   await assertPortFree(options.host, options.port, '--port');
@@ -104,24 +103,11 @@ export async function devCommand(entryPath: string | undefined, options: DevOpti
     loading = spawnServer();
   };
 
-  /**
-   * The files a burst of events changed: those that exist, and those deleted that existed before it.
-   * sed -i and safe-writing editors write a temporary file and rename it over the saved one; the
-   * temporary file comes and goes within the burst and is neither named nor a reason to reload.
-   */
-  const changedFiles = (): string[] => {
-    const files = [...touched].filter((path) => existsSync(resolve(entry.root, path)) || !created.has(path));
-    touched.clear();
-    created.clear();
-    return files;
-  };
-
   const restart = (event: string, file: string): void => {
-    touched.add(file);
-    if (event === 'add' || event === 'addDir') created.add(file);
+    if (!saved.note(event, file)) return;
     clearTimeout(restartTimer);
     restartTimer = setTimeout(() => {
-      const files = changedFiles();
+      const files = saved.take();
       if (files.length === 0) return;
       process.stdout.write(`serve-fn dev: ${files.join(', ')} changed, reloading\n`);
       reloadStarted = performance.now();
